@@ -1,0 +1,109 @@
+// matmul.wgsl — batched C = alpha · op(A) · op(B) (+ C when accumulating), f32.
+//
+// Shapes (row-major, per batch b):
+//   op(A) is (M, K): A stored (M, K), or (K, M) when TRANS_A.
+//   op(B) is (K, N): B stored (K, N), or (N, K) when TRANS_B   (y = x·Wᵀ with HF weights: TRANS_B).
+//   C is (M, N). Batch b reads A + b·strideA, B + b·strideB, writes C + b·strideC (in elements).
+// Bindings: 0 a (read), 1 b (read), 2 c (read_write), 3 params (uniform).
+// Dispatch: (ceil(N / TILE_N), ceil(M / TILE_M), batch) with TILE_M = 4·WG_Y, TILE_N = 4·WG_X.
+//
+// Register tiling: each thread owns a 4×4 block of C held as four vec4 rows; the A and B tiles
+// are staged in workgroup memory as vec4 (4 consecutive rows of A / columns of B), so the inner
+// loop is two vec4 reads and four vec4 FMAs per k. Global loads are gathered element by element
+// because shapes are arbitrary (primes included) and either operand may be transposed; every
+// load and store is bounds-guarded.
+
+override WG_X: u32 = 16;
+override WG_Y: u32 = 16;
+override TILE_K: u32 = 16;
+override TRANS_A: bool = false;
+override TRANS_B: bool = false;
+
+override TILE_M_VEC: u32 = WG_Y; // tile rows / 4 (derived; never set from TS)
+override TILE_N_VEC: u32 = WG_X; // tile cols / 4 (derived; never set from TS)
+
+struct Params {
+  M: u32,
+  N: u32,
+  K: u32,
+  accumulate: u32, // 1: C += alpha·op(A)·op(B)
+  strideA: u32,
+  strideB: u32,
+  strideC: u32,
+  alpha: f32,
+}
+
+@group(0) @binding(0) var<storage, read> a: array<f32>;
+@group(0) @binding(1) var<storage, read> b: array<f32>;
+@group(0) @binding(2) var<storage, read_write> c: array<f32>;
+@group(0) @binding(3) var<uniform> params: Params;
+
+// a_tile[k * TILE_M_VEC + i] holds rows 4i..4i+3 of column k of the A tile; b_tile likewise holds
+// columns 4j..4j+3 of row k of the B tile.
+var<workgroup> a_tile: array<vec4<f32>, TILE_K * TILE_M_VEC>;
+var<workgroup> b_tile: array<vec4<f32>, TILE_K * TILE_N_VEC>;
+
+fn load_a(base: u32, row: u32, k: u32) -> f32 {
+  if (row >= params.M || k >= params.K) { return 0.0; }
+  if (TRANS_A) { return a[base + k * params.M + row]; }
+  return a[base + row * params.K + k];
+}
+
+fn load_b(base: u32, k: u32, col: u32) -> f32 {
+  if (k >= params.K || col >= params.N) { return 0.0; }
+  if (TRANS_B) { return b[base + col * params.K + k]; }
+  return b[base + k * params.N + col];
+}
+
+@compute @workgroup_size(WG_X, WG_Y, 1)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
+  let tile_row = wid.y * TILE_M_VEC * 4u;
+  let tile_col = wid.x * TILE_N_VEC * 4u;
+  let a_base = wid.z * params.strideA;
+  let b_base = wid.z * params.strideB;
+  let c_base = wid.z * params.strideC;
+  let thread = lid.y * WG_X + lid.x;
+  let threads = WG_X * WG_Y;
+
+  var acc: array<vec4<f32>, 4>;
+  for (var k0 = 0u; k0 < params.K; k0 = k0 + TILE_K) {
+    // Stage the tiles: each vec4 slot gets 4 gathered scalars.
+    for (var slot = thread; slot < TILE_K * TILE_M_VEC; slot = slot + threads) {
+      let k = slot / TILE_M_VEC;
+      let r = tile_row + (slot % TILE_M_VEC) * 4u;
+      a_tile[slot] = vec4<f32>(load_a(a_base, r, k0 + k), load_a(a_base, r + 1u, k0 + k),
+                               load_a(a_base, r + 2u, k0 + k), load_a(a_base, r + 3u, k0 + k));
+    }
+    for (var slot = thread; slot < TILE_K * TILE_N_VEC; slot = slot + threads) {
+      let k = slot / TILE_N_VEC;
+      let col = tile_col + (slot % TILE_N_VEC) * 4u;
+      b_tile[slot] = vec4<f32>(load_b(b_base, k0 + k, col), load_b(b_base, k0 + k, col + 1u),
+                               load_b(b_base, k0 + k, col + 2u), load_b(b_base, k0 + k, col + 3u));
+    }
+    workgroupBarrier();
+    for (var k = 0u; k < TILE_K; k = k + 1u) {
+      let av = a_tile[k * TILE_M_VEC + lid.y];
+      let bv = b_tile[k * TILE_N_VEC + lid.x];
+      acc[0] = fma(vec4<f32>(av.x), bv, acc[0]);
+      acc[1] = fma(vec4<f32>(av.y), bv, acc[1]);
+      acc[2] = fma(vec4<f32>(av.z), bv, acc[2]);
+      acc[3] = fma(vec4<f32>(av.w), bv, acc[3]);
+    }
+    workgroupBarrier();
+  }
+
+  let row0 = tile_row + lid.y * 4u;
+  let col0 = tile_col + lid.x * 4u;
+  for (var i = 0u; i < 4u; i = i + 1u) {
+    let row = row0 + i;
+    if (row >= params.M) { break; }
+    for (var j = 0u; j < 4u; j = j + 1u) {
+      let col = col0 + j;
+      if (col >= params.N) { break; }
+      let index = c_base + row * params.N + col;
+      var value = params.alpha * acc[i][j];
+      if (params.accumulate != 0u) { value = value + c[index]; }
+      c[index] = value;
+    }
+  }
+}

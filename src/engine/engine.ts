@@ -1,0 +1,31 @@
+// The engine handle every kernel wrapper receives: the device context plus the pipeline cache.
+import { acquireGpu, type AcquireOptions, type GpuContext } from './device';
+import { PipelineCache } from './pipelines';
+
+export interface Engine {
+  gpu: GpuContext;
+  device: GPUDevice;
+  pipelines: PipelineCache;
+  /** Encodes with `record`, submits once, and waits for the queue to drain. */
+  run(record: (encoder: GPUCommandEncoder) => void | Promise<void>, label?: string): Promise<void>;
+  destroy(): void;
+}
+
+export async function createEngine(options?: AcquireOptions): Promise<Engine> {
+  const gpu = await acquireGpu(options);
+  const device = gpu.device;
+  return {
+    gpu,
+    device,
+    pipelines: new PipelineCache(device),
+    async run(record, label = 'engine.run') {
+      if (gpu.lost)
+        throw new Error(`GPU device was lost (${gpu.lost.reason}): ${gpu.lost.message}`);
+      const encoder = device.createCommandEncoder({ label });
+      await record(encoder);
+      device.queue.submit([encoder.finish()]);
+      await device.queue.onSubmittedWorkDone();
+    },
+    destroy: () => gpu.destroy(),
+  };
+}

@@ -1,0 +1,82 @@
+// TS wrapper of shaders/matmul.wgsl: pipeline specialisation, uniforms and dispatch geometry.
+import { createUniformBuffer } from '../engine/buffers';
+import { ceilDiv, MAX_WORKGROUPS_PER_DIM } from '../engine/dispatch';
+import { bindBuffers, type PipelineCache } from '../engine/pipelines';
+import { shaderSource } from '../engine/shaders';
+
+/** Threads per workgroup along x (columns) and y (rows); each thread computes 4×4 outputs. */
+export const MATMUL_WG_X = 16;
+export const MATMUL_WG_Y = 16;
+export const MATMUL_TILE_K = 16;
+export const MATMUL_TILE_M = MATMUL_WG_Y * 4;
+export const MATMUL_TILE_N = MATMUL_WG_X * 4;
+
+export interface MatmulArgs {
+  /** op(A) is (M, K); stored (K, M) when transA. */
+  a: GPUBuffer;
+  /** op(B) is (K, N); stored (N, K) when transB. */
+  b: GPUBuffer;
+  /** (batch, M, N) output. */
+  c: GPUBuffer;
+  M: number;
+  N: number;
+  K: number;
+  batch?: number;
+  transA?: boolean;
+  transB?: boolean;
+  /** Add into c instead of overwriting it (gradient accumulation). */
+  accumulate?: boolean;
+  alpha?: number;
+  /** Batch strides in elements; default contiguous. Stride 0 broadcasts an operand. */
+  strideA?: number;
+  strideB?: number;
+  strideC?: number;
+}
+
+export class MatmulKernel {
+  constructor(
+    private readonly device: GPUDevice,
+    private readonly pipelines: PipelineCache,
+  ) {}
+
+  async encode(encoder: GPUCommandEncoder, args: MatmulArgs): Promise<void> {
+    const { M, N, K, batch = 1, transA = false, transB = false } = args;
+    const gridX = ceilDiv(N, MATMUL_TILE_N);
+    const gridY = ceilDiv(M, MATMUL_TILE_M);
+    if (
+      gridX > MAX_WORKGROUPS_PER_DIM ||
+      gridY > MAX_WORKGROUPS_PER_DIM ||
+      batch > MAX_WORKGROUPS_PER_DIM
+    ) {
+      throw new RangeError(
+        `matmul (${batch}×${M}×${N}×${K}) exceeds the dispatch grid; split the batch`,
+      );
+    }
+    const pipeline = await this.pipelines.get('matmul', shaderSource('matmul'), {
+      WG_X: MATMUL_WG_X,
+      WG_Y: MATMUL_WG_Y,
+      TILE_K: MATMUL_TILE_K,
+      TRANS_A: transA,
+      TRANS_B: transB,
+    });
+    const params = createUniformBuffer(
+      this.device,
+      [
+        ['u32', M],
+        ['u32', N],
+        ['u32', K],
+        ['u32', args.accumulate ? 1 : 0],
+        ['u32', args.strideA ?? M * K],
+        ['u32', args.strideB ?? K * N],
+        ['u32', args.strideC ?? M * N],
+        ['f32', args.alpha ?? 1],
+      ],
+      'matmul.params',
+    );
+    const pass = encoder.beginComputePass({ label: 'matmul' });
+    pass.setPipeline(pipeline);
+    pass.setBindGroup(0, bindBuffers(this.device, pipeline, [args.a, args.b, args.c, params]));
+    if (M > 0 && N > 0 && batch > 0) pass.dispatchWorkgroups(gridX, gridY, batch);
+    pass.end();
+  }
+}

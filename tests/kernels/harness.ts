@@ -1,0 +1,54 @@
+// Shared helpers for kernel tests: one engine per test file, seeded inputs, and a comparison that
+// reports the worst element against |gpu − ref| ≤ atol + rtol·|ref|.
+import { afterAll } from 'vitest';
+import { createEngine, type Engine } from '../../src/engine/engine';
+
+let enginePromise: Promise<Engine> | null = null;
+
+/** The test file's engine (Node WebGPU; SwiftShader on machines without a GPU). */
+export function testEngine(): Promise<Engine> {
+  if (!enginePromise) {
+    enginePromise = createEngine();
+    afterAll(async () => (await enginePromise)?.destroy());
+  }
+  return enginePromise;
+}
+
+/** Deterministic uniform values in [lo, hi) from a 32-bit seed (mulberry32). */
+export function seededUniform(length: number, seed: number, lo = -1, hi = 1): Float32Array {
+  let state = seed >>> 0;
+  const out = new Float32Array(length);
+  for (let i = 0; i < length; i++) {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    out[i] = lo + (hi - lo) * (((t ^ (t >>> 14)) >>> 0) / 4294967296);
+  }
+  return out;
+}
+
+export interface Tolerance {
+  atol: number;
+  rtol: number;
+}
+
+/** Index and size of the worst violation, or null when every element is within tolerance. */
+export function worstMismatch(
+  actual: ArrayLike<number>,
+  expected: ArrayLike<number>,
+  { atol, rtol }: Tolerance,
+): { index: number; actual: number; expected: number; excess: number } | null {
+  if (actual.length !== expected.length) {
+    return { index: -1, actual: actual.length, expected: expected.length, excess: Infinity };
+  }
+  let worst: { index: number; actual: number; expected: number; excess: number } | null = null;
+  for (let i = 0; i < expected.length; i++) {
+    const a = actual[i];
+    const e = expected[i];
+    const excess = Math.abs(a - e) - (atol + rtol * Math.abs(e));
+    if (!(excess <= 0) && (!worst || !(excess <= worst.excess)))
+      worst = { index: i, actual: a, expected: e, excess };
+  }
+  return worst;
+}

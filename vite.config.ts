@@ -1,0 +1,65 @@
+// Vite config for the app, the Node command-line build (`--mode cli`) and the vitest projects.
+// One config so that WGSL files load the same way (`?raw` through import.meta.glob) in the
+// browser bundle, in vitest and in the Node CLI.
+import { defineConfig } from 'vitest/config';
+import { svelte } from '@sveltejs/vite-plugin-svelte';
+import { readdirSync } from 'node:fs';
+
+// Cross-origin isolation so threaded wasm (SharedArrayBuffer) works; the nginx config in
+// deploy/ sends the same headers in production.
+const isolationHeaders = {
+  'Cross-Origin-Opener-Policy': 'same-origin',
+  'Cross-Origin-Embedder-Policy': 'require-corp',
+};
+
+const cliEntries = Object.fromEntries(
+  readdirSync('src/cli')
+    .filter((f) => f.endsWith('.ts') && !f.includes('.'.repeat(2)) && !f.startsWith('_'))
+    .map((f) => [f.replace(/\.ts$/, ''), `src/cli/${f}`]),
+);
+
+export default defineConfig(({ mode }) => {
+  if (mode === 'cli') {
+    return {
+      build: {
+        ssr: true,
+        outDir: 'dist-cli',
+        emptyOutDir: true,
+        target: 'node20',
+        rollupOptions: { input: cliEntries, output: { format: 'es', entryFileNames: '[name].js' } },
+      },
+      ssr: { external: ['webgpu'] },
+    };
+  }
+  return {
+    plugins: [svelte()],
+    worker: { format: 'es' },
+    build: { target: 'es2022', sourcemap: true },
+    server: { host: '127.0.0.1', headers: isolationHeaders },
+    preview: { host: '127.0.0.1', headers: isolationHeaders },
+    test: {
+      projects: [
+        {
+          extends: true,
+          test: {
+            name: 'unit',
+            include: ['tests/unit/**/*.test.ts'],
+            environment: 'node',
+          },
+        },
+        {
+          extends: true,
+          test: {
+            name: 'kernels',
+            include: ['tests/kernels/**/*.test.ts'],
+            environment: 'node',
+            // SwiftShader runs WebGPU on the CPU: kernel tests are slow, and two files at once on
+            // a 2-core machine only contend for the same cores.
+            testTimeout: 120_000,
+            fileParallelism: false,
+          },
+        },
+      ],
+    },
+  };
+});
