@@ -304,7 +304,7 @@ export function writeSafetensors(
     if (t.name === '__metadata__' || t.name in header) {
       throw new ModelFileError(fileName, 'duplicate or reserved tensor name', t.name);
     }
-    if (!t.shape.every(isNonNegInt)) {
+    if (!t.shape.every((d) => isNonNegInt(d))) {
       throw new ModelFileError(fileName, `invalid shape [${t.shape.join(', ')}]`, t.name);
     }
     const count = t.shape.reduce((a, b) => a * b, 1);
