@@ -56,7 +56,9 @@ const BROWSER_REMEDY =
 async function getGpu(): Promise<{ gpu: GPU; remedy: string }> {
   const nav = (globalThis as { navigator?: Navigator }).navigator;
   if (nav?.gpu) return { gpu: nav.gpu, remedy: BROWSER_REMEDY };
-  const isNode = typeof process !== 'undefined' && !!process.versions?.node;
+  // import.meta.env.SSR is statically false in the browser bundle, which drops the Node path (and
+  // the `webgpu` package) from it; vitest and the CLI build (ssr) keep it.
+  const isNode = import.meta.env.SSR && typeof process !== 'undefined' && !!process.versions?.node;
   if (!isNode) {
     throw new WebGpuUnavailableError(
       'This browser does not expose WebGPU (navigator.gpu is missing).',

@@ -40,7 +40,9 @@ async function loadNodeGpu(): Promise<GPU> {
   try {
     mod = (await import('webgpu')) as unknown as typeof mod;
   } catch (err) {
-    throw new Error(`Cannot load the 'webgpu' package (${String(err)}). Run \`npm ci\`.`, { cause: err });
+    throw new Error(`Cannot load the 'webgpu' package (${String(err)}). Run \`npm ci\`.`, {
+      cause: err,
+    });
   }
   // GPUBufferUsage, GPUShaderStage, GPUMapMode … are globals in browsers; Dawn provides them.
   for (const [key, value] of Object.entries(mod.globals)) {

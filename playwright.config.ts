@@ -1,0 +1,30 @@
+// Playwright end-to-end tests in Debian's Chromium with WebGPU on SwiftShader, against the built app
+// served by `vite preview` on 127.0.0.1 (a secure context, so navigator.gpu exists).
+import { defineConfig } from '@playwright/test';
+import { CHROMIUM_ARGS, CHROMIUM_INSTALL_HINT, findChromium } from './tests/e2e/browser';
+
+const executablePath = findChromium();
+if (!executablePath) throw new Error(CHROMIUM_INSTALL_HINT);
+
+const PORT = Number(process.env.E2E_PORT ?? 4173);
+
+export default defineConfig({
+  testDir: 'tests/e2e',
+  outputDir: 'test-results/e2e',
+  timeout: 120_000,
+  workers: 1,
+  reporter: [['list'], ['json', { outputFile: 'test-results/e2e-results.json' }]],
+  use: {
+    baseURL: `http://127.0.0.1:${PORT}`,
+    browserName: 'chromium',
+    launchOptions: { executablePath, args: CHROMIUM_ARGS },
+    screenshot: 'only-on-failure',
+    trace: 'retain-on-failure',
+  },
+  webServer: {
+    command: `npx vite preview --host 127.0.0.1 --port ${PORT} --strictPort`,
+    url: `http://127.0.0.1:${PORT}`,
+    reuseExistingServer: !process.env.CI,
+    timeout: 60_000,
+  },
+});

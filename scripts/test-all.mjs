@@ -1,0 +1,136 @@
+#!/usr/bin/env node
+// `npm test`: every layer in order — lint and formatting, types (svelte-check), vitest unit tests,
+// vitest kernel tests on Node WebGPU, then the production build and Playwright end-to-end tests in
+// Chromium. A missing browser or WebGPU driver fails with how to install it; a layer is skipped only
+// when asked explicitly (SKIP_KERNELS=1, SKIP_E2E=1). Ends with one summary line of counts.
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+
+const skipKernels = process.env.SKIP_KERNELS === '1';
+const skipE2E = process.env.SKIP_E2E === '1';
+const started = Date.now();
+const totals = { passed: 0, failed: 0, skipped: 0 };
+
+function run(title, command, args, env = {}) {
+  console.log(`\n=== ${title}: ${command} ${args.join(' ')}`);
+  const t0 = Date.now();
+  const result = spawnSync(command, args, { stdio: 'inherit', env: { ...process.env, ...env } });
+  const seconds = ((Date.now() - t0) / 1000).toFixed(1);
+  if (result.status !== 0) {
+    console.error(`\n✗ ${title} failed (exit ${result.status ?? result.signal}) after ${seconds}s`);
+    summarize();
+    process.exit(result.status || 1);
+  }
+  console.log(`✓ ${title} (${seconds}s)`);
+}
+
+function summarize() {
+  const minutes = ((Date.now() - started) / 60000).toFixed(1);
+  console.log(`\nAll layers finished in ${minutes} min.`);
+  console.log(`tests: ${totals.passed} passed, ${totals.failed} failed, ${totals.skipped} skipped`);
+}
+
+function preflightNodeWebGpu() {
+  const probe = spawnSync(
+    process.execPath,
+    [
+      '--input-type=module',
+      '-e',
+      `import { existsSync } from 'node:fs';
+       const icd = ['/usr/lib/chromium/vk_swiftshader_icd.json', '/usr/lib/chromium-browser/vk_swiftshader_icd.json'].find(existsSync);
+       if (!process.env.VK_ICD_FILENAMES && icd) process.env.VK_ICD_FILENAMES = icd;
+       const { create, globals } = await import('webgpu');
+       Object.assign(globalThis, globals);
+       const adapter = await create(['backend=vulkan']).requestAdapter();
+       if (!adapter) process.exit(3);
+       console.log('Node WebGPU adapter:', adapter.info.vendor, adapter.info.architecture);`,
+    ],
+    { encoding: 'utf8' },
+  );
+  if (probe.status !== 0) {
+    console.error(
+      'Kernel tests need WebGPU in Node (the `webgpu` package) and a Vulkan driver, and none was found.\n' +
+        'On Debian/Ubuntu without a GPU: `sudo apt-get install chromium libvulkan1` (SwiftShader ships with chromium).\n' +
+        'To skip this layer on purpose, set SKIP_KERNELS=1.\n' +
+        (probe.stderr || '')
+          .split('\n')
+          .filter((l) => l && !l.includes('XDG_RUNTIME_DIR'))
+          .slice(0, 5)
+          .join('\n'),
+    );
+    process.exit(1);
+  }
+  process.stdout.write(probe.stdout);
+}
+
+function preflightChromium() {
+  const candidates = [
+    process.env.CHROMIUM_PATH,
+    '/usr/bin/chromium',
+    '/usr/bin/chromium-browser',
+    '/usr/bin/google-chrome',
+  ];
+  if (!candidates.some((p) => p && existsSync(p))) {
+    console.error(
+      'End-to-end tests need Chromium: `sudo apt-get install chromium nginx` on Debian/Ubuntu, or set CHROMIUM_PATH.\n' +
+        'To skip this layer on purpose, set SKIP_E2E=1.',
+    );
+    process.exit(1);
+  }
+}
+
+function addVitestCounts(file) {
+  const report = JSON.parse(readFileSync(file, 'utf8'));
+  totals.passed += report.numPassedTests;
+  totals.failed += report.numFailedTests;
+  totals.skipped += report.numPendingTests + (report.numTodoTests ?? 0);
+}
+
+function addPlaywrightCounts(file) {
+  const { stats } = JSON.parse(readFileSync(file, 'utf8'));
+  totals.passed += stats.expected + (stats.flaky ?? 0);
+  totals.failed += stats.unexpected;
+  totals.skipped += stats.skipped;
+}
+
+mkdirSync('test-results', { recursive: true });
+if (!skipKernels) preflightNodeWebGpu();
+if (!skipE2E) preflightChromium();
+
+run('lint', 'npx', ['eslint', '.']);
+run('format', 'npx', ['prettier', '--check', '.']);
+run('types', 'npx', [
+  'svelte-check',
+  '--tsconfig',
+  './tsconfig.json',
+  '--fail-on-warnings',
+  '--output',
+  'human',
+]);
+
+const vitestJson = 'test-results/vitest.json';
+rmSync(vitestJson, { force: true });
+const projects = skipKernels
+  ? ['--project', 'unit']
+  : ['--project', 'unit', '--project', 'kernels'];
+if (skipKernels) console.log('\nSKIP_KERNELS=1: kernel tests skipped on request.');
+run('unit + kernel tests', 'npx', [
+  'vitest',
+  'run',
+  ...projects,
+  '--reporter=default',
+  '--reporter=json',
+  `--outputFile=${vitestJson}`,
+]);
+addVitestCounts(vitestJson);
+
+if (skipE2E) {
+  console.log('\nSKIP_E2E=1: end-to-end tests skipped on request.');
+} else {
+  run('build', 'npx', ['vite', 'build']);
+  const e2eJson = 'test-results/e2e-results.json';
+  rmSync(e2eJson, { force: true });
+  run('end-to-end tests (Chromium)', 'npx', ['playwright', 'test']);
+  addPlaywrightCounts(e2eJson);
+}
+summarize();
