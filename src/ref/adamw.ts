@@ -42,7 +42,10 @@ export function adamwStepRef(
 export interface GradClipResult {
   /** Global L2 norm over every gradient tensor (before clipping). */
   norm: number;
-  /** Factor applied to every gradient: min(1, maxNorm / (norm + 1e-6)), as torch's clip_grad_norm_. */
+  /**
+   * Factor applied to every gradient: min(1, maxNorm / (norm + 1e-6)), as torch's clip_grad_norm_;
+   * 1 when maxNorm ≤ 0 (clipping off).
+   */
   scale: number;
   /** False when the norm is NaN or ±Inf: the optimizer step must be skipped. */
   finite: boolean;
@@ -55,10 +58,12 @@ export function sumSquaresRef(values: ArrayLike<number>): number {
   return s;
 }
 
+/** Global-norm clipping of several gradient tensors; maxNorm ≤ 0 disables the clip (scale 1). */
 export function gradClipRef(grads: ArrayLike<number>[], maxNorm: number): GradClipResult {
   let total = 0;
   for (const g of grads) total += sumSquaresRef(g);
   const norm = Math.sqrt(total);
   const finite = Number.isFinite(norm);
-  return { norm, scale: finite ? Math.min(1, maxNorm / (norm + 1e-6)) : 0, finite };
+  const scale = !finite ? 0 : maxNorm > 0 ? Math.min(1, maxNorm / (norm + 1e-6)) : 1;
+  return { norm, scale, finite };
 }
