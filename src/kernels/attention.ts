@@ -1,0 +1,317 @@
+// TS wrappers of the attention kernels: causal grouped-query attention forward
+// (shaders/attention_forward.wgsl), its backward (shaders/attention_backward_dq.wgsl then
+// shaders/attention_backward_dkv.wgsl) and the KV-cache write used by decoding
+// (shaders/kv_cache_write.wgsl). Pipeline specialisation, uniforms, limits and dispatch geometry.
+//
+// Legend: N sequences, Tq query rows, T time (training: Tq = S = T), S_cap cache capacity,
+// S filled cache length, H heads, Hkv kv-heads, D head dim.
+import { createStorageBuffer, createUniformBuffer } from '../engine/buffers';
+import { ceilDiv, dispatch1D, splitGrid } from '../engine/dispatch';
+import { bindBuffers, type PipelineCache } from '../engine/pipelines';
+import { shaderSource } from '../engine/shaders';
+
+/** Rows (threads) per workgroup of the forward, dq and dkv kernels: one thread per query/key row. */
+export const ATTENTION_WG = 32;
+/**
+ * Largest head dim the kernels take: each thread keeps up to four D-long rows in private arrays
+ * sized by this constant (MAX_D in the shaders). Llama/Qwen/SmolLM heads are 64 or 128.
+ */
+export const ATTENTION_MAX_HEAD_DIM = 128;
+/** Largest number of keys/queries staged per tile (MAX_TILE in the shaders). */
+export const ATTENTION_MAX_TILE = 32;
+/**
+ * Workgroup memory the tiles are planned for: WebGPU's guaranteed minimum of
+ * maxComputeWorkgroupStorageSize. Planning for the minimum rather than the device's limit keeps
+ * the tile sizes, hence the summation order and the exact bits, the same on every device.
+ */
+export const ATTENTION_WORKGROUP_BYTES = 16384;
+/** Threads per workgroup of kv_cache_write (one element each). */
+export const KV_CACHE_WRITE_WG = 256;
+
+/** Rows per tile when each staged row costs `floatsPerRow` f32 of workgroup memory. */
+export function attentionTileRows(floatsPerRow: number): number {
+  return Math.max(
+    1,
+    Math.min(ATTENTION_MAX_TILE, Math.floor(ATTENTION_WORKGROUP_BYTES / (4 * floatsPerRow))),
+  );
+}
+
+function checkHeads(kernel: string, H: number, Hkv: number, D: number): void {
+  for (const [name, value] of [
+    ['H', H],
+    ['Hkv', Hkv],
+    ['D', D],
+  ] as const) {
+    if (!Number.isInteger(value) || value < 1) {
+      throw new RangeError(`${kernel}: ${name} must be a positive integer, got ${value}`);
+    }
+  }
+  if (H % Hkv !== 0) {
+    throw new RangeError(`${kernel}: H (${H}) must be a multiple of Hkv (${Hkv})`);
+  }
+  if (D > ATTENTION_MAX_HEAD_DIM) {
+    throw new RangeError(
+      `${kernel}: head dim D = ${D} exceeds ATTENTION_MAX_HEAD_DIM = ${ATTENTION_MAX_HEAD_DIM} ` +
+        '(per-thread rows are held in fixed-size private arrays)',
+    );
+  }
+}
+
+export interface AttentionForwardArgs {
+  /** (N, Tq, H, D) queries (rotary already applied). */
+  q: GPUBuffer;
+  /** (N, S_cap, Hkv, D) keys; in training just the k projection (S_cap = T). */
+  k: GPUBuffer;
+  /** (N, S_cap, Hkv, D) values. */
+  v: GPUBuffer;
+  /** (N) u32: first valid column of each sequence (number of left-pad tokens). */
+  keyStart: GPUBuffer;
+  /** (N, Tq, H, D) output. */
+  o: GPUBuffer;
+  /** (N, H, Tq) log-sum-exp of the scaled scores, for the backward pass (0 for pad rows). */
+  lse: GPUBuffer;
+  N: number;
+  Tq: number;
+  H: number;
+  Hkv: number;
+  D: number;
+  /** Absolute column of query row 0 (training 0; decoding the current position t). Default 0. */
+  qOffset?: number;
+  /** Filled cache length: keys j ≥ S are never read. Default qOffset + Tq. */
+  S?: number;
+  /** Cache capacity (columns per sequence in k and v). Default S. */
+  sCap?: number;
+  /** Score scale; default 1/√D. */
+  scale?: number;
+}
+
+export class AttentionForwardKernel {
+  constructor(
+    private readonly device: GPUDevice,
+    private readonly pipelines: PipelineCache,
+  ) {}
+
+  async encode(encoder: GPUCommandEncoder, args: AttentionForwardArgs): Promise<void> {
+    const { N, Tq, H, Hkv, D, qOffset = 0 } = args;
+    checkHeads('attention_forward', H, Hkv, D);
+    const S = args.S ?? qOffset + Tq;
+    const sCap = args.sCap ?? S;
+    if (S > sCap) throw new RangeError(`attention_forward: S (${S}) exceeds S_cap (${sCap})`);
+    const tile = attentionTileRows(2 * D);
+    const pipeline = await this.pipelines.get(
+      'attention_forward',
+      shaderSource('attention_forward'),
+      { WG: ATTENTION_WG, TILE: tile, HEAD_DIM: D },
+    );
+    const params = createUniformBuffer(
+      this.device,
+      [
+        ['u32', N],
+        ['u32', Tq],
+        ['u32', H],
+        ['u32', Hkv],
+        ['u32', sCap],
+        ['u32', S],
+        ['u32', qOffset],
+        ['f32', args.scale ?? 1 / Math.sqrt(D)],
+      ],
+      'attention_forward.params',
+    );
+    const pass = encoder.beginComputePass({ label: 'attention_forward' });
+    pass.setPipeline(pipeline);
+    pass.setBindGroup(
+      0,
+      bindBuffers(this.device, pipeline, [
+        args.q,
+        args.k,
+        args.v,
+        args.keyStart,
+        args.o,
+        args.lse,
+        params,
+      ]),
+    );
+    const workgroups = N * Hkv * ceilDiv((H / Hkv) * Tq, ATTENTION_WG);
+    const [x, y, z] = splitGrid(workgroups);
+    if (x > 0) pass.dispatchWorkgroups(x, y, z);
+    pass.end();
+  }
+}
+
+export interface AttentionBackwardArgs {
+  /** (N, T, H, D) gradient of the attention output. */
+  dO: GPUBuffer;
+  /** (N, T, H, D) forward queries. */
+  q: GPUBuffer;
+  /** (N, T, Hkv, D) forward keys. */
+  k: GPUBuffer;
+  /** (N, T, Hkv, D) forward values. */
+  v: GPUBuffer;
+  /** (N, T, H, D) forward output. */
+  o: GPUBuffer;
+  /** (N, H, T) forward log-sum-exp. */
+  lse: GPUBuffer;
+  /** (N) u32 first valid column. */
+  keyStart: GPUBuffer;
+  /** (N, T, H, D) output: gradient of q (overwritten). */
+  dq: GPUBuffer;
+  /** (N, T, Hkv, D) output: gradient of k (overwritten). */
+  dk: GPUBuffer;
+  /** (N, T, Hkv, D) output: gradient of v (overwritten). */
+  dv: GPUBuffer;
+  /** (N, H, T) scratch for Δ = rowsum(dO∘O); when left out the kernel keeps its own. */
+  delta?: GPUBuffer;
+  N: number;
+  T: number;
+  H: number;
+  Hkv: number;
+  D: number;
+  /** Score scale; default 1/√D (must match the forward). */
+  scale?: number;
+}
+
+/**
+ * Backward of the training-shape forward (Tq = S = S_cap = T, qOffset = 0). Encodes two passes:
+ * dq (which also writes Δ) and then dk/dv, which reads Δ. No atomics: fixed summation order.
+ */
+export class AttentionBackwardKernel {
+  private scratch: GPUBuffer | null = null;
+
+  constructor(
+    private readonly device: GPUDevice,
+    private readonly pipelines: PipelineCache,
+  ) {}
+
+  async encode(encoder: GPUCommandEncoder, args: AttentionBackwardArgs): Promise<void> {
+    const { N, T, H, Hkv, D } = args;
+    checkHeads('attention_backward', H, Hkv, D);
+    const delta = args.delta ?? this.deltaScratch(N * H * T * 4);
+    const [dqPipeline, dkvPipeline] = await Promise.all([
+      this.pipelines.get('attention_backward_dq', shaderSource('attention_backward_dq'), {
+        WG: ATTENTION_WG,
+        TILE: attentionTileRows(2 * D),
+        HEAD_DIM: D,
+      }),
+      this.pipelines.get('attention_backward_dkv', shaderSource('attention_backward_dkv'), {
+        WG: ATTENTION_WG,
+        TILE: attentionTileRows(2 * D + 2),
+        HEAD_DIM: D,
+      }),
+    ]);
+    const params = createUniformBuffer(
+      this.device,
+      [
+        ['u32', N],
+        ['u32', T],
+        ['u32', H],
+        ['u32', Hkv],
+        ['f32', args.scale ?? 1 / Math.sqrt(D)],
+      ],
+      'attention_backward.params',
+    );
+
+    const dqPass = encoder.beginComputePass({ label: 'attention_backward_dq' });
+    dqPass.setPipeline(dqPipeline);
+    dqPass.setBindGroup(
+      0,
+      bindBuffers(this.device, dqPipeline, [
+        args.dO,
+        args.q,
+        args.k,
+        args.v,
+        args.o,
+        args.lse,
+        args.keyStart,
+        args.dq,
+        delta,
+        params,
+      ]),
+    );
+    const [qx, qy, qz] = splitGrid(N * Hkv * ceilDiv((H / Hkv) * T, ATTENTION_WG));
+    if (qx > 0) dqPass.dispatchWorkgroups(qx, qy, qz);
+    dqPass.end();
+
+    const dkvPass = encoder.beginComputePass({ label: 'attention_backward_dkv' });
+    dkvPass.setPipeline(dkvPipeline);
+    dkvPass.setBindGroup(
+      0,
+      bindBuffers(this.device, dkvPipeline, [
+        args.dO,
+        args.q,
+        args.k,
+        args.v,
+        args.lse,
+        delta,
+        args.keyStart,
+        args.dk,
+        args.dv,
+        params,
+      ]),
+    );
+    const [kx, ky, kz] = splitGrid(N * Hkv * ceilDiv(T, ATTENTION_WG));
+    if (kx > 0) dkvPass.dispatchWorkgroups(kx, ky, kz);
+    dkvPass.end();
+  }
+
+  /** Frees the internal Δ scratch buffer (if any). */
+  destroy(): void {
+    this.scratch?.destroy();
+    this.scratch = null;
+  }
+
+  // Passes run in encoding order, so one scratch buffer serves every layer of a backward pass.
+  private deltaScratch(byteLength: number): GPUBuffer {
+    if (!this.scratch || this.scratch.size < byteLength) {
+      this.scratch?.destroy();
+      this.scratch = createStorageBuffer(this.device, byteLength, 'attention_backward.delta');
+    }
+    return this.scratch;
+  }
+}
+
+export interface KvCacheWriteArgs {
+  /** (N, Tsrc, Hkv, D) new key or value rows. */
+  src: GPUBuffer;
+  /** (N, S_cap, Hkv, D) cache; columns t0 … t0 + Tsrc − 1 are overwritten. */
+  cache: GPUBuffer;
+  N: number;
+  Tsrc: number;
+  sCap: number;
+  Hkv: number;
+  D: number;
+  /** First cache column written. */
+  t0: number;
+}
+
+export class KvCacheWriteKernel {
+  constructor(
+    private readonly device: GPUDevice,
+    private readonly pipelines: PipelineCache,
+  ) {}
+
+  async encode(encoder: GPUCommandEncoder, args: KvCacheWriteArgs): Promise<void> {
+    const { N, Tsrc, sCap, Hkv, D, t0 } = args;
+    if (t0 + Tsrc > sCap) {
+      throw new RangeError(`kv_cache_write: columns ${t0}…${t0 + Tsrc - 1} exceed S_cap (${sCap})`);
+    }
+    const pipeline = await this.pipelines.get('kv_cache_write', shaderSource('kv_cache_write'), {
+      WG: KV_CACHE_WRITE_WG,
+    });
+    const params = createUniformBuffer(
+      this.device,
+      [
+        ['u32', N],
+        ['u32', Tsrc],
+        ['u32', sCap],
+        ['u32', Hkv * D],
+        ['u32', t0],
+      ],
+      'kv_cache_write.params',
+    );
+    const pass = encoder.beginComputePass({ label: 'kv_cache_write' });
+    pass.setPipeline(pipeline);
+    pass.setBindGroup(0, bindBuffers(this.device, pipeline, [args.src, args.cache, params]));
+    dispatch1D(pass, N * Tsrc * Hkv * D, KV_CACHE_WRITE_WG);
+    pass.end();
+  }
+}
