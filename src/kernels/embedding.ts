@@ -1,0 +1,154 @@
+// TS wrappers of shaders/embedding_forward.wgsl and shaders/embedding_backward.wgsl, and the CPU
+// token index that lets the backward pass scatter-add without atomics.
+// Legend: R = N·T token rows, V vocab, C channels, U distinct token ids in the batch.
+import { createUniformBuffer, uploadStorageBuffer } from '../engine/buffers';
+import { ceilDiv, MAX_WORKGROUPS_PER_DIM, splitGrid } from '../engine/dispatch';
+import { bindBuffers, type PipelineCache } from '../engine/pipelines';
+import { shaderSource } from '../engine/shaders';
+
+/** Threads per workgroup of both embedding kernels. */
+export const EMBEDDING_WG = 256;
+
+type GridOptions = {
+  /** Grid split limit per dimension (tests lower it to exercise the split). */
+  maxWorkgroupsPerDim?: number;
+};
+
+/**
+ * The rows of a token batch grouped by token id: the rows holding uniqueIds[u] are
+ * order[offsets[u]] … order[offsets[u + 1] − 1], ascending. Ids are ascending too.
+ */
+export interface TokenIndex {
+  uniqueIds: Uint32Array; // (U)
+  offsets: Uint32Array; // (U + 1)
+  order: Uint32Array; // (R)
+}
+
+/** Groups the rows of `tokens` (R) by token id (a stable counting of ids; O(R log R)). */
+export function buildTokenIndex(tokens: Uint32Array): TokenIndex {
+  const R = tokens.length;
+  const order = new Uint32Array(R);
+  for (let r = 0; r < R; r++) order[r] = r;
+  // Ties broken by row so that every id sums its rows in ascending order.
+  order.sort((a, b) => tokens[a] - tokens[b] || a - b);
+  const unique: number[] = [];
+  const offsets: number[] = [];
+  for (let p = 0; p < R; p++) {
+    if (p === 0 || tokens[order[p]] !== tokens[order[p - 1]]) {
+      unique.push(tokens[order[p]]);
+      offsets.push(p);
+    }
+  }
+  offsets.push(R);
+  return { uniqueIds: Uint32Array.from(unique), offsets: Uint32Array.from(offsets), order };
+}
+
+export interface EmbeddingForwardArgs {
+  tokens: GPUBuffer; // u32 (R)
+  weight: GPUBuffer; // (V, C)
+  x: GPUBuffer; // (R, C) output
+  rows: number; // R
+  V: number;
+  C: number;
+}
+
+export class EmbeddingForwardKernel {
+  private readonly maxPerDim: number;
+
+  constructor(
+    private readonly device: GPUDevice,
+    private readonly pipelines: PipelineCache,
+    options: GridOptions = {},
+  ) {
+    this.maxPerDim = options.maxWorkgroupsPerDim ?? MAX_WORKGROUPS_PER_DIM;
+  }
+
+  async encode(encoder: GPUCommandEncoder, args: EmbeddingForwardArgs): Promise<void> {
+    const { rows, V, C } = args;
+    const pipeline = await this.pipelines.get(
+      'embedding_forward',
+      shaderSource('embedding_forward'),
+      { WG: EMBEDDING_WG },
+    );
+    const params = createUniformBuffer(
+      this.device,
+      [
+        ['u32', rows],
+        ['u32', C],
+        ['u32', V],
+      ],
+      'embedding_forward.params',
+    );
+    const pass = encoder.beginComputePass({ label: 'embedding_forward' });
+    pass.setPipeline(pipeline);
+    pass.setBindGroup(
+      0,
+      bindBuffers(this.device, pipeline, [args.tokens, args.weight, args.x, params]),
+    );
+    const groups = ceilDiv(rows * C, EMBEDDING_WG);
+    if (groups > 0) pass.dispatchWorkgroups(...splitGrid(groups, this.maxPerDim));
+    pass.end();
+  }
+}
+
+export interface EmbeddingBackwardArgs {
+  dx: GPUBuffer; // (R, C) gradient of the embedding output
+  dw: GPUBuffer; // (V, C) weight gradient
+  /** buildTokenIndex(tokens) of the batch that produced dx. */
+  index: TokenIndex;
+  V: number;
+  C: number;
+  /** Add into dw instead of overwriting it (without: rows of unused ids are cleared to 0). */
+  accumulate?: boolean;
+}
+
+export class EmbeddingBackwardKernel {
+  private readonly maxPerDim: number;
+
+  constructor(
+    private readonly device: GPUDevice,
+    private readonly pipelines: PipelineCache,
+    options: GridOptions = {},
+  ) {
+    this.maxPerDim = options.maxWorkgroupsPerDim ?? MAX_WORKGROUPS_PER_DIM;
+  }
+
+  async encode(encoder: GPUCommandEncoder, args: EmbeddingBackwardArgs): Promise<void> {
+    const { index, V, C, accumulate = false } = args;
+    const U = index.uniqueIds.length;
+    if (U > 0 && index.uniqueIds[U - 1] >= V) {
+      throw new RangeError(
+        `embedding backward: token id ${index.uniqueIds[U - 1]} is outside the vocabulary (${V})`,
+      );
+    }
+    // The kernel writes only rows of ids that occur; "overwrite" means every other row is 0.
+    if (!accumulate) encoder.clearBuffer(args.dw, 0, V * C * 4);
+    if (U === 0) return;
+    const pipeline = await this.pipelines.get(
+      'embedding_backward',
+      shaderSource('embedding_backward'),
+      { WG: EMBEDDING_WG },
+    );
+    const uniqueIds = uploadStorageBuffer(this.device, index.uniqueIds, 'embedding.uniqueIds');
+    const offsets = uploadStorageBuffer(this.device, index.offsets, 'embedding.offsets');
+    const order = uploadStorageBuffer(this.device, index.order, 'embedding.order');
+    const params = createUniformBuffer(
+      this.device,
+      [
+        ['u32', U],
+        ['u32', C],
+        ['u32', accumulate ? 1 : 0],
+      ],
+      'embedding_backward.params',
+    );
+    const pass = encoder.beginComputePass({ label: 'embedding_backward' });
+    pass.setPipeline(pipeline);
+    pass.setBindGroup(
+      0,
+      bindBuffers(this.device, pipeline, [args.dx, uniqueIds, offsets, order, args.dw, params]),
+    );
+    const groups = ceilDiv(U * C, EMBEDDING_WG);
+    if (groups > 0) pass.dispatchWorkgroups(...splitGrid(groups, this.maxPerDim));
+    pass.end();
+  }
+}
