@@ -16,6 +16,13 @@ export class ModelFileError extends Error {
   }
 }
 
+/**
+ * Why a source could not deliver a file: absent ('missing', which loaders may tolerate for optional
+ * files), unreachable ('network'), an HTTP error ('http'), a web page instead of the file ('html'),
+ * or a local read failure ('io').
+ */
+export type ModelSourceFailure = 'missing' | 'network' | 'http' | 'html' | 'io';
+
 /** A model source (folder, files, URL) that could not deliver a file at all. */
 export class ModelSourceError extends Error {
   override name = 'ModelSourceError';
@@ -23,6 +30,7 @@ export class ModelSourceError extends Error {
     /** The file or URL that could not be read. */
     readonly file: string,
     readonly detail: string,
+    readonly reason: ModelSourceFailure,
   ) {
     super(`${file}: ${detail}`);
   }

@@ -1,0 +1,286 @@
+// Loads a Hugging Face model folder from any ModelSource: config.json, generation_config.json,
+// model.safetensors (or model.safetensors.index.json + shards) and the tokenizer files. Every
+// parameter the config implies (parameterSpecs) must be present with the right shape; the errors
+// say which file and which tensor. Cheap checks (config, tokenizer) run before any weights are read,
+// so a bad folder fails before a large download.
+
+import { parseHfConfig, parameterSpecs, type LlamaConfig } from '../model/config';
+import { ModelFileError, ModelSourceError } from './errors';
+import { parseJsonFile, readOptional, type ModelSource, type ReadProgress } from './model-source';
+import { parseSafetensors, type SafetensorsDtype } from './safetensors';
+
+/** The generation defaults a model ships with (generation_config.json), merged with config.json. */
+export interface GenerationDefaults {
+  /** Every token that ends a completion: generation_config.json's list, else config.json's. */
+  eosTokenIds: number[];
+  bosTokenId: number | null;
+  padTokenId: number | null;
+  temperature: number | null;
+  topP: number | null;
+  topK: number | null;
+  maxNewTokens: number | null;
+  doSample: boolean | null;
+}
+
+export interface LoadedHfModel {
+  config: LlamaConfig;
+  /** config.json as read (kept so an export can preserve fields we do not model). */
+  configJson: Record<string, unknown>;
+  generation: GenerationDefaults;
+  /** Every parameterSpecs(config) tensor, f32, in parameterSpecs order. */
+  tensors: Map<string, Float32Array>;
+  /** dtype each tensor was stored in (for the UI: 'loaded from BF16'). */
+  storedDtypes: Map<string, SafetensorsDtype>;
+  /** Tensors in the files that the model does not use (rotary inv_freq, a tied lm_head …). */
+  ignoredTensors: string[];
+  /** Raw bytes of the tokenizer files found (tokenizer.json always), for loadTokenizer and export. */
+  tokenizerFiles: Map<string, Uint8Array>;
+}
+
+export type LoadPhase = 'config' | 'tokenizer' | 'weights';
+
+export interface LoadHfOptions {
+  onProgress?: (event: ReadProgress & { phase: LoadPhase }) => void;
+  /** Default true; false loads weights only (e.g. a checkpoint without tokenizer files). */
+  requireTokenizer?: boolean;
+}
+
+export const CONFIG_FILE = 'config.json';
+export const GENERATION_CONFIG_FILE = 'generation_config.json';
+export const SAFETENSORS_FILE = 'model.safetensors';
+export const SAFETENSORS_INDEX_FILE = 'model.safetensors.index.json';
+export const TOKENIZER_FILE = 'tokenizer.json';
+/** Tokenizer files copied when present (besides tokenizer.json, which is required). */
+export const OPTIONAL_TOKENIZER_FILES = [
+  'tokenizer_config.json',
+  'special_tokens_map.json',
+  'chat_template.jinja',
+  'chat_template.json',
+];
+
+function asObject(value: unknown, file: string): Record<string, unknown> {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new ModelFileError(file, 'expected a JSON object');
+  }
+  return value as Record<string, unknown>;
+}
+
+const idList = (v: unknown): number[] =>
+  typeof v === 'number'
+    ? [v]
+    : Array.isArray(v)
+      ? v.filter((x): x is number => typeof x === 'number')
+      : [];
+const num = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : null);
+
+/** generation_config.json (possibly absent) merged over config.json's token ids. */
+export function parseGenerationConfig(
+  json: unknown | null,
+  config: LlamaConfig,
+  file = GENERATION_CONFIG_FILE,
+): GenerationDefaults {
+  const g = json === null ? {} : asObject(json, file);
+  const eos = idList(g.eos_token_id);
+  return {
+    eosTokenIds: eos.length > 0 ? eos : config.eosTokenIds.slice(),
+    bosTokenId: num(g.bos_token_id) ?? config.bosTokenId,
+    padTokenId: num(g.pad_token_id),
+    temperature: num(g.temperature),
+    topP: num(g.top_p),
+    topK: num(g.top_k),
+    maxNewTokens: num(g.max_new_tokens),
+    doSample: typeof g.do_sample === 'boolean' ? g.do_sample : null,
+  };
+}
+
+/** The shard files and which tensor each holds, from model.safetensors.index.json. */
+export function parseSafetensorsIndex(
+  json: unknown,
+  file = SAFETENSORS_INDEX_FILE,
+): Map<string, string> {
+  const index = asObject(json, file);
+  const weightMap = index.weight_map;
+  if (typeof weightMap !== 'object' || weightMap === null || Array.isArray(weightMap)) {
+    throw new ModelFileError(file, "has no 'weight_map' object (tensor name → shard file)");
+  }
+  const out = new Map<string, string>();
+  for (const [name, shard] of Object.entries(weightMap as Record<string, unknown>)) {
+    if (typeof shard !== 'string' || shard.length === 0) {
+      throw new ModelFileError(
+        file,
+        `weight_map entry is not a file name: ${JSON.stringify(shard)}`,
+        name,
+      );
+    }
+    out.set(name, shard);
+  }
+  return out;
+}
+
+const shapeText = (s: readonly number[]) => `[${s.join(', ')}]`;
+
+/** Why the config implies this shape, so a mismatch message says which config.json field to check. */
+function shapeReason(name: string, c: LlamaConfig): string {
+  if (name.includes('embed_tokens') || name === 'lm_head.weight') {
+    return `vocab_size=${c.vocabSize}, hidden_size=${c.hiddenSize}`;
+  }
+  if (/q_proj|o_proj/.test(name)) {
+    return `num_attention_heads=${c.numHeads} × head_dim=${c.headDim}, hidden_size=${c.hiddenSize}`;
+  }
+  if (/k_proj|v_proj/.test(name)) {
+    return `num_key_value_heads=${c.numKvHeads} × head_dim=${c.headDim}, hidden_size=${c.hiddenSize}`;
+  }
+  if (name.includes('mlp.'))
+    return `intermediate_size=${c.intermediateSize}, hidden_size=${c.hiddenSize}`;
+  return `hidden_size=${c.hiddenSize}`;
+}
+
+async function readRequired(
+  source: ModelSource,
+  name: string,
+  what: string,
+  onProgress?: (p: ReadProgress) => void,
+): Promise<Uint8Array> {
+  try {
+    return await source.read(name, { onProgress });
+  } catch (err) {
+    if (err instanceof ModelSourceError && err.reason === 'missing') {
+      throw new ModelFileError(name, `missing from ${source.label}: ${what}`);
+    }
+    throw err;
+  }
+}
+
+/** Loads and validates a Hugging Face Llama/Qwen2 model folder. */
+export async function loadHfFolder(
+  source: ModelSource,
+  options: LoadHfOptions = {},
+): Promise<LoadedHfModel> {
+  const progress = (phase: LoadPhase) => (p: ReadProgress) => options.onProgress?.({ ...p, phase });
+
+  const configJson = asObject(
+    parseJsonFile(
+      await readRequired(
+        source,
+        CONFIG_FILE,
+        'a Hugging Face model folder needs config.json (the model architecture)',
+        progress('config'),
+      ),
+      CONFIG_FILE,
+    ),
+    CONFIG_FILE,
+  );
+  const config = parseHfConfig(configJson, CONFIG_FILE);
+  const generationBytes = await readOptional(source, GENERATION_CONFIG_FILE, {
+    onProgress: progress('config'),
+  });
+  const generation = parseGenerationConfig(
+    generationBytes === null ? null : parseJsonFile(generationBytes, GENERATION_CONFIG_FILE),
+    config,
+  );
+
+  const tokenizerFiles = new Map<string, Uint8Array>();
+  const tokenizerBytes = await readOptional(source, TOKENIZER_FILE, {
+    onProgress: progress('tokenizer'),
+  });
+  if (tokenizerBytes === null) {
+    if (options.requireTokenizer !== false) {
+      const listing = await source.list().catch(() => null);
+      const hasSentencepiece = listing?.some((f) => f.endsWith('tokenizer.model')) ?? false;
+      throw new ModelFileError(
+        TOKENIZER_FILE,
+        `missing from ${source.label}: the model needs its tokenizer (tokenizer.json, the Hugging Face ` +
+          `"fast" tokenizer file${hasSentencepiece ? '; tokenizer.model (sentencepiece) alone is not supported' : ''}). ` +
+          `Copy tokenizer.json and tokenizer_config.json from the model's repository into the folder.`,
+      );
+    }
+  } else {
+    tokenizerFiles.set(TOKENIZER_FILE, tokenizerBytes);
+    for (const name of OPTIONAL_TOKENIZER_FILES) {
+      const bytes = await readOptional(source, name, { onProgress: progress('tokenizer') });
+      if (bytes !== null) tokenizerFiles.set(name, bytes);
+    }
+  }
+
+  // Weights: a shard index when there is one, else the single file.
+  const indexBytes = await readOptional(source, SAFETENSORS_INDEX_FILE, {
+    onProgress: progress('weights'),
+  });
+  let shardOf: Map<string, string> | null = null;
+  let shardFiles: string[];
+  if (indexBytes !== null) {
+    shardOf = parseSafetensorsIndex(parseJsonFile(indexBytes, SAFETENSORS_INDEX_FILE));
+    shardFiles = [...new Set(shardOf.values())];
+  } else {
+    shardFiles = [SAFETENSORS_FILE];
+  }
+
+  const specs = parameterSpecs(config);
+  const wanted = new Map(specs.map((s) => [s.name, s.shape]));
+  const found = new Map<string, { data: Float32Array; dtype: SafetensorsDtype; file: string }>();
+  const ignoredTensors: string[] = [];
+  for (const shard of shardFiles) {
+    let bytes: Uint8Array;
+    try {
+      bytes = await source.read(shard, { onProgress: progress('weights') });
+    } catch (err) {
+      if (!(err instanceof ModelSourceError && err.reason === 'missing')) throw err;
+      if (shardOf) {
+        throw new ModelFileError(
+          shard,
+          `missing from ${source.label}, but ${SAFETENSORS_INDEX_FILE} lists it as a shard`,
+        );
+      }
+      const listing = await source.list().catch(() => null);
+      const legacy = listing?.find((f) => /\.(bin|pt|pth|gguf)$/.test(f));
+      throw new ModelFileError(
+        SAFETENSORS_FILE,
+        `missing from ${source.label}: the folder needs model.safetensors or ` +
+          `${SAFETENSORS_INDEX_FILE} with its shards` +
+          (legacy
+            ? ` (found ${legacy}; only safetensors weights can be loaded, convert it first)`
+            : ''),
+      );
+    }
+    const parsed = parseSafetensors(bytes, shard);
+    for (const [name, tensor] of parsed.tensors) {
+      const shape = wanted.get(name);
+      if (!shape) {
+        ignoredTensors.push(name);
+        continue;
+      }
+      // The bytes are trusted over weight_map, but a tensor in two shards is a broken checkpoint.
+      if (found.has(name)) {
+        throw new ModelFileError(shard, `tensor also stored in ${found.get(name)!.file}`, name);
+      }
+      if (tensor.shape.length !== shape.length || tensor.shape.some((d, i) => d !== shape[i])) {
+        throw new ModelFileError(
+          shard,
+          `shape ${shapeText(tensor.shape)} disagrees with config.json, which implies ` +
+            `${shapeText(shape)} (${shapeReason(name, config)})`,
+          name,
+        );
+      }
+      found.set(name, { data: tensor.data, dtype: tensor.dtype, file: shard });
+    }
+  }
+
+  const tensors = new Map<string, Float32Array>();
+  const storedDtypes = new Map<string, SafetensorsDtype>();
+  for (const spec of specs) {
+    const t = found.get(spec.name);
+    if (!t) {
+      const where = shardOf?.get(spec.name) ?? shardFiles.join(', ');
+      throw new ModelFileError(
+        where,
+        `tensor missing: config.json (${config.architecture}, ${config.numLayers} layers` +
+          `${config.attentionBias ? ', q/k/v bias' : ''}${config.tieWordEmbeddings ? ', tied embeddings' : ''}) ` +
+          `needs it with shape ${shapeText(spec.shape)}`,
+        spec.name,
+      );
+    }
+    tensors.set(spec.name, t.data);
+    storedDtypes.set(spec.name, t.dtype);
+  }
+  return { config, configJson, generation, tensors, storedDtypes, ignoredTensors, tokenizerFiles };
+}

@@ -1,0 +1,434 @@
+// Where a model's files come from: a `ModelSource` is a set of named files read on demand (only the
+// files a loader asks for are read, so a sharded checkpoint streams shard by shard). Sources: a Node
+// folder path, browser File objects (file picker, <input webkitdirectory>, drag and drop), a File
+// System Access directory handle, and a URL base (fetch with progress, cached in the Cache API so a
+// model downloaded once loads offline). Every failure is a ModelSourceError saying why.
+
+import { ModelFileError, ModelSourceError } from './errors';
+
+export interface ReadProgress {
+  /** The file being read, as the loader named it. */
+  file: string;
+  loaded: number;
+  /** Total bytes when the source knows it (Content-Length, File.size), else null. */
+  total: number | null;
+}
+
+export interface ReadOptions {
+  onProgress?: (progress: ReadProgress) => void;
+}
+
+export interface ModelSource {
+  /** Where the files come from, for messages ('folder /models/x', 'https://…/resolve/main/'). */
+  readonly label: string;
+  /** The file's bytes; a missing file throws ModelSourceError with reason 'missing'. */
+  read(name: string, options?: ReadOptions): Promise<Uint8Array>;
+  /** File names (relative paths) when the source can list them; null for URLs. */
+  list(): Promise<string[] | null>;
+}
+
+/** Reads a file that may legitimately be absent (generation_config.json, a shard index …). */
+export async function readOptional(
+  source: ModelSource,
+  name: string,
+  options?: ReadOptions,
+): Promise<Uint8Array | null> {
+  try {
+    return await source.read(name, options);
+  } catch (err) {
+    if (err instanceof ModelSourceError && err.reason === 'missing') return null;
+    throw err;
+  }
+}
+
+/** Parses JSON bytes; the error names the file. */
+export function parseJsonFile(bytes: Uint8Array, name: string): unknown {
+  let text: string;
+  try {
+    text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+  } catch {
+    throw new ModelFileError(name, 'is not UTF-8 text (expected JSON)');
+  }
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    throw new ModelFileError(
+      name,
+      `is not valid JSON (${err instanceof Error ? err.message : String(err)})`,
+    );
+  }
+}
+
+const normalise = (name: string) => name.replace(/\\/g, '/').replace(/^\.?\//, '');
+
+// ---------------------------------------------------------------------------------------------
+// Node folder
+
+/** A folder on disk (Node only; `node:fs` is imported lazily so the browser bundle never loads it). */
+export function folderSource(folder: string): ModelSource {
+  // A variable specifier keeps bundlers from trying to resolve node builtins for the browser.
+  const fsModule = 'node:fs/promises';
+  const pathModule = 'node:path';
+  const load = async () => ({
+    fs: (await import(/* @vite-ignore */ fsModule)) as typeof import('node:fs/promises'),
+    path: (await import(/* @vite-ignore */ pathModule)) as typeof import('node:path'),
+  });
+  return {
+    label: `folder ${folder}`,
+    async read(name, options) {
+      const { fs, path } = await load();
+      const full = path.join(folder, normalise(name));
+      let bytes: Uint8Array;
+      try {
+        bytes = new Uint8Array(await fs.readFile(full));
+      } catch (err) {
+        const code = (err as { code?: string }).code;
+        if (code === 'ENOENT') {
+          throw new ModelSourceError(name, `not found in folder ${folder}`, 'missing');
+        }
+        throw new ModelSourceError(
+          name,
+          `could not read ${full}: ${err instanceof Error ? err.message : String(err)}`,
+          'io',
+        );
+      }
+      options?.onProgress?.({ file: name, loaded: bytes.byteLength, total: bytes.byteLength });
+      return bytes;
+    },
+    async list() {
+      const { fs } = await load();
+      try {
+        const entries = await fs.readdir(folder, { recursive: true, withFileTypes: true });
+        return entries
+          .filter((e) => e.isFile())
+          .map((e) => {
+            const dir = (e as { parentPath?: string; path?: string }).parentPath ?? e.path ?? '';
+            const rel = dir.startsWith(folder) ? dir.slice(folder.length) : '';
+            return normalise(`${rel}/${e.name}`);
+          })
+          .sort();
+      } catch (err) {
+        throw new ModelSourceError(
+          folder,
+          `could not list the folder: ${err instanceof Error ? err.message : String(err)}`,
+          'io',
+        );
+      }
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Browser files: picker, <input webkitdirectory>, drag and drop
+
+/** The parts of `File` we use (so tests can pass Node's `File` and apps can pass Blobs with names). */
+export interface NamedBlob {
+  name: string;
+  size: number;
+  arrayBuffer(): Promise<ArrayBuffer>;
+  webkitRelativePath?: string;
+}
+
+/**
+ * Files picked by the user. With <input webkitdirectory> every file carries 'folder/config.json'
+ * in webkitRelativePath; the common top folder is dropped so names match what loaders ask for.
+ */
+export function filesSource(
+  files: Iterable<NamedBlob> | ArrayLike<NamedBlob>,
+  label = 'selected files',
+): ModelSource {
+  const list = Array.from(files as ArrayLike<NamedBlob>);
+  const paths = list.map((f) => normalise(f.webkitRelativePath || f.name));
+  const tops = new Set(paths.map((p) => (p.includes('/') ? p.split('/')[0] : '')));
+  const stripTop = tops.size === 1 && !tops.has('');
+  const byName = new Map<string, NamedBlob>();
+  list.forEach((f, i) => {
+    const p = stripTop ? paths[i].slice(paths[i].indexOf('/') + 1) : paths[i];
+    byName.set(p, f);
+  });
+  return {
+    label,
+    async read(name, options) {
+      const file = byName.get(normalise(name));
+      if (!file) {
+        throw new ModelSourceError(
+          name,
+          `not among the ${label} (${[...byName.keys()].join(', ') || 'none'}); select the whole model folder`,
+          'missing',
+        );
+      }
+      let bytes: Uint8Array;
+      try {
+        bytes = new Uint8Array(await file.arrayBuffer());
+      } catch (err) {
+        throw new ModelSourceError(
+          name,
+          `could not read the file: ${err instanceof Error ? err.message : String(err)}`,
+          'io',
+        );
+      }
+      options?.onProgress?.({ file: name, loaded: bytes.byteLength, total: file.size });
+      return bytes;
+    },
+    async list() {
+      return [...byName.keys()].sort();
+    },
+  };
+}
+
+// Minimal structural types for the entry API (webkitGetAsEntry), which lib.dom types only partly.
+interface DropEntry {
+  isFile: boolean;
+  isDirectory: boolean;
+  name: string;
+  fullPath: string;
+}
+interface DropFileEntry extends DropEntry {
+  file(ok: (f: File) => void, fail: (e: unknown) => void): void;
+}
+interface DropDirectoryEntry extends DropEntry {
+  createReader(): { readEntries(ok: (e: DropEntry[]) => void, fail: (e: unknown) => void): void };
+}
+
+/**
+ * The files of a drop event (files and whole folders). Call it synchronously inside the `drop`
+ * handler: DataTransfer items are only readable during the event; the folder walk continues after.
+ */
+export function dropSource(dataTransfer: DataTransfer): Promise<ModelSource> {
+  const entries: DropEntry[] = [];
+  const looseFiles: File[] = [];
+  for (const item of Array.from(dataTransfer.items)) {
+    if (item.kind !== 'file') continue;
+    const entry = (item as { webkitGetAsEntry?: () => DropEntry | null }).webkitGetAsEntry?.();
+    if (entry) entries.push(entry);
+    else {
+      const f = item.getAsFile();
+      if (f) looseFiles.push(f);
+    }
+  }
+  const walk = async (entry: DropEntry, out: NamedBlob[]): Promise<void> => {
+    if (entry.isFile) {
+      const file = await new Promise<File>((ok, fail) => (entry as DropFileEntry).file(ok, fail));
+      // fullPath is '/folder/config.json'; keep it as the relative path for filesSource.
+      out.push({
+        name: file.name,
+        size: file.size,
+        arrayBuffer: () => file.arrayBuffer(),
+        webkitRelativePath: entry.fullPath.replace(/^\//, ''),
+      });
+    } else if (entry.isDirectory) {
+      const reader = (entry as DropDirectoryEntry).createReader();
+      // readEntries returns batches (100 in Chromium) until an empty one.
+      for (;;) {
+        const batch = await new Promise<DropEntry[]>((ok, fail) => reader.readEntries(ok, fail));
+        if (batch.length === 0) break;
+        for (const child of batch) await walk(child, out);
+      }
+    }
+  };
+  return (async () => {
+    const files: NamedBlob[] = [...looseFiles];
+    for (const entry of entries) await walk(entry, files);
+    return filesSource(files, 'dropped files');
+  })();
+}
+
+/** The parts of FileSystemDirectoryHandle we use (File System Access API, Chromium). */
+export interface DirectoryHandleLike {
+  name: string;
+  getFileHandle(name: string): Promise<{ getFile(): Promise<File> }>;
+  getDirectoryHandle(name: string): Promise<DirectoryHandleLike>;
+  entries?(): AsyncIterable<[string, { kind: 'file' | 'directory' }]>;
+}
+
+/** A folder the user granted through `showDirectoryPicker()`; files are read when asked for. */
+export function directoryHandleSource(handle: DirectoryHandleLike): ModelSource {
+  return {
+    label: `folder ${handle.name}`,
+    async read(name, options) {
+      const parts = normalise(name).split('/');
+      let file: File;
+      try {
+        let dir = handle;
+        for (const part of parts.slice(0, -1)) dir = await dir.getDirectoryHandle(part);
+        file = await (await dir.getFileHandle(parts[parts.length - 1])).getFile();
+      } catch (err) {
+        if ((err as { name?: string }).name === 'NotFoundError') {
+          throw new ModelSourceError(name, `not found in folder ${handle.name}`, 'missing');
+        }
+        throw new ModelSourceError(
+          name,
+          `could not read it from folder ${handle.name}: ${err instanceof Error ? err.message : String(err)}`,
+          'io',
+        );
+      }
+      const bytes = new Uint8Array(await file.arrayBuffer());
+      options?.onProgress?.({ file: name, loaded: bytes.byteLength, total: file.size });
+      return bytes;
+    },
+    async list() {
+      if (!handle.entries) return null;
+      const out: string[] = [];
+      const walk = async (dir: DirectoryHandleLike, prefix: string) => {
+        for await (const [name, entry] of dir.entries!()) {
+          if (entry.kind === 'file') out.push(prefix + name);
+          else await walk(await dir.getDirectoryHandle(name), `${prefix}${name}/`);
+        }
+      };
+      await walk(handle, '');
+      return out.sort();
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// URL base
+
+export const MODEL_CACHE_NAME = 'grpo-playground-models-v1';
+
+export interface UrlSourceOptions {
+  /** Defaults to the global fetch. */
+  fetch?: typeof fetch;
+  /** Cache API cache for offline reuse; false turns caching off. Default MODEL_CACHE_NAME. */
+  cacheName?: string | false;
+}
+
+/**
+ * An HTML page where a model file was expected: a `/blob/` (web view) URL instead of `/resolve/`,
+ * a login page, a dev server's index.html fallback for a missing file. The u64 test keeps a real
+ * safetensors file whose header length happens to start with byte '<' from being mistaken for one.
+ */
+function looksLikeHtml(bytes: Uint8Array, contentType: string | null): boolean {
+  if (contentType && /^\s*text\/html/i.test(contentType)) return true;
+  let i = 0;
+  if (bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf) i = 3;
+  while (
+    i < bytes.length &&
+    (bytes[i] === 0x20 || bytes[i] === 0x0a || bytes[i] === 0x0d || bytes[i] === 0x09)
+  )
+    i++;
+  if (bytes[i] !== 0x3c) return false;
+  if (i > 0 || bytes.length < 8) return true;
+  const asHeaderLength = new DataView(bytes.buffer, bytes.byteOffset, 8).getBigUint64(0, true);
+  return asHeaderLength > BigInt(bytes.length);
+}
+
+async function readBody(
+  response: Response,
+  name: string,
+  onProgress: ReadOptions['onProgress'],
+): Promise<Uint8Array> {
+  const lengthHeader = response.headers.get('content-length');
+  const total = lengthHeader !== null && /^\d+$/.test(lengthHeader) ? Number(lengthHeader) : null;
+  if (!response.body) {
+    const bytes = new Uint8Array(await response.arrayBuffer());
+    onProgress?.({ file: name, loaded: bytes.byteLength, total });
+    return bytes;
+  }
+  const reader = response.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let loaded = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    chunks.push(value);
+    loaded += value.byteLength;
+    onProgress?.({ file: name, loaded, total });
+  }
+  if (chunks.length === 1) return chunks[0];
+  const out = new Uint8Array(loaded);
+  let pos = 0;
+  for (const c of chunks) {
+    out.set(c, pos);
+    pos += c.byteLength;
+  }
+  return out;
+}
+
+/**
+ * Files under a URL base, e.g. 'https://huggingface.co/HuggingFaceTB/SmolLM2-135M/resolve/main/'
+ * or '/models/tiny/' on the app's own server.
+ */
+export function urlSource(base: string, options: UrlSourceOptions = {}): ModelSource {
+  const root = base.endsWith('/') ? base : `${base}/`;
+  const doFetch = options.fetch ?? ((input, init) => fetch(input, init));
+  const cacheName = options.cacheName ?? MODEL_CACHE_NAME;
+  const openCache = async (): Promise<Cache | null> => {
+    if (cacheName === false || typeof caches === 'undefined') return null;
+    try {
+      return await caches.open(cacheName);
+    } catch {
+      return null; // Cache API refused (opaque origin, private mode): just don't cache.
+    }
+  };
+  const blobHint = /\/blob\//.test(root)
+    ? ' (a Hugging Face "/blob/" URL is the web page; use "/resolve/" instead)'
+    : '';
+  return {
+    label: root,
+    async read(name, opts) {
+      const url = new URL(normalise(name), new URL(root, globalThis.location?.href)).href;
+      const cache = await openCache();
+      if (cache) {
+        const hit = await cache.match(url).catch(() => undefined);
+        if (hit) {
+          const bytes = await readBody(hit, name, opts?.onProgress);
+          if (!looksLikeHtml(bytes, hit.headers.get('content-type'))) return bytes;
+        }
+      }
+      let response: Response;
+      try {
+        response = await doFetch(url);
+      } catch (err) {
+        throw new ModelSourceError(
+          url,
+          `could not fetch (${err instanceof Error ? err.message : String(err)}); ` +
+            `check the URL, your connection, and that the server allows cross-origin requests (CORS)`,
+          'network',
+        );
+      }
+      if (!response.ok) {
+        const missing = response.status === 404 || response.status === 410;
+        throw new ModelSourceError(
+          url,
+          `HTTP ${response.status}${response.statusText ? ` ${response.statusText}` : ''}` +
+            (missing ? ': no such file at this URL' : '') +
+            (response.status === 401 || response.status === 403
+              ? ': the model may be gated or private (download it and load the folder instead)'
+              : ''),
+          missing ? 'missing' : 'http',
+        );
+      }
+      let bytes: Uint8Array;
+      try {
+        bytes = await readBody(response, name, opts?.onProgress);
+      } catch (err) {
+        throw new ModelSourceError(
+          url,
+          `download interrupted (${err instanceof Error ? err.message : String(err)})`,
+          'network',
+        );
+      }
+      const contentType = response.headers.get('content-type');
+      if (looksLikeHtml(bytes, contentType)) {
+        throw new ModelSourceError(
+          url,
+          `the server returned an HTML page instead of ${name}${blobHint}; ` +
+            `the URL must point at the raw file`,
+          'html',
+        );
+      }
+      if (cache) {
+        const headers = contentType ? { 'content-type': contentType } : undefined;
+        // Quota errors only cost the offline copy, never the load.
+        await cache
+          .put(url, new Response(bytes.slice().buffer, { headers }))
+          .catch(() => undefined);
+      }
+      return bytes;
+    },
+    async list() {
+      return null;
+    },
+  };
+}

@@ -1,0 +1,212 @@
+// The model's tokenizer, built with @huggingface/transformers from the tokenizer files of a model
+// folder (never from the network: remote loading is switched off and the tokenizer is constructed
+// from the parsed tokenizer.json / tokenizer_config.json objects). Encode, decode, special tokens,
+// EOS ids, and the chat template of instruct models (Jinja, as transformers' apply_chat_template).
+// transformers is imported lazily: it is large, and only a loaded model needs it.
+
+import { ModelFileError } from './errors';
+import { parseJsonFile } from './model-source';
+
+export interface ChatMessage {
+  role: 'system' | 'user' | 'assistant' | (string & {});
+  content: string;
+}
+
+export interface SpecialToken {
+  id: number;
+  content: string;
+}
+
+export interface Tokenizer {
+  /** Number of ids the tokenizer can produce (model vocab + added tokens); ≤ config vocab_size. */
+  readonly vocabSize: number;
+  readonly bosTokenId: number | null;
+  /** Ids that end a completion: generation_config's / config's EOS first, then the tokenizer's. */
+  readonly eosTokenIds: number[];
+  /** Pad id (tokenizer's pad token, else the first EOS). */
+  readonly padTokenId: number;
+  readonly specialTokens: SpecialToken[];
+  readonly hasChatTemplate: boolean;
+  /** Text → ids. `addSpecialTokens` (default true) adds BOS etc. as the model's post-processor says. */
+  encode(text: string, options?: { addSpecialTokens?: boolean }): number[];
+  /** Ids → text. */
+  decode(ids: readonly number[], options?: { skipSpecialTokens?: boolean }): string;
+  /** One string per id (for per-token colouring); byte-level pieces of a character may show as �. */
+  tokenStrings(ids: readonly number[]): string[];
+  idToToken(id: number): string | null;
+  tokenToId(token: string): number | null;
+  /** The chat template rendered as text (no tokenization). Throws if the model has no template. */
+  applyChatTemplate(messages: ChatMessage[], options?: { addGenerationPrompt?: boolean }): string;
+  /** The rendered chat template tokenized without adding special tokens again (as transformers). */
+  encodeChat(messages: ChatMessage[], options?: { addGenerationPrompt?: boolean }): number[];
+}
+
+export interface TokenizerOptions {
+  /** EOS ids from generation_config.json / config.json, listed before the tokenizer's own. */
+  eosTokenIds?: number[];
+  /** Overrides the tokenizer's chat template (e.g. a base model the user wants to chat-format). */
+  chatTemplate?: string;
+}
+
+// Minimal view of transformers' PreTrainedTokenizer, the part this module calls.
+interface HfTokenizer {
+  encode(text: string, options?: { add_special_tokens?: boolean }): number[];
+  decode(ids: number[], options?: { skip_special_tokens?: boolean }): string;
+  apply_chat_template(
+    messages: ChatMessage[],
+    options: { tokenize: false; add_generation_prompt?: boolean; chat_template?: string | null },
+  ): string;
+  get_vocab(): Map<string, number>;
+  chat_template: unknown;
+  bos_token_id: number | undefined;
+  eos_token_id: number | undefined;
+  pad_token_id: number | undefined;
+  all_special_ids: number[];
+  all_special_tokens: string[];
+}
+
+async function transformers() {
+  const mod = await import('@huggingface/transformers');
+  // Belt and braces: this module never calls from_pretrained, and nothing else may fetch either.
+  mod.env.allowRemoteModels = false;
+  return mod;
+}
+
+const isId = (v: unknown): v is number => typeof v === 'number' && Number.isInteger(v) && v >= 0;
+
+/**
+ * Builds a tokenizer from parsed tokenizer.json and tokenizer_config.json objects. The class is
+ * picked from tokenizer_config's `tokenizer_class` as AutoTokenizer does (LlamaTokenizerFast →
+ * LlamaTokenizer …), falling back to the generic PreTrainedTokenizer.
+ */
+export async function createTokenizer(
+  tokenizerJson: unknown,
+  tokenizerConfig: Record<string, unknown>,
+  options: TokenizerOptions = {},
+): Promise<Tokenizer> {
+  const mod = await transformers();
+  const config = { ...tokenizerConfig };
+  if (options.chatTemplate !== undefined) config.chat_template = options.chatTemplate;
+  const className =
+    typeof config.tokenizer_class === 'string'
+      ? config.tokenizer_class.replace(/Fast$/, '')
+      : 'PreTrainedTokenizer';
+  const classes = mod as unknown as Record<string, unknown>;
+  const Cls = (
+    typeof classes[className] === 'function' && /Tokenizer$/.test(className)
+      ? classes[className]
+      : mod.PreTrainedTokenizer
+  ) as new (json: unknown, cfg: unknown) => HfTokenizer;
+  let hf: HfTokenizer;
+  try {
+    hf = new Cls(tokenizerJson, config);
+  } catch (err) {
+    throw new ModelFileError(
+      'tokenizer.json',
+      `could not build the tokenizer (${err instanceof Error ? err.message : String(err)})`,
+    );
+  }
+
+  const vocab = hf.get_vocab();
+  const idToTokenMap = new Map<number, string>();
+  for (const [token, id] of vocab) idToTokenMap.set(id, token);
+  const vocabSize = idToTokenMap.size === 0 ? 0 : Math.max(...idToTokenMap.keys()) + 1;
+  const specialTokens = hf.all_special_ids.map((id, i) => ({
+    id,
+    content: hf.all_special_tokens[i],
+  }));
+  const eosTokenIds = [...(options.eosTokenIds ?? [])];
+  if (isId(hf.eos_token_id) && !eosTokenIds.includes(hf.eos_token_id)) {
+    eosTokenIds.push(hf.eos_token_id);
+  }
+  const bosTokenId = isId(hf.bos_token_id) ? hf.bos_token_id : null;
+  const padTokenId = isId(hf.pad_token_id) ? hf.pad_token_id : (eosTokenIds[0] ?? 0);
+  const hasChatTemplate =
+    typeof hf.chat_template === 'string' ||
+    (typeof hf.chat_template === 'object' && hf.chat_template !== null);
+
+  const applyChatTemplate = (
+    messages: ChatMessage[],
+    opts: { addGenerationPrompt?: boolean } = {},
+  ) => {
+    if (!hasChatTemplate) {
+      throw new ModelFileError(
+        'tokenizer_config.json',
+        'this model has no chat template (a base model?): use plain prompts, or pass chatTemplate',
+      );
+    }
+    return hf.apply_chat_template(messages, {
+      tokenize: false,
+      add_generation_prompt: opts.addGenerationPrompt ?? false,
+    });
+  };
+
+  return {
+    vocabSize,
+    bosTokenId,
+    eosTokenIds,
+    padTokenId,
+    specialTokens,
+    hasChatTemplate,
+    encode: (text, opts = {}) =>
+      hf.encode(text, { add_special_tokens: opts.addSpecialTokens ?? true }),
+    decode: (ids, opts = {}) =>
+      ids.length === 0
+        ? ''
+        : hf.decode([...ids], { skip_special_tokens: opts.skipSpecialTokens ?? false }),
+    tokenStrings: (ids) => ids.map((id) => hf.decode([id], { skip_special_tokens: false })),
+    idToToken: (id) => idToTokenMap.get(id) ?? null,
+    tokenToId: (token) => vocab.get(token) ?? null,
+    applyChatTemplate,
+    encodeChat: (messages, opts) =>
+      hf.encode(applyChatTemplate(messages, opts), { add_special_tokens: false }),
+  };
+}
+
+/**
+ * Builds the tokenizer from a model folder's tokenizer files (LoadedHfModel.tokenizerFiles):
+ * tokenizer.json (required), tokenizer_config.json, and chat_template.jinja / chat_template.json,
+ * which newer repositories use instead of a template inside tokenizer_config.json.
+ */
+export async function loadTokenizer(
+  files: ReadonlyMap<string, Uint8Array>,
+  options: TokenizerOptions = {},
+): Promise<Tokenizer> {
+  const tokenizerBytes = files.get('tokenizer.json');
+  if (!tokenizerBytes) {
+    throw new ModelFileError(
+      'tokenizer.json',
+      'missing: the model needs tokenizer.json (the Hugging Face "fast" tokenizer file)',
+    );
+  }
+  const tokenizerJson = parseJsonFile(tokenizerBytes, 'tokenizer.json');
+  const configBytes = files.get('tokenizer_config.json');
+  const config: Record<string, unknown> = {};
+  if (configBytes) {
+    const parsed = parseJsonFile(configBytes, 'tokenizer_config.json');
+    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+      throw new ModelFileError('tokenizer_config.json', 'expected a JSON object');
+    }
+    Object.assign(config, parsed);
+  }
+  // special_tokens_map.json fills tokens tokenizer_config.json leaves out (older repositories).
+  const specialBytes = files.get('special_tokens_map.json');
+  if (specialBytes) {
+    const special = parseJsonFile(specialBytes, 'special_tokens_map.json');
+    if (typeof special === 'object' && special !== null) {
+      for (const [k, v] of Object.entries(special as Record<string, unknown>)) {
+        if (config[k] === undefined) config[k] = v;
+      }
+    }
+  }
+  if (config.chat_template === undefined) {
+    const jinja = files.get('chat_template.jinja');
+    const json = files.get('chat_template.json');
+    if (jinja) config.chat_template = new TextDecoder().decode(jinja);
+    else if (json) {
+      const parsed = parseJsonFile(json, 'chat_template.json') as { chat_template?: unknown };
+      if (typeof parsed?.chat_template === 'string') config.chat_template = parsed.chat_template;
+    }
+  }
+  return createTokenizer(tokenizerJson, config, options);
+}

@@ -1,0 +1,359 @@
+// Loading Hugging Face model folders: tiny folders built from bytes in the test (F32, F16, BF16,
+// sharded, tied embeddings), from File objects, a disk folder and a local HTTP server; one test per
+// bad input asserting the message.
+import { mkdtempSync, readFileSync, rmSync, mkdirSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadHfFolder } from '../../src/io/hf-folder';
+import { filesSource, folderSource, urlSource, type ModelSource } from '../../src/io/model-source';
+import { writeSafetensors, type SafetensorsDtype } from '../../src/io/safetensors';
+import { ModelFileError, ModelSourceError } from '../../src/io/errors';
+import { ModelConfigError, parameterSpecs, parseHfConfig } from '../../src/model/config';
+
+const enc = new TextEncoder();
+const json = (v: unknown) => enc.encode(JSON.stringify(v));
+
+const llamaConfigJson = {
+  architectures: ['LlamaForCausalLM'],
+  model_type: 'llama',
+  hidden_size: 8,
+  intermediate_size: 12,
+  num_hidden_layers: 2,
+  num_attention_heads: 2,
+  num_key_value_heads: 1,
+  vocab_size: 272,
+  max_position_embeddings: 64,
+  rms_norm_eps: 1e-5,
+  rope_theta: 10000,
+  tie_word_embeddings: false,
+  bos_token_id: 1,
+  eos_token_id: 2,
+};
+const qwenConfigJson = {
+  ...llamaConfigJson,
+  architectures: ['Qwen2ForCausalLM'],
+  model_type: 'qwen2',
+  tie_word_embeddings: true,
+};
+
+/** Values k/64 with |k| < 1024 are exact in F32, F16 and BF16, so every dtype must load them exactly. */
+function weightsFor(configJson: Record<string, unknown>, seed = 1) {
+  let s = seed;
+  return parameterSpecs(parseHfConfig(configJson)).map((spec) => {
+    const n = spec.shape.reduce((a, b) => a * b, 1);
+    const data = new Float32Array(n);
+    for (let i = 0; i < n; i++) {
+      s = (s * 1103515245 + 12345) % 2 ** 31;
+      data[i] = ((s % 255) - 127) / 64;
+    }
+    return { name: spec.name, shape: spec.shape, data };
+  });
+}
+
+const tokenizerDir = 'tests/fixtures/tiny-tokenizer';
+const tokenizerFiles = {
+  'tokenizer.json': new Uint8Array(readFileSync(`${tokenizerDir}/tokenizer.json`)),
+  'tokenizer_config.json': new Uint8Array(readFileSync(`${tokenizerDir}/tokenizer_config.json`)),
+};
+
+function folder(
+  configJson: Record<string, unknown>,
+  options: { dtype?: SafetensorsDtype; extra?: boolean; omitTokenizer?: boolean } = {},
+) {
+  const weights = weightsFor(configJson);
+  const stored = [...weights];
+  if (options.extra) {
+    stored.push({
+      name: 'model.layers.0.self_attn.rotary_emb.inv_freq',
+      shape: [2],
+      data: Float32Array.from([1, 0.01]),
+    });
+  }
+  const files: Record<string, Uint8Array> = {
+    'config.json': json(configJson),
+    'generation_config.json': json({ eos_token_id: [2, 0], temperature: 0.7, do_sample: true }),
+    'model.safetensors': writeSafetensors(stored, { format: 'pt' }, { dtype: options.dtype }),
+    ...(options.omitTokenizer ? {} : tokenizerFiles),
+  };
+  return { files, weights };
+}
+
+const asFiles = (files: Record<string, Uint8Array>, prefix = '') =>
+  filesSource(
+    Object.entries(files).map(([name, bytes]) => {
+      const f = new File([bytes.slice()], name.split('/').pop()!);
+      if (prefix) Object.defineProperty(f, 'webkitRelativePath', { value: prefix + name });
+      return f;
+    }),
+  );
+
+function expectExact(actual: Map<string, Float32Array>, expected: ReturnType<typeof weightsFor>) {
+  expect([...actual.keys()]).toEqual(expected.map((w) => w.name));
+  for (const w of expected) expect(actual.get(w.name)).toEqual(w.data);
+}
+
+async function errorOf(p: Promise<unknown>): Promise<Error> {
+  try {
+    await p;
+  } catch (err) {
+    return err as Error;
+  }
+  throw new Error('expected the load to fail');
+}
+
+describe('loadHfFolder: good folders', () => {
+  for (const dtype of ['F32', 'F16', 'BF16'] as const) {
+    it(`loads a ${dtype} Llama folder exactly, with generation defaults and tokenizer files`, async () => {
+      const { files, weights } = folder(llamaConfigJson, { dtype, extra: true });
+      const model = await loadHfFolder(asFiles(files));
+      expect(model.config.architecture).toBe('LlamaForCausalLM');
+      expect(model.config.numKvHeads).toBe(1);
+      expectExact(model.tensors, weights);
+      expect(model.storedDtypes.get('lm_head.weight')).toBe(dtype);
+      expect(model.ignoredTensors).toEqual(['model.layers.0.self_attn.rotary_emb.inv_freq']);
+      expect(model.generation.eosTokenIds).toEqual([2, 0]);
+      expect(model.generation.temperature).toBe(0.7);
+      expect(model.generation.doSample).toBe(true);
+      expect([...model.tokenizerFiles.keys()]).toEqual(['tokenizer.json', 'tokenizer_config.json']);
+      expect(model.tokenizerFiles.get('tokenizer.json')).toEqual(tokenizerFiles['tokenizer.json']);
+    });
+  }
+
+  it('loads a sharded folder (index + shards in different dtypes) from a picked directory', async () => {
+    const weights = weightsFor(llamaConfigJson, 7);
+    const half = Math.ceil(weights.length / 2);
+    const shards = [weights.slice(0, half), weights.slice(half)];
+    const names = ['model-00001-of-00002.safetensors', 'model-00002-of-00002.safetensors'];
+    const weightMap = Object.fromEntries(
+      shards.flatMap((shard, i) => shard.map((w) => [w.name, names[i]])),
+    );
+    const files = {
+      'config.json': json(llamaConfigJson),
+      'model.safetensors.index.json': json({ metadata: { total_size: 0 }, weight_map: weightMap }),
+      [names[0]]: writeSafetensors(shards[0], undefined, { dtype: 'BF16' }),
+      [names[1]]: writeSafetensors(shards[1]),
+      ...tokenizerFiles,
+    };
+    const progress: string[] = [];
+    // <input webkitdirectory> gives 'SmolTest/config.json': the top folder must be stripped.
+    const model = await loadHfFolder(asFiles(files, 'SmolTest/'), {
+      onProgress: (p) => progress.push(`${p.phase}:${p.file}`),
+    });
+    expectExact(model.tensors, weights);
+    expect(model.storedDtypes.get('model.embed_tokens.weight')).toBe('BF16');
+    expect(model.storedDtypes.get('lm_head.weight')).toBe('F32');
+    expect(model.generation.eosTokenIds).toEqual([2]); // no generation_config.json: config.json's
+    expect(progress).toContain(`weights:${names[1]}`);
+    expect(progress).toContain('config:config.json');
+  });
+
+  it('Qwen2 with tied embeddings: q/k/v biases required, a stored lm_head ignored', async () => {
+    const { files, weights } = folder(qwenConfigJson);
+    expect(weights.some((w) => w.name === 'model.layers.1.self_attn.k_proj.bias')).toBe(true);
+    expect(weights.some((w) => w.name === 'lm_head.weight')).toBe(false);
+    const model = await loadHfFolder(asFiles(files));
+    expect(model.config.tieWordEmbeddings).toBe(true);
+    expectExact(model.tensors, weights);
+    const withHead = [
+      ...weights,
+      { name: 'lm_head.weight', shape: [272, 8], data: new Float32Array(272 * 8) },
+    ];
+    files['model.safetensors'] = writeSafetensors(withHead);
+    const again = await loadHfFolder(asFiles(files));
+    expect(again.tensors.has('lm_head.weight')).toBe(false);
+    expect(again.ignoredTensors).toEqual(['lm_head.weight']);
+  });
+
+  it('loads from a folder on disk', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'hf-folder-'));
+    try {
+      const { files, weights } = folder(llamaConfigJson, { dtype: 'F16' });
+      for (const [name, bytes] of Object.entries(files)) writeFileSync(join(dir, name), bytes);
+      mkdirSync(join(dir, 'onnx'));
+      writeFileSync(join(dir, 'onnx', 'model.onnx'), new Uint8Array(4));
+      const source = folderSource(dir);
+      expect(await source.list()).toEqual([...Object.keys(files), 'onnx/model.onnx'].sort());
+      const model = await loadHfFolder(source);
+      expectExact(model.tensors, weights);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('loadHfFolder: bad folders name the file and tensor', () => {
+  it('tensor missing', async () => {
+    const { files, weights } = folder(llamaConfigJson);
+    files['model.safetensors'] = writeSafetensors(
+      weights.filter((w) => w.name !== 'model.layers.1.mlp.up_proj.weight'),
+    );
+    const err = await errorOf(loadHfFolder(asFiles(files)));
+    expect(err).toBeInstanceOf(ModelFileError);
+    expect(err.message).toBe(
+      "model.safetensors (tensor 'model.layers.1.mlp.up_proj.weight'): tensor missing: config.json " +
+        '(LlamaForCausalLM, 2 layers) needs it with shape [12, 8]',
+    );
+  });
+
+  it('shape disagreeing with config.json', async () => {
+    const { files } = folder(llamaConfigJson);
+    // A config claiming 2 kv-heads while the file has k_proj for 1.
+    files['config.json'] = json({ ...llamaConfigJson, num_key_value_heads: 2 });
+    const err = await errorOf(loadHfFolder(asFiles(files)));
+    expect(err).toBeInstanceOf(ModelFileError);
+    expect(err.message).toBe(
+      "model.safetensors (tensor 'model.layers.0.self_attn.k_proj.weight'): shape [4, 8] disagrees " +
+        'with config.json, which implies [8, 8] (num_key_value_heads=2 × head_dim=4, hidden_size=8)',
+    );
+  });
+
+  it('unsupported architecture', async () => {
+    const { files } = folder(llamaConfigJson);
+    files['config.json'] = json({
+      ...llamaConfigJson,
+      architectures: ['GPT2LMHeadModel'],
+      model_type: 'gpt2',
+    });
+    const err = await errorOf(loadHfFolder(asFiles(files)));
+    expect(err).toBeInstanceOf(ModelConfigError);
+    expect(err.message).toContain(
+      `config.json: unsupported architecture "GPT2LMHeadModel" (model_type 'gpt2')`,
+    );
+  });
+
+  it('missing tokenizer (checked before any weights are read)', async () => {
+    const { files } = folder(llamaConfigJson, { omitTokenizer: true });
+    files['tokenizer.model'] = new Uint8Array(8);
+    delete files['model.safetensors'];
+    const err = await errorOf(loadHfFolder(asFiles(files)));
+    expect(err).toBeInstanceOf(ModelFileError);
+    expect(err.message).toMatch(
+      /^tokenizer\.json: missing from selected files: the model needs its tokenizer .*tokenizer\.model \(sentencepiece\) alone is not supported/,
+    );
+    // Without the requirement, the same folder fails on the weights instead.
+    const weightsErr = await errorOf(loadHfFolder(asFiles(files), { requireTokenizer: false }));
+    expect(weightsErr.message).toMatch(/^model\.safetensors: missing from selected files/);
+  });
+
+  it('missing config.json', async () => {
+    const { files } = folder(llamaConfigJson);
+    delete files['config.json'];
+    const err = await errorOf(loadHfFolder(asFiles(files)));
+    expect(err.message).toMatch(/^config\.json: missing from selected files/);
+  });
+
+  it('a shard listed in the index but absent', async () => {
+    const { files, weights } = folder(llamaConfigJson);
+    delete files['model.safetensors'];
+    files['model.safetensors.index.json'] = json({
+      weight_map: Object.fromEntries(weights.map((w, i) => [w.name, `s${i % 2}.safetensors`])),
+    });
+    files['s0.safetensors'] = writeSafetensors(weights.filter((_, i) => i % 2 === 0));
+    const err = await errorOf(loadHfFolder(asFiles(files)));
+    expect(err.message).toBe(
+      `s1.safetensors: missing from selected files, but model.safetensors.index.json lists it as a shard`,
+    );
+  });
+
+  it('pytorch_model.bin only', async () => {
+    const { files } = folder(llamaConfigJson);
+    delete files['model.safetensors'];
+    files['pytorch_model.bin'] = new Uint8Array(4);
+    const err = await errorOf(loadHfFolder(asFiles(files)));
+    expect(err.message).toContain(
+      'found pytorch_model.bin; only safetensors weights can be loaded',
+    );
+  });
+});
+
+describe('loading from a URL (local HTTP server on 127.0.0.1)', () => {
+  let server: Server;
+  let base = '';
+  const { files, weights } = folder(llamaConfigJson, { dtype: 'BF16' });
+  beforeAll(async () => {
+    server = createServer((req, res) => {
+      const path = decodeURIComponent(new URL(req.url!, 'http://x').pathname);
+      if (path.startsWith('/broken/')) {
+        res.writeHead(500, { 'content-type': 'text/plain' }).end('boom');
+        return;
+      }
+      if (path.startsWith('/blob/')) {
+        // A web page for every file, as a Hugging Face /blob/ URL gives.
+        res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
+        res.end('<!doctype html><html><body>model page</body></html>');
+        return;
+      }
+      if (path.startsWith('/spa/')) {
+        // A dev server's index.html fallback with a wrong content type: caught by sniffing.
+        res.writeHead(200, { 'content-type': 'application/octet-stream' });
+        res.end('<!DOCTYPE html>\n<html></html>');
+        return;
+      }
+      const name = path.replace(/^\/model\//, '');
+      const bytes = files[name];
+      if (!path.startsWith('/model/') || !bytes) {
+        res.writeHead(404).end('not found');
+        return;
+      }
+      res.writeHead(200, {
+        'content-type': name.endsWith('.json') ? 'application/json' : 'application/octet-stream',
+        'content-length': String(bytes.length),
+      });
+      res.end(Buffer.from(bytes));
+    });
+    await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  afterAll(() => new Promise<void>((ok) => server.close(() => ok())));
+
+  it('loads a folder served over HTTP with progress', async () => {
+    const seen = new Map<string, { loaded: number; total: number | null }>();
+    const model = await loadHfFolder(urlSource(`${base}/model`, { cacheName: false }), {
+      onProgress: (p) => seen.set(p.file, { loaded: p.loaded, total: p.total }),
+    });
+    expectExact(model.tensors, weights);
+    const st = seen.get('model.safetensors')!;
+    expect(st.loaded).toBe(files['model.safetensors'].length);
+    expect(st.total).toBe(files['model.safetensors'].length);
+  });
+
+  it('a URL that fails (HTTP 500)', async () => {
+    const err = await errorOf(loadHfFolder(urlSource(`${base}/broken/`, { cacheName: false })));
+    expect(err).toBeInstanceOf(ModelSourceError);
+    expect((err as ModelSourceError).reason).toBe('http');
+    expect(err.message).toBe(`${base}/broken/config.json: HTTP 500 Internal Server Error`);
+  });
+
+  it('a URL nothing answers', async () => {
+    const closed = createServer();
+    await new Promise<void>((ok) => closed.listen(0, '127.0.0.1', ok));
+    const port = (closed.address() as AddressInfo).port;
+    await new Promise<void>((ok) => closed.close(() => ok()));
+    const err = await errorOf(
+      loadHfFolder(urlSource(`http://127.0.0.1:${port}/m/`, { cacheName: false })),
+    );
+    expect((err as ModelSourceError).reason).toBe('network');
+    expect(err.message).toMatch(
+      new RegExp(`^http://127\\.0\\.0\\.1:${port}/m/config\\.json: could not fetch .*CORS`),
+    );
+  });
+
+  it('a URL that returns HTML (content-type text/html)', async () => {
+    const err = await errorOf(loadHfFolder(urlSource(`${base}/blob/main`, { cacheName: false })));
+    expect((err as ModelSourceError).reason).toBe('html');
+    expect(err.message).toBe(
+      `${base}/blob/main/config.json: the server returned an HTML page instead of config.json ` +
+        `(a Hugging Face "/blob/" URL is the web page; use "/resolve/" instead); the URL must point at the raw file`,
+    );
+  });
+
+  it('a URL that returns HTML bytes under a binary content type', async () => {
+    const source: ModelSource = urlSource(`${base}/spa/`, { cacheName: false });
+    const err = await errorOf(source.read('model.safetensors'));
+    expect((err as ModelSourceError).reason).toBe('html');
+    expect(err.message).toContain('returned an HTML page instead of model.safetensors');
+  });
+});
