@@ -1,0 +1,60 @@
+// rmsnorm_backward.wgsl — input gradient of y = x · rstd · w (rmsnorm_forward), f32:
+//   s[r] = Σ_c dy[r, c] · w[c] · x[r, c]
+//   dx[r, c] (+)= rstd[r] · (w[c] · dy[r, c] − x[r, c] · rstd[r]² · s[r] / C)
+// (d rstd / d x_c = −rstd³ · x_c / C). `accumulate` adds into dx, so the residual-stream gradient
+// can take this term directly. The weight gradient is rmsnorm_backward_weight.wgsl.
+//
+// Shapes (row-major): dy (R, C); x (R, C); w (C); rstd (R) from the forward; dx (R, C).
+// Bindings: 0 dy, 1 x, 2 w, 3 rstd (read), 4 dx (read_write), 5 params (uniform).
+// Dispatch: one workgroup of WG threads per row, R workgroups laid out by splitGrid (row =
+// wid.x + wid.y·nwg.x, workgroup-uniform tail guard). WG must be a power of two: s is a fixed-order
+// tree reduction in workgroup memory (deterministic).
+
+override WG: u32 = 256;
+
+struct Params {
+  rows: u32, // R
+  channels: u32, // C
+  accumulate: u32, // 1: dx += …, 0: dx = …
+}
+
+@group(0) @binding(0) var<storage, read> dy: array<f32>; // (R, C)
+@group(0) @binding(1) var<storage, read> x: array<f32>; // (R, C)
+@group(0) @binding(2) var<storage, read> w: array<f32>; // (C)
+@group(0) @binding(3) var<storage, read> rstd: array<f32>; // (R)
+@group(0) @binding(4) var<storage, read_write> dx: array<f32>; // (R, C)
+@group(0) @binding(5) var<uniform> params: Params;
+
+var<workgroup> partial: array<f32, WG>;
+
+@compute @workgroup_size(WG)
+fn main(
+  @builtin(workgroup_id) wid: vec3<u32>,
+  @builtin(num_workgroups) nwg: vec3<u32>,
+  @builtin(local_invocation_id) lid: vec3<u32>,
+) {
+  let row = wid.x + wid.y * nwg.x;
+  if (row >= params.rows) { return; }
+  let C = params.channels;
+  let base = row * C;
+
+  var sum = 0.0;
+  for (var c = lid.x; c < C; c = c + WG) {
+    sum = sum + dy[base + c] * w[c] * x[base + c];
+  }
+  partial[lid.x] = sum;
+  workgroupBarrier();
+  for (var stride = WG / 2u; stride > 0u; stride = stride / 2u) {
+    if (lid.x < stride) { partial[lid.x] = partial[lid.x] + partial[lid.x + stride]; }
+    workgroupBarrier();
+  }
+  let r = rstd[row];
+  let k = r * r * partial[0] / f32(C);
+
+  for (var c = lid.x; c < C; c = c + WG) {
+    let index = base + c;
+    var value = r * (w[c] * dy[index] - x[index] * k);
+    if (params.accumulate != 0u) { value = dx[index] + value; }
+    dx[index] = value;
+  }
+}

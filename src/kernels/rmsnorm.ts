@@ -1,0 +1,162 @@
+// TS wrappers of shaders/rmsnorm_forward.wgsl, rmsnorm_backward.wgsl and
+// rmsnorm_backward_weight.wgsl. Rows (R, C) = (N·T, C); weight (C); rstd (R).
+import { createUniformBuffer } from '../engine/buffers';
+import { ceilDiv, MAX_WORKGROUPS_PER_DIM, splitGrid } from '../engine/dispatch';
+import { bindBuffers, type PipelineCache } from '../engine/pipelines';
+import { shaderSource } from '../engine/shaders';
+
+/** Threads per row for forward and backward (a power of two: tree reduction). */
+export const RMSNORM_WG = 256;
+/** Threads per workgroup of the weight gradient (one thread per channel). */
+export const RMSNORM_WEIGHT_WG = 64;
+
+type GridOptions = {
+  /** Grid split limit per dimension (tests lower it to exercise the split). */
+  maxWorkgroupsPerDim?: number;
+};
+
+export interface RmsNormForwardArgs {
+  x: GPUBuffer; // (R, C)
+  w: GPUBuffer; // (C)
+  y: GPUBuffer; // (R, C) output
+  rstd: GPUBuffer; // (R) output, 1 / sqrt(mean(x²) + eps), for the backward pass
+  rows: number; // R
+  C: number;
+  eps: number;
+}
+
+export class RmsNormForwardKernel {
+  private readonly maxPerDim: number;
+
+  constructor(
+    private readonly device: GPUDevice,
+    private readonly pipelines: PipelineCache,
+    options: GridOptions = {},
+  ) {
+    this.maxPerDim = options.maxWorkgroupsPerDim ?? MAX_WORKGROUPS_PER_DIM;
+  }
+
+  async encode(encoder: GPUCommandEncoder, args: RmsNormForwardArgs): Promise<void> {
+    const { rows, C } = args;
+    const pipeline = await this.pipelines.get('rmsnorm_forward', shaderSource('rmsnorm_forward'), {
+      WG: RMSNORM_WG,
+    });
+    const params = createUniformBuffer(
+      this.device,
+      [
+        ['u32', rows],
+        ['u32', C],
+        ['f32', args.eps],
+      ],
+      'rmsnorm_forward.params',
+    );
+    const pass = encoder.beginComputePass({ label: 'rmsnorm_forward' });
+    pass.setPipeline(pipeline);
+    pass.setBindGroup(
+      0,
+      bindBuffers(this.device, pipeline, [args.x, args.w, args.y, args.rstd, params]),
+    );
+    if (rows > 0 && C > 0) pass.dispatchWorkgroups(...splitGrid(rows, this.maxPerDim));
+    pass.end();
+  }
+}
+
+export interface RmsNormBackwardArgs {
+  dy: GPUBuffer; // (R, C)
+  x: GPUBuffer; // (R, C) forward input
+  w: GPUBuffer; // (C)
+  rstd: GPUBuffer; // (R) from the forward pass
+  dx: GPUBuffer; // (R, C) output
+  rows: number; // R
+  C: number;
+  /** Add into dx (e.g. the residual-stream gradient) instead of overwriting it. */
+  accumulate?: boolean;
+}
+
+export class RmsNormBackwardKernel {
+  private readonly maxPerDim: number;
+
+  constructor(
+    private readonly device: GPUDevice,
+    private readonly pipelines: PipelineCache,
+    options: GridOptions = {},
+  ) {
+    this.maxPerDim = options.maxWorkgroupsPerDim ?? MAX_WORKGROUPS_PER_DIM;
+  }
+
+  async encode(encoder: GPUCommandEncoder, args: RmsNormBackwardArgs): Promise<void> {
+    const { rows, C } = args;
+    const pipeline = await this.pipelines.get(
+      'rmsnorm_backward',
+      shaderSource('rmsnorm_backward'),
+      { WG: RMSNORM_WG },
+    );
+    const params = createUniformBuffer(
+      this.device,
+      [
+        ['u32', rows],
+        ['u32', C],
+        ['u32', args.accumulate ? 1 : 0],
+      ],
+      'rmsnorm_backward.params',
+    );
+    const pass = encoder.beginComputePass({ label: 'rmsnorm_backward' });
+    pass.setPipeline(pipeline);
+    pass.setBindGroup(
+      0,
+      bindBuffers(this.device, pipeline, [args.dy, args.x, args.w, args.rstd, args.dx, params]),
+    );
+    if (rows > 0 && C > 0) pass.dispatchWorkgroups(...splitGrid(rows, this.maxPerDim));
+    pass.end();
+  }
+}
+
+export interface RmsNormBackwardWeightArgs {
+  dy: GPUBuffer; // (R, C)
+  x: GPUBuffer; // (R, C) forward input
+  rstd: GPUBuffer; // (R) from the forward pass
+  dw: GPUBuffer; // (C) output
+  rows: number; // R
+  C: number;
+  /** Add into dw (gradient accumulation across micro-batches) instead of overwriting it. */
+  accumulate?: boolean;
+}
+
+export class RmsNormBackwardWeightKernel {
+  private readonly maxPerDim: number;
+
+  constructor(
+    private readonly device: GPUDevice,
+    private readonly pipelines: PipelineCache,
+    options: GridOptions = {},
+  ) {
+    this.maxPerDim = options.maxWorkgroupsPerDim ?? MAX_WORKGROUPS_PER_DIM;
+  }
+
+  async encode(encoder: GPUCommandEncoder, args: RmsNormBackwardWeightArgs): Promise<void> {
+    const { rows, C } = args;
+    const pipeline = await this.pipelines.get(
+      'rmsnorm_backward_weight',
+      shaderSource('rmsnorm_backward_weight'),
+      { WG: RMSNORM_WEIGHT_WG },
+    );
+    const params = createUniformBuffer(
+      this.device,
+      [
+        ['u32', rows],
+        ['u32', C],
+        ['u32', args.accumulate ? 1 : 0],
+      ],
+      'rmsnorm_backward_weight.params',
+    );
+    const pass = encoder.beginComputePass({ label: 'rmsnorm_backward_weight' });
+    pass.setPipeline(pipeline);
+    pass.setBindGroup(
+      0,
+      bindBuffers(this.device, pipeline, [args.dy, args.x, args.rstd, args.dw, params]),
+    );
+    const groups = ceilDiv(C, RMSNORM_WEIGHT_WG);
+    if (groups > 0) pass.dispatchWorkgroups(...splitGrid(groups, this.maxPerDim));
+    pass.end();
+  }
+}
