@@ -1,0 +1,209 @@
+// Imported datasets: one JSON object per line, either {"prompt": "...", "answer": "..."} or chat form
+// {"messages": [{"role": "user", "content": "..."}, …], "answer": "..."}. In chat form a final
+// assistant turn, when present and no "answer" key is given, is the reference answer and is removed
+// from the prompt. Answers are checked with one checker for the whole dataset: exact (trimmed
+// string equality), numeric (|x − ref| ≤ tolerance) or choice (a single letter, "(B)" / "b." accepted).
+// A line without an answer is kept; its accuracy is "not applicable" (null).
+
+import { formatPrompt } from './prompt';
+import { createRng, mixSeeds } from './rng';
+import type { ChatMessage, Problem, Task } from './types';
+import { asciiTrim, choiceLetter, isNumericText, type VerifierSpec, verifyAnswer } from './verify';
+
+export type JsonlChecker = 'exact' | 'numeric' | 'choice';
+export const JSONL_CHECKERS: readonly JsonlChecker[] = ['exact', 'numeric', 'choice'];
+
+export interface JsonlOptions {
+  path: string; // where the dataset came from (file name or URL), default ''; the text is passed separately
+  checker: JsonlChecker; // how answers are compared, default 'exact'
+  tolerance: number; // absolute tolerance of the numeric checker, default 1e-6
+}
+
+export const JSONL_DEFAULTS: JsonlOptions = { path: '', checker: 'exact', tolerance: 1e-6 };
+
+export interface JsonlIssue {
+  line: number; // 1-based
+  message: string;
+}
+
+export interface JsonlDataset {
+  problems: Problem[];
+  issues: JsonlIssue[];
+}
+
+const ROLES = new Set(['system', 'user', 'assistant']);
+
+function parseMessages(value: unknown): ChatMessage[] | string {
+  if (!Array.isArray(value) || value.length === 0) return '"messages" must be a non-empty array';
+  const out: ChatMessage[] = [];
+  for (let i = 0; i < value.length; i++) {
+    const m = value[i] as Record<string, unknown> | null;
+    if (typeof m !== 'object' || m === null) return `messages[${i}] must be an object`;
+    if (typeof m.role !== 'string' || !ROLES.has(m.role)) {
+      return `messages[${i}].role must be "system", "user" or "assistant"`;
+    }
+    if (typeof m.content !== 'string') return `messages[${i}].content must be a string`;
+    out.push({ role: m.role as ChatMessage['role'], content: m.content });
+  }
+  return out;
+}
+
+function answerText(value: unknown): string | null | undefined {
+  if (value === undefined || value === null) return null;
+  if (typeof value === 'string') return value;
+  if (typeof value === 'number' && Number.isFinite(value)) return String(value);
+  return undefined; // wrong type
+}
+
+function verifierFor(answer: string | null, o: JsonlOptions): VerifierSpec | string {
+  if (answer === null) return { kind: 'none' };
+  switch (o.checker) {
+    case 'exact':
+      return { kind: 'exact', answer: asciiTrim(answer) };
+    case 'numeric':
+      if (!isNumericText(asciiTrim(answer)))
+        return `answer ${JSON.stringify(answer)} is not a number`;
+      return { kind: 'numeric', answer: asciiTrim(answer), tolerance: o.tolerance };
+    case 'choice': {
+      const letter = choiceLetter(answer);
+      if (letter === null) return `answer ${JSON.stringify(answer)} is not a single choice letter`;
+      return { kind: 'choice', answer: letter };
+    }
+  }
+}
+
+/** Parses a dataset; every malformed line is reported with its 1-based line number and skipped. */
+export function parseJsonlDataset(text: string, options: Partial<JsonlOptions> = {}): JsonlDataset {
+  const o: JsonlOptions = { ...JSONL_DEFAULTS, ...options };
+  validateJsonlOptions(o);
+  const problems: Problem[] = [];
+  const issues: JsonlIssue[] = [];
+  const lines = text.split(/\r?\n/);
+  lines.forEach((raw, index) => {
+    const line = index + 1;
+    if (asciiTrim(raw) === '') return;
+    let row: unknown;
+    try {
+      row = JSON.parse(raw);
+    } catch (e) {
+      issues.push({ line, message: `not valid JSON (${(e as Error).message})` });
+      return;
+    }
+    if (typeof row !== 'object' || row === null || Array.isArray(row)) {
+      issues.push({ line, message: 'expected a JSON object' });
+      return;
+    }
+    const r = row as Record<string, unknown>;
+    let answer = answerText(r.answer);
+    if (answer === undefined) {
+      issues.push({ line, message: '"answer" must be a string or a number' });
+      return;
+    }
+    let question: string;
+    let messages: ChatMessage[] | undefined;
+    if ('messages' in r) {
+      if ('prompt' in r) {
+        issues.push({ line, message: 'give either "prompt" or "messages", not both' });
+        return;
+      }
+      const parsed = parseMessages(r.messages);
+      if (typeof parsed === 'string') {
+        issues.push({ line, message: parsed });
+        return;
+      }
+      messages = parsed;
+      if (messages[messages.length - 1].role === 'assistant') {
+        const last = messages.pop() as ChatMessage;
+        if (answer === null) answer = last.content;
+      }
+      if (!messages.some((m) => m.role === 'user')) {
+        issues.push({ line, message: '"messages" has no user turn' });
+        return;
+      }
+      question = messages
+        .filter((m) => m.role === 'user')
+        .map((m) => m.content)
+        .join('\n');
+    } else if (typeof r.prompt === 'string') {
+      question = r.prompt;
+    } else {
+      issues.push({ line, message: 'expected a string "prompt" or a "messages" array' });
+      return;
+    }
+    if (asciiTrim(question) === '') {
+      issues.push({ line, message: 'the prompt is empty' });
+      return;
+    }
+    const verifier = verifierFor(answer, o);
+    if (typeof verifier === 'string') {
+      issues.push({ line, message: verifier });
+      return;
+    }
+    const problem: Problem = {
+      id: `jsonl-${line}`,
+      task: 'jsonl',
+      question,
+      reference: answer,
+      verifier,
+    };
+    if (messages) problem.messages = messages;
+    problems.push(problem);
+  });
+  return { problems, issues };
+}
+
+export function validateJsonlOptions(o: JsonlOptions): void {
+  if (typeof o.path !== 'string') throw new RangeError(`jsonl option 'path' must be a string`);
+  if (!JSONL_CHECKERS.includes(o.checker)) {
+    throw new RangeError(
+      `jsonl option 'checker' must be one of ${JSONL_CHECKERS.join(', ')}, got ${String(o.checker)}`,
+    );
+  }
+  if (typeof o.tolerance !== 'number' || !(o.tolerance >= 0) || !Number.isFinite(o.tolerance)) {
+    throw new RangeError(
+      `jsonl option 'tolerance' must be a finite number ≥ 0, got ${o.tolerance}`,
+    );
+  }
+}
+
+/** A seeded order over the dataset that cycles: epoch e is a fresh permutation. */
+function draw(problems: readonly Problem[], seed: number, count: number): Problem[] {
+  const out: Problem[] = [];
+  for (let epoch = 0; out.length < count; epoch++) {
+    const order = createRng(mixSeeds(seed, epoch)).shuffle(problems);
+    out.push(...order.slice(0, count - out.length));
+  }
+  return out;
+}
+
+export interface JsonlTask extends Task {
+  dataset: JsonlDataset;
+}
+
+/** A task over an imported dataset; throws when no line is usable (the issues name the lines). */
+export function createJsonlTask(text: string, options: Partial<JsonlOptions> = {}): JsonlTask {
+  const dataset = parseJsonlDataset(text, options);
+  if (dataset.problems.length === 0) {
+    const first = dataset.issues.slice(0, 5).map((i) => `line ${i.line}: ${i.message}`);
+    throw new RangeError(
+      `jsonl: no usable line in the dataset${first.length ? ` (${first.join('; ')})` : ''}`,
+    );
+  }
+  const all = dataset.problems;
+  return {
+    name: 'jsonl',
+    description: `Imported dataset${options.path ? ` ${options.path}` : ''} (${all.length} prompts).`,
+    dataset,
+    generate: (seed, count) => draw(all, seed, count),
+    formatPrompt,
+    verify: (answerTextValue, problem) => verifyAnswer(answerTextValue, problem.verifier),
+    splits(seed, trainCount, evalCount) {
+      // Held-out prompts come out of the dataset first; at most half of it, so training keeps data.
+      const order = createRng(mixSeeds(seed, 0x5eed)).shuffle(all);
+      const nEval = Math.min(evalCount, Math.floor(all.length / 2));
+      const held = order.slice(0, nEval);
+      const rest = order.slice(nEval);
+      return { train: draw(rest, seed, trainCount), eval: held };
+    },
+  };
+}
