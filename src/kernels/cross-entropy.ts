@@ -1,0 +1,83 @@
+// Supervised (SFT) cross-entropy from the log-prob gather kernels: loss = mean over masked rows of
+// −logp, and its gradient into the logits. The per-row upstream gradient g = −mask / count is
+// built on the CPU (crossEntropyRowWeights: the mask is CPU data anyway) and the loss Σ g·logp is a
+// 1×R·R×1 product on the existing matmul kernel, so no extra WGSL is needed and the sum is
+// reduced in a fixed order.
+import { createStorageBuffer } from '../engine/buffers';
+import type { PipelineCache } from '../engine/pipelines';
+import { LogprobGatherBackwardKernel, LogprobGatherKernel } from './logprob';
+import { MatmulKernel } from './matmul';
+
+export { crossEntropyRowWeights } from '../ref/logprob';
+
+export interface CrossEntropyArgs {
+  logits: GPUBuffer; // (R, V)
+  targets: GPUBuffer; // (R) u32
+  /** (R) −mask/count, from crossEntropyRowWeights(mask[, count over the accumulated batch]). */
+  rowWeights: GPUBuffer;
+  loss: GPUBuffer; // (1) out: mean −logp over masked rows
+  dLogits: GPUBuffer; // (R, V) out
+  R: number;
+  V: number;
+  invTemperature?: number;
+  /** Add into dLogits (gradient accumulation); the loss is always overwritten. */
+  accumulate?: boolean;
+  /** Optional outputs; scratch buffers are made when left out. */
+  logp?: GPUBuffer; // (R)
+  entropy?: GPUBuffer; // (R)
+  lse?: GPUBuffer; // (R)
+}
+
+export class CrossEntropyKernel {
+  private readonly gather: LogprobGatherKernel;
+  private readonly backward: LogprobGatherBackwardKernel;
+  private readonly matmul: MatmulKernel;
+
+  constructor(
+    private readonly device: GPUDevice,
+    pipelines: PipelineCache,
+  ) {
+    this.gather = new LogprobGatherKernel(device, pipelines);
+    this.backward = new LogprobGatherBackwardKernel(device, pipelines);
+    this.matmul = new MatmulKernel(device, pipelines);
+  }
+
+  async encode(encoder: GPUCommandEncoder, args: CrossEntropyArgs): Promise<void> {
+    const { R, V, invTemperature = 1 } = args;
+    const logp = args.logp ?? createStorageBuffer(this.device, R * 4, 'cross_entropy.logp');
+    const entropy =
+      args.entropy ?? createStorageBuffer(this.device, R * 4, 'cross_entropy.entropy');
+    const lse = args.lse ?? createStorageBuffer(this.device, R * 4, 'cross_entropy.lse');
+    const { logits, targets } = args;
+    await this.gather.encode(encoder, {
+      logits,
+      targets,
+      logp,
+      entropy,
+      lse,
+      R,
+      V,
+      invTemperature,
+    });
+    // loss (1×1) = rowWeights (1×R) · logp (R×1).
+    await this.matmul.encode(encoder, {
+      a: args.rowWeights,
+      b: logp,
+      c: args.loss,
+      M: 1,
+      N: 1,
+      K: R,
+    });
+    await this.backward.encode(encoder, {
+      logits,
+      targets,
+      lse,
+      gradLogp: args.rowWeights,
+      dLogits: args.dLogits,
+      R,
+      V,
+      invTemperature,
+      accumulate: args.accumulate,
+    });
+  }
+}
