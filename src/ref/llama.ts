@@ -10,8 +10,8 @@
 // Layout (shared with the GPU model): hidden states (N·T, C) rows; q (N, T, H, D); k, v
 // (N, T, Hkv, D); Linear weights (out, in) as Hugging Face, y = x·Wᵀ (+ b). Rows are LEFT-padded:
 // keyStart[n] = number of pad columns; the rotary position of column t is t − keyStart[n] (0 on pad
-// columns). A valid query at column t attends to keys [keyStart[n], t]; a pad query attends only to
-// itself (its row is defined but never reaches a loss).
+// columns). A query at column t attends to keys [keyStart[n], t]; a pad query (t < keyStart[n])
+// sees no key and its attention output is 0, as in src/ref/attention.ts (it never reaches a loss).
 //
 // Legend: N sequences, T time (columns), C hidden, I intermediate, V vocab, H heads, Hkv kv-heads,
 // D head dim, L layers, S_cap KV-cache capacity (columns).
@@ -179,8 +179,8 @@ export function rmsNormBackwardRef(
   }
 }
 
-/** inv_freq[i] = theta^(−2i/D), i < D/2 (HF default rotary). */
-export function ropeInvFreq(D: number, theta: number): Float64Array {
+/** inv_freq[i] = theta^(−2i/D), i < D/2, in f64 (HF rounds these and the angles to f32; src/ref/rope.ts does too). */
+export function ropeInvFreqF64(D: number, theta: number): Float64Array {
   const f = new Float64Array(D / 2);
   for (let i = 0; i < D / 2; i++) f[i] = 1 / Math.pow(theta, (2 * i) / D);
   return f;
@@ -346,7 +346,7 @@ export class RefLlama {
       }
       this.params.set(spec.name, Float64Array.from(p));
     }
-    this.invFreq = ropeInvFreq(config.headDim, config.ropeTheta);
+    this.invFreq = ropeInvFreqF64(config.headDim, config.ropeTheta);
   }
 
   private p(name: string): Float64Array {
@@ -422,7 +422,7 @@ export class RefLlama {
         for (let h = 0; h < H; h++) {
           const kvh = Math.floor(h / rep);
           for (let t = 0; t < T; t++) {
-            const lo = t < keyStart[n] ? t : keyStart[n];
+            const lo = keyStart[n]; // a pad query (t < lo) sees no key: output 0
             const qo = ((n * T + t) * H + h) * D;
             let max = -Infinity;
             for (let s = lo; s <= t; s++) {
@@ -567,7 +567,7 @@ export class RefLlama {
         for (let h = 0; h < H; h++) {
           const kvh = Math.floor(h / rep);
           for (let t = 0; t < T; t++) {
-            const lo = t < cache.keyStart[n] ? t : cache.keyStart[n];
+            const lo = cache.keyStart[n];
             const qo = ((n * T + t) * H + h) * D;
             const po = ((n * H + h) * T + t) * T;
             let pdp = 0;
@@ -685,7 +685,7 @@ export class RefLlama {
       }
       const attn = new Float64Array(N * H * D); // (N, H, D)
       for (let n = 0; n < N; n++) {
-        const lo = col < kv.keyStart[n] ? col : kv.keyStart[n];
+        const lo = kv.keyStart[n];
         for (let h = 0; h < H; h++) {
           const kvh = Math.floor(h / rep);
           const qo = (n * H + h) * D;
