@@ -112,3 +112,19 @@ export async function readU32(
     await readBuffer(device, source, length === undefined ? source.size : length * 4),
   );
 }
+
+/** queue.writeBuffer for any typed array (TS types reject views over ArrayBufferLike). */
+export function writeBuffer(
+  device: GPUDevice,
+  buffer: GPUBuffer,
+  data: ArrayBufferView,
+  bufferOffset = 0,
+): void {
+  device.queue.writeBuffer(
+    buffer,
+    bufferOffset,
+    data.buffer as ArrayBuffer,
+    data.byteOffset,
+    data.byteLength,
+  );
+}
