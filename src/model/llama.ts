@@ -664,7 +664,7 @@ export class GpuLlama {
       values.push(this.ws.get(`kv.v${l}`, bytes));
     }
     const keyStartBuf = this.ws.get('kv.keyStart', N * 4);
-    this.engine.device.writeBuffer(device, keyStartBuf, keyStart);
+    writeBuffer(this.engine.device, keyStartBuf, keyStart);
     return { N, capacity, keys, values, keyStart: keyStartBuf };
   }
 
