@@ -1,0 +1,621 @@
+// The one typed run configuration, shared by the CLI, the UI (shareable URL) and the TRL export.
+// Field names are TRL GRPOConfig names in camelCase (numGenerations ↔ num_generations …) plus this
+// project's own (model, task, rewards …). Everything — the Config type, the defaults, validation,
+// CLI flags, --help, URL parameters and the TRL mapping — comes from the single CONFIG_SCHEMA table.
+
+import { resolveTaskOptions, TASK_NAMES } from '../tasks/index';
+import { PROMPT_TEMPLATES } from '../tasks/types';
+import { SCALE_REWARDS } from './advantages';
+import { BUILTIN_REWARDS, CUSTOM_REWARD_PREFIX } from './rewards';
+
+// ---------------------------------------------------------------------------------------------
+// Value types of the table. `T` is carried for the derived Config type only.
+// ---------------------------------------------------------------------------------------------
+interface TypeSpec<T> {
+  kind: 'int' | 'number' | 'boolean' | 'string' | 'enum' | 'string[]' | 'number[]' | 'object';
+  nullable?: boolean;
+  min?: number;
+  max?: number;
+  exclusiveMin?: boolean;
+  values?: readonly string[];
+  /** Phantom: never set. */
+  readonly _t?: T;
+}
+
+const int = (min?: number, max?: number): TypeSpec<number> => ({ kind: 'int', min, max });
+const num = (min?: number, max?: number, exclusiveMin = false): TypeSpec<number> => ({
+  kind: 'number',
+  min,
+  max,
+  exclusiveMin,
+});
+const bool = (): TypeSpec<boolean> => ({ kind: 'boolean' });
+const str = (): TypeSpec<string> => ({ kind: 'string' });
+const oneOf = <const V extends string>(values: readonly V[]): TypeSpec<V> => ({
+  kind: 'enum',
+  values,
+});
+const strList = (): TypeSpec<string[]> => ({ kind: 'string[]' });
+const numList = (): TypeSpec<number[]> => ({ kind: 'number[]' });
+const obj = <T extends Record<string, unknown>>(): TypeSpec<T> => ({ kind: 'object' });
+const nullable = <T>(t: TypeSpec<T>): TypeSpec<T | null> =>
+  ({ ...t, nullable: true }) as TypeSpec<T | null>;
+
+export interface FieldSpec<T> {
+  type: TypeSpec<T>;
+  default: T;
+  /** One line for --help and the UI tooltip. */
+  help: string;
+  /** The TRL GRPOConfig / TrainingArguments option this maps to one-to-one, or null. */
+  trl: string | null;
+  /** For trl = null: how the TRL export handles it instead (README lists these). */
+  exportNote?: string;
+}
+
+const field = <T>(
+  type: TypeSpec<T>,
+  def: NoInfer<T>,
+  help: string,
+  trl: string | null,
+  exportNote?: string,
+): FieldSpec<T> => ({
+  type,
+  default: def,
+  help,
+  trl,
+  ...(exportNote ? { exportNote } : {}),
+});
+
+export const LR_SCHEDULERS = ['constant', 'cosine', 'linear'] as const;
+export const LOSS_TYPES = ['grpo', 'bnpo', 'dr_grpo', 'dapo'] as const;
+
+/** The schema: order here is the order of --help and of the UI form. */
+export const CONFIG_SCHEMA = {
+  // --- what to train, on what -------------------------------------------------------------
+  model: field(
+    str(),
+    'bundled',
+    "model folder, URL or Hugging Face name; 'bundled' = the model in public/models/",
+    null,
+    'becomes MODEL in train_grpo.py (override with --model); the bundled model needs a Hub name or a path on the cluster',
+  ),
+  task: field(
+    oneOf(TASK_NAMES),
+    'countdown',
+    `prompt source: ${TASK_NAMES.join(', ')}`,
+    null,
+    'the prompts are written to train.jsonl / eval.jsonl; the verifier is re-implemented in rewards.py',
+  ),
+  taskOptions: field(
+    obj<Record<string, number | string>>(),
+    {},
+    'task knobs as JSON, e.g. {"numbers":4} (defaults filled in)',
+    null,
+    'baked into the exported prompts and their verifier fields',
+  ),
+  template: field(
+    oneOf(PROMPT_TEMPLATES),
+    'r1-zero',
+    "prompt format: 'r1-zero' (base models, GRPO.md §8) or 'chat' (instruct models)",
+    null,
+    "'r1-zero' exports text prompts, 'chat' conversational prompts (TRL applies the tokenizer's chat template)",
+  ),
+  rewards: field(
+    strList(),
+    ['format', 'accuracy'],
+    `reward functions in order: ${BUILTIN_REWARDS.join(', ')}, custom:<id>`,
+    null,
+    'the reward_funcs list passed to GRPOTrainer (rewards.py)',
+  ),
+  customRewards: field(
+    obj<Record<string, string>>(),
+    {},
+    'custom JS rewards by id: {"<id>": "<source>"}',
+    null,
+    'exported as Python stubs in rewards.py that quote the JS source and raise until ported',
+  ),
+  rewardWeights: field(
+    nullable(numList()),
+    null,
+    'weight of each reward function (null = all 1)',
+    'reward_weights',
+  ),
+  evalPrompts: field(
+    int(0),
+    32,
+    'held-out prompts for evaluation (0 = none)',
+    null,
+    'written to eval.jsonl and passed as eval_dataset',
+  ),
+  // --- sampling ---------------------------------------------------------------------------
+  numGenerations: field(
+    int(2),
+    8,
+    'G: completions sampled per prompt (the group)',
+    'num_generations',
+  ),
+  perStepPrompts: field(
+    int(1),
+    4,
+    'B: prompts per optimizer step (N = B·G sequences)',
+    null,
+    'per_device_train_batch_size = B·G / (processes · gradientAccumulationSteps), computed in train_grpo.py',
+  ),
+  maxPromptLength: field(
+    int(1),
+    256,
+    'prompts longer than this many tokens are dropped',
+    null,
+    'TRL ≥ 0.28 has no max_prompt_length: train_grpo.py filters longer prompts out of the dataset',
+  ),
+  maxCompletionLength: field(
+    int(1),
+    256,
+    'completion tokens sampled at most',
+    'max_completion_length',
+  ),
+  temperature: field(num(0, undefined, true), 1.0, 'sampling temperature', 'temperature'),
+  topP: field(num(0, 1, true), 1.0, 'nucleus sampling mass (1 = off)', 'top_p'),
+  topK: field(int(0), 0, 'top-k sampling (0 = off)', 'top_k'),
+  // --- optimizer --------------------------------------------------------------------------
+  learningRate: field(
+    num(0, undefined, true),
+    1e-6,
+    'AdamW learning rate (TRL default 1e-6)',
+    'learning_rate',
+  ),
+  lrScheduler: field(
+    oneOf(LR_SCHEDULERS),
+    'linear',
+    'learning-rate schedule after warmup',
+    'lr_scheduler_type',
+  ),
+  warmupSteps: field(
+    int(0),
+    0,
+    'linear warmup steps (wins over warmupRatio when > 0)',
+    'warmup_steps',
+  ),
+  warmupRatio: field(
+    num(0, 1),
+    0,
+    'warmup as a fraction of steps, in [0, 1)',
+    null,
+    'exported as warmup_steps=<ratio> (transformers ≥ 5 reads a value < 1 as a ratio; warmup_ratio was removed)',
+  ),
+  weightDecay: field(num(0), 0.0, 'AdamW decoupled weight decay', 'weight_decay'),
+  adamBeta1: field(num(0, 1), 0.9, 'AdamW β1', 'adam_beta1'),
+  adamBeta2: field(num(0, 1), 0.999, 'AdamW β2', 'adam_beta2'),
+  adamEpsilon: field(num(0, undefined, true), 1e-8, 'AdamW ε', 'adam_epsilon'),
+  maxGradNorm: field(num(0), 1.0, 'global gradient-norm clip (0 = off)', 'max_grad_norm'),
+  gradientAccumulationSteps: field(
+    int(1),
+    1,
+    'micro-batches per optimizer step (must divide B·G)',
+    'gradient_accumulation_steps',
+  ),
+  // --- GRPO objective ---------------------------------------------------------------------
+  beta: field(num(0), 0.0, 'KL coefficient β (0 = no reference model; R1 used 0.001)', 'beta'),
+  epsilon: field(num(0), 0.2, 'clip range ε (lower)', 'epsilon'),
+  epsilonHigh: field(
+    nullable(num(0)),
+    null,
+    'upper clip range ε_high (null = epsilon; DAPO uses 0.28)',
+    'epsilon_high',
+  ),
+  numIterations: field(int(1), 1, 'μ: optimizer passes per sampled batch', 'num_iterations'),
+  lossType: field(oneOf(LOSS_TYPES), 'dapo', 'loss aggregation (GRPO.md §4)', 'loss_type'),
+  scaleRewards: field(
+    oneOf(SCALE_REWARDS),
+    'group',
+    "advantage scaling: 'group', 'batch' or 'none' (Dr. GRPO)",
+    'scale_rewards',
+  ),
+  maskTruncatedCompletions: field(
+    bool(),
+    false,
+    'drop completions that hit maxCompletionLength from the loss',
+    'mask_truncated_completions',
+  ),
+  // --- run --------------------------------------------------------------------------------
+  steps: field(int(1), 200, 'optimizer steps', 'max_steps'),
+  saveSteps: field(int(1), 50, 'checkpoint every this many steps', 'save_steps'),
+  loggingSteps: field(int(1), 1, 'log metrics every this many steps', 'logging_steps'),
+  seed: field(int(0), 42, 'seed of prompts, sampling and initialisation', 'seed'),
+  rewardTimeoutMs: field(
+    int(1),
+    1000,
+    'time limit of one custom reward call, in ms',
+    null,
+    'no TRL equivalent: Python rewards run in-process without a time limit',
+  ),
+} as const;
+
+type Schema = typeof CONFIG_SCHEMA;
+export type ConfigKey = keyof Schema;
+type ValueOf<F> = F extends FieldSpec<infer T> ? T : never;
+
+/** Config as written by a user (epsilonHigh and rewardWeights may be null). */
+export type ConfigInput = { -readonly [K in ConfigKey]: ValueOf<Schema[K]> };
+
+/** A resolved config: every field present and checked, epsilonHigh and rewardWeights explicit. */
+export type Config = Omit<ConfigInput, 'epsilonHigh' | 'rewardWeights'> & {
+  epsilonHigh: number;
+  rewardWeights: number[];
+};
+
+export const CONFIG_KEYS = Object.keys(CONFIG_SCHEMA) as ConfigKey[];
+
+function spec(key: ConfigKey): FieldSpec<unknown> {
+  return CONFIG_SCHEMA[key] as FieldSpec<unknown>;
+}
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+  constructor(
+    readonly key: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Validation
+// ---------------------------------------------------------------------------------------------
+function describeType(t: TypeSpec<unknown>): string {
+  const base =
+    t.kind === 'int'
+      ? 'an integer'
+      : t.kind === 'number'
+        ? 'a number'
+        : t.kind === 'boolean'
+          ? 'true or false'
+          : t.kind === 'string'
+            ? 'a string'
+            : t.kind === 'enum'
+              ? `one of ${t.values?.map((v) => `'${v}'`).join(', ')}`
+              : t.kind === 'string[]'
+                ? 'an array of strings'
+                : t.kind === 'number[]'
+                  ? 'an array of numbers'
+                  : 'an object';
+  return t.nullable ? `${base} or null` : base;
+}
+
+function checkValue(key: string, t: TypeSpec<unknown>, v: unknown): void {
+  const fail = (what = describeType(t)) =>
+    new ConfigError(key, `config '${key}' must be ${what}, got ${JSON.stringify(v)}`);
+  if (v === null) {
+    if (t.nullable) return;
+    throw fail();
+  }
+  switch (t.kind) {
+    case 'int':
+    case 'number': {
+      if (typeof v !== 'number' || !Number.isFinite(v)) throw fail();
+      if (t.kind === 'int' && !Number.isInteger(v)) throw fail();
+      if (t.min !== undefined && (t.exclusiveMin ? v <= t.min : v < t.min))
+        throw fail(`${t.exclusiveMin ? '>' : '≥'} ${t.min}`);
+      if (t.max !== undefined && v > t.max) throw fail(`≤ ${t.max}`);
+      return;
+    }
+    case 'boolean':
+      if (typeof v !== 'boolean') throw fail();
+      return;
+    case 'string':
+      if (typeof v !== 'string') throw fail();
+      return;
+    case 'enum':
+      if (typeof v !== 'string' || !t.values?.includes(v)) throw fail();
+      return;
+    case 'string[]':
+      if (!Array.isArray(v) || !v.every((x) => typeof x === 'string')) throw fail();
+      return;
+    case 'number[]':
+      if (!Array.isArray(v) || !v.every((x) => typeof x === 'number' && Number.isFinite(x)))
+        throw fail();
+      return;
+    case 'object':
+      if (typeof v !== 'object' || Array.isArray(v)) throw fail();
+      return;
+  }
+}
+
+function closest(key: string): string | null {
+  const norm = (s: string) => s.replace(/[-_]/g, '').toLowerCase();
+  const hit = CONFIG_KEYS.find(
+    (k) => norm(k) === norm(key) || (spec(k).trl && norm(spec(k).trl as string) === norm(key)),
+  );
+  return hit ?? null;
+}
+
+function clone<T>(v: T): T {
+  return v === null || typeof v !== 'object' ? v : (JSON.parse(JSON.stringify(v)) as T);
+}
+
+/**
+ * Defaults + the given fields, checked. Unknown keys and wrong types throw a ConfigError naming the
+ * key; cross-field rules (reward names, weights length, batch divisibility, task options) too.
+ */
+export function resolveConfig(partial: unknown = {}): Config {
+  if (partial === null || typeof partial !== 'object' || Array.isArray(partial)) {
+    throw new ConfigError('', `config must be a JSON object, got ${JSON.stringify(partial)}`);
+  }
+  const given = partial as Record<string, unknown>;
+  for (const key of Object.keys(given)) {
+    if (!Object.prototype.hasOwnProperty.call(CONFIG_SCHEMA, key)) {
+      const guess = closest(key);
+      throw new ConfigError(
+        key,
+        `unknown config key '${key}'${guess ? ` (did you mean '${guess}'?)` : ''}`,
+      );
+    }
+  }
+  const out: Record<string, unknown> = {};
+  for (const key of CONFIG_KEYS) {
+    const v = given[key] === undefined ? clone(spec(key).default) : given[key];
+    checkValue(key, spec(key).type, v);
+    out[key] = clone(v);
+  }
+  const c = out as ConfigInput;
+
+  try {
+    c.taskOptions = resolveTaskOptions(c.task, c.taskOptions);
+  } catch (e) {
+    throw new ConfigError('taskOptions', (e as Error).message);
+  }
+  for (const [id, source] of Object.entries(c.customRewards)) {
+    if (typeof source !== 'string')
+      throw new ConfigError('customRewards', `customRewards.${id} must be a JS source string`);
+  }
+  if (c.rewards.length === 0)
+    throw new ConfigError('rewards', "config 'rewards' must name at least one reward function");
+  if (new Set(c.rewards).size !== c.rewards.length)
+    throw new ConfigError('rewards', `config 'rewards' has duplicates: ${c.rewards.join(', ')}`);
+  for (const name of c.rewards) {
+    if ((BUILTIN_REWARDS as readonly string[]).includes(name)) continue;
+    if (
+      name.startsWith(CUSTOM_REWARD_PREFIX) &&
+      Object.prototype.hasOwnProperty.call(c.customRewards, name.slice(CUSTOM_REWARD_PREFIX.length))
+    )
+      continue;
+    throw new ConfigError(
+      'rewards',
+      `config 'rewards': unknown reward '${name}' (built-in: ${BUILTIN_REWARDS.join(', ')}; custom:<id> needs customRewards.<id>)`,
+    );
+  }
+  if (c.rewardWeights !== null && c.rewardWeights.length !== c.rewards.length) {
+    throw new ConfigError(
+      'rewardWeights',
+      `config 'rewardWeights' has ${c.rewardWeights.length} entries for ${c.rewards.length} rewards (${c.rewards.join(', ')})`,
+    );
+  }
+  if (c.warmupRatio >= 1)
+    throw new ConfigError('warmupRatio', `config 'warmupRatio' must be < 1, got ${c.warmupRatio}`);
+  const n = c.perStepPrompts * c.numGenerations;
+  if (n % c.gradientAccumulationSteps !== 0) {
+    throw new ConfigError(
+      'gradientAccumulationSteps',
+      `config 'gradientAccumulationSteps' (${c.gradientAccumulationSteps}) must divide perStepPrompts·numGenerations = ${n}`,
+    );
+  }
+  return {
+    ...c,
+    epsilonHigh: c.epsilonHigh ?? c.epsilon,
+    rewardWeights: c.rewardWeights ?? c.rewards.map(() => 1),
+  };
+}
+
+export function defaultConfig(): Config {
+  return resolveConfig({});
+}
+
+// ---------------------------------------------------------------------------------------------
+// Text values (CLI flags, URL parameters)
+// ---------------------------------------------------------------------------------------------
+const kebab = (k: string) => k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
+const snake = (k: string) => k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+
+/** Flag spellings → key: --kebab-case, --snake_case, and the TRL name (kebab or snake) where it differs. */
+const FLAG_NAMES: Map<string, ConfigKey> = (() => {
+  const m = new Map<string, ConfigKey>();
+  for (const key of CONFIG_KEYS) {
+    const trl = spec(key).trl;
+    for (const name of [kebab(key), snake(key), ...(trl ? [trl, trl.replace(/_/g, '-')] : [])]) {
+      if (!m.has(name)) m.set(name, key);
+    }
+  }
+  return m;
+})();
+
+function parseText(key: ConfigKey, raw: string): unknown {
+  const t = spec(key).type;
+  const fail = () =>
+    new ConfigError(key, `'${key}' must be ${describeType(t)}, got ${JSON.stringify(raw)}`);
+  if (t.nullable && (raw === 'null' || raw === 'none')) return null;
+  const json = (): unknown => {
+    try {
+      return JSON.parse(raw);
+    } catch {
+      throw fail();
+    }
+  };
+  switch (t.kind) {
+    case 'int':
+      if (!/^[+-]?[0-9]+$/.test(raw)) throw fail();
+      return Number(raw);
+    case 'number':
+      if (!/^[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?$/.test(raw)) throw fail();
+      return Number(raw);
+    case 'boolean':
+      if (['true', '1', 'yes'].includes(raw)) return true;
+      if (['false', '0', 'no'].includes(raw)) return false;
+      throw fail();
+    case 'string':
+    case 'enum':
+      return raw;
+    case 'string[]':
+      if (raw.trimStart().startsWith('[')) return json();
+      return raw === '' ? [] : raw.split(',').map((s) => s.trim());
+    case 'number[]': {
+      if (raw.trimStart().startsWith('[')) return json();
+      const parts = raw === '' ? [] : raw.split(',').map((s) => s.trim());
+      return parts.map((p) => {
+        if (!/^[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?$/.test(p)) throw fail();
+        return Number(p);
+      });
+    }
+    case 'object':
+      return json();
+  }
+}
+
+export function isHelpRequested(argv: readonly string[]): boolean {
+  return argv.includes('--help') || argv.includes('-h');
+}
+
+/**
+ * `--num-generations 8`, `--num-generations=8`, `--num_generations 8`, `--max_steps 100` (TRL name),
+ * booleans as `--flag`, `--flag=false` or `--no-flag`; lists comma-separated or JSON; objects JSON;
+ * nullable fields accept `null`. --help / -h are skipped (see isHelpRequested). Values are type-checked
+ * here; cross-field rules run in resolveConfig.
+ */
+export function parseCliArgs(argv: readonly string[]): Partial<ConfigInput> {
+  const out: Record<string, unknown> = {};
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i];
+    if (arg === '--help' || arg === '-h') continue;
+    if (!arg.startsWith('--'))
+      throw new ConfigError('', `unexpected argument '${arg}' (options start with --)`);
+    const eq = arg.indexOf('=');
+    let name = eq >= 0 ? arg.slice(2, eq) : arg.slice(2);
+    let value: string | undefined = eq >= 0 ? arg.slice(eq + 1) : undefined;
+    let key = FLAG_NAMES.get(name);
+    if (!key && (name.startsWith('no-') || name.startsWith('no_'))) {
+      const negated = FLAG_NAMES.get(name.slice(3));
+      if (negated && spec(negated).type.kind === 'boolean' && value === undefined) {
+        key = negated;
+        name = name.slice(3);
+        value = 'false';
+      }
+    }
+    if (!key) {
+      const guess = closest(name);
+      throw new ConfigError(
+        name,
+        `unknown option --${name}${guess ? ` (did you mean --${kebab(guess)}?)` : ''}; see --help`,
+      );
+    }
+    if (value === undefined) {
+      if (spec(key).type.kind === 'boolean') value = 'true';
+      else if (i + 1 < argv.length) value = argv[++i];
+      else throw new ConfigError(key, `option --${name} needs a value`);
+    }
+    const parsed = parseText(key, value);
+    checkValue(key, spec(key).type, parsed);
+    out[key] = parsed;
+  }
+  return out as Partial<ConfigInput>;
+}
+
+function showDefault(v: unknown): string {
+  return typeof v === 'string' ? JSON.stringify(v) : JSON.stringify(v);
+}
+
+function typeHint(t: TypeSpec<unknown>): string {
+  if (t.kind === 'enum') return t.values?.join('|') ?? '';
+  if (t.kind === 'object') return 'json';
+  if (t.kind === 'string[]') return 'a,b,…';
+  if (t.kind === 'number[]') return 'x,y,…';
+  return t.kind === 'boolean' ? '' : t.kind;
+}
+
+/** --help text: every option with its type, default, one line of help and the TRL name. */
+export function configHelp(): string {
+  const lines = ['Options (--kebab-case or --snake_case; TRL option names are accepted too):', ''];
+  for (const key of CONFIG_KEYS) {
+    const s = spec(key);
+    const hint = typeHint(s.type);
+    const flag = `  --${kebab(key)}${hint ? ` <${hint}>` : ''}`;
+    const trl = s.trl ? ` [TRL ${s.trl}]` : '';
+    lines.push(`${flag.padEnd(44)} ${s.help} (default: ${showDefault(s.default)})${trl}`);
+  }
+  lines.push('  --help'.padEnd(45) + 'show this text');
+  return lines.join('\n');
+}
+
+// ---------------------------------------------------------------------------------------------
+// Shareable URLs: only fields that differ from the defaults, camelCase keys.
+// ---------------------------------------------------------------------------------------------
+function sameJson(a: unknown, b: unknown): boolean {
+  return JSON.stringify(a) === JSON.stringify(b);
+}
+
+export function configToUrlParams(config: Config): URLSearchParams {
+  const params = new URLSearchParams();
+  const defaults = defaultConfig();
+  for (const key of CONFIG_KEYS) {
+    let v: unknown = config[key];
+    // Implicit values stay implicit so that the URL follows epsilon and the reward list.
+    if (key === 'epsilonHigh' && v === config.epsilon) continue;
+    if (key === 'rewardWeights' && config.rewardWeights.every((w) => w === 1)) continue;
+    if (key === 'taskOptions') {
+      // Only the options that differ from that task's own defaults.
+      const filled = resolveTaskOptions(config.task, {});
+      v = Object.fromEntries(
+        Object.entries(config.taskOptions).filter(([k, x]) => filled[k] !== x),
+      );
+      if (Object.keys(v as object).length === 0) continue;
+    } else if (sameJson(v, (defaults as Record<string, unknown>)[key])) {
+      continue;
+    }
+    params.set(
+      key,
+      typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean'
+        ? String(v)
+        : JSON.stringify(v),
+    );
+  }
+  return params;
+}
+
+/** The fields a URL sets (feed to resolveConfig); unknown parameters throw, naming the key. */
+export function configFromUrlParams(params: URLSearchParams | string): Partial<ConfigInput> {
+  const p = typeof params === 'string' ? new URLSearchParams(params) : params;
+  const out: Record<string, unknown> = {};
+  for (const [name, raw] of p) {
+    if (!Object.prototype.hasOwnProperty.call(CONFIG_SCHEMA, name)) {
+      const guess = closest(name);
+      throw new ConfigError(
+        name,
+        `unknown URL parameter '${name}'${guess ? ` (did you mean '${guess}'?)` : ''}`,
+      );
+    }
+    const key = name as ConfigKey;
+    const parsed = parseText(key, raw);
+    checkValue(key, spec(key).type, parsed);
+    out[key] = parsed;
+  }
+  return out as Partial<ConfigInput>;
+}
+
+/** Schema rows for the TRL export and docs: key, TRL name, default, help, export note. */
+export function configSchemaRows(): {
+  key: ConfigKey;
+  trl: string | null;
+  default: unknown;
+  help: string;
+  exportNote?: string;
+}[] {
+  return CONFIG_KEYS.map((key) => {
+    const s = spec(key);
+    return {
+      key,
+      trl: s.trl,
+      default: s.default,
+      help: s.help,
+      ...(s.exportNote ? { exportNote: s.exportNote } : {}),
+    };
+  });
+}
