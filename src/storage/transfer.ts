@@ -381,7 +381,7 @@ export async function parseCheckpointFile(
 export interface ImportOptions extends CheckpointStoreOptions {
   /** Shown in error messages (default 'checkpoint.grpockpt'). */
   fileName?: string;
-  /** Name of the new run (default: the exported run's name). */
+  /** Name of the new run (default: the exported run's name, + ' (imported)' if taken). */
   runName?: string;
 }
 
@@ -411,11 +411,17 @@ export async function importCheckpoint(
   const parsed = await parseCheckpointFile(bytes, fileName);
   const { manifest } = parsed;
   const runId = crypto.randomUUID();
+  // Keep the exported name, but never show two runs with the same name side by side.
+  let runName = options.runName ?? manifest.run.name;
+  if (options.runName === undefined) {
+    const names = new Set((await db.getAll('runs')).map((r) => r.name));
+    if (names.has(runName)) runName = `${runName} (imported)`;
+  }
   const checkpoint = await saveCheckpoint(
     db,
     {
       runId,
-      runName: options.runName ?? manifest.run.name,
+      runName,
       step: manifest.step,
       optimizerStep: manifest.optimizerStep,
       tensors: parsed.tensors,
