@@ -17,6 +17,7 @@
 // D head dim, L layers, S_cap KV-cache capacity (columns).
 
 import { numel, parameterSpecs, type LlamaConfig } from '../model/config';
+import { logprobGatherBackwardRef, logprobGatherRef } from './logprob';
 
 type ParamInput = Float32Array | Float64Array;
 
@@ -220,51 +221,8 @@ export function ropeInPlace(
 const sigmoid = (g: number) => 1 / (1 + Math.exp(-g));
 
 // ---------------------------------------------------------------------------------------------
-// Log-probs at a temperature (TRL: logp = log_softmax(z / temperature)[o]).
-
-/** logp[r] = log_softmax(logits[r] / temperature)[targets[r]] for `rows` rows of V. (rows) */
-export function gatherLogprobsRef(
-  logits: ArrayLike<number>,
-  targets: ArrayLike<number>,
-  rows: number,
-  V: number,
-  temperature: number,
-): Float64Array {
-  const out = new Float64Array(rows);
-  for (let r = 0; r < rows; r++) {
-    let max = -Infinity;
-    for (let j = 0; j < V; j++) max = Math.max(max, logits[r * V + j] / temperature);
-    let sum = 0;
-    for (let j = 0; j < V; j++) sum += Math.exp(logits[r * V + j] / temperature - max);
-    out[r] = logits[r * V + targets[r]] / temperature - max - Math.log(sum);
-  }
-  return out;
-}
-
-/** ∂/∂logits of Σ_r dLogp[r]·logp[r]: (onehot(target) − softmax(z/τ)) · dLogp / τ. (rows, V) */
-export function gatherLogprobsBackwardRef(
-  logits: ArrayLike<number>,
-  targets: ArrayLike<number>,
-  dLogp: ArrayLike<number>,
-  rows: number,
-  V: number,
-  temperature: number,
-): Float64Array {
-  const d = new Float64Array(rows * V);
-  for (let r = 0; r < rows; r++) {
-    const g = dLogp[r];
-    if (g === 0) continue;
-    let max = -Infinity;
-    for (let j = 0; j < V; j++) max = Math.max(max, logits[r * V + j] / temperature);
-    let sum = 0;
-    for (let j = 0; j < V; j++) sum += Math.exp(logits[r * V + j] / temperature - max);
-    for (let j = 0; j < V; j++) {
-      const p = Math.exp(logits[r * V + j] / temperature - max) / sum;
-      d[r * V + j] = ((j === targets[r] ? 1 : 0) - p) * (g / temperature);
-    }
-  }
-  return d;
-}
+// Log-probs of completion tokens at a temperature (TRL: logp = log_softmax(z / temperature)[o]),
+// on top of the per-row gather reference in src/ref/logprob.ts.
 
 /**
  * Log-probs of the completion tokens as TRL computes them: completions start at column P
@@ -290,7 +248,7 @@ export function completionLogprobsRef(
       targets[n * L + j] = tokens[n * T + promptLength + j];
     }
   }
-  return gatherLogprobsRef(rows, targets, N * L, V, temperature);
+  return logprobGatherRef(rows, targets, N * L, V, 1 / temperature).logp;
 }
 
 /** Backward of completionLogprobsRef: dLogp (N, T−P) → dLogits (N, T, V), 0 off the completion. */
@@ -311,14 +269,8 @@ export function completionLogprobsBackwardRef(
     for (let j = 0; j < L; j++) {
       const col = n * T + promptLength - 1 + j;
       for (let c = 0; c < V; c++) row[c] = logits[col * V + c];
-      const d = gatherLogprobsBackwardRef(
-        row,
-        [tokens[n * T + promptLength + j]],
-        [dLogp[n * L + j]],
-        1,
-        V,
-        temperature,
-      );
+      const target = [tokens[n * T + promptLength + j]];
+      const d = logprobGatherBackwardRef(row, target, [dLogp[n * L + j]], 1, V, 1 / temperature);
       dLogits.set(d, col * V);
     }
   }
