@@ -1,0 +1,241 @@
+// Exports the Llama-family model as an ONNX graph (opset 17, standard ops only) for onnxruntime /
+// onnxruntime-web: inputs input_ids (N, T) int64 and attention_mask (N, T) int64, output logits
+// (N, T, V) float32. Weights are initializers (Linear weights stored transposed, (in, out), so each
+// projection is one MatMul; a tied LM head transposes the embedding at run time instead of storing
+// it twice). Positions follow the attention mask (cumsum − 1, as transformers does for left-padded
+// batches), so left-padded rows give the same logits as unpadded ones on their real tokens.
+// No KV cache: the graph recomputes the whole sequence (fine for evaluation and scoring).
+//
+// Legend: N batch, T sequence length, C hidden, I intermediate, V vocab, H heads, Hkv kv-heads,
+// R = H / Hkv heads per kv-head, D head dim.
+
+import { numel, parameterSpecs, type LlamaConfig } from '../model/config';
+import { ModelFileError } from './errors';
+import {
+  OnnxDataType,
+  graphProto,
+  modelProto,
+  nodeProto,
+  tensorProto,
+  valueInfoProto,
+  type AttributeValue,
+  type ProtoMessage,
+} from './onnx-proto';
+
+export const ONNX_OPSET = 17;
+/** IR version 8 is the one that goes with opset 17. */
+const ONNX_IR_VERSION = 8;
+/** Protobuf messages cannot exceed 2 GiB; bigger models need ONNX external data (not written). */
+const PROTOBUF_LIMIT = 2 ** 31 - 1;
+/** Added to disallowed attention scores; finite so fully padded query rows give no NaN. */
+const MASK_VALUE = -1e9;
+
+export interface OnnxExportInput {
+  config: LlamaConfig;
+  tensors: ReadonlyMap<string, Float32Array>;
+  producerVersion?: string;
+}
+
+class GraphBuilder {
+  readonly nodes: ProtoMessage[] = [];
+  readonly initializers: ProtoMessage[] = [];
+  private count = 0;
+  initializerBytes = 0;
+
+  /** Adds a node and returns its (single) output name. */
+  op(
+    opType: string,
+    inputs: string[],
+    attributes: Record<string, AttributeValue> = {},
+    outputName?: string,
+  ): string {
+    const out = outputName ?? `${opType.toLowerCase()}_${this.count}`;
+    this.nodes.push(nodeProto(opType, inputs, [out], `${opType}_${this.count++}`, attributes));
+    return out;
+  }
+
+  init(name: string, dims: number[], data: Float32Array | BigInt64Array): string {
+    this.initializers.push(tensorProto(name, dims, data));
+    this.initializerBytes += data.byteLength;
+    return name;
+  }
+
+  i64(name: string, values: number[]): string {
+    return this.init(name, [values.length], BigInt64Array.from(values.map(BigInt)));
+  }
+
+  scalar(name: string, value: number): string {
+    return this.init(name, [], Float32Array.of(value));
+  }
+}
+
+const ints = (value: number[]): AttributeValue => ({ kind: 'ints', value });
+const int = (value: number): AttributeValue => ({ kind: 'int', value });
+
+/** (out, in) row-major → (in, out) row-major. */
+function transpose(w: Float32Array, rows: number, cols: number): Float32Array {
+  const out = new Float32Array(rows * cols);
+  for (let r = 0; r < rows; r++) {
+    for (let c = 0; c < cols; c++) out[c * rows + r] = w[r * cols + c];
+  }
+  return out;
+}
+
+/** The model as ONNX protobuf bytes. */
+export function exportOnnx(input: OnnxExportInput): Uint8Array {
+  const { config } = input;
+  const {
+    hiddenSize: C,
+    intermediateSize: I,
+    vocabSize: V,
+    numHeads: H,
+    numKvHeads: Hkv,
+    headDim: D,
+  } = config;
+  const R = H / Hkv;
+  const weights = new Map<string, Float32Array>();
+  for (const spec of parameterSpecs(config)) {
+    const data = input.tensors.get(spec.name);
+    if (!data || data.length !== numel(spec.shape)) {
+      throw new ModelFileError(
+        'model.onnx',
+        data
+          ? `has ${data.length} values, shape [${spec.shape.join(', ')}] needs ${numel(spec.shape)}`
+          : 'no weights to export',
+        spec.name,
+      );
+    }
+    weights.set(spec.name, data);
+  }
+  const g = new GraphBuilder();
+  const w = (name: string) => weights.get(name)!;
+  /** A Linear (out, in) weight as a MatMul initializer (in, out). */
+  const linear = (x: string, name: string, outDim: number, inDim: number, bias: boolean) => {
+    const wt = g.init(
+      `${name}.weight.T`,
+      [inDim, outDim],
+      transpose(w(`${name}.weight`), outDim, inDim),
+    );
+    const y = g.op('MatMul', [x, wt]);
+    return bias ? g.op('Add', [y, g.init(`${name}.bias`, [outDim], w(`${name}.bias`))]) : y;
+  };
+  const eps = g.scalar('rms_norm_eps', config.rmsNormEps);
+  const rmsNorm = (x: string, weightName: string) => {
+    const ms = g.op('ReduceMean', [g.op('Mul', [x, x])], { axes: ints([-1]), keepdims: int(1) });
+    const inv = g.op('Reciprocal', [g.op('Sqrt', [g.op('Add', [ms, eps])])]);
+    return g.op('Mul', [g.op('Mul', [x, inv]), g.init(weightName, [C], w(weightName))]);
+  };
+
+  // Positions from the mask: cumsum(mask) − 1, clamped at 0 on left padding. (N, T) float
+  const maskF = g.op('Cast', ['attention_mask'], { to: int(OnnxDataType.FLOAT) });
+  const axis1 = g.i64('axis_1', [1]);
+  const cum = g.op('CumSum', [maskF, axis1]);
+  const one = g.scalar('one', 1);
+  const zero = g.scalar('zero', 0);
+  const pos = g.op('Max', [g.op('Sub', [cum, one]), zero]); // (N, T)
+  // Rotary tables, HF rotate_half layout: angle for frequency j in both halves. (N, T, 1, D)
+  const invFreq = new Float32Array(D / 2);
+  for (let j = 0; j < D / 2; j++) invFreq[j] = 1 / config.ropeTheta ** ((2 * j) / D);
+  const axis2 = g.i64('axis_2', [2]);
+  const angles = g.op('Mul', [
+    g.op('Unsqueeze', [pos, axis2]),
+    g.init('rope_inv_freq', [D / 2], invFreq),
+  ]); // (N, T, D/2)
+  const emb = g.op('Unsqueeze', [g.op('Concat', [angles, angles], { axis: int(-1) }), axis2]);
+  const cos = g.op('Cos', [emb]);
+  const sin = g.op('Sin', [emb]);
+  const halfStart = g.i64('half_start', [0]);
+  const halfMid = g.i64('half_mid', [D / 2]);
+  const halfEnd = g.i64('half_end', [D]);
+  const axis3 = g.i64('axis_3', [3]);
+  const rope = (x: string) => {
+    // x (N, T, heads, D): x·cos + rotate_half(x)·sin, rotate_half(x) = [−x2, x1]
+    const x1 = g.op('Slice', [x, halfStart, halfMid, axis3]);
+    const x2 = g.op('Slice', [x, halfMid, halfEnd, axis3]);
+    const rotated = g.op('Concat', [g.op('Neg', [x2]), x1], { axis: int(3) });
+    return g.op('Add', [g.op('Mul', [x, cos]), g.op('Mul', [rotated, sin])]);
+  };
+
+  // Additive attention mask (N, 1, 1, T, T): 0 where key j ≤ query i and key j is not padding.
+  const shapeNT = g.op('Shape', ['input_ids']);
+  const tDim = g.op('Slice', [shapeNT, g.i64('s1', [1]), g.i64('s2', [2]), g.i64('s0', [0])]);
+  const ones = g.op('ConstantOfShape', [g.op('Concat', [tDim, tDim], { axis: int(0) })], {
+    value: { kind: 'tensor', value: tensorProto('one_value', [1], Float32Array.of(1)) },
+  });
+  const causal = g.op('Trilu', [ones], { upper: int(0) }); // (T, T)
+  const keyMask = g.op('Unsqueeze', [maskF, g.i64('axes_123', [1, 2, 3])]); // (N, 1, 1, 1, T)
+  const allowed = g.op('Mul', [causal, keyMask]);
+  const additive = g.op('Mul', [g.op('Sub', [allowed, one]), g.scalar('mask_value', -MASK_VALUE)]);
+  const scale = g.scalar('attn_scale', 1 / Math.sqrt(D));
+
+  const shapeNTHD = g.i64('shape_q', [0, 0, Hkv, R, D]); // 0 copies N, T
+  const shapeNTKD = g.i64('shape_kv', [0, 0, Hkv, 1, D]);
+  const shapeQ = g.i64('shape_q_heads', [0, 0, H, D]);
+  const shapeK = Hkv === H ? shapeQ : g.i64('shape_k_heads', [0, 0, Hkv, D]);
+  const shapeNTC = g.i64('shape_merge', [0, 0, H * D]);
+
+  let x = g.op(
+    'Gather',
+    [g.init('model.embed_tokens.weight', [V, C], w('model.embed_tokens.weight')), 'input_ids'],
+    {
+      axis: int(0),
+    },
+  ); // (N, T, C)
+  for (let l = 0; l < config.numLayers; l++) {
+    const p = `model.layers.${l}`;
+    const h = rmsNorm(x, `${p}.input_layernorm.weight`);
+    const bias = config.attentionBias;
+    const q = rope(g.op('Reshape', [linear(h, `${p}.self_attn.q_proj`, H * D, C, bias), shapeQ]));
+    const k = rope(g.op('Reshape', [linear(h, `${p}.self_attn.k_proj`, Hkv * D, C, bias), shapeK]));
+    const v = g.op('Reshape', [linear(h, `${p}.self_attn.v_proj`, Hkv * D, C, bias), shapeNTKD]);
+    // Grouped-query attention by broadcasting: q (N, Hkv, R, T, D) against k, v (N, Hkv, 1, T, D);
+    // head h uses kv-head h / R, as transformers' repeat_kv.
+    const qg = g.op('Transpose', [g.op('Reshape', [q, shapeNTHD])], {
+      perm: ints([0, 2, 3, 1, 4]),
+    });
+    const kt = g.op('Transpose', [g.op('Reshape', [k, shapeNTKD])], {
+      perm: ints([0, 2, 3, 4, 1]),
+    });
+    const vg = g.op('Transpose', [v], { perm: ints([0, 2, 3, 1, 4]) });
+    const scores = g.op('Add', [g.op('Mul', [g.op('MatMul', [qg, kt]), scale]), additive]);
+    const probs = g.op('Softmax', [scores], { axis: int(-1) }); // (N, Hkv, R, T, T)
+    const ctx = g.op('Transpose', [g.op('MatMul', [probs, vg])], { perm: ints([0, 3, 1, 2, 4]) });
+    const attn = linear(g.op('Reshape', [ctx, shapeNTC]), `${p}.self_attn.o_proj`, C, H * D, false);
+    x = g.op('Add', [x, attn]);
+    const h2 = rmsNorm(x, `${p}.post_attention_layernorm.weight`);
+    const gate = linear(h2, `${p}.mlp.gate_proj`, I, C, false);
+    const up = linear(h2, `${p}.mlp.up_proj`, I, C, false);
+    const act = g.op('Mul', [g.op('Mul', [gate, g.op('Sigmoid', [gate])]), up]);
+    x = g.op('Add', [x, linear(act, `${p}.mlp.down_proj`, C, I, false)]);
+  }
+  const hFinal = rmsNorm(x, 'model.norm.weight');
+  const head = config.tieWordEmbeddings
+    ? g.op('Transpose', ['model.embed_tokens.weight'], { perm: ints([1, 0]) })
+    : g.init('lm_head.weight.T', [C, V], transpose(w('lm_head.weight'), V, C));
+  g.op('MatMul', [hFinal, head], {}, 'logits');
+
+  if (g.initializerBytes > PROTOBUF_LIMIT - 64 * 1024 * 1024) {
+    throw new ModelFileError(
+      'model.onnx',
+      `weights take ${g.initializerBytes} bytes; a single ONNX protobuf file is limited to 2 GiB ` +
+        `(external-data export is not implemented): export safetensors instead`,
+    );
+  }
+  const graph = graphProto(
+    'grpo_playground_llama',
+    g.nodes,
+    g.initializers,
+    [
+      valueInfoProto('input_ids', OnnxDataType.INT64, ['batch_size', 'sequence_length']),
+      valueInfoProto('attention_mask', OnnxDataType.INT64, ['batch_size', 'sequence_length']),
+    ],
+    [valueInfoProto('logits', OnnxDataType.FLOAT, ['batch_size', 'sequence_length', V])],
+    `${config.architecture}: ${config.numLayers} layers, hidden ${C}, heads ${H}/${Hkv}, vocab ${V}`,
+  );
+  return modelProto(graph, {
+    irVersion: ONNX_IR_VERSION,
+    opset: ONNX_OPSET,
+    producerName: 'grpo-playground',
+    producerVersion: input.producerVersion ?? '0.1.0',
+  }).finish();
+}
