@@ -369,9 +369,13 @@ export function urlSource(base: string, options: UrlSourceOptions = {}): ModelSo
     async read(name, opts) {
       const url = new URL(normalise(name), new URL(root, globalThis.location?.href)).href;
       const cache = await openCache();
+      // A cached file is served without the network; a cached 404 (an optional file the folder
+      // lacks) is only believed when the network is down, so a file added later is still found.
+      let knownMissing = false;
       if (cache) {
         const hit = await cache.match(url).catch(() => undefined);
-        if (hit) {
+        if (hit && hit.status === 404) knownMissing = true;
+        else if (hit) {
           const bytes = await readBody(hit, name, opts?.onProgress);
           if (!looksLikeHtml(bytes, hit.headers.get('content-type'))) return bytes;
         }
@@ -380,6 +384,9 @@ export function urlSource(base: string, options: UrlSourceOptions = {}): ModelSo
       try {
         response = await doFetch(url);
       } catch (err) {
+        if (knownMissing) {
+          throw new ModelSourceError(url, 'no such file (cached answer while offline)', 'missing');
+        }
         throw new ModelSourceError(
           url,
           `could not fetch (${err instanceof Error ? err.message : String(err)}); ` +
@@ -389,6 +396,9 @@ export function urlSource(base: string, options: UrlSourceOptions = {}): ModelSo
       }
       if (!response.ok) {
         const missing = response.status === 404 || response.status === 410;
+        if (missing && cache) {
+          await cache.put(url, new Response(null, { status: 404 })).catch(() => undefined);
+        }
         throw new ModelSourceError(
           url,
           `HTTP ${response.status}${response.statusText ? ` ${response.statusText}` : ''}` +

@@ -320,6 +320,40 @@ describe('loading from a URL (local HTTP server on 127.0.0.1)', () => {
     expect(st.total).toBe(files['model.safetensors'].length);
   });
 
+  it('caches downloads in the Cache API and reuses them offline', async () => {
+    // Node has no Cache API: an in-memory stand-in with the two methods the source uses.
+    const store = new Map<string, Response>();
+    const fakeCaches = {
+      open: async () => ({
+        match: async (url: string) => store.get(url)?.clone(),
+        put: async (url: string, response: Response) => void store.set(url, response),
+      }),
+    };
+    const g = globalThis as { caches?: unknown };
+    const saved = g.caches;
+    g.caches = fakeCaches;
+    let fetches = 0;
+    const counting: typeof fetch = (input, init) => {
+      fetches++;
+      return fetch(input, init);
+    };
+    try {
+      const first = await loadHfFolder(urlSource(`${base}/model/`, { fetch: counting }));
+      expect(store.has(`${base}/model/model.safetensors`)).toBe(true);
+      const afterFirst = fetches;
+      const offline: typeof fetch = () => Promise.reject(new TypeError('offline'));
+      const second = await loadHfFolder(urlSource(`${base}/model/`, { fetch: offline }));
+      expectExact(second.tensors, weights);
+      expect(second.tensors).toEqual(first.tensors);
+      expect(afterFirst).toBeGreaterThan(0);
+      // An HTML answer is never cached.
+      await errorOf(urlSource(`${base}/spa/`, { fetch: counting }).read('config.json'));
+      expect(store.has(`${base}/spa/config.json`)).toBe(false);
+    } finally {
+      g.caches = saved;
+    }
+  });
+
   it('a URL that fails (HTTP 500)', async () => {
     const err = await errorOf(loadHfFolder(urlSource(`${base}/broken/`, { cacheName: false })));
     expect(err).toBeInstanceOf(ModelSourceError);
