@@ -1,0 +1,85 @@
+// TS wrapper of shaders/adamw.wgsl: one AdamW step per parameter tensor, gradient scaled by the
+// clip buffer from GradNormKernel and skipped entirely when that buffer says the norm is not finite.
+import { createUniformBuffer, uploadStorageBuffer } from '../engine/buffers';
+import { ceilDiv, splitGrid } from '../engine/dispatch';
+import { bindBuffers, type PipelineCache } from '../engine/pipelines';
+import { shaderSource } from '../engine/shaders';
+import type { AdamWHyper } from '../ref/adamw';
+
+export type { AdamWHyper } from '../ref/adamw';
+
+export const ADAMW_WG = 256;
+
+export interface AdamWArgs {
+  param: GPUBuffer; // (n) updated in place
+  grad: GPUBuffer; // (n)
+  m: GPUBuffer; // (n) first moment, zero-initialised before step 1
+  v: GPUBuffer; // (n) second moment, zero-initialised before step 1
+  n: number;
+  /** 1-based step count after this update (PyTorch's state['step']). */
+  step: number;
+  hyper: AdamWHyper;
+  /** (4) [norm, scale, finite, 0] from GradNormKernel; default: no clipping, always finite. */
+  clip?: GPUBuffer;
+  /** Grid limit per dimension (tests lower it to exercise split grids cheaply). */
+  maxWorkgroupsPerDim?: number;
+}
+
+export class AdamWKernel {
+  private noClip: GPUBuffer | null = null;
+
+  constructor(
+    private readonly device: GPUDevice,
+    private readonly pipelines: PipelineCache,
+  ) {}
+
+  async encode(encoder: GPUCommandEncoder, args: AdamWArgs): Promise<void> {
+    const { n, step, hyper } = args;
+    if (!Number.isInteger(step) || step < 1)
+      throw new RangeError(`AdamW step must be ≥ 1, got ${step}`);
+    const pipeline = await this.pipelines.get('adamw', shaderSource('adamw'), { WG: ADAMW_WG });
+    this.noClip ??= uploadStorageBuffer(
+      this.device,
+      new Float32Array([0, 1, 1, 0]),
+      'adamw.noClip',
+    );
+    // Derived scalars in f64 on the CPU (as PyTorch computes them in Python floats): in f32,
+    // 1 − β2 for β2 = 0.999 would be off by 1.3e-5 relative, and β2^step loses digits.
+    const params = createUniformBuffer(
+      this.device,
+      [
+        ['u32', n],
+        ['f32', hyper.beta1],
+        ['f32', hyper.beta2],
+        ['f32', 1 - hyper.beta1],
+        ['f32', 1 - hyper.beta2],
+        ['f32', hyper.eps],
+        ['f32', 1 - hyper.lr * hyper.weightDecay],
+        ['f32', hyper.lr / (1 - Math.pow(hyper.beta1, step))],
+        ['f32', Math.sqrt(1 - Math.pow(hyper.beta2, step))],
+      ],
+      'adamw.params',
+    );
+    const pass = encoder.beginComputePass({ label: 'adamw' });
+    pass.setPipeline(pipeline);
+    pass.setBindGroup(
+      0,
+      bindBuffers(this.device, pipeline, [
+        args.grad,
+        args.clip ?? this.noClip,
+        args.param,
+        args.m,
+        args.v,
+        params,
+      ]),
+    );
+    const [x, y, z] = splitGrid(ceilDiv(n, ADAMW_WG), args.maxWorkgroupsPerDim);
+    if (x > 0) pass.dispatchWorkgroups(x, y, z);
+    pass.end();
+  }
+
+  destroy(): void {
+    this.noClip?.destroy();
+    this.noClip = null;
+  }
+}

@@ -1,0 +1,99 @@
+// TS wrapper of shaders/sumsq.wgsl + shaders/grad_clip.wgsl: global L2 norm of all gradients,
+// the clip scale and a finite flag, computed on the GPU and consumed there by AdamWKernel.
+import { createUniformBuffer } from '../engine/buffers';
+import { bindBuffers, type PipelineCache } from '../engine/pipelines';
+import { shaderSource } from '../engine/shaders';
+
+export const SUMSQ_WG = 256;
+/** Workgroups (and partial sums) per gradient tensor; each sums a contiguous chunk. */
+export const SUMSQ_PARTIALS_PER_TENSOR = 64;
+export const GRAD_CLIP_WG = 256;
+
+/** Layout of the (4) f32 clip buffer: [norm, scale, finite, 0]. */
+export const GRAD_CLIP_OUT = { norm: 0, scale: 1, finite: 2, length: 4 } as const;
+
+/** Elements of the partials buffer for `numTensors` gradient tensors. */
+export const gradNormPartialsLength = (numTensors: number) =>
+  numTensors * SUMSQ_PARTIALS_PER_TENSOR;
+
+export interface GradTensor {
+  buffer: GPUBuffer; // (n) f32 gradient
+  n: number;
+}
+
+export interface GradNormArgs {
+  grads: GradTensor[];
+  partials: GPUBuffer; // (gradNormPartialsLength(grads.length)) f32 scratch
+  out: GPUBuffer; // (4) f32: see GRAD_CLIP_OUT
+  /** Clip to this global norm (torch clip_grad_norm_); ≤ 0 disables clipping (scale 1). */
+  maxNorm: number;
+}
+
+export class GradNormKernel {
+  constructor(
+    private readonly device: GPUDevice,
+    private readonly pipelines: PipelineCache,
+  ) {}
+
+  /** Sum of squares of one tensor into block `slot` of `partials` (one dispatch). */
+  async encodeSumSquares(
+    encoder: GPUCommandEncoder,
+    args: { grad: GPUBuffer; n: number; slot: number; partials: GPUBuffer },
+  ): Promise<void> {
+    const pipeline = await this.pipelines.get('sumsq', shaderSource('sumsq'), {
+      WG: SUMSQ_WG,
+      PARTIALS: SUMSQ_PARTIALS_PER_TENSOR,
+    });
+    const params = createUniformBuffer(
+      this.device,
+      [
+        ['u32', args.n],
+        ['u32', args.slot],
+        ['u32', Math.ceil(args.n / SUMSQ_PARTIALS_PER_TENSOR)],
+      ],
+      'sumsq.params',
+    );
+    const pass = encoder.beginComputePass({ label: 'sumsq' });
+    pass.setPipeline(pipeline);
+    pass.setBindGroup(0, bindBuffers(this.device, pipeline, [args.grad, args.partials, params]));
+    pass.dispatchWorkgroups(SUMSQ_PARTIALS_PER_TENSOR);
+    pass.end();
+  }
+
+  /** Norm, scale and finite flag from the first `numTensors` blocks of partials. */
+  async encodeClip(
+    encoder: GPUCommandEncoder,
+    args: { partials: GPUBuffer; numTensors: number; out: GPUBuffer; maxNorm: number },
+  ): Promise<void> {
+    const pipeline = await this.pipelines.get('grad_clip', shaderSource('grad_clip'), {
+      WG: GRAD_CLIP_WG,
+    });
+    const params = createUniformBuffer(
+      this.device,
+      [
+        ['u32', gradNormPartialsLength(args.numTensors)],
+        ['f32', args.maxNorm],
+      ],
+      'grad_clip.params',
+    );
+    const pass = encoder.beginComputePass({ label: 'grad_clip' });
+    pass.setPipeline(pipeline);
+    pass.setBindGroup(0, bindBuffers(this.device, pipeline, [args.partials, args.out, params]));
+    pass.dispatchWorkgroups(1);
+    pass.end();
+  }
+
+  /** Every tensor's sum of squares, then the clip buffer. */
+  async encode(encoder: GPUCommandEncoder, args: GradNormArgs): Promise<void> {
+    for (let slot = 0; slot < args.grads.length; slot++) {
+      const { buffer, n } = args.grads[slot];
+      await this.encodeSumSquares(encoder, { grad: buffer, n, slot, partials: args.partials });
+    }
+    await this.encodeClip(encoder, {
+      partials: args.partials,
+      numTensors: args.grads.length,
+      out: args.out,
+      maxNorm: args.maxNorm,
+    });
+  }
+}
