@@ -90,6 +90,7 @@ export class GpuLlama {
     tensors: ReadonlyMap<string, Float32Array>,
   ): GpuLlama {
     const model = new GpuLlama(engine, config);
+    // Check every tensor before the first upload, so a bad model leaves nothing allocated.
     for (const spec of model.specs) {
       const data = tensors.get(spec.name);
       if (!data) throw new Error(`missing parameter ${spec.name}`);
@@ -98,7 +99,12 @@ export class GpuLlama {
           `${spec.name}: ${data.length} values, expected ${numel(spec.shape)} for shape [${spec.shape}]`,
         );
       }
-      model.params.set(spec.name, uploadStorageBuffer(engine.device, data, spec.name));
+    }
+    for (const spec of model.specs) {
+      model.params.set(
+        spec.name,
+        uploadStorageBuffer(engine.device, tensors.get(spec.name)!, spec.name),
+      );
     }
     return model;
   }
