@@ -47,7 +47,8 @@ export function verifyAnswer(answerText: string, spec: VerifierSpec): boolean | 
     case 'countdown':
       return verifyCountdown(text, spec.nums, spec.target).ok;
     case 'integer':
-      return INTEGER_RE.test(text) && BigInt(text) === BigInt(spec.answer);
+      if (text.length > MAX_INTEGER_ANSWER_CHARS || !INTEGER_RE.test(text)) return false;
+      return BigInt(text) === BigInt(spec.answer);
     case 'exact':
       return text === asciiTrim(spec.answer);
     case 'numeric': {
@@ -79,6 +80,10 @@ export function verifyAnswer(answerText: string, spec: VerifierSpec): boolean | 
 // ---------------------------------------------------------------------------------------------
 
 export const COUNTDOWN_MAX_DEPTH = 64;
+/** Longer literals are a syntax error: Python's int() refuses > 4300 digits, so both stop well before. */
+export const COUNTDOWN_MAX_LITERAL_DIGITS = 100;
+/** Integer answers longer than this are wrong without parsing (same reason). */
+export const MAX_INTEGER_ANSWER_CHARS = 1000;
 
 export type CountdownFailure =
   | 'empty'
@@ -137,6 +142,7 @@ function tokenize(text: string): Token[] {
       let j = i;
       while (j < text.length && text[j] >= '0' && text[j] <= '9') j++;
       const literal = text.slice(i, j);
+      if (literal.length > COUNTDOWN_MAX_LITERAL_DIGITS) throw new CountdownError('syntax');
       if (literal.length > 1 && literal[0] === '0' && /[1-9]/.test(literal)) {
         throw new CountdownError('leading-zero');
       }

@@ -1,0 +1,74 @@
+// `node dist-cli/export-trl.js --config <config.json> --out <dir>` (or `--run <run folder>`): writes the
+// experiment as a TRL project (see src/io/trl-export.ts). Further --options override the config.
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import {
+  configHelp,
+  ConfigError,
+  isHelpRequested,
+  parseCliArgs,
+  resolveConfig,
+} from '../grpo/config';
+import { exportTrl } from '../io/trl-export';
+import { createTask, trainEvalProblems } from '../tasks/index';
+
+const USAGE = `usage: export-trl (--config <config.json> | --run <run folder>) --out <dir> [--option value …]
+
+Writes train_grpo.py, rewards.py, train.jsonl, eval.jsonl, requirements.txt, accelerate configs and a
+README to <dir>. Config options given here override the file.
+`;
+
+function take(argv: string[], flag: string): string | undefined {
+  const i = argv.indexOf(flag);
+  if (i < 0) return undefined;
+  const value = argv[i + 1];
+  if (value === undefined || value.startsWith('--'))
+    throw new ConfigError(flag, `${flag} needs a value`);
+  argv.splice(i, 2);
+  return value;
+}
+
+function main(args: string[]): void {
+  if (isHelpRequested(args)) {
+    console.log(`${USAGE}\n${configHelp()}`);
+    return;
+  }
+  const argv = args.slice();
+  const configPath = take(argv, '--config');
+  const runDir = take(argv, '--run');
+  const out = take(argv, '--out');
+  if (!out || (configPath === undefined) === (runDir === undefined))
+    throw new ConfigError('', USAGE);
+  const file = resolve(configPath ?? join(runDir as string, 'config.json'));
+  let json: unknown;
+  try {
+    json = JSON.parse(readFileSync(file, 'utf8'));
+  } catch (e) {
+    throw new ConfigError('', `cannot read ${file}: ${(e as Error).message}`);
+  }
+  const config = resolveConfig({ ...(json as object), ...parseCliArgs(argv) });
+  const sources: { text?: string } = {};
+  if (config.task === 'jsonl') {
+    const path = String(config.taskOptions.path ?? '');
+    if (!path) throw new ConfigError('taskOptions', "task 'jsonl' needs taskOptions.path");
+    sources.text = readFileSync(resolve(dirname(file), path), 'utf8');
+  }
+  const task = createTask(config.task, config.taskOptions, sources);
+  const { train, eval: held } = trainEvalProblems(
+    task,
+    config.seed,
+    config.steps * config.perStepPrompts,
+    config.evalPrompts,
+  );
+  const files = exportTrl(config, { trainPrompts: train, evalPrompts: held });
+  mkdirSync(out, { recursive: true });
+  for (const [name, text] of files) writeFileSync(join(out, name), text);
+  console.log(`wrote ${[...files.keys()].join(', ')} to ${resolve(out)}`);
+}
+
+try {
+  main(process.argv.slice(2));
+} catch (e) {
+  console.error(e instanceof ConfigError ? e.message : e);
+  process.exitCode = 1;
+}

@@ -1,0 +1,289 @@
+// rewards.py of the TRL export: the built-in rewards of src/grpo/rewards.ts and the answer checkers
+// of src/tasks/verify.ts in plain Python (stdlib only), with IDENTICAL semantics: the same regexes
+// (the format and answer patterns are injected from the TypeScript constants), the same ASCII
+// whitespace set, exact integers and fractions.Fraction for Countdown, never eval().
+// tests/unit/trl-export.test.ts runs this file with python3 against the TypeScript rewards.
+
+import { ANSWER_PATTERN, FORMAT_PATTERN } from '../../grpo/rewards';
+import {
+  COUNTDOWN_MAX_DEPTH,
+  COUNTDOWN_MAX_LITERAL_DIGITS,
+  MAX_INTEGER_ANSWER_CHARS,
+} from '../../tasks/verify';
+
+export interface CustomRewardStub {
+  id: string;
+  pythonName: string;
+  source: string;
+}
+
+export interface RewardsPyOptions {
+  /** Reward names in config order: 'format', 'accuracy', 'custom:<id>'. */
+  rewards: readonly string[];
+  custom: readonly CustomRewardStub[];
+}
+
+const BODY = String.raw`
+import json
+import re
+from fractions import Fraction
+
+ASCII_WS = " \t\n\v\f\r"
+FORMAT_RE = re.compile(__FORMAT_PATTERN__)
+ANSWER_RE = re.compile(__ANSWER_PATTERN__)
+INTEGER_RE = re.compile(r"[+-]?[0-9]+")
+NUMERIC_RE = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+CHOICE_RE = re.compile(r"(?:\(([A-Za-z])\)|([A-Za-z])\)?)\.?")
+COUNTDOWN_MAX_DEPTH = __MAX_DEPTH__
+COUNTDOWN_MAX_LITERAL_DIGITS = __MAX_LITERAL__
+MAX_INTEGER_ANSWER_CHARS = __MAX_INT_CHARS__
+
+
+def ascii_trim(text):
+    return text.strip(ASCII_WS)
+
+
+def completion_text(completion):
+    """TRL passes a string (standard prompts) or [{"role": "assistant", "content": ...}] (chat)."""
+    if isinstance(completion, str):
+        return completion
+    return "".join(m.get("content") or "" for m in completion if m.get("role", "assistant") == "assistant")
+
+
+def format_ok(text):
+    return FORMAT_RE.fullmatch(text) is not None
+
+
+def extract_answer(text):
+    """The raw text inside the LAST <answer>...</answer> (non-greedy), or None."""
+    matches = ANSWER_RE.findall(text)
+    return matches[-1] if matches else None
+
+
+def choice_letter(text):
+    m = CHOICE_RE.fullmatch(ascii_trim(text))
+    if m is None:
+        return None
+    return (m.group(1) or m.group(2)).upper()
+
+
+class _Fail(Exception):
+    def __init__(self, failure):
+        super().__init__(failure)
+        self.failure = failure
+
+
+def _tokenize(text):
+    tokens = []
+    i = 0
+    n = len(text)
+    while i < n:
+        c = text[i]
+        if c in ASCII_WS:
+            i += 1
+        elif "0" <= c <= "9":
+            j = i
+            while j < n and "0" <= text[j] <= "9":
+                j += 1
+            literal = text[i:j]
+            if len(literal) > COUNTDOWN_MAX_LITERAL_DIGITS:
+                raise _Fail("syntax")
+            if len(literal) > 1 and literal[0] == "0" and re.search(r"[1-9]", literal):
+                raise _Fail("leading-zero")
+            tokens.append(("num", int(literal)))
+            i = j
+        elif c in "+-*/()":
+            if c in "*/" and i + 1 < n and text[i + 1] == c:
+                raise _Fail("invalid-character")
+            tokens.append(("op", c))
+            i += 1
+        else:
+            raise _Fail("invalid-character")
+    return tokens
+
+
+class _Parser:
+    def __init__(self, tokens):
+        self.tokens = tokens
+        self.pos = 0
+        self.literals = []
+        self.division_by_zero = False
+
+    def parse(self):
+        value = self.expr(0)
+        if self.pos != len(self.tokens):
+            raise _Fail("syntax")
+        return value
+
+    def peek_op(self):
+        if self.pos < len(self.tokens) and self.tokens[self.pos][0] == "op":
+            return self.tokens[self.pos][1]
+        return None
+
+    def expr(self, depth):
+        left = self.term(depth)
+        op = self.peek_op()
+        while op in ("+", "-"):
+            self.pos += 1
+            right = self.term(depth)
+            left = left + right if op == "+" else left - right
+            op = self.peek_op()
+        return left
+
+    def term(self, depth):
+        left = self.unary(depth)
+        op = self.peek_op()
+        while op in ("*", "/"):
+            self.pos += 1
+            right = self.unary(depth)
+            if op == "*":
+                left = left * right
+            elif right == 0:
+                self.division_by_zero = True
+                left = Fraction(0)
+            else:
+                left = left / right
+            op = self.peek_op()
+        return left
+
+    def unary(self, depth):
+        negative = False
+        op = self.peek_op()
+        while op in ("+", "-"):
+            if op == "-":
+                negative = not negative
+            self.pos += 1
+            op = self.peek_op()
+        value = self.primary(depth)
+        return -value if negative else value
+
+    def primary(self, depth):
+        if self.pos >= len(self.tokens):
+            raise _Fail("syntax")
+        kind, value = self.tokens[self.pos]
+        if kind == "num":
+            self.pos += 1
+            self.literals.append(value)
+            return Fraction(value)
+        if value != "(":
+            raise _Fail("syntax")
+        if depth + 1 > COUNTDOWN_MAX_DEPTH:
+            raise _Fail("too-deep")
+        self.pos += 1
+        inner = self.expr(depth + 1)
+        if self.pos >= len(self.tokens) or self.tokens[self.pos] != ("op", ")"):
+            raise _Fail("syntax")
+        self.pos += 1
+        return inner
+
+
+def verify_countdown(answer_text, nums, target):
+    """TinyZero rules (see src/tasks/verify.ts): each number exactly once, + - * / ( ), exact value."""
+    text = ascii_trim(answer_text)
+    if text == "":
+        return False
+    try:
+        parser = _Parser(_tokenize(text))
+        value = parser.parse()
+    except _Fail:
+        return False
+    if sorted(parser.literals) != sorted(int(n) for n in nums):
+        return False
+    if parser.division_by_zero:
+        return False
+    return value.denominator == 1 and value.numerator == int(target)
+
+
+def verify_answer(answer_text, spec):
+    """True correct, False wrong, None not checkable (no reference answer)."""
+    text = ascii_trim(answer_text)
+    kind = spec["kind"]
+    if kind == "countdown":
+        return verify_countdown(text, spec["nums"], spec["target"])
+    if kind == "integer":
+        if len(text) > MAX_INTEGER_ANSWER_CHARS or INTEGER_RE.fullmatch(text) is None:
+            return False
+        return int(text) == int(spec["answer"])
+    if kind == "exact":
+        return text == ascii_trim(spec["answer"])
+    if kind == "numeric":
+        if NUMERIC_RE.fullmatch(text) is None:
+            return False
+        return abs(float(text) - float(ascii_trim(spec["answer"]))) <= spec["tolerance"]
+    if kind == "choice":
+        letter = choice_letter(text)
+        return letter is not None and letter == ascii_trim(spec["answer"]).upper()
+    if kind == "none":
+        return None
+    raise ValueError("unknown verifier kind %r" % (kind,))
+
+
+def format_reward(completions, **kwargs):
+    """1.0 when the completion is exactly <think>...</think> <answer>...</answer> (ASCII whitespace
+    around and between), each tag once; else 0.0."""
+    return [1.0 if format_ok(completion_text(c)) else 0.0 for c in completions]
+
+
+def accuracy_reward(completions, verifier, **kwargs):
+    """The task's verifier on the text inside the last <answer>: 1.0 / 0.0, None without a reference."""
+    out = []
+    for c, v in zip(completions, verifier):
+        spec = json.loads(v) if isinstance(v, str) else v
+        if spec["kind"] == "none":
+            out.append(None)
+            continue
+        answer = extract_answer(completion_text(c))
+        if answer is None:
+            out.append(0.0)
+            continue
+        ok = verify_answer(answer, spec)
+        out.append(None if ok is None else (1.0 if ok else 0.0))
+    return out
+`;
+
+/** Python comment lines quoting arbitrary text. */
+function quote(source: string): string {
+  return source
+    .split(/\r?\n/)
+    .map((l) => `#     ${l}`.trimEnd())
+    .join('\n');
+}
+
+export function rewardsPy(o: RewardsPyOptions): string {
+  const stubs = o.custom.map(
+    (c) => `
+
+# ---------------------------------------------------------------------------------------------
+# CUSTOM REWARD '${c.id}': NOT PORTED. In the playground this reward is JavaScript; port it to
+# Python here before training (the run stops on the first batch until you do). Its JS source:
+${quote(c.source)}
+# ---------------------------------------------------------------------------------------------
+def ${c.pythonName}(completions, **kwargs):
+    raise NotImplementedError(
+        ${JSON.stringify(`custom reward '${c.id}' is JavaScript in the playground: port it to Python in rewards.py (the JS source is quoted above it)`)}
+    )
+`,
+  );
+  const byName = new Map(o.custom.map((c) => [`custom:${c.id}`, c.pythonName]));
+  const funcs = o.rewards.map((name) => {
+    if (name === 'format') return 'format_reward';
+    if (name === 'accuracy') return 'accuracy_reward';
+    const py = byName.get(name);
+    if (!py) throw new RangeError(`no Python function for reward '${name}'`);
+    return py;
+  });
+  const body = BODY.replace('__FORMAT_PATTERN__', JSON.stringify(FORMAT_PATTERN))
+    .replace('__ANSWER_PATTERN__', JSON.stringify(ANSWER_PATTERN))
+    .replace('__MAX_DEPTH__', String(COUNTDOWN_MAX_DEPTH))
+    .replace('__MAX_LITERAL__', String(COUNTDOWN_MAX_LITERAL_DIGITS))
+    .replace('__MAX_INT_CHARS__', String(MAX_INTEGER_ANSWER_CHARS));
+  return (
+    '"""Reward functions of the exported GRPO run, written by GRPO Playground.\n\n' +
+    "format_reward and accuracy_reward re-implement the playground's built-in rewards with identical\n" +
+    'semantics (src/grpo/rewards.ts, src/tasks/verify.ts). TRL calls each as f(prompts=..., completions=...,\n' +
+    '**dataset_columns); the "verifier" column of train.jsonl carries what accuracy_reward needs.\n"""\n' +
+    body +
+    stubs.join('') +
+    `\n\n# In config order; train_grpo.py passes these to GRPOTrainer with reward_weights in the same order.\nREWARD_FUNCS = [${funcs.join(', ')}]\n`
+  );
+}

@@ -1,0 +1,168 @@
+// train_grpo.py of the TRL export: GRPOConfig with every option the config maps, the dataset
+// loader for train.jsonl / eval.jsonl, the prompt-length filter (TRL ≥ 0.28 has no
+// max_prompt_length) and the per-device batch size that keeps B prompts per optimizer step on any
+// number of GPUs.
+
+export interface TrainPyOptions {
+  model: string;
+  /** GRPOConfig keyword arguments, already as Python literals, in order. */
+  grpoArgs: [string, string][];
+  perStepPrompts: number;
+  numGenerations: number;
+  gradientAccumulationSteps: number;
+  maxPromptLength: number;
+  conversational: boolean;
+  hasEval: boolean;
+  evalSteps: number;
+}
+
+export function trainPy(o: TrainPyOptions): string {
+  const args = o.grpoArgs.map(([k, v]) => `        ${k}=${v},`).join('\n');
+  const evalArgs = o.hasEval
+    ? `        eval_strategy="steps",
+        eval_steps=${o.evalSteps},
+        per_device_eval_batch_size=NUM_GENERATIONS,
+`
+    : '';
+  return String.raw`#!/usr/bin/env python3
+"""GRPO run exported from GRPO Playground (see README.md for how to launch it).
+
+One optimizer step uses PROMPTS_PER_STEP prompts x NUM_GENERATIONS completions, as in the playground,
+whatever the number of GPUs: per_device_train_batch_size is derived from WORLD_SIZE below.
+"""
+import argparse
+import os
+
+from datasets import load_dataset
+from transformers import AutoTokenizer
+from trl import GRPOConfig, GRPOTrainer
+
+from rewards import REWARD_FUNCS
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+MODEL = ${JSON.stringify(o.model)}
+PROMPTS_PER_STEP = ${o.perStepPrompts}
+NUM_GENERATIONS = ${o.numGenerations}
+GRADIENT_ACCUMULATION_STEPS = ${o.gradientAccumulationSteps}
+MAX_PROMPT_LENGTH = ${o.maxPromptLength}
+CONVERSATIONAL = ${o.conversational ? 'True' : 'False'}
+HAS_EVAL = ${o.hasEval ? 'True' : 'False'}
+
+
+def per_device_batch_size():
+    world_size = int(os.environ.get("WORLD_SIZE", "1"))
+    sequences = PROMPTS_PER_STEP * NUM_GENERATIONS
+    if sequences % (world_size * GRADIENT_ACCUMULATION_STEPS) != 0:
+        raise SystemExit(
+            "PROMPTS_PER_STEP * NUM_GENERATIONS = %d sequences per step cannot be split over %d processes x %d "
+            "accumulation steps; change the number of GPUs or PROMPTS_PER_STEP" % (sequences, world_size, GRADIENT_ACCUMULATION_STEPS)
+        )
+    return sequences // (world_size * GRADIENT_ACCUMULATION_STEPS)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default=MODEL, help="model name on the Hub or local path (default: %(default)s)")
+    parser.add_argument("--output-dir", default=os.path.join(HERE, "output"))
+    args = parser.parse_args()
+
+    data_files = {"train": os.path.join(HERE, "train.jsonl")}
+    if HAS_EVAL:
+        data_files["eval"] = os.path.join(HERE, "eval.jsonl")
+    dataset = load_dataset("json", data_files=data_files)
+    tokenizer = AutoTokenizer.from_pretrained(args.model)
+
+    def prompt_fits(row):
+        if CONVERSATIONAL:
+            text = tokenizer.apply_chat_template(row["prompt"], tokenize=False, add_generation_prompt=True)
+            ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+        else:
+            ids = tokenizer(row["prompt"])["input_ids"]
+        return len(ids) <= MAX_PROMPT_LENGTH
+
+    # The playground drops prompts longer than maxPromptLength tokens; TRL has no such option.
+    dataset = dataset.filter(prompt_fits)
+
+    training_args = GRPOConfig(
+        output_dir=args.output_dir,
+        per_device_train_batch_size=per_device_batch_size(),
+${args}
+        # The prompts are already in the playground's seeded order.
+        shuffle_dataset=False,
+        report_to="none",
+${evalArgs}    )
+    trainer = GRPOTrainer(
+        model=args.model,
+        reward_funcs=REWARD_FUNCS,
+        args=training_args,
+        train_dataset=dataset["train"],
+        eval_dataset=dataset["eval"] if HAS_EVAL else None,
+        processing_class=tokenizer,
+    )
+    trainer.train()
+    trainer.save_model(args.output_dir)
+
+
+if __name__ == "__main__":
+    main()
+`;
+}
+
+/** Pinned versions: the latest releases when this template was written (trl 1.x line). */
+export const PINNED = {
+  trl: '1.16.0',
+  transformers: '5.23.0',
+  accelerate: '1.15.0',
+  datasets: '5.2.0',
+  torch: '2.15.0',
+  deepspeed: '0.19.8',
+} as const;
+
+export function requirementsTxt(): string {
+  return `# Pinned versions for the exported GRPO run.
+trl==${PINNED.trl}
+transformers==${PINNED.transformers}
+accelerate==${PINNED.accelerate}
+datasets==${PINNED.datasets}
+torch==${PINNED.torch}
+# Optional, only for accelerate_zero2.yaml (DeepSpeed ZeRO-2):
+# deepspeed==${PINNED.deepspeed}
+`;
+}
+
+export function accelerateConfigYaml(processes: number): string {
+  return `# Multi-GPU data parallel on one machine: accelerate launch --config_file accelerate_config.yaml train_grpo.py
+compute_environment: LOCAL_MACHINE
+distributed_type: MULTI_GPU
+num_machines: 1
+machine_rank: 0
+num_processes: ${processes}
+gpu_ids: all
+mixed_precision: bf16
+rdzv_backend: static
+same_network: true
+use_cpu: false
+downcast_bf16: 'no'
+`;
+}
+
+export function accelerateZero2Yaml(processes: number): string {
+  return `# DeepSpeed ZeRO-2 (pip install deepspeed): accelerate launch --config_file accelerate_zero2.yaml train_grpo.py
+compute_environment: LOCAL_MACHINE
+distributed_type: DEEPSPEED
+deepspeed_config:
+  deepspeed_multinode_launcher: standard
+  offload_optimizer_device: none
+  offload_param_device: none
+  zero3_init_flag: false
+  zero_stage: 2
+num_machines: 1
+machine_rank: 0
+num_processes: ${processes}
+mixed_precision: bf16
+rdzv_backend: static
+same_network: true
+use_cpu: false
+downcast_bf16: 'no'
+`;
+}
