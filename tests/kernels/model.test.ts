@@ -4,8 +4,10 @@
 // Also: KV-cache generation gives the same logits as a full forward over the same tokens.
 import { describe, expect, it } from 'vitest';
 import { readF32, uploadStorageBuffer, createStorageBuffer } from '../../src/engine/buffers';
+import { decodeGrpoLossOut, GrpoLossKernel, GRPO_LOSS_OUT } from '../../src/kernels/grpo-loss';
 import { LogprobGatherBackwardKernel, LogprobGatherKernel } from '../../src/kernels/logprob';
 import { GpuLlama } from '../../src/model/llama';
+import { GpuAdamW } from '../../src/optim/adamw';
 import { FIXTURE_NAMES, loadFixture } from '../fixtures/load';
 import { testEngine, worstMismatch, type Tolerance } from './harness';
 
@@ -14,6 +16,12 @@ const LOGIT_TOLERANCE: Tolerance = { atol: 2e-5, rtol: 1e-4 };
 const LOGP_TOLERANCE: Tolerance = { atol: 2e-5, rtol: 1e-4 };
 // Gradients go through every layer backwards in f32; tiny entries get the absolute bound.
 const GRADIENT_TOLERANCE: Tolerance = { atol: 2e-6, rtol: 2e-3 };
+// Three AdamW steps at lr 1e-2: each step moves a weight by ~lr·m̂/√v̂, and m̂/√v̂ of a tiny
+// gradient is sensitive to f32 rounding of that gradient, so the bound is absolute and a small
+// fraction of one step (a wrong update is off by ~1e-2).
+const ADAMW_TOLERANCE: Tolerance = { atol: 2e-4, rtol: 0 };
+const LOSS_TOLERANCE = 1e-5;
+const ADAMW_NOISE_FLOOR = 1e-5;
 
 for (const name of FIXTURE_NAMES) {
   describe(`GpuLlama vs PyTorch fixture ${name}`, () => {
@@ -89,6 +97,118 @@ for (const name of FIXTURE_NAMES) {
       expect(Math.max(...fx.grads.get('model.embed_tokens.weight')!.map(Math.abs))).toBeGreaterThan(
         1e-4,
       );
+      model.destroy();
+    });
+
+    it('the whole GPU training step (GRPO loss, clip, AdamW) matches 3 PyTorch steps', async () => {
+      const engine = await testEngine();
+      const { device } = engine;
+      const hp = fx.header.adamw;
+      const { grpo } = fx.header;
+      const model = GpuLlama.load(engine, fx.config, fx.params);
+      const optimizer = new GpuAdamW(engine, model, {
+        beta1: hp.beta1,
+        beta2: hp.beta2,
+        eps: hp.eps,
+        weightDecay: hp.weight_decay,
+        maxGradNorm: hp.max_grad_norm,
+      });
+      const batch = model.uploadBatch(tokens, keyStart, positions, N, T);
+      const R = N * L;
+      const targets = new Uint32Array(R);
+      for (let n = 0; n < N; n++)
+        for (let j = 0; j < L; j++) targets[n * L + j] = tokens[n * T + P + j];
+      const f32 = (a: ArrayLike<number>) => uploadStorageBuffer(device, Float32Array.from(a));
+      const targetsBuf = uploadStorageBuffer(device, targets);
+      const [oldLogp, refLogp, advantages, mask] = [
+        fx.oldLogp,
+        fx.refLogp,
+        fx.advantages,
+        fx.batch.completionMask,
+      ].map(f32);
+      const [logp, entropy, lse, dLogp] = [0, 0, 0, 0].map(() =>
+        createStorageBuffer(device, R * 4),
+      );
+      const dLogits = createStorageBuffer(device, R * V * 4);
+      const out = createStorageBuffer(device, GRPO_LOSS_OUT.length * 4);
+      const gather = new LogprobGatherKernel(device, engine.pipelines);
+      const gatherBackward = new LogprobGatherBackwardKernel(device, engine.pipelines);
+      const loss = new GrpoLossKernel(device, engine.pipelines);
+      for (let step = 0; step < hp.steps; step++) {
+        await engine.run(async (enc) => {
+          model.zeroGradients(enc);
+          const state = await model.forward(enc, batch, { start: P - 1, count: L });
+          await gather.encode(enc, {
+            logits: state.logits,
+            targets: targetsBuf,
+            logp,
+            entropy,
+            lse,
+            R,
+            V,
+            invTemperature: invT,
+          });
+          await loss.encode(enc, {
+            logp,
+            oldLogp,
+            refLogp,
+            advantages,
+            mask,
+            dLogp,
+            out,
+            N,
+            L,
+            lossType: hp.loss_type,
+            epsilonLow: grpo.epsilon,
+            epsilonHigh: grpo.epsilonHigh,
+            beta: grpo.beta,
+            maxCompletionLength: L,
+          });
+          await gatherBackward.encode(enc, {
+            logits: state.logits,
+            targets: targetsBuf,
+            lse,
+            gradLogp: dLogp,
+            dLogits,
+            R,
+            V,
+            invTemperature: invT,
+          });
+          await model.backward(enc, state, dLogits);
+          await optimizer.encodeStep(enc, hp.lr);
+        });
+        const stats = await optimizer.readStats();
+        expect(stats.finite).toBe(true);
+        optimizer.commitStep();
+        expect(Math.abs(stats.norm - hp.gradNorms[step]) / hp.gradNorms[step]).toBeLessThan(1e-4);
+        const { loss: gpuLoss } = decodeGrpoLossOut(
+          await readF32(device, out, GRPO_LOSS_OUT.length),
+        );
+        expect(Math.abs(gpuLoss - hp.losses[step])).toBeLessThan(LOSS_TOLERANCE);
+      }
+      const params = await model.readParameters();
+      // AdamW steps each weight by ≈ lr·m̂/√v̂: for a gradient below the f32 gradient noise
+      // (0 < |g| < ADAMW_NOISE_FLOOR) even the direction is rounding noise in both implementations, so
+      // those weights are only held to 3 steps of lr; they must stay a small minority.
+      let loose = 0;
+      let total = 0;
+      for (const [param, expected] of fx.paramsAfterAdamw) {
+        const actual = params.get(param)!;
+        const grad = fx.grads.get(param)!;
+        for (let i = 0; i < expected.length; i++) {
+          const noisy = grad[i] !== 0 && Math.abs(grad[i]) < ADAMW_NOISE_FLOOR;
+          const atol = noisy ? 3 * hp.lr * 1.01 : ADAMW_TOLERANCE.atol;
+          if (!(Math.abs(actual[i] - expected[i]) <= atol)) {
+            expect.fail(
+              `${param}[${i}] after 3 steps: ${actual[i]} vs ${expected[i]} (gradient ${grad[i]})`,
+            );
+          }
+          loose += noisy ? 1 : 0;
+          total += 1;
+        }
+      }
+      expect(loose / total).toBeLessThan(0.05);
+      optimizer.destroy();
       model.destroy();
     });
 
