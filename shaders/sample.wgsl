@@ -1,0 +1,253 @@
+// sample.wgsl — draws one token per row of logits with temperature, top-k, top-p or greedy, and
+// writes its log-prob under the full tempered softmax (TRL's sampling-policy "old" log-probs).
+//
+//   x = z · invTemperature;  logp = (x_tok − max x) − log Σ exp(x − max x)
+//   greedy: tok = argmax z (lowest index on ties)
+//   else:   keep x with key(x) ≥ τ, τ = the k-th largest key (top-k, k = 0 off), raised to the
+//           largest key u with mass(key ≥ u) ≥ p · mass(top-k set) (top-p, p ≥ 1 off);
+//           tok = first kept index (in index order) whose cumulative exp(x − max) exceeds
+//           u · Σ kept, u ∈ [0, 1) from Philox-4x32-10(counter (step, sequence, 0, 0), key seed).
+// key() maps f32 to an order-preserving u32. Both thresholds are found without sorting: bit by bit
+// from the top (32 steps), each step one counting (top-k) or mass (top-p) reduction over V, so the
+// result is exact for counts and ties stay together. Filtering costs nothing when it is off.
+// src/ref/sampling.ts and src/ref/rng.ts are the CPU mirror (same uniform → same token).
+//
+// Shapes: logits (N, V) f32; tokens, logps written at [row · outStride + outOffset] (u32, f32).
+// Bindings: 0 logits (read), 1 tokens, 2 logps (read_write), 3 params (uniform).
+// Dispatch: one workgroup of WG threads per row, N workgroups laid out by splitGrid (flat index
+// wid.x + wid.y · nwg.x). All reductions are fixed-order trees; no atomics.
+
+override WG: u32 = 256; // a power of two (tree reduction)
+
+struct Params {
+  N: u32,
+  V: u32,
+  invTemperature: f32,
+  topK: u32,
+  topP: f32,
+  greedy: u32,
+  seedLo: u32,
+  seedHi: u32,
+  step: u32,
+  sequenceOffset: u32,
+  outStride: u32,
+  outOffset: u32,
+}
+
+@group(0) @binding(0) var<storage, read> logits: array<f32>;
+@group(0) @binding(1) var<storage, read_write> tokens: array<u32>;
+@group(0) @binding(2) var<storage, read_write> logps: array<f32>;
+@group(0) @binding(3) var<uniform> params: Params;
+
+const NEG_BIG: f32 = -3.0e38;
+
+var<workgroup> red_a: array<f32, WG>;
+var<workgroup> red_b: array<f32, WG>;
+var<workgroup> red_c: array<f32, WG>;
+var<workgroup> red_u: array<u32, WG>;
+
+fn order_key(x: f32) -> u32 {
+  let b = bitcast<u32>(x);
+  return select(b | 0x80000000u, ~b, (b & 0x80000000u) != 0u);
+}
+
+// ---- Philox-4x32-10 (mirrors src/ref/rng.ts) ----
+fn mulhi32(a: u32, b: u32) -> u32 {
+  let a_lo = a & 0xffffu;
+  let a_hi = a >> 16u;
+  let b_lo = b & 0xffffu;
+  let b_hi = b >> 16u;
+  let lo_lo = a_lo * b_lo;
+  let lo_hi = a_lo * b_hi;
+  let hi_lo = a_hi * b_lo;
+  let hi_hi = a_hi * b_hi;
+  let cross = (lo_lo >> 16u) + (lo_hi & 0xffffu) + (hi_lo & 0xffffu);
+  return hi_hi + (lo_hi >> 16u) + (hi_lo >> 16u) + (cross >> 16u);
+}
+
+fn philox4x32(counter: vec4<u32>, key: vec2<u32>) -> vec4<u32> {
+  var c = counter;
+  var k = key;
+  for (var round = 0u; round < 10u; round = round + 1u) {
+    let hi0 = mulhi32(0xd2511f53u, c.x);
+    let lo0 = 0xd2511f53u * c.x;
+    let hi1 = mulhi32(0xcd9e8d57u, c.z);
+    let lo1 = 0xcd9e8d57u * c.z;
+    c = vec4<u32>(hi1 ^ c.y ^ k.x, lo1, hi0 ^ c.w ^ k.y, lo0);
+    k = k + vec2<u32>(0x9e3779b9u, 0xbb67ae85u);
+  }
+  return c;
+}
+
+fn uniform_from_bits(bits: u32) -> f32 {
+  return f32(bits >> 8u) * (1.0 / 16777216.0);
+}
+
+// ---- fixed-order workgroup reductions (every thread gets the total) ----
+fn sum_f32(lid: u32, value: f32) -> f32 {
+  red_a[lid] = value;
+  workgroupBarrier();
+  for (var stride = WG / 2u; stride > 0u; stride = stride / 2u) {
+    if (lid < stride) { red_a[lid] = red_a[lid] + red_a[lid + stride]; }
+    workgroupBarrier();
+  }
+  let total = red_a[0];
+  workgroupBarrier();
+  return total;
+}
+
+fn sum_u32(lid: u32, value: u32) -> u32 {
+  red_u[lid] = value;
+  workgroupBarrier();
+  for (var stride = WG / 2u; stride > 0u; stride = stride / 2u) {
+    if (lid < stride) { red_u[lid] = red_u[lid] + red_u[lid + stride]; }
+    workgroupBarrier();
+  }
+  let total = red_u[0];
+  workgroupBarrier();
+  return total;
+}
+
+fn x_at(base: u32, v: u32) -> f32 {
+  return logits[base + v] * params.invTemperature;
+}
+
+// exp(x − m) of a kept token, 0 otherwise. One function for the chunk sums and the walk, so both
+// compute the same bits.
+fn kept_weight(base: u32, v: u32, m: f32, tau: u32) -> f32 {
+  let x = x_at(base, v);
+  return select(0.0, exp(x - m), order_key(x) >= tau);
+}
+
+fn mass_at_least(lid: u32, base: u32, m: f32, tau: u32) -> f32 {
+  var acc = 0.0;
+  for (var v = lid; v < params.V; v = v + WG) { acc = acc + kept_weight(base, v, m, tau); }
+  return sum_f32(lid, acc);
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+  let row = wid.x + wid.y * nwg.x;
+  if (row >= params.N) { return; } // uniform per workgroup
+  let V = params.V;
+  let base = row * V;
+
+  // Pass 1: online max / Σ exp of x (the full tempered softmax), and argmax of z.
+  var m = NEG_BIG;
+  var s = 0.0;
+  var best_z = NEG_BIG;
+  var best_i = 0xffffffffu;
+  for (var v = lid; v < V; v = v + WG) {
+    let z = logits[base + v];
+    let x = z * params.invTemperature;
+    if (x > m) {
+      s = s * exp(m - x) + 1.0;
+      m = x;
+    } else {
+      s = s + exp(x - m);
+    }
+    if (z > best_z || best_i == 0xffffffffu) { best_z = z; best_i = v; } // ascending v: first max
+  }
+  red_a[lid] = m;
+  red_b[lid] = s;
+  red_c[lid] = best_z;
+  red_u[lid] = best_i;
+  workgroupBarrier();
+  for (var stride = WG / 2u; stride > 0u; stride = stride / 2u) {
+    if (lid < stride) {
+      let m1 = red_a[lid];
+      let m2 = red_a[lid + stride];
+      let mm = max(m1, m2);
+      red_b[lid] = red_b[lid] * exp(m1 - mm) + red_b[lid + stride] * exp(m2 - mm);
+      red_a[lid] = mm;
+      let z2 = red_c[lid + stride];
+      let i2 = red_u[lid + stride];
+      let z1 = red_c[lid];
+      let i1 = red_u[lid];
+      // Threads with no element carry index 0xffffffff and lose every comparison.
+      if (i2 != 0xffffffffu && (i1 == 0xffffffffu || z2 > z1 || (z2 == z1 && i2 < i1))) {
+        red_c[lid] = z2;
+        red_u[lid] = i2;
+      }
+    }
+    workgroupBarrier();
+  }
+  let max_x = red_a[0];
+  let log_s = log(red_b[0]);
+  let argmax_z = red_u[0];
+  workgroupBarrier();
+
+  var chosen = argmax_z;
+  if (params.greedy == 0u) {
+    // Top-k: the largest key τ with count(key ≥ τ) ≥ k is exactly the k-th largest key.
+    var tau = 0u;
+    if (params.topK > 0u && params.topK < V) {
+      for (var bit = 31; bit >= 0; bit = bit - 1) {
+        let cand = tau | (1u << u32(bit));
+        var count = 0u;
+        for (var v = lid; v < V; v = v + WG) {
+          count = count + select(0u, 1u, order_key(x_at(base, v)) >= cand);
+        }
+        if (sum_u32(lid, count) >= params.topK) { tau = cand; }
+      }
+    }
+    // Top-p: the largest key with mass(key ≥ τ) ≥ p · mass(top-k set); never below the top-k τ.
+    if (params.topP < 1.0) {
+      let mass_goal = params.topP * mass_at_least(lid, base, max_x, tau);
+      var tau_p = 0u;
+      for (var bit = 31; bit >= 0; bit = bit - 1) {
+        let cand = tau_p | (1u << u32(bit));
+        if (mass_at_least(lid, base, max_x, cand) >= mass_goal) { tau_p = cand; }
+      }
+      tau = max(tau, tau_p);
+    }
+
+    // Inverse CDF in index order: thread t sums the kept weights of its contiguous chunk, thread 0
+    // finds the chunk holding u · total, then walks it.
+    let chunk = (V + WG - 1u) / WG;
+    let start = lid * chunk;
+    let end = min(start + chunk, V);
+    var local_sum = 0.0;
+    for (var v = start; v < end; v = v + 1u) { local_sum = local_sum + kept_weight(base, v, max_x, tau); }
+    red_b[lid] = local_sum;
+    workgroupBarrier();
+    if (lid == 0u) {
+      let r = philox4x32(vec4<u32>(params.step, params.sequenceOffset + row, 0u, 0u),
+                         vec2<u32>(params.seedLo, params.seedHi));
+      let u = uniform_from_bits(r.x);
+      var total = 0.0;
+      for (var t = 0u; t < WG; t = t + 1u) { total = total + red_b[t]; }
+      // Residual form: compare each chunk (and then each token) against what is left of the target.
+      var rest = u * total;
+      var c = WG;
+      var last_c = WG;
+      for (var t = 0u; t < WG; t = t + 1u) {
+        let chunk_mass = red_b[t];
+        if (chunk_mass > 0.0) { last_c = t; }
+        if (chunk_mass > rest) { c = t; break; }
+        rest = rest - chunk_mass;
+      }
+      if (c == WG) { c = last_c; rest = 3.0e38; } // rounding put the target past the end
+      var acc = 0.0;
+      var pick = 0xffffffffu;
+      var last_kept = 0xffffffffu;
+      for (var v = c * chunk; v < min(c * chunk + chunk, V); v = v + 1u) {
+        let w = kept_weight(base, v, max_x, tau);
+        if (w > 0.0) { last_kept = v; }
+        acc = acc + w;
+        if (acc > rest) { pick = v; break; }
+      }
+      if (pick == 0xffffffffu) { pick = last_kept; }
+      red_u[0] = pick;
+    }
+    workgroupBarrier();
+    chosen = red_u[0];
+  }
+
+  if (lid == 0u) {
+    let out = row * params.outStride + params.outOffset;
+    tokens[out] = chosen;
+    logps[out] = (x_at(base, chosen) - max_x) - log_s;
+  }
+}
