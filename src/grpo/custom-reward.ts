@@ -1,0 +1,221 @@
+// Custom rewards: the user's own JavaScript reward functions (config.customRewards, named
+// 'custom:<id>' in config.rewards), each run in a sandboxed worker with a per-call time limit.
+//
+// Source format (one source per id):
+//     function reward({ completion, prompt, problem }) {
+//       // completion: the decoded completion; prompt: the rendered prompt; problem: the task's
+//       // Problem (id, question, reference, verifier …), all plain data
+//       return completion.includes('<answer>') ? 1 : 0;   // a finite number, or null = not applicable
+//     }
+// `reward` may be declared any way (function, const arrow, async). It sees a worker's globals
+// only. A throw → kind 'threw'; NaN/±Infinity → 'non-finite'; a string/undefined/object →
+// 'invalid' (sanitizeReward in rewards.ts); a call over the time limit is stopped → 'timeout'; a
+// syntax error, a throw at the top level or no `reward` → 'invalid' with the error's message and
+// line. Each gives 0 for that completion and training goes on.
+//
+// Through rewards.ts's scoreCompletions (compute() per completion) every failure thrown from
+// compute() is reported as 'threw' (the message still says what happened: "TimeoutError: exceeded
+// the 200 ms time limit", "SyntaxError: … (line 2)"): scoreCompletions records no timeout flag.
+// scoreCompletionsBatched here gives the exact kinds and sends each function's whole batch to its
+// worker in one round trip.
+
+import {
+  combineOutcomes,
+  CUSTOM_REWARD_PREFIX,
+  sanitizeReward,
+  type CompletionReward,
+  type RewardError,
+  type RewardFunction,
+  type RewardInput,
+  type RewardOutcome,
+  type RewardValue,
+} from './rewards';
+import * as Comlink from 'comlink';
+import {
+  isLoadFailure,
+  remoteSandboxFactory,
+  type RewardSandbox,
+  type RewardWorkerApi,
+  type SandboxFactory,
+  type SandboxOptions,
+  type SandboxOutcome,
+} from './reward-sandbox';
+import { browserSandboxFactory } from './reward-sandbox-browser';
+
+export interface CustomRewardOptions {
+  /** Per-call limit (config.rewardTimeoutMs). */
+  timeoutMs: number;
+  /** nodeSandboxFactory() in Node, browserSandboxFactory() or startRewardWorker().factory in a
+   * browser. */
+  sandboxFactory: SandboxFactory;
+}
+
+export interface CustomRewardFunction extends RewardFunction {
+  /** The key in config.customRewards; name is 'custom:<id>'. */
+  id: string;
+  source: string;
+  /** One completion (the RewardFunction contract): returns the raw value, throws on failure. */
+  compute(input: RewardInput): Promise<RewardValue>;
+  /** All completions in one round trip; never rejects. */
+  computeBatch(inputs: readonly RewardInput[]): Promise<SandboxOutcome[]>;
+  /** Stops the worker; a later call starts a new one. */
+  dispose(): void;
+}
+
+export function isCustomReward(fn: RewardFunction): fn is CustomRewardFunction {
+  return typeof (fn as Partial<CustomRewardFunction>).computeBatch === 'function';
+}
+
+/** One RewardFunction per config.customRewards entry; workers start on first use. */
+export function createCustomRewards(
+  customRewards: Record<string, string>,
+  options: CustomRewardOptions,
+): CustomRewardFunction[] {
+  const { timeoutMs, sandboxFactory } = options;
+  if (!(Number.isFinite(timeoutMs) && timeoutMs > 0))
+    throw new RangeError(`reward timeout must be a positive number of ms, got ${timeoutMs}`);
+  return Object.entries(customRewards).map(([id, source]) => {
+    if (id === '') throw new RangeError('a custom reward id must not be empty');
+    if (typeof source !== 'string')
+      throw new TypeError(`custom reward '${id}': the source must be a string`);
+    let sandbox: RewardSandbox | null = null;
+    const get = () => (sandbox ??= sandboxFactory(source));
+    return {
+      name: CUSTOM_REWARD_PREFIX + id,
+      id,
+      source,
+      async compute(input) {
+        const [outcome] = await get().score([input], timeoutMs);
+        if ('error' in outcome) throw outcome.error;
+        return outcome.value as RewardValue;
+      },
+      computeBatch: (inputs) => get().score(inputs, timeoutMs),
+      dispose() {
+        sandbox?.dispose();
+        sandbox = null;
+      },
+    };
+  });
+}
+
+/** The `custom` argument of createRewardFunctions (rewards.ts) over createCustomRewards' list. */
+export function customRewardResolver(
+  fns: readonly CustomRewardFunction[],
+): (id: string) => RewardFunction {
+  const byId = new Map(fns.map((f) => [f.id, f]));
+  return (id) => {
+    const fn = byId.get(id);
+    if (!fn)
+      throw new RangeError(
+        `reward '${CUSTOM_REWARD_PREFIX}${id}' has no source in customRewards (ids: ${[...byId.keys()].join(', ') || 'none'})`,
+      );
+    return fn;
+  };
+}
+
+export function disposeCustomRewards(fns: readonly RewardFunction[]): void {
+  for (const fn of fns) if (isCustomReward(fn)) fn.dispose();
+}
+
+/** sanitizeReward, plus: a source that could not load is 'invalid' (not the function's throw). */
+export function describeOutcome(
+  name: string,
+  outcome: SandboxOutcome,
+): { value: RewardValue; error?: RewardError } {
+  const r = sanitizeReward(name, outcome as RewardOutcome);
+  if (r.error && isLoadFailure(outcome) && r.error.kind === 'threw')
+    return { value: r.value, error: { ...r.error, kind: 'invalid' } };
+  return r;
+}
+
+/**
+ * scoreCompletions (rewards.ts) with the same result shape, but each custom reward scores all
+ * inputs in one round trip and its errors keep their exact kind ('timeout', 'invalid' for a
+ * source that does not load). Other functions are called per input as scoreCompletions does.
+ */
+export async function scoreCompletionsBatched(
+  fns: readonly RewardFunction[],
+  weights: readonly number[] | null | undefined,
+  inputs: readonly RewardInput[],
+): Promise<CompletionReward[]> {
+  const names = fns.map((f) => f.name);
+  const byFn: SandboxOutcome[][] = [];
+  for (const fn of fns) {
+    if (isCustomReward(fn)) {
+      byFn.push(await fn.computeBatch(inputs));
+      continue;
+    }
+    const outs: SandboxOutcome[] = [];
+    for (const input of inputs) {
+      try {
+        outs.push({ value: await fn.compute(input) });
+      } catch (error) {
+        outs.push({ error });
+      }
+    }
+    byFn.push(outs);
+  }
+  return inputs.map((_, i) => {
+    const outcomes = byFn.map((outs) => outs[i]);
+    const result = combineOutcomes(names, weights, outcomes as RewardOutcome[]);
+    result.errors = result.errors.map((e) => {
+      const k = names.indexOf(e.reward);
+      return describeOutcome(e.reward, outcomes[k]).error ?? e;
+    });
+    return result;
+  });
+}
+
+export type TryResult = { value: RewardValue } | { error: RewardError };
+
+/**
+ * The UI's "try it": runs `source` on samples in a fresh sandbox (then disposed) and returns each
+ * sample's value, or the error as training would record it. Default sandbox: a Blob worker in
+ * this browser context (pass nodeSandboxFactory() in Node).
+ */
+export async function tryCustomReward(
+  source: string,
+  samples: readonly RewardInput[],
+  timeoutMs: number,
+  sandboxFactory: SandboxFactory = defaultSandboxFactory(),
+  name = `${CUSTOM_REWARD_PREFIX}try`,
+): Promise<TryResult[]> {
+  const sandbox = sandboxFactory(source);
+  try {
+    const outcomes = await sandbox.score(samples, timeoutMs);
+    return outcomes.map((o) => {
+      const { value, error } = describeOutcome(name, o);
+      return error ? { error } : { value };
+    });
+  } finally {
+    sandbox.dispose();
+  }
+}
+
+function defaultSandboxFactory(): SandboxFactory {
+  if (typeof Worker === 'undefined' || typeof Blob === 'undefined')
+    throw new Error('no Web Worker here: pass a sandboxFactory (nodeSandboxFactory() in Node)');
+  return browserSandboxFactory();
+}
+
+/**
+ * Starts the reward worker (workers/reward.worker.ts, which owns one nested Blob worker per
+ * source) and returns a factory whose sandboxes live there, plus terminate() to stop it all.
+ */
+export function startRewardWorker(options?: SandboxOptions): {
+  factory: SandboxFactory;
+  terminate(): void;
+} {
+  const worker = new Worker(new URL('../../workers/reward.worker.ts', import.meta.url), {
+    type: 'module',
+    name: 'reward',
+  });
+  const remote = Comlink.wrap<RewardWorkerApi>(worker);
+  return {
+    factory: remoteSandboxFactory(remote, options),
+    terminate() {
+      remote[Comlink.releaseProxy]();
+      worker.terminate();
+    },
+  };
+}
