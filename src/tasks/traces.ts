@@ -1,0 +1,427 @@
+// Synthetic reasoning traces for pretraining the bundled tiny model (public/models/tiny-reasoner),
+// and that model's tokenizer. Problems come from the project's own task generators (countdown.ts,
+// arithmetic.ts) and every trace is judged by their verifiers, so the corpus speaks exactly the
+// language the GRPO demo rewards.
+//
+// The trace language. A Countdown trace tries candidate equations one step at a time:
+//   <think>7 * 6 = 42, 42 + 1 = 43</think><answer>(7 * 6) + 1</answer>
+// A "sloppy" trace answers its first candidate whatever it evaluated to. A "careful" trace compares
+// each result with the target and, on a mismatch, reflects ("wait", a GRPO.md §7 marker) and tries
+// another candidate, up to `maxTries`:
+//   <think>7 * 6 = 42, 42 + 1 = 43. wait 7 + 6 = 13, 13 * 1 = 13</think><answer>…</answer>
+// Candidates are drawn uniformly (no hidden intuition), so checking is what makes a careful trace
+// right more often, and the base model's only lever under GRPO is to check more: the research
+// constraint that RL mostly selects behaviours the base model already shows sometimes (issue 8).
+// Arithmetic drills (arithmetic.ts) teach the single-step sums and products the checks rely on.
+//
+// Held-out split: a problem is held out when the FNV-1a hash of its canonical key falls in the
+// first HELD_OUT_PER_MILLE of 1000 buckets; the corpus never contains held-out problems, so any
+// evaluation on them (the model card's base rates, the GRPO demo's eval) is on unseen prompts.
+
+import { createArithmeticTask, type ArithmeticOptions } from './arithmetic';
+import { countdownQuestion, createCountdownTask, type CountdownOptions } from './countdown';
+import { R1_ZERO_TEMPLATE } from './prompt';
+import { createRng, mixSeeds, type Rng } from './rng';
+import type { Problem, Task } from './types';
+
+/** The Countdown setting the tiny reasoner is trained for: 3 numbers in 1..10, targets 1..100.
+ * Single-digit operands keep each checking step short (about 14 tokens) and its arithmetic within
+ * reach of a 0.2M-parameter model. */
+export const TINY_COUNTDOWN_OPTIONS: Partial<CountdownOptions> = {
+  numbers: 3,
+  minNumber: 1,
+  maxNumber: 10,
+  minTarget: 1,
+  maxTarget: 100,
+};
+
+/** Arithmetic drill settings: single-digit + - *, two-digit + -. */
+export const TINY_ARITHMETIC_OPTIONS: Partial<ArithmeticOptions>[] = [
+  { digits: 1, operations: '+-*' },
+  { digits: 2, operations: '+-' },
+];
+
+export interface TraceMix {
+  countdown: Partial<CountdownOptions>;
+  arithmetic: Partial<ArithmeticOptions>[];
+  /** Fraction of traces that are arithmetic drills (the rest are Countdown). */
+  arithmeticShare: number;
+  /** Probability that a Countdown trace is careful: checks its results and reflects on a mismatch. */
+  checkRate: number;
+  /** Candidates a careful trace tries at most (each costs about 16 tokens). */
+  maxTries: number;
+}
+
+/** The mix of the shipped model (tools/pretrain/README.md tells how it was chosen). */
+export const DEFAULT_TRACE_MIX: TraceMix = {
+  countdown: TINY_COUNTDOWN_OPTIONS,
+  arithmetic: TINY_ARITHMETIC_OPTIONS,
+  arithmeticShare: 0.2,
+  checkRate: 0.12,
+  maxTries: 3,
+};
+
+export const REFLECTION_WORD = 'wait';
+
+export type TraceStyle = 'drill' | 'sloppy' | 'careful';
+
+export interface Trace {
+  problem: Problem;
+  /** The R1-Zero prompt (GRPO.md §8) the completion answers. */
+  prompt: string;
+  /** "<think>…</think><answer>…</answer>" (the EOS token is added by the tokenizer's user). */
+  completion: string;
+  style: TraceStyle;
+  /** Candidates computed in the think text (1 for drills). */
+  tries: number;
+  /** Whether the think text contains the reflection word. */
+  reflects: boolean;
+  /** The task verifier's verdict on the answer. */
+  correct: boolean;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Held-out split
+
+export const HELD_OUT_PER_MILLE = 100;
+
+function fnv1a(text: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) {
+    h ^= text.charCodeAt(i);
+    h = Math.imul(h, 0x01000193) >>> 0;
+  }
+  return h >>> 0;
+}
+
+/** Canonical identity of a problem: the multiset of numbers and the target for Countdown (the same
+ * numbers in another order are the same problem), the question otherwise. */
+export function problemKey(problem: Problem): string {
+  const v = problem.verifier;
+  if (v.kind === 'countdown') {
+    return `countdown:${[...v.nums].sort((a, b) => a - b).join(',')}=${v.target}`;
+  }
+  return `${problem.task}:${problem.question}`;
+}
+
+/** True for the ~10% of problems that the pretraining corpus never contains. */
+export function isHeldOut(problem: Problem): boolean {
+  return fnv1a(problemKey(problem)) % 1000 < HELD_OUT_PER_MILLE;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Countdown candidates
+
+export interface Candidate {
+  /** First step: a op1 b = x. */
+  a: number;
+  op1: string;
+  b: number;
+  x: number;
+  /** Second step: x op2 c (xFirst) or c op2 x = value. */
+  c: number;
+  op2: string;
+  xFirst: boolean;
+  value: number;
+}
+
+function apply(a: number, op: string, b: number): number | null {
+  // Non-negative integer intermediates only, as the task generator builds its solutions: every
+  // step of a trace is then a plain integer fact.
+  switch (op) {
+    case '+':
+      return a + b;
+    case '-':
+      return a >= b ? a - b : null;
+    case '*':
+      return a * b;
+    default:
+      return b !== 0 && a % b === 0 ? a / b : null;
+  }
+}
+
+/** Every two-step equation over three numbers with integer non-negative intermediates, one per
+ * distinct text, in a fixed order. */
+export function countdownCandidates(nums: readonly number[]): Candidate[] {
+  if (nums.length !== 3)
+    throw new RangeError(`traces support 3 Countdown numbers, got ${nums.length}`);
+  const out = new Map<string, Candidate>();
+  for (let i = 0; i < 3; i++) {
+    for (let j = 0; j < 3; j++) {
+      if (i === j) continue;
+      const [a, b, c] = [nums[i], nums[j], nums[3 - i - j]];
+      for (const op1 of ['+', '-', '*', '/']) {
+        const x = apply(a, op1, b);
+        if (x === null) continue;
+        for (const op2 of ['+', '-', '*', '/']) {
+          for (const xFirst of [true, false]) {
+            const value = xFirst ? apply(x, op2, c) : apply(c, op2, x);
+            if (value === null) continue;
+            const cand = { a, op1, b, x, c, op2, xFirst, value };
+            out.set(candidateAnswer(cand), cand);
+          }
+        }
+      }
+    }
+  }
+  return [...out.values()];
+}
+
+export function candidateSteps(k: Candidate): string {
+  const second = k.xFirst ? `${k.x} ${k.op2} ${k.c}` : `${k.c} ${k.op2} ${k.x}`;
+  return `${k.a} ${k.op1} ${k.b} = ${k.x}, ${second} = ${k.value}`;
+}
+
+export function candidateAnswer(k: Candidate): string {
+  const first = `(${k.a} ${k.op1} ${k.b})`;
+  return k.xFirst ? `${first} ${k.op2} ${k.c}` : `${k.c} ${k.op2} ${first}`;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Traces
+
+const completionText = (think: string, answer: string) =>
+  `<think>${think}</think><answer>${answer}</answer>`;
+
+export function promptText(task: Task, problem: Problem): string {
+  const p = task.formatPrompt(problem, 'r1-zero');
+  if (p.kind !== 'text') throw new Error('the r1-zero template gives text prompts');
+  return p.text;
+}
+
+/** One Countdown trace; `careful` decides whether results are checked against the target. */
+export function countdownTrace(
+  task: Task,
+  problem: Problem,
+  rng: Rng,
+  careful: boolean,
+  maxTries: number,
+): Trace {
+  const v = problem.verifier;
+  if (v.kind !== 'countdown') throw new RangeError(`not a Countdown problem: ${problem.id}`);
+  const pool = rng.shuffle(countdownCandidates(v.nums));
+  const tried: Candidate[] = [];
+  for (const cand of pool) {
+    tried.push(cand);
+    if (!careful || cand.value === v.target || tried.length >= maxTries) break;
+  }
+  const answer = candidateAnswer(tried[tried.length - 1]);
+  const think = tried.map(candidateSteps).join(`. ${REFLECTION_WORD} `);
+  return {
+    problem,
+    prompt: promptText(task, problem),
+    completion: completionText(think, answer),
+    style: careful ? 'careful' : 'sloppy',
+    tries: tried.length,
+    reflects: tried.length > 1,
+    correct: task.verify(answer, problem) === true,
+  };
+}
+
+/** An arithmetic drill: the step and its result, always right. */
+export function arithmeticTrace(task: Task, problem: Problem): Trace {
+  const m = /^Compute (\d+) ([+\-*]) (\d+) /.exec(problem.question);
+  if (!m || problem.reference === null) {
+    throw new RangeError(`not an arithmetic question: ${problem.question}`);
+  }
+  const answer = problem.reference;
+  return {
+    problem,
+    prompt: promptText(task, problem),
+    completion: completionText(`${m[1]} ${m[2]} ${m[3]} = ${answer}`, answer),
+    style: 'drill',
+    tries: 1,
+    reflects: false,
+    correct: task.verify(answer, problem) === true,
+  };
+}
+
+/** `count` problems of `task` that are not held out (drawn in chunks from seeded streams). */
+function trainingProblems(task: Task, seed: number, count: number): Problem[] {
+  const out: Problem[] = [];
+  for (let chunk = 0; out.length < count; chunk++) {
+    if (chunk > 1000) throw new Error(`${task.name}: too few problems outside the held-out split`);
+    for (const p of task.generate(mixSeeds(seed, chunk), Math.max(64, count))) {
+      if (!isHeldOut(p)) out.push(p);
+      if (out.length === count) break;
+    }
+  }
+  return out;
+}
+
+/** `count` traces in a seeded order; the same (seed, count, mix) always gives the same corpus. */
+export function generateTraces(
+  seed: number,
+  count: number,
+  mix: TraceMix = DEFAULT_TRACE_MIX,
+): Trace[] {
+  if (!(mix.checkRate >= 0 && mix.checkRate <= 1)) throw new RangeError('checkRate ∉ [0, 1]');
+  if (!(mix.arithmeticShare >= 0 && mix.arithmeticShare <= 1)) {
+    throw new RangeError('arithmeticShare ∉ [0, 1]');
+  }
+  if (!Number.isInteger(mix.maxTries) || mix.maxTries < 1) throw new RangeError('maxTries < 1');
+  const rng = createRng(mixSeeds(seed, 0x7ace));
+  const cd = createCountdownTask(mix.countdown);
+  const drills = mix.arithmetic.map((o) => createArithmeticTask(o));
+  const nDrill = drills.length === 0 ? 0 : Math.round(count * mix.arithmeticShare);
+  const traces: Trace[] = [];
+  for (const problem of trainingProblems(cd, mixSeeds(seed, 1), count - nDrill)) {
+    traces.push(countdownTrace(cd, problem, rng, rng.next() < mix.checkRate, mix.maxTries));
+  }
+  drills.forEach((task, i) => {
+    const n = Math.floor(nDrill / drills.length) + (i < nDrill % drills.length ? 1 : 0);
+    for (const problem of trainingProblems(task, mixSeeds(seed, 2 + i), n)) {
+      traces.push(arithmeticTrace(task, problem));
+    }
+  });
+  return rng.shuffle(traces);
+}
+
+/** `count` distinct held-out Countdown problems (never in any corpus) for evaluation. */
+export function heldOutCountdownProblems(
+  seed: number,
+  count: number,
+  options: Partial<CountdownOptions> = TINY_COUNTDOWN_OPTIONS,
+): Problem[] {
+  const task = createCountdownTask(options);
+  const seen = new Set<string>();
+  const out: Problem[] = [];
+  for (let chunk = 0; out.length < count; chunk++) {
+    if (chunk > 200) throw new Error(`only ${out.length} distinct held-out problems found`);
+    for (const p of task.generate(mixSeeds(seed, chunk), 4096)) {
+      const key = problemKey(p);
+      if (!isHeldOut(p) || seen.has(key)) continue;
+      seen.add(key);
+      out.push(p);
+      if (out.length === count) break;
+    }
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The tiny reasoner's tokenizer (Hugging Face tokenizer.json, read by @huggingface/transformers).
+//
+// Prompts stay short because each fixed span of the R1-Zero template and of the task questions is
+// ONE token (an added token, matched leftmost-longest before anything else): the template's text
+// is unchanged, only cut into few pieces. The rest is split by a regex into digits, operators and
+// words, each optionally with one leading space (" 4", " +", " wait"), so "7 * 6 = 42" is 6 tokens
+// and decoding is plain concatenation (Fuse): encode/decode round-trips in-domain text exactly.
+
+export const SPECIAL_TOKENS = { pad: '<pad>', bos: '<s>', eos: '</s>', unk: '<unk>' } as const;
+export const TAG_TOKENS = ['<think>', '</think>', '<answer>', '</answer>'] as const;
+const PIECE_CHARS = ['+', '-', '*', '/', '=', '(', ')', ',', '.', ':', '[', ']'];
+const WORDS = [REFLECTION_WORD];
+
+/** Splits a text around every match of `re`: [before, after], requiring exactly one match. */
+function around(text: string, re: RegExp): [string, string] {
+  const m = re.exec(text);
+  if (!m) throw new Error(`cannot find ${re} in ${JSON.stringify(text)}`);
+  return [text.slice(0, m.index), text.slice(m.index + m[0].length)];
+}
+
+/** The fixed spans of the prompts, derived from the task code so a wording change shows up as a
+ * test failure (the span would no longer be one token). */
+export function promptPhrases(): string[] {
+  const [prefix, suffix] = R1_ZERO_TEMPLATE.split('{prompt}');
+  const q = countdownQuestion([1111, 2222, 3333], 4444);
+  const [cdHead, rest1] = around(q, /1111/);
+  const [, rest2] = around(rest1, /3333/);
+  const [cdMid, cdTail] = around(rest2, /4444/);
+  const aq = createArithmeticTask({ digits: 3, operations: '+' }).generate(0, 1)[0].question;
+  const [arHead, arRest] = around(aq, /\d+ \+ \d+/);
+  // The template drops a question's final period before its own ". Assistant:"; the Countdown
+  // question ends with "</answer>", the arithmetic one with "tags", so neither is cut.
+  return [prefix, suffix, cdHead, cdMid, cdTail, arHead, arRest];
+}
+
+export interface TokenizerFiles {
+  tokenizerJson: Record<string, unknown>;
+  tokenizerConfig: Record<string, unknown>;
+}
+
+export function tinyTokenizerFiles(): TokenizerFiles {
+  const specials = [SPECIAL_TOKENS.pad, SPECIAL_TOKENS.bos, SPECIAL_TOKENS.eos, SPECIAL_TOKENS.unk];
+  const added = [...specials, ...TAG_TOKENS, ...promptPhrases()];
+  const pieces: string[] = [];
+  for (const d of '0123456789') pieces.push(d, ` ${d}`);
+  for (const c of PIECE_CHARS) pieces.push(c, ` ${c}`);
+  for (const w of WORDS) pieces.push(w, ` ${w}`);
+  pieces.push(' ', '\n');
+  const vocab: Record<string, number> = {};
+  [...added, ...pieces].forEach((t, id) => {
+    if (t in vocab) throw new Error(`duplicate token ${JSON.stringify(t)}`);
+    vocab[t] = id;
+  });
+  const addedTokens = added.map((content, id) => ({
+    id,
+    content,
+    single_word: false,
+    lstrip: false,
+    rstrip: false,
+    normalized: false,
+    special: id < specials.length,
+  }));
+  const tokenizerJson = {
+    version: '1.0',
+    truncation: null,
+    padding: null,
+    added_tokens: addedTokens,
+    normalizer: null,
+    pre_tokenizer: {
+      type: 'Split',
+      pattern: { Regex: ' ?[0-9]| ?[A-Za-z]+| ?[^ 0-9A-Za-z]' },
+      behavior: 'Isolated',
+      invert: false,
+    },
+    post_processor: {
+      type: 'TemplateProcessing',
+      single: [
+        { SpecialToken: { id: SPECIAL_TOKENS.bos, type_id: 0 } },
+        { Sequence: { id: 'A', type_id: 0 } },
+      ],
+      pair: [
+        { SpecialToken: { id: SPECIAL_TOKENS.bos, type_id: 0 } },
+        { Sequence: { id: 'A', type_id: 0 } },
+        { SpecialToken: { id: SPECIAL_TOKENS.bos, type_id: 1 } },
+        { Sequence: { id: 'B', type_id: 1 } },
+      ],
+      special_tokens: {
+        [SPECIAL_TOKENS.bos]: { id: SPECIAL_TOKENS.bos, ids: [1], tokens: [SPECIAL_TOKENS.bos] },
+      },
+    },
+    decoder: { type: 'Fuse' },
+    model: {
+      type: 'BPE',
+      dropout: null,
+      unk_token: SPECIAL_TOKENS.unk,
+      continuing_subword_prefix: null,
+      end_of_word_suffix: null,
+      fuse_unk: false,
+      byte_fallback: false,
+      // Whole pieces map straight to their id; anything else falls apart into characters.
+      ignore_merges: true,
+      vocab,
+      merges: [],
+    },
+  };
+  const addedTokensDecoder: Record<string, unknown> = {};
+  for (const t of addedTokens) {
+    const { id, ...rest } = t;
+    addedTokensDecoder[String(id)] = rest;
+  }
+  const tokenizerConfig = {
+    tokenizer_class: 'PreTrainedTokenizerFast',
+    bos_token: SPECIAL_TOKENS.bos,
+    eos_token: SPECIAL_TOKENS.eos,
+    pad_token: SPECIAL_TOKENS.pad,
+    unk_token: SPECIAL_TOKENS.unk,
+    add_bos_token: true,
+    add_eos_token: false,
+    // Decoding must give back the exact text: no space clean-up before punctuation.
+    clean_up_tokenization_spaces: false,
+    model_max_length: 128,
+    added_tokens_decoder: addedTokensDecoder,
+  };
+  return { tokenizerJson, tokenizerConfig };
+}
