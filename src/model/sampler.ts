@@ -1,0 +1,186 @@
+// Batched generation: N sequences (G completions for each of B prompts, prompts repeated) are
+// left-padded to a common prompt width P, prefilled into a KV cache in one pass, then decoded one
+// token per step for all N at once. Tokens stay on the GPU between steps (the sampled token of step
+// i is the input of step i + 1); the host reads the generated tokens back only every few steps to
+// stop early once every sequence has emitted EOS.
+//
+// Legend: N sequences, P prompt width, V vocab, S = P + maxNewTokens cache columns.
+import { createStorageBuffer, readF32, readU32, writeBuffer } from '../engine/buffers';
+import type { Engine } from '../engine/engine';
+import { SampleKernel } from '../kernels/sampling';
+import { mixSeeds } from '../tasks/rng';
+import type { GpuLlama } from './llama';
+
+export interface SampleOptions {
+  maxNewTokens: number;
+  /** Softmax temperature (> 0). Ignored when greedy. */
+  temperature: number;
+  /** Keep the k most likely tokens (0 = off). */
+  topK: number;
+  /** Keep the smallest set of tokens whose probability reaches p (1 = off). */
+  topP: number;
+  /** Argmax decoding (lowest id on ties). */
+  greedy?: boolean;
+  /** Seed of the counter-based RNG; with `stream` it fixes every draw of this call. */
+  seed: number;
+  /** Distinguishes calls with the same seed (the training step, the eval round …). */
+  stream: number;
+  eosTokenIds: readonly number[];
+  /** Token used to left-pad prompts (never attended to). Defaults to the first EOS id or 0. */
+  padTokenId?: number;
+  /** Read tokens back every this many steps to stop early when all sequences ended. */
+  checkEvery?: number;
+}
+
+export interface SampleResult {
+  /** (N) generated ids, up to and including the first EOS; maxNewTokens ids when none came. */
+  completions: number[][];
+  /** (N) whether the sequence ended with EOS (false = truncated at maxNewTokens). */
+  finished: boolean[];
+  /** (N) log-prob of each generated token under the full tempered softmax (TRL's old log-probs). */
+  logps: Float32Array[];
+}
+
+export class Sampler {
+  private readonly sample: SampleKernel;
+
+  constructor(
+    private readonly engine: Engine,
+    private readonly model: GpuLlama,
+  ) {
+    this.sample = new SampleKernel(engine.device, engine.pipelines);
+  }
+
+  async generate(
+    prompts: readonly (readonly number[])[],
+    options: SampleOptions,
+  ): Promise<SampleResult> {
+    const { device } = this.engine;
+    const N = prompts.length;
+    const V = this.model.config.vocabSize;
+    const steps = options.maxNewTokens;
+    if (N === 0) return { completions: [], finished: [], logps: [] };
+    if (steps < 1) throw new RangeError('maxNewTokens must be ≥ 1');
+    const eos = new Set(options.eosTokenIds);
+    const pad = options.padTokenId ?? options.eosTokenIds[0] ?? 0;
+    const P = Math.max(...prompts.map((p) => p.length));
+    if (P === 0) throw new Error('generate: a prompt needs at least one token');
+    if (P + steps > this.model.config.maxPositions) {
+      throw new RangeError(
+        `prompt (${P}) + maxNewTokens (${steps}) exceed the model's ${this.model.config.maxPositions} positions`,
+      );
+    }
+    const keyStart = new Uint32Array(N);
+    const promptTokens = new Uint32Array(N * P).fill(pad); // (N, P)
+    const promptPositions = new Uint32Array(N * P); // (N, P)
+    prompts.forEach((prompt, n) => {
+      const start = P - prompt.length;
+      keyStart[n] = start;
+      for (let i = 0; i < prompt.length; i++) {
+        promptTokens[n * P + start + i] = prompt[i];
+        promptPositions[n * P + start + i] = i;
+      }
+    });
+
+    const owned: GPUBuffer[] = [];
+    const buf = (bytes: number, label: string) => {
+      const b = createStorageBuffer(device, bytes, `sampler.${label}`);
+      owned.push(b);
+      return b;
+    };
+    const promptBuf = buf(N * P * 4, 'prompt');
+    const promptPosBuf = buf(N * P * 4, 'promptPositions');
+    const next = buf(N * 4, 'next'); // (N) u32 token sampled at the current step
+    const nextLogp = buf(N * 4, 'nextLogp'); // (N) f32
+    const positions = buf(N * 4, 'positions'); // (N) u32 position of `next`
+    const history = buf(steps * N * 4, 'history'); // (steps, N) u32
+    const logpHistory = buf(steps * N * 4, 'logpHistory'); // (steps, N) f32
+    writeBuffer(device, promptBuf, promptTokens);
+    writeBuffer(device, promptPosBuf, promptPositions);
+    const cache = this.model.createKvCache(N, P + steps, keyStart);
+    // Philox is keyed by (seed, sequence, decode step): fold the stream into the seed so that
+    // every training step draws fresh numbers.
+    const callSeed = mixSeeds(options.seed, options.stream);
+
+    const draw = async (enc: GPUCommandEncoder, logits: GPUBuffer, i: number) => {
+      await this.sample.encode(enc, {
+        logits,
+        tokens: next,
+        logps: nextLogp,
+        N,
+        V,
+        options: {
+          temperature: options.temperature,
+          topK: options.topK,
+          topP: options.topP,
+          greedy: options.greedy ?? false,
+        },
+        seed: callSeed,
+        step: i,
+      });
+      enc.copyBufferToBuffer(next, 0, history, i * N * 4, N * 4);
+      enc.copyBufferToBuffer(nextLogp, 0, logpHistory, i * N * 4, N * 4);
+    };
+
+    await this.engine.run(async (enc) => {
+      const logits = await this.model.extend(enc, cache, promptBuf, promptPosBuf, P, 0);
+      await draw(enc, logits, 0);
+    }, 'prefill');
+    const checkEvery = options.checkEvery ?? 8;
+    let done = 1;
+    const pos = new Uint32Array(N);
+    while (done < steps) {
+      // The token drawn at step done − 1 sits at column P + done − 1.
+      const column = P + done - 1;
+      for (let n = 0; n < N; n++) pos[n] = column - keyStart[n];
+      writeBuffer(device, positions, pos);
+      const i = done;
+      await this.engine.run(async (enc) => {
+        const logits = await this.model.extend(enc, cache, next, positions, 1, column);
+        await draw(enc, logits, i);
+      }, 'decode');
+      done += 1;
+      if (done % checkEvery === 0 && done < steps) {
+        const sofar = await readU32(device, history, done * N);
+        if (allEnded(sofar, N, done, eos)) break;
+      }
+    }
+
+    const tokens = await readU32(device, history, done * N);
+    const logps = await readF32(device, logpHistory, done * N);
+    for (const b of owned) b.destroy();
+    const completions: number[][] = [];
+    const finished: boolean[] = [];
+    const completionLogps: Float32Array[] = [];
+    for (let n = 0; n < N; n++) {
+      const ids: number[] = [];
+      const lp: number[] = [];
+      let ended = false;
+      for (let i = 0; i < done && !ended; i++) {
+        const id = tokens[i * N + n];
+        ids.push(id);
+        lp.push(logps[i * N + n]);
+        ended = eos.has(id);
+      }
+      completions.push(ids);
+      finished.push(ended);
+      completionLogps.push(Float32Array.from(lp));
+    }
+    return { completions, finished, logps: completionLogps };
+  }
+}
+
+/** Whether each of the N sequences has an EOS among its first `steps` tokens ((steps, N) layout). */
+function allEnded(
+  tokens: Uint32Array,
+  N: number,
+  steps: number,
+  eos: ReadonlySet<number>,
+): boolean {
+  for (let n = 0; n < N; n++) {
+    let ended = false;
+    for (let i = 0; i < steps && !ended; i++) ended = eos.has(tokens[i * N + n]);
+    if (!ended) return false;
+  }
+  return true;
+}
