@@ -14,15 +14,17 @@
 //
 // One thread per key row; a workgroup holds WG consecutive keys of one (n, kv head). It walks the
 // query heads of the group in ascending order and, for each, the queries i ≥ its first key in
-// ascending order, staging TILE query rows (q, dO, lse, Δ) at a time in workgroup memory. Each
-// thread owns its dk/dv rows, so the GQA group sum needs no atomics and is deterministic.
+// ascending order, staging TILE query rows (q, dO, lse, Δ) at a time in workgroup memory; rows are
+// held as zero-padded vec4. Each thread owns its dk/dv rows, so the GQA group sum needs no atomics
+// and is deterministic.
 
 override WG: u32 = 32; // key rows (threads) per workgroup
-override TILE: u32 = 16; // query rows staged per tile (≤ MAX_TILE)
-override HEAD_DIM: u32 = 64; // D (≤ MAX_D)
+override TILE: u32 = 8; // query rows staged per tile (≤ MAX_TILE)
+override HEAD_DIM: u32 = 64; // D (≤ 4·MAX_D4)
+override D4: u32 = (HEAD_DIM + 3u) / 4u; // vec4 per row (derived; never set from TS)
 
-const MAX_D: u32 = 128u;
-const MAX_TILE: u32 = 32u;
+const MAX_D4: u32 = 32u;
+const MAX_TILE: u32 = 16u;
 
 struct Params {
   N: u32,
@@ -43,10 +45,47 @@ struct Params {
 @group(0) @binding(8) var<storage, read_write> dv: array<f32>;
 @group(0) @binding(9) var<uniform> params: Params;
 
-var<workgroup> q_tile: array<f32, TILE * HEAD_DIM>; // (TILE, D)
-var<workgroup> do_tile: array<f32, TILE * HEAD_DIM>; // (TILE, D)
+var<workgroup> q_tile: array<vec4<f32>, TILE * D4>; // (TILE, D4)
+var<workgroup> do_tile: array<vec4<f32>, TILE * D4>; // (TILE, D4)
 var<workgroup> lse_tile: array<f32, TILE>;
 var<workgroup> delta_tile: array<f32, TILE>;
+
+// Elements 4c … 4c+3 of the row starting at `base`, zero past HEAD_DIM.
+fn gather_do(base: u32, c: u32) -> vec4<f32> {
+  var x = vec4<f32>();
+  for (var e = 0u; e < 4u; e = e + 1u) {
+    if (c * 4u + e < HEAD_DIM) { x[e] = dO[base + c * 4u + e]; }
+  }
+  return x;
+}
+
+fn gather_q(base: u32, c: u32) -> vec4<f32> {
+  var x = vec4<f32>();
+  for (var e = 0u; e < 4u; e = e + 1u) {
+    if (c * 4u + e < HEAD_DIM) { x[e] = q[base + c * 4u + e]; }
+  }
+  return x;
+}
+
+fn gather_k(base: u32, c: u32) -> vec4<f32> {
+  var x = vec4<f32>();
+  for (var e = 0u; e < 4u; e = e + 1u) {
+    if (c * 4u + e < HEAD_DIM) { x[e] = k[base + c * 4u + e]; }
+  }
+  return x;
+}
+
+fn gather_v(base: u32, c: u32) -> vec4<f32> {
+  var x = vec4<f32>();
+  for (var e = 0u; e < 4u; e = e + 1u) {
+    if (c * 4u + e < HEAD_DIM) { x[e] = v[base + c * 4u + e]; }
+  }
+  return x;
+}
+
+fn hsum(x: vec4<f32>) -> f32 {
+  return (x.x + x.y) + (x.z + x.w);
+}
 
 @compute @workgroup_size(WG, 1, 1)
 fn main(
@@ -68,15 +107,15 @@ fn main(
   let valid = in_range && j >= key_first;
 
   let kv_base = ((n * params.T + min(j, params.T - 1u)) * params.Hkv + g) * HEAD_DIM;
-  var k_row: array<f32, MAX_D>;
-  var v_row: array<f32, MAX_D>;
-  var dk_row: array<f32, MAX_D>;
-  var dv_row: array<f32, MAX_D>;
-  for (var d = 0u; d < HEAD_DIM; d = d + 1u) {
-    k_row[d] = select(0.0, k[kv_base + d] * params.scale, valid);
-    v_row[d] = select(0.0, v[kv_base + d], valid);
-    dk_row[d] = 0.0;
-    dv_row[d] = 0.0;
+  var k_row: array<vec4<f32>, MAX_D4>;
+  var v_row: array<vec4<f32>, MAX_D4>;
+  var dk_row: array<vec4<f32>, MAX_D4>;
+  var dv_row: array<vec4<f32>, MAX_D4>;
+  for (var c = 0u; c < D4; c = c + 1u) {
+    k_row[c] = select(vec4<f32>(), gather_k(kv_base, c) * params.scale, valid);
+    v_row[c] = select(vec4<f32>(), gather_v(kv_base, c), valid);
+    dk_row[c] = vec4<f32>();
+    dv_row[c] = vec4<f32>();
   }
 
   // Queries before the workgroup's first key, or before the first valid column, see none of its keys.
@@ -84,14 +123,14 @@ fn main(
   for (var hr = 0u; hr < R; hr = hr + 1u) {
     let h = g * R + hr;
     for (var i0 = query_first; i0 < params.T; i0 = i0 + TILE) {
-      for (var slot = lid.x; slot < TILE * HEAD_DIM; slot = slot + WG) {
-        let i = i0 + slot / HEAD_DIM;
-        var qx = 0.0;
-        var dox = 0.0;
+      for (var slot = lid.x; slot < TILE * D4; slot = slot + WG) {
+        let i = i0 + slot / D4;
+        var qx = vec4<f32>();
+        var dox = vec4<f32>();
         if (i < params.T) {
-          let index = ((n * params.T + i) * params.H + h) * HEAD_DIM + slot % HEAD_DIM;
-          qx = q[index];
-          dox = dO[index];
+          let base = ((n * params.T + i) * params.H + h) * HEAD_DIM;
+          qx = gather_q(base, slot % D4);
+          dox = gather_do(base, slot % D4);
         }
         q_tile[slot] = qx;
         do_tile[slot] = dox;
@@ -117,27 +156,27 @@ fn main(
         ds[t] = 0.0;
         let i = i0 + t;
         if (valid && i >= j && i < params.T) {
-          var score = 0.0;
-          var dp = 0.0;
-          for (var d = 0u; d < HEAD_DIM; d = d + 1u) {
-            score = fma(q_tile[t * HEAD_DIM + d], k_row[d], score);
-            dp = fma(do_tile[t * HEAD_DIM + d], v_row[d], dp);
+          var score = vec4<f32>();
+          var dp = vec4<f32>();
+          for (var c = 0u; c < D4; c = c + 1u) {
+            score = fma(q_tile[t * D4 + c], k_row[c], score);
+            dp = fma(do_tile[t * D4 + c], v_row[c], dp);
           }
-          p[t] = exp(score - lse_tile[t]);
-          ds[t] = p[t] * (dp - delta_tile[t]);
+          p[t] = exp(hsum(score) - lse_tile[t]);
+          ds[t] = p[t] * (hsum(dp) - delta_tile[t]);
           any_visible = true;
         }
       }
       if (any_visible) {
-        for (var d = 0u; d < HEAD_DIM; d = d + 1u) {
-          var a = dv_row[d];
-          var b = dk_row[d];
+        for (var c = 0u; c < D4; c = c + 1u) {
+          var a = dv_row[c];
+          var b = dk_row[c];
           for (var t = 0u; t < TILE; t = t + 1u) {
-            a = fma(p[t], do_tile[t * HEAD_DIM + d], a);
-            b = fma(ds[t], q_tile[t * HEAD_DIM + d], b);
+            a = fma(vec4<f32>(p[t]), do_tile[t * D4 + c], a);
+            b = fma(vec4<f32>(ds[t]), q_tile[t * D4 + c], b);
           }
-          dv_row[d] = a;
-          dk_row[d] = b;
+          dv_row[c] = a;
+          dk_row[c] = b;
         }
       }
       workgroupBarrier();
@@ -145,8 +184,14 @@ fn main(
   }
 
   if (!in_range) { return; }
-  for (var d = 0u; d < HEAD_DIM; d = d + 1u) {
-    dk[kv_base + d] = dk_row[d] * params.scale;
-    dv[kv_base + d] = dv_row[d];
+  for (var c = 0u; c < D4; c = c + 1u) {
+    let xk = dk_row[c] * params.scale;
+    let xv = dv_row[c];
+    for (var e = 0u; e < 4u; e = e + 1u) {
+      if (c * 4u + e < HEAD_DIM) {
+        dk[kv_base + c * 4u + e] = xk[e];
+        dv[kv_base + c * 4u + e] = xv[e];
+      }
+    }
   }
 }

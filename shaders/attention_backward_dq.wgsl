@@ -12,15 +12,17 @@
 // Dispatch: splitGrid(N · Hkv · ceil((H / Hkv) · T / WG)) workgroups of WG threads.
 //
 // Same geometry as attention_forward.wgsl: one thread per query row, the rows of a workgroup share
-// (n, kv head), K/V staged TILE keys at a time in workgroup memory. Each thread sums its own dq row
-// over keys in ascending order, so there are no atomics and the result is deterministic.
+// (n, kv head), K/V staged TILE keys at a time in workgroup memory, rows held as zero-padded vec4.
+// Each thread sums its own dq row over keys in ascending order, so there are no atomics and the
+// result is deterministic.
 
 override WG: u32 = 32; // query rows (threads) per workgroup
-override TILE: u32 = 16; // keys staged per tile (≤ MAX_TILE)
-override HEAD_DIM: u32 = 64; // D (≤ MAX_D)
+override TILE: u32 = 8; // keys staged per tile (≤ MAX_TILE)
+override HEAD_DIM: u32 = 64; // D (≤ 4·MAX_D4)
+override D4: u32 = (HEAD_DIM + 3u) / 4u; // vec4 per row (derived; never set from TS)
 
-const MAX_D: u32 = 128u;
-const MAX_TILE: u32 = 32u;
+const MAX_D4: u32 = 32u;
+const MAX_TILE: u32 = 16u;
 
 struct Params {
   N: u32,
@@ -41,8 +43,53 @@ struct Params {
 @group(0) @binding(8) var<storage, read_write> delta: array<f32>;
 @group(0) @binding(9) var<uniform> params: Params;
 
-var<workgroup> k_tile: array<f32, TILE * HEAD_DIM>; // (TILE, D)
-var<workgroup> v_tile: array<f32, TILE * HEAD_DIM>; // (TILE, D)
+var<workgroup> k_tile: array<vec4<f32>, TILE * D4>; // (TILE, D4)
+var<workgroup> v_tile: array<vec4<f32>, TILE * D4>; // (TILE, D4)
+
+// Elements 4c … 4c+3 of the row starting at `base`, zero past HEAD_DIM.
+fn gather_do(base: u32, c: u32) -> vec4<f32> {
+  var x = vec4<f32>();
+  for (var e = 0u; e < 4u; e = e + 1u) {
+    if (c * 4u + e < HEAD_DIM) { x[e] = dO[base + c * 4u + e]; }
+  }
+  return x;
+}
+
+fn gather_q(base: u32, c: u32) -> vec4<f32> {
+  var x = vec4<f32>();
+  for (var e = 0u; e < 4u; e = e + 1u) {
+    if (c * 4u + e < HEAD_DIM) { x[e] = q[base + c * 4u + e]; }
+  }
+  return x;
+}
+
+fn gather_k(base: u32, c: u32) -> vec4<f32> {
+  var x = vec4<f32>();
+  for (var e = 0u; e < 4u; e = e + 1u) {
+    if (c * 4u + e < HEAD_DIM) { x[e] = k[base + c * 4u + e]; }
+  }
+  return x;
+}
+
+fn gather_v(base: u32, c: u32) -> vec4<f32> {
+  var x = vec4<f32>();
+  for (var e = 0u; e < 4u; e = e + 1u) {
+    if (c * 4u + e < HEAD_DIM) { x[e] = v[base + c * 4u + e]; }
+  }
+  return x;
+}
+
+fn gather_o(base: u32, c: u32) -> vec4<f32> {
+  var x = vec4<f32>();
+  for (var e = 0u; e < 4u; e = e + 1u) {
+    if (c * 4u + e < HEAD_DIM) { x[e] = o[base + c * 4u + e]; }
+  }
+  return x;
+}
+
+fn hsum(x: vec4<f32>) -> f32 {
+  return (x.x + x.y) + (x.z + x.w);
+}
 
 @compute @workgroup_size(WG, 1, 1)
 fn main(
@@ -71,29 +118,29 @@ fn main(
 
   let row_base = ((n * params.T + i) * params.H + h) * HEAD_DIM;
   let lse_index = (n * params.H + h) * params.T + i;
-  var q_row: array<f32, MAX_D>;
-  var do_row: array<f32, MAX_D>;
-  var dq_row: array<f32, MAX_D>;
-  var delta_i = 0.0;
-  for (var d = 0u; d < HEAD_DIM; d = d + 1u) {
-    q_row[d] = select(0.0, q[row_base + d] * params.scale, in_range);
-    do_row[d] = select(0.0, dO[row_base + d], in_range);
-    delta_i = fma(do_row[d], select(0.0, o[row_base + d], in_range), delta_i);
-    dq_row[d] = 0.0;
+  var q_row: array<vec4<f32>, MAX_D4>;
+  var do_row: array<vec4<f32>, MAX_D4>;
+  var dq_row: array<vec4<f32>, MAX_D4>;
+  var delta4 = vec4<f32>();
+  for (var c = 0u; c < D4; c = c + 1u) {
+    q_row[c] = select(vec4<f32>(), gather_q(row_base, c) * params.scale, in_range);
+    do_row[c] = select(vec4<f32>(), gather_do(row_base, c), in_range);
+    delta4 = fma(do_row[c], select(vec4<f32>(), gather_o(row_base, c), in_range), delta4);
+    dq_row[c] = vec4<f32>();
   }
+  let delta_i = hsum(delta4);
   let lse_i = select(0.0, lse[lse_index], in_range);
 
   let kv_row_stride = params.Hkv * HEAD_DIM;
   let kv_base = n * params.T * kv_row_stride + g * HEAD_DIM;
   for (var j0 = key_first; j0 < key_end; j0 = j0 + TILE) {
-    for (var slot = lid.x; slot < TILE * HEAD_DIM; slot = slot + WG) {
-      let j = j0 + slot / HEAD_DIM;
-      var kx = 0.0;
-      var vx = 0.0;
+    for (var slot = lid.x; slot < TILE * D4; slot = slot + WG) {
+      let j = j0 + slot / D4;
+      var kx = vec4<f32>();
+      var vx = vec4<f32>();
       if (j < key_end) {
-        let index = kv_base + j * kv_row_stride + slot % HEAD_DIM;
-        kx = k[index];
-        vx = v[index];
+        kx = gather_k(kv_base + j * kv_row_stride, slot % D4);
+        vx = gather_v(kv_base + j * kv_row_stride, slot % D4);
       }
       k_tile[slot] = kx;
       v_tile[slot] = vx;
@@ -105,31 +152,34 @@ fn main(
     for (var t = 0u; t < TILE; t = t + 1u) {
       ds[t] = 0.0;
       if (j0 + t < row_end) {
-        var score = 0.0;
-        var dp = 0.0;
-        for (var d = 0u; d < HEAD_DIM; d = d + 1u) {
-          score = fma(q_row[d], k_tile[t * HEAD_DIM + d], score);
-          dp = fma(do_row[d], v_tile[t * HEAD_DIM + d], dp);
+        var score = vec4<f32>();
+        var dp = vec4<f32>();
+        for (var c = 0u; c < D4; c = c + 1u) {
+          score = fma(q_row[c], k_tile[t * D4 + c], score);
+          dp = fma(do_row[c], v_tile[t * D4 + c], dp);
         }
-        ds[t] = exp(score - lse_i) * (dp - delta_i);
+        ds[t] = exp(hsum(score) - lse_i) * (hsum(dp) - delta_i);
         any_visible = true;
       }
     }
     if (any_visible) {
-      for (var d = 0u; d < HEAD_DIM; d = d + 1u) {
-        var a = dq_row[d];
+      for (var c = 0u; c < D4; c = c + 1u) {
+        var a = dq_row[c];
         for (var t = 0u; t < TILE; t = t + 1u) {
-          a = fma(ds[t], k_tile[t * HEAD_DIM + d], a);
+          a = fma(vec4<f32>(ds[t]), k_tile[t * D4 + c], a);
         }
-        dq_row[d] = a;
+        dq_row[c] = a;
       }
     }
     workgroupBarrier();
   }
 
   if (!in_range) { return; }
-  for (var d = 0u; d < HEAD_DIM; d = d + 1u) {
-    dq[row_base + d] = dq_row[d] * params.scale;
+  for (var c = 0u; c < D4; c = c + 1u) {
+    let x = dq_row[c] * params.scale;
+    for (var e = 0u; e < 4u; e = e + 1u) {
+      if (c * 4u + e < HEAD_DIM) { dq[row_base + c * 4u + e] = x[e]; }
+    }
   }
   delta[lse_index] = delta_i;
 }

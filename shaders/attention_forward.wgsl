@@ -16,14 +16,17 @@
 // (r < R·Tq, R = H / Hkv) is query i = r / R of head h = g·R + r % R, so in decoding (Tq = 1) the
 // R query heads that read the same kv head still share one K/V tile. Keys are staged TILE at a
 // time in workgroup memory; each thread keeps its scaled q row and its output accumulator in
-// private arrays (so HEAD_DIM ≤ MAX_D) and rescales them once per tile, not once per key.
+// private arrays (so HEAD_DIM ≤ 4·MAX_D4) and rescales them once per tile, not once per key.
+// Rows are held as vec4 (D4 = ceil(D / 4) of them, zero-padded past D) so that every inner step
+// is a vec4 dot or FMA; any D works, the padding lanes stay 0.
 
 override WG: u32 = 32; // query rows (threads) per workgroup
-override TILE: u32 = 16; // keys staged per tile (≤ MAX_TILE; 2·TILE·HEAD_DIM floats of workgroup memory)
-override HEAD_DIM: u32 = 64; // D (≤ MAX_D)
+override TILE: u32 = 8; // keys staged per tile (≤ MAX_TILE; 2·TILE·D4 vec4 of workgroup memory)
+override HEAD_DIM: u32 = 64; // D (≤ 4·MAX_D4)
+override D4: u32 = (HEAD_DIM + 3u) / 4u; // vec4 per row (derived; never set from TS)
 
-const MAX_D: u32 = 128u;
-const MAX_TILE: u32 = 32u;
+const MAX_D4: u32 = 32u;
+const MAX_TILE: u32 = 16u;
 // Finite "minus infinity": exp(NEG_BIG − x) is exactly 0 and NEG_BIG − x never overflows.
 const NEG_BIG: f32 = -3.0e38;
 
@@ -46,8 +49,33 @@ struct Params {
 @group(0) @binding(5) var<storage, read_write> lse: array<f32>;
 @group(0) @binding(6) var<uniform> params: Params;
 
-var<workgroup> k_tile: array<f32, TILE * HEAD_DIM>; // (TILE, D)
-var<workgroup> v_tile: array<f32, TILE * HEAD_DIM>; // (TILE, D)
+var<workgroup> k_tile: array<vec4<f32>, TILE * D4>; // (TILE, D4)
+var<workgroup> v_tile: array<vec4<f32>, TILE * D4>; // (TILE, D4)
+
+// Elements 4c … 4c+3 of the row starting at `base`, zero past HEAD_DIM.
+fn gather_q(base: u32, c: u32) -> vec4<f32> {
+  var x = vec4<f32>();
+  for (var e = 0u; e < 4u; e = e + 1u) {
+    if (c * 4u + e < HEAD_DIM) { x[e] = q[base + c * 4u + e]; }
+  }
+  return x;
+}
+
+fn gather_k(base: u32, c: u32) -> vec4<f32> {
+  var x = vec4<f32>();
+  for (var e = 0u; e < 4u; e = e + 1u) {
+    if (c * 4u + e < HEAD_DIM) { x[e] = k[base + c * 4u + e]; }
+  }
+  return x;
+}
+
+fn gather_v(base: u32, c: u32) -> vec4<f32> {
+  var x = vec4<f32>();
+  for (var e = 0u; e < 4u; e = e + 1u) {
+    if (c * 4u + e < HEAD_DIM) { x[e] = v[base + c * 4u + e]; }
+  }
+  return x;
+}
 
 @compute @workgroup_size(WG, 1, 1)
 fn main(
@@ -76,11 +104,11 @@ fn main(
   let row_end = select(0u, min(params.qOffset + i + 1u, params.S), in_range);
 
   let q_base = ((n * params.Tq + i) * params.H + h) * HEAD_DIM;
-  var q_row: array<f32, MAX_D>;
-  var acc: array<f32, MAX_D>;
-  for (var d = 0u; d < HEAD_DIM; d = d + 1u) {
-    q_row[d] = select(0.0, q[q_base + d] * params.scale, in_range);
-    acc[d] = 0.0;
+  var q_row: array<vec4<f32>, MAX_D4>;
+  var acc: array<vec4<f32>, MAX_D4>;
+  for (var c = 0u; c < D4; c = c + 1u) {
+    q_row[c] = select(vec4<f32>(), gather_q(q_base, c) * params.scale, in_range);
+    acc[c] = vec4<f32>();
   }
   var m = NEG_BIG; // running max of the scores seen
   var l = 0.0; // running Σ exp(score − m)
@@ -88,14 +116,13 @@ fn main(
   let kv_row_stride = params.Hkv * HEAD_DIM;
   let kv_base = n * params.S_cap * kv_row_stride + g * HEAD_DIM;
   for (var j0 = key_first; j0 < key_end; j0 = j0 + TILE) {
-    for (var slot = lid.x; slot < TILE * HEAD_DIM; slot = slot + WG) {
-      let j = j0 + slot / HEAD_DIM;
-      var kx = 0.0;
-      var vx = 0.0;
+    for (var slot = lid.x; slot < TILE * D4; slot = slot + WG) {
+      let j = j0 + slot / D4;
+      var kx = vec4<f32>();
+      var vx = vec4<f32>();
       if (j < key_end) {
-        let index = kv_base + j * kv_row_stride + slot % HEAD_DIM;
-        kx = k[index];
-        vx = v[index];
+        kx = gather_k(kv_base + j * kv_row_stride, slot % D4);
+        vx = gather_v(kv_base + j * kv_row_stride, slot % D4);
       }
       k_tile[slot] = kx;
       v_tile[slot] = vx;
@@ -107,12 +134,12 @@ fn main(
     for (var t = 0u; t < TILE; t = t + 1u) {
       s[t] = NEG_BIG;
       if (j0 + t < row_end) {
-        var qk = 0.0;
-        for (var d = 0u; d < HEAD_DIM; d = d + 1u) {
-          qk = fma(q_row[d], k_tile[t * HEAD_DIM + d], qk);
+        var qk = vec4<f32>();
+        for (var c = 0u; c < D4; c = c + 1u) {
+          qk = fma(q_row[c], k_tile[t * D4 + c], qk);
         }
-        s[t] = qk;
-        tile_max = max(tile_max, qk);
+        s[t] = (qk.x + qk.y) + (qk.z + qk.w);
+        tile_max = max(tile_max, s[t]);
       }
     }
     if (tile_max > NEG_BIG) {
@@ -124,12 +151,12 @@ fn main(
         s[t] = exp(s[t] - m_new);
         l = l + s[t];
       }
-      for (var d = 0u; d < HEAD_DIM; d = d + 1u) {
-        var a = acc[d] * correction;
+      for (var c = 0u; c < D4; c = c + 1u) {
+        var a = acc[c] * correction;
         for (var t = 0u; t < TILE; t = t + 1u) {
-          a = fma(s[t], v_tile[t * HEAD_DIM + d], a);
+          a = fma(vec4<f32>(s[t]), v_tile[t * D4 + c], a);
         }
-        acc[d] = a;
+        acc[c] = a;
       }
       m = m_new;
     }
@@ -139,8 +166,11 @@ fn main(
   if (!in_range) { return; }
   let has_keys = l > 0.0;
   let inv_l = select(0.0, 1.0 / l, has_keys);
-  for (var d = 0u; d < HEAD_DIM; d = d + 1u) {
-    o[q_base + d] = acc[d] * inv_l;
+  for (var c = 0u; c < D4; c = c + 1u) {
+    let x = acc[c] * inv_l;
+    for (var e = 0u; e < 4u; e = e + 1u) {
+      if (c * 4u + e < HEAD_DIM) { o[q_base + c * 4u + e] = x[e]; }
+    }
   }
   lse[(n * params.H + h) * params.Tq + i] = select(0.0, m + log(l), has_keys);
 }
