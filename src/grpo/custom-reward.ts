@@ -10,8 +10,9 @@
 // `reward` may be declared any way (function, const arrow, async). It sees a worker's globals
 // only. A throw → kind 'threw'; NaN/±Infinity → 'non-finite'; a string/undefined/object →
 // 'invalid' (sanitizeReward in rewards.ts); a call over the time limit is stopped → 'timeout'; a
-// syntax error, a throw at the top level or no `reward` → 'invalid' with the error's message and
-// line. Each gives 0 for that completion and training goes on.
+// syntax error, a throw at the top level or no `reward` → 'invalid'. Error messages read
+// "<Name>: <message> (line L, column C)" with L, C in the user's source where V8 gives them. Each
+// failure gives 0 for that completion and training goes on.
 //
 // Through rewards.ts's scoreCompletions (compute() per completion) every failure thrown from
 // compute() is reported as 'threw' (the message still says what happened: "TimeoutError: exceeded

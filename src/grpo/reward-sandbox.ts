@@ -23,7 +23,7 @@ export type SandboxOutcome =
 
 /** One user source, running in its own worker. */
 export interface RewardSandbox {
-  /** One outcome per input, in order; never rejects (failures are outcomes). */
+  /** One outcome per input, in order. Failures are outcomes; rejects only for timeoutMs ≤ 0. */
   score(inputs: readonly RewardInput[], timeoutMs: number): Promise<SandboxOutcome[]>;
   /** Terminates the worker; later calls report an error outcome. */
   dispose(): void;
@@ -50,7 +50,13 @@ export interface WireError {
   message: string;
   line?: number;
   column?: number;
+  /** Only from the harness to the host, which turns it into line/column and drops it. */
+  stack?: string;
 }
+
+// A frame of the harness script in a V8 stack: "[worker eval]:12:9" (Node) or
+// "blob:http://host/uuid:12:9" (browser).
+const SCRIPT_FRAME = /(?:\[worker eval\]|blob:[^\s)]+):(\d+):(\d+)/;
 
 /** A returned value that is not structured-cloneable (function, symbol, object) travels as its
  * typeof only; sanitizeReward only needs the type to report it. */
@@ -149,7 +155,9 @@ const HARNESS = `function (host, load) {
   function encodeError(e) {
     try {
       if (e !== null && typeof e === 'object' && typeof e.message === 'string') {
-        return { name: String(e.name || 'Error'), message: e.message };
+        var out = { name: String(e.name || 'Error'), message: e.message };
+        if (typeof e.stack === 'string') out.stack = e.stack.slice(0, 4000);
+        return out;
       }
       return { name: null, message: String(e) };
     } catch (_) {
@@ -322,6 +330,15 @@ export class WorkerRewardSandbox implements RewardSandbox {
     return line >= 1 ? { ...e, line } : { name: e.name, message: e.message };
   }
 
+  /** Where in the user's source a thrown Error came from (first frame in the script). */
+  private locate(outcome: WireOutcome): WireOutcome {
+    if (!('error' in outcome) || outcome.error.stack === undefined) return outcome;
+    const { stack, ...error } = outcome.error;
+    const m = SCRIPT_FRAME.exec(stack);
+    if (m) Object.assign(error, { line: Number(m[1]), column: Number(m[2]) });
+    return { ...outcome, error: this.mapLine(error) };
+  }
+
   /** A ready worker, or a load-failure outcome (remembered: loading is deterministic). */
   private async ensureWorker(): Promise<LiveWorker | WireOutcome> {
     if (this.live && !this.live.dead) return this.live;
@@ -365,7 +382,7 @@ export class WorkerRewardSandbox implements RewardSandbox {
         if (m.type === 'ready') return live;
         if (m.type === 'load-error') {
           this.kill();
-          this.loadFailure = { error: m.error as WireError, loadFailed: true };
+          this.loadFailure = this.locate({ error: m.error as WireError, loadFailed: true });
           return this.loadFailure;
         }
         continue;
@@ -404,7 +421,8 @@ export class WorkerRewardSandbox implements RewardSandbox {
       }
       if (event.kind === 'message') {
         const m = event.data;
-        if (isRecord(m) && m.type === 'result' && m.id === id) return m.outcome as WireOutcome;
+        if (isRecord(m) && m.type === 'result' && m.id === id)
+          return this.locate(m.outcome as WireOutcome);
         continue; // stale results of a previous worker, or the user's own postMessage
       }
       this.kill();

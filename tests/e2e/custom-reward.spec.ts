@@ -44,7 +44,9 @@ interface E2EApi {
 }
 
 const SOURCES = {
-  throws: `function reward() { throw new RangeError('no answer here'); }`,
+  throws: `function reward() {
+  throw new RangeError('no answer here');
+}`,
   loops: `function reward({ completion }) {
   if (completion === 'loop') while (true) {}
   return completion.length;
@@ -220,7 +222,7 @@ test('throwing, looping and NaN rewards in a Blob worker under the app CSP; the 
       expect(r.total).toBe(want.perFunction['custom:loops']);
       expect(r.errors.map((e) => [e.reward, e.kind, e.message])).toEqual([
         ...want.loops.map(([k, m]) => ['custom:loops', k, m]),
-        ['custom:throws', 'threw', 'RangeError: no answer here'],
+        ['custom:throws', 'threw', 'RangeError: no answer here (line 2, column 9)'],
         ['custom:nan', 'non-finite', 'returned NaN'],
       ]);
     });

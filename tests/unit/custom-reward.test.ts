@@ -53,7 +53,9 @@ const SOURCES = {
   if (!prompt.includes(problem.question)) return -1;
   return m && m[1].trim() === problem.reference ? 1 + completion.length / 100 : 0;
 }`,
-  throws: `function reward() { throw new RangeError('no answer here'); }`,
+  throws: `function reward() {
+  throw new RangeError('no answer here');
+}`,
   throwsString: `function reward() { throw 'plain string'; }`,
   loops: `function reward({ completion }) {
   if (completion === 'loop') while (true) {}
@@ -130,7 +132,7 @@ describe('custom rewards through scoreCompletions (rewards.ts)', () => {
     const [r] = await scoreCompletions(custom('throws'), null, [input('x')]);
     expect(only(r)).toEqual({
       total: 0,
-      errors: [{ kind: 'threw', message: 'RangeError: no answer here' }],
+      errors: [{ kind: 'threw', message: 'RangeError: no answer here (line 2, column 9)' }],
     });
     const [s] = await scoreCompletions(custom('throwsString'), null, [input('x')]);
     expect(only(s).errors).toEqual([{ kind: 'threw', message: 'plain string' }]);
@@ -155,7 +157,9 @@ describe('custom rewards through scoreCompletions (rewards.ts)', () => {
     expect(results[0].total).toBeCloseTo(0.4, 12);
     expect(results[1]).toEqual({ total: 0, perFunction: { 'custom:async': null }, errors: [] });
     const [rej] = await scoreCompletions(custom('asyncThrows'), null, [input('x')]);
-    expect(only(rej).errors).toEqual([{ kind: 'threw', message: 'TypeError: async failure' }]);
+    expect(only(rej).errors).toEqual([
+      { kind: 'threw', message: 'TypeError: async failure (line 1, column 45)' },
+    ]);
   });
 
   it('an infinite loop is killed at the time limit and the next completion still scores', async () => {
@@ -200,7 +204,9 @@ describe('custom rewards through scoreCompletions (rewards.ts)', () => {
       'TypeError: the source must define a function named reward',
     );
     const [b] = await scoreCompletions(custom('topLevelThrow'), null, [input('x')]);
-    expect(only(b).errors[0].message).toBe('ReferenceError: undefinedThing is not defined');
+    expect(only(b).errors[0].message).toBe(
+      'ReferenceError: undefinedThing is not defined (line 1, column 15)',
+    );
   });
 
   it('process.exit ends only the worker; the next call gets a fresh one', async () => {
@@ -328,7 +334,7 @@ describe('scoreCompletionsBatched and tryCustomReward keep the exact error kinds
     const results = await scoreCompletionsBatched(fns, null, [input('loop'), input('abc')]);
     expect(results[0].errors.map((e) => [e.kind, e.message])).toEqual([
       ['timeout', `TimeoutError: exceeded the ${TIMEOUT_MS} ms time limit`],
-      ['threw', 'RangeError: no answer here'],
+      ['threw', 'RangeError: no answer here (line 2, column 9)'],
       ['invalid', 'returned function; a reward must return a finite number or null'],
     ]);
     expect(results[1].perFunction['custom:loops']).toBe(3);
