@@ -231,12 +231,18 @@ test('a tab closed mid-save leaves the previous checkpoint loadable and its chun
   const wait = reopened.touchedAt[0] + SHORT_GRACE_MS + 100 - Date.now();
   if (wait > 0) await next.waitForTimeout(wait);
   const later = await openAppPage(profile!.context);
-  const collected = await later.evaluate(async (orphanGraceMs) => {
+  const reopenedLater = await later.evaluate(async (orphanGraceMs) => {
+    const before = await __grpoE2E.rawSnapshot();
+    const openedAt = Date.now();
     const storage = await __grpoE2E.GrpoStorage.open({ orphanGraceMs });
     storage.close();
-    return storage.orphansCollectedOnOpen;
+    return { before, openedAt, collected: storage.orphansCollectedOnOpen };
   }, SHORT_GRACE_MS);
-  expect(collected).toEqual({ saves: 1, chunks: strayChunks });
+  expect(
+    reopenedLater.collected,
+    `left by the closed tab: ${JSON.stringify(left)}; touched at ${reopened.touchedAt[0]}; ` +
+      `before collection: ${JSON.stringify(reopenedLater.before)} at ${reopenedLater.openedAt}`,
+  ).toEqual({ saves: 1, chunks: strayChunks });
   const after = await snapshot(later);
   expect(after.chunksById).toEqual({ [previous.record.id]: 13 });
   expect(after.keys.pendingSaves).toEqual([]);
@@ -259,8 +265,9 @@ test('a capped quota fails the save with StorageQuotaError and keeps earlier che
   const empty = await usageOf();
   if (!empty.known) throw new Error(empty.reason);
   const checkpointBytes = 551_552 * 3 * 4;
-  // Room for two checkpoints and a half: the third save must fail.
-  const quotaSize = Math.round(empty.usageBytes + 2.5 * checkpointBytes);
+  // Room for two checkpoints and one more 4 MiB chunk: the third save writes its first chunk
+  // and fails on its second, so the failure also has to delete what it had written.
+  const quotaSize = empty.usageBytes + 2 * checkpointBytes + 5 * 1024 * 1024;
   const cdp = await profile!.context.newCDPSession(page);
   await cdp.send('Storage.overrideQuotaForOrigin', { origin: new URL(baseURL!).origin, quotaSize });
 

@@ -183,8 +183,9 @@ export async function holdSaveMidway(minChunks: number): Promise<{ chunks: numbe
     const chunks = tx.objectStore('chunks');
     const count = await request(chunks.count());
     if (count < minChunks) {
+      // No timer between polls: a background tab's timers are throttled to one a second, long
+      // enough for the save to finish unseen. Back-to-back transactions take turns with the save's.
       await new Promise((resolve) => (tx.oncomplete = resolve));
-      await new Promise((resolve) => setTimeout(resolve, 2));
       continue;
     }
     // Keep the transaction alive with a chain of cheap requests until released.
