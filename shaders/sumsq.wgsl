@@ -5,10 +5,10 @@
 //
 // Shapes: x (n) f32; partials (numTensors · P) f32, P = PARTIALS workgroups per tensor.
 // Bindings: 0 x (read), 1 partials (read_write), 2 params (uniform).
-// Dispatch: exactly P workgroups of WG threads (one dispatch per parameter tensor, P ≤ 65535 so no
+// Dispatch: up to P workgroups of WG threads (one dispatch per parameter tensor, P ≤ 65535 so no
 // grid split); workgroup w owns a contiguous chunk, its threads stride through it, then a fixed
-// tree reduction. Empty chunks write 0, so every slot of the block is defined and the result is
-// bit-reproducible. NaN/Inf propagate into the sum on purpose (the finite flag catches them).
+// tree reduction. The wrapper dispatches fewer workgroups for small tensors and clears the rest of
+// the block first; empty chunks write 0; so every slot is defined and the result bit-reproducible. NaN/Inf propagate into the sum on purpose (the finite flag catches them).
 
 override WG: u32 = 256; // a power of two (tree reduction)
 override PARTIALS: u32 = 64;

@@ -35,3 +35,15 @@ export function dispatch1D(
   const [x, y, z] = splitGrid(ceilDiv(elements, workgroupSize));
   if (x > 0) pass.dispatchWorkgroups(x, y, z);
 }
+
+/**
+ * Threads for a workgroup that reduces a row of `extent` elements: the next power of two ≥ extent,
+ * between 32 and `maxSize`. Idle threads are not free: on CPU emulation (SwiftShader) every
+ * invocation and barrier costs time, and on GPUs they waste occupancy, so a 32-wide row should
+ * not get 256 threads. Kernels take the result both as their WG override and for dispatch.
+ */
+export function reductionWorkgroupSize(extent: number, maxSize = 256): number {
+  let size = 32;
+  while (size < extent && size < maxSize) size *= 2;
+  return size;
+}

@@ -1,12 +1,15 @@
 // TS wrapper of shaders/sumsq.wgsl + shaders/grad_clip.wgsl: global L2 norm of all gradients,
 // the clip scale and a finite flag, computed on the GPU and consumed there by AdamWKernel.
 import { createUniformBuffer } from '../engine/buffers';
+import { reductionWorkgroupSize } from '../engine/dispatch';
 import { bindBuffers, type PipelineCache } from '../engine/pipelines';
 import { shaderSource } from '../engine/shaders';
 
 export const SUMSQ_WG = 256;
 /** Workgroups (and partial sums) per gradient tensor; each sums a contiguous chunk. */
 export const SUMSQ_PARTIALS_PER_TENSOR = 64;
+/** Fewest elements a sumsq workgroup handles: tiny tensors use one workgroup, not 64 idle ones. */
+export const SUMSQ_MIN_CHUNK = 4096;
 export const GRAD_CLIP_WG = 256;
 
 /** Layout of the (4) f32 clip buffer: [norm, scale, finite, 0]. */
@@ -35,13 +38,23 @@ export class GradNormKernel {
     private readonly pipelines: PipelineCache,
   ) {}
 
-  /** Sum of squares of one tensor into block `slot` of `partials` (one dispatch). */
+  /**
+   * Sum of squares of one tensor into block `slot` of `partials` (one dispatch). Small tensors use
+   * fewer than SUMSQ_PARTIALS_PER_TENSOR workgroups (each gets at least SUMSQ_MIN_CHUNK elements):
+   * the rest of the block is cleared, so the block sums to the same total either way.
+   */
   async encodeSumSquares(
     encoder: GPUCommandEncoder,
     args: { grad: GPUBuffer; n: number; slot: number; partials: GPUBuffer },
   ): Promise<void> {
+    const groups = Math.max(
+      1,
+      Math.min(SUMSQ_PARTIALS_PER_TENSOR, Math.ceil(args.n / SUMSQ_MIN_CHUNK)),
+    );
+    const chunk = Math.ceil(args.n / groups);
+    const wg = reductionWorkgroupSize(chunk, SUMSQ_WG);
     const pipeline = await this.pipelines.get('sumsq', shaderSource('sumsq'), {
-      WG: SUMSQ_WG,
+      WG: wg,
       PARTIALS: SUMSQ_PARTIALS_PER_TENSOR,
     });
     const params = createUniformBuffer(
@@ -49,14 +62,17 @@ export class GradNormKernel {
       [
         ['u32', args.n],
         ['u32', args.slot],
-        ['u32', Math.ceil(args.n / SUMSQ_PARTIALS_PER_TENSOR)],
+        ['u32', chunk],
       ],
       'sumsq.params',
     );
+    const blockBytes = SUMSQ_PARTIALS_PER_TENSOR * 4;
+    if (groups < SUMSQ_PARTIALS_PER_TENSOR)
+      encoder.clearBuffer(args.partials, args.slot * blockBytes, blockBytes);
     const pass = encoder.beginComputePass({ label: 'sumsq' });
     pass.setPipeline(pipeline);
     pass.setBindGroup(0, bindBuffers(this.device, pipeline, [args.grad, args.partials, params]));
-    pass.dispatchWorkgroups(SUMSQ_PARTIALS_PER_TENSOR);
+    pass.dispatchWorkgroups(groups);
     pass.end();
   }
 

@@ -1,7 +1,7 @@
 // TS wrappers of shaders/logprob_gather.wgsl (forward: logp, entropy, lse per row) and
 // shaders/logprob_gather_backward.wgsl (fused ∂logp/∂logits times the upstream gradient).
 import { createUniformBuffer } from '../engine/buffers';
-import { ceilDiv, splitGrid } from '../engine/dispatch';
+import { ceilDiv, splitGrid, reductionWorkgroupSize } from '../engine/dispatch';
 import { bindBuffers, type PipelineCache } from '../engine/pipelines';
 import { shaderSource } from '../engine/shaders';
 
@@ -49,7 +49,7 @@ export class LogprobGatherKernel {
     const { R, V } = args;
     if (R > 0 && V === 0) throw new RangeError('logprob gather needs V ≥ 1');
     const pipeline = await this.pipelines.get('logprob_gather', shaderSource('logprob_gather'), {
-      WG: LOGPROB_GATHER_WG,
+      WG: reductionWorkgroupSize(V, LOGPROB_GATHER_WG),
     });
     const params = createUniformBuffer(
       this.device,

@@ -1,11 +1,17 @@
 // TS wrappers of shaders/rmsnorm_forward.wgsl, rmsnorm_backward.wgsl and
 // rmsnorm_backward_weight.wgsl. Rows (R, C) = (N·T, C); weight (C); rstd (R).
 import { createUniformBuffer } from '../engine/buffers';
-import { ceilDiv, MAX_WORKGROUPS_PER_DIM, splitGrid } from '../engine/dispatch';
+import {
+  ceilDiv,
+  MAX_WORKGROUPS_PER_DIM,
+  splitGrid,
+  reductionWorkgroupSize,
+} from '../engine/dispatch';
 import { bindBuffers, type PipelineCache } from '../engine/pipelines';
 import { shaderSource } from '../engine/shaders';
 
 /** Threads per row for forward and backward (a power of two: tree reduction). */
+/** Most threads per row (a power of two); narrower rows get fewer (reductionWorkgroupSize). */
 export const RMSNORM_WG = 256;
 /** Threads per workgroup of the weight gradient (one thread per channel). */
 export const RMSNORM_WEIGHT_WG = 64;
@@ -39,7 +45,7 @@ export class RmsNormForwardKernel {
   async encode(encoder: GPUCommandEncoder, args: RmsNormForwardArgs): Promise<void> {
     const { rows, C } = args;
     const pipeline = await this.pipelines.get('rmsnorm_forward', shaderSource('rmsnorm_forward'), {
-      WG: RMSNORM_WG,
+      WG: reductionWorkgroupSize(C, RMSNORM_WG),
     });
     const params = createUniformBuffer(
       this.device,
@@ -89,7 +95,7 @@ export class RmsNormBackwardKernel {
     const pipeline = await this.pipelines.get(
       'rmsnorm_backward',
       shaderSource('rmsnorm_backward'),
-      { WG: RMSNORM_WG },
+      { WG: reductionWorkgroupSize(C, RMSNORM_WG) },
     );
     const params = createUniformBuffer(
       this.device,

@@ -2,7 +2,7 @@
 // greedy) with a counter-based RNG keyed by (seed, sequence, step), plus the token's log-prob
 // under the full tempered softmax. CPU mirror: src/ref/sampling.ts + src/ref/rng.ts.
 import { createUniformBuffer } from '../engine/buffers';
-import { splitGrid } from '../engine/dispatch';
+import { reductionWorkgroupSize, splitGrid } from '../engine/dispatch';
 import { bindBuffers, type PipelineCache } from '../engine/pipelines';
 import { shaderSource } from '../engine/shaders';
 import { seedKey } from '../ref/rng';
@@ -13,14 +13,9 @@ export type { SamplingOptions } from '../ref/sampling';
 /** Threads per row for large vocabularies. */
 export const SAMPLE_WG = 256;
 
-/**
- * Threads per row for a vocabulary of V: SAMPLE_WG, or the next power of two ≥ V (at least 32)
- * for small V, so a tiny vocabulary does not pay for idle threads in every reduction.
- */
+/** Threads per row for a vocabulary of V (tiny vocabularies do not pay for idle threads). */
 export function sampleWorkgroupSize(V: number): number {
-  let wg = 32;
-  while (wg < V && wg < SAMPLE_WG) wg *= 2;
-  return wg;
+  return reductionWorkgroupSize(V, SAMPLE_WG);
 }
 
 export interface SampleArgs {
