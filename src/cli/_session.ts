@@ -1,0 +1,85 @@
+// Shared setup of the Node command lines (train, eval, aha): resolve the model folder, load the
+// model and tokenizer from disk, build the task and the reward functions, and open the GPU.
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createEngine, type Engine } from '../engine/engine';
+import { createCustomRewards, customRewardResolver } from '../grpo/custom-reward';
+import { nodeSandboxFactory } from '../grpo/reward-sandbox-node';
+import { createRewardFunctions, type RewardFunction } from '../grpo/rewards';
+import type { Config } from '../grpo/config';
+import { loadHfFolder, type LoadedHfModel } from '../io/hf-folder';
+import { folderSource } from '../io/model-source';
+import { loadTokenizer, type Tokenizer } from '../io/tokenizer';
+import { createTask } from '../tasks/index';
+import type { Task } from '../tasks/types';
+
+/** The repository root (dist-cli/ sits in it). */
+export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+
+/** The model shipped with the app, used when config.model is 'bundled'. */
+export const BUNDLED_MODEL_DIR = resolve(REPO_ROOT, 'public/models/tiny-reasoner');
+
+export function modelFolder(model: string): string {
+  if (model === 'bundled') return BUNDLED_MODEL_DIR;
+  const folder = resolve(model);
+  if (!existsSync(folder)) {
+    throw new Error(
+      `model folder '${model}' does not exist (the command line loads local Hugging Face folders; 'bundled' is the shipped model)`,
+    );
+  }
+  return folder;
+}
+
+export interface LoadedModel {
+  folder: string;
+  hf: LoadedHfModel;
+  tokenizer: Tokenizer;
+}
+
+export async function loadModel(model: string): Promise<LoadedModel> {
+  const folder = modelFolder(model);
+  const hf = await loadHfFolder(folderSource(folder));
+  const tokenizer = await loadTokenizer(hf.tokenizerFiles, {
+    eosTokenIds: hf.generation.eosTokenIds,
+  });
+  return { folder, hf, tokenizer };
+}
+
+export function loadTask(config: Config, configDir = process.cwd()): Task {
+  const sources: { text?: string } = {};
+  if (config.task === 'jsonl') {
+    const path = String(config.taskOptions.path ?? '');
+    if (!path) throw new Error("task 'jsonl' needs taskOptions.path (a JSONL file)");
+    sources.text = readFileSync(resolve(configDir, path), 'utf8');
+  }
+  return createTask(config.task, config.taskOptions, sources);
+}
+
+/** Built-in and custom rewards (custom JS runs in worker_threads with the configured time limit). */
+export function rewardFunctions(config: Config, task: Task): RewardFunction[] {
+  const custom = createCustomRewards(config.customRewards, {
+    timeoutMs: config.rewardTimeoutMs,
+    sandboxFactory: nodeSandboxFactory(),
+  });
+  return createRewardFunctions(config.rewards, task, customRewardResolver(custom));
+}
+
+export async function openEngine(): Promise<Engine> {
+  const engine = await createEngine();
+  const a = engine.gpu.adapter;
+  console.log(
+    `GPU: ${a.vendor} ${a.architecture}${a.isSoftware ? ' (software emulation: CPU speed)' : ''}`,
+  );
+  return engine;
+}
+
+/** Splits `--flag value` pairs the command itself owns out of argv (the rest are config options). */
+export function takeFlag(argv: string[], flag: string): string | undefined {
+  const i = argv.indexOf(flag);
+  if (i < 0) return undefined;
+  const value = argv[i + 1];
+  if (value === undefined || value.startsWith('--')) throw new Error(`${flag} needs a value`);
+  argv.splice(i, 2);
+  return value;
+}

@@ -1,0 +1,173 @@
+// Evaluation on held-out prompts: greedy accuracy, pass@k and majority vote (cons@k) over k
+// samples, format rate, and the reflection measurements of GRPO.md §7 (rate, accuracy of
+// reflecting vs non-reflecting completions, lengths). The same prompts and seed give the same
+// samples, so two checkpoints are compared on exactly the same draws.
+import type { Sampler } from '../model/sampler';
+import type { Problem, Task } from '../tasks/types';
+import {
+  reflectionMarkers,
+  reflectionSummary,
+  reflects,
+  type ReflectionSummary,
+} from './reflection';
+import { extractAnswer, formatOk } from './rewards';
+import type { TrainerTokenizer } from './trainer';
+
+export interface EvalOptions {
+  /** Samples per prompt for pass@k / cons@k (0 = greedy only). */
+  k: number;
+  temperature: number;
+  topP?: number;
+  topK?: number;
+  maxCompletionLength: number;
+  seed: number;
+  /** Prompts decoded per generate() call (bounded GPU memory). */
+  batchSize?: number;
+}
+
+export interface EvalItem {
+  problem: Problem;
+  prompt: string;
+  greedy: { text: string; correct: boolean | null; reflects: boolean; length: number };
+  samples: { text: string; correct: boolean | null; reflects: boolean; length: number }[];
+  /** Some sample correct. */
+  passAtK: boolean;
+  /** The most frequent extracted answer (ties: first seen) is correct. */
+  consAtK: boolean;
+}
+
+export interface EvalReport {
+  prompts: number;
+  k: number;
+  metrics: {
+    greedy_accuracy: number;
+    greedy_format_rate: number;
+    /** Mean accuracy of the k samples (what a training step's `accuracy` measures). */
+    sample_accuracy: number;
+    'pass@k': number;
+    'cons@k': number;
+    sample_format_rate: number;
+    reflection_rate: number;
+    accuracy_reflecting: number;
+    accuracy_not_reflecting: number;
+    length_reflecting: number;
+    length_not_reflecting: number;
+    mean_length: number;
+  };
+  reflection: ReflectionSummary;
+  items: EvalItem[];
+}
+
+export interface EvalContext {
+  sampler: Sampler;
+  tokenizer: TrainerTokenizer;
+  task: Task;
+  renderPrompt(problem: Problem): { text: string; ids: number[] };
+}
+
+/** Evaluates the sampler's current weights on `problems`. */
+export async function evaluate(
+  ctx: EvalContext,
+  problems: readonly Problem[],
+  options: EvalOptions,
+): Promise<EvalReport> {
+  const { sampler, tokenizer, task } = ctx;
+  const markers = reflectionMarkers(task.reflectionMarkers ?? []);
+  const judge = (text: string, problem: Problem) => {
+    const answer = extractAnswer(text);
+    if (problem.verifier.kind === 'none') return { answer, correct: null };
+    return { answer, correct: answer === null ? false : task.verify(answer, problem) };
+  };
+  const batchSize = options.batchSize ?? 16;
+  const items: EvalItem[] = [];
+  const decode = (ids: number[]) => tokenizer.decode(ids, { skipSpecialTokens: true });
+  for (let start = 0; start < problems.length; start += batchSize) {
+    const chunk = problems.slice(start, start + batchSize);
+    const rendered = chunk.map((p) => ctx.renderPrompt(p));
+    const common = {
+      maxNewTokens: options.maxCompletionLength,
+      temperature: options.temperature,
+      topK: options.topK ?? 0,
+      topP: options.topP ?? 1,
+      seed: options.seed,
+      eosTokenIds: tokenizer.eosTokenIds,
+      padTokenId: tokenizer.padTokenId,
+    };
+    const greedy = await sampler.generate(
+      rendered.map((r) => r.ids),
+      { ...common, greedy: true, stream: start },
+    );
+    const sampled =
+      options.k > 0
+        ? await sampler.generate(
+            rendered.flatMap((r) => Array.from({ length: options.k }, () => r.ids)),
+            { ...common, stream: 0x40000000 + start },
+          )
+        : null;
+    chunk.forEach((problem, b) => {
+      const greedyText = decode(greedy.completions[b]);
+      const samples = Array.from({ length: sampled ? options.k : 0 }, (_, j) => {
+        const ids = sampled!.completions[b * options.k + j];
+        const text = decode(ids);
+        return {
+          text,
+          ...judge(text, problem),
+          reflects: reflects(text, markers),
+          length: ids.length,
+        };
+      });
+      const votes = new Map<string, number>();
+      for (const s of samples)
+        if (s.answer !== null) votes.set(s.answer.trim(), (votes.get(s.answer.trim()) ?? 0) + 1);
+      let majority: string | null = null;
+      for (const [answer, count] of votes)
+        if (majority === null || count > votes.get(majority)!) majority = answer;
+      items.push({
+        problem,
+        prompt: rendered[b].text,
+        greedy: {
+          text: greedyText,
+          correct: judge(greedyText, problem).correct,
+          reflects: reflects(greedyText, markers),
+          length: greedy.completions[b].length,
+        },
+        samples: samples.map(({ text, correct, reflects: r, length }) => ({
+          text,
+          correct,
+          reflects: r,
+          length,
+        })),
+        passAtK: samples.some((s) => s.correct === true),
+        consAtK: majority !== null && task.verify(majority, problem) === true,
+      });
+    });
+  }
+  const allSamples = items.flatMap((i) => i.samples);
+  const mean = (xs: number[]) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : NaN);
+  // Reflection is measured on the samples (the policy's behaviour), or on greedy when k = 0.
+  const measured = allSamples.length ? allSamples : items.map((i) => i.greedy);
+  const reflection = reflectionSummary(
+    measured.map((s) => ({ completion: s.text, correct: s.correct, length: s.length })),
+    markers,
+  );
+  return {
+    prompts: items.length,
+    k: options.k,
+    metrics: {
+      greedy_accuracy: mean(items.map((i) => (i.greedy.correct ? 1 : 0))),
+      greedy_format_rate: mean(items.map((i) => (formatOk(i.greedy.text) ? 1 : 0))),
+      sample_accuracy: mean(allSamples.map((s) => (s.correct ? 1 : 0))),
+      'pass@k': mean(items.map((i) => (i.passAtK ? 1 : 0))),
+      'cons@k': mean(items.map((i) => (i.consAtK ? 1 : 0))),
+      sample_format_rate: mean(allSamples.map((s) => (formatOk(s.text) ? 1 : 0))),
+      reflection_rate: reflection.reflectionRate,
+      accuracy_reflecting: reflection.reflecting.accuracy,
+      accuracy_not_reflecting: reflection.notReflecting.accuracy,
+      length_reflecting: reflection.reflecting.meanLength,
+      length_not_reflecting: reflection.notReflecting.meanLength,
+      mean_length: mean(measured.map((s) => s.length)),
+    },
+    reflection,
+    items,
+  };
+}
