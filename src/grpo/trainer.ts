@@ -54,6 +54,11 @@ export interface TrainerSetup {
   task: Task;
   /** One per config.rewards entry, in that order. */
   rewardFunctions: RewardFunction[];
+  /**
+   * Also score the step's completions with the updated weights (one more forward pass) so a
+   * report shows how each sampled token's log-prob moved: the Learn view's last panel.
+   */
+  recordLogpAfterUpdate?: boolean;
 }
 
 export interface CompletionRecord {
@@ -72,6 +77,8 @@ export interface CompletionRecord {
   refLogp: number[] | null;
   /** Whether each token counted in the loss (mask). */
   counted: boolean[];
+  /** … under the policy after this step's update (only with TrainerSetup.recordLogpAfterUpdate). */
+  logpAfter: number[] | null;
 }
 
 export interface GroupRecord {
@@ -355,6 +362,7 @@ export class GrpoTrainer {
           logp: row(update.logp),
           oldLogp: row(update.oldLogp),
           refLogp: update.refLogp ? row(update.refLogp) : null,
+          logpAfter: update.logpAfter ? row(update.logpAfter) : null,
           counted: row(batch.mask).map((m) => m > 0),
         };
       }),
@@ -579,6 +587,26 @@ export class GrpoTrainer {
       }
     }
     const refHost = refLogp ? await readF32(device, refLogp, N * L) : null;
+    let afterHost: Float32Array | null = null;
+    if (this.setup.recordLogpAfterUpdate) {
+      for (let m = 0; m < GA; m++) {
+        await engine.run(async (enc) => {
+          const state = await this.policy.forward(enc, loadMicro(enc, this.policy, m), head);
+          await this.gather.encode(enc, {
+            logits: state.logits,
+            targets: mTargets,
+            logp: mLogp,
+            entropy: mEntropy,
+            lse: mLse,
+            R: rows,
+            V,
+            invTemperature: invT,
+          });
+          enc.copyBufferToBuffer(mLogp, 0, logp, tokenOffset(m), rows * F32);
+        }, 'logp-after-update');
+      }
+      afterHost = await readF32(device, logp, N * L);
+    }
     for (const b of owned) b.destroy();
     const first = firstIteration!;
     return {
@@ -587,6 +615,7 @@ export class GrpoTrainer {
       skipped,
       oldLogp: config.numIterations > 1 ? oldHost : first.logp,
       refLogp: refHost,
+      logpAfter: afterHost,
     };
   }
 

@@ -76,6 +76,7 @@ function config(overrides: Partial<ConfigInput> = {}) {
 async function makeTrainer(
   overrides: Partial<ConfigInput> = {},
   reward: RewardFunction = startsWithA,
+  recordLogpAfterUpdate = false,
 ) {
   const engine = await testEngine();
   return new GrpoTrainer({
@@ -86,6 +87,7 @@ async function makeTrainer(
     tokenizer,
     task: echoTask,
     rewardFunctions: [reward],
+    recordLogpAfterUpdate,
   });
 }
 
@@ -110,7 +112,7 @@ describe('GrpoTrainer', { timeout: 600_000 }, () => {
   });
 
   it('reports TRL metrics, and advantages that sum to 0 within each group', async () => {
-    const trainer = await makeTrainer();
+    const trainer = await makeTrainer({}, startsWithA, true);
     const report = await trainer.trainStep();
     for (const key of [
       'reward',
@@ -139,6 +141,13 @@ describe('GrpoTrainer', { timeout: 600_000 }, () => {
         expect(c.logp.every((lp) => lp <= 0 && Number.isFinite(lp))).toBe(true);
       }
     }
+    // The update moves probability toward completions with positive advantage: Σ A·Δlogp > 0.
+    let moved = 0;
+    for (const c of report.groups.flatMap((g) => g.completions)) {
+      expect(c.logpAfter).toHaveLength(c.logp.length);
+      c.logp.forEach((lp, t) => (moved += c.advantage * (c.logpAfter![t] - lp)));
+    }
+    expect(moved).toBeGreaterThan(0);
     trainer.destroy();
   });
 
