@@ -66,7 +66,7 @@ export function snapshotToPayload(
 }
 
 export function payloadToSnapshot(payload: CheckpointPayload): TrainerSnapshot {
-  const counter = (key: (typeof STATE_KEYS)[number]) => {
+  const counter = (key: StateKey) => {
     const value = payload.rng[key];
     if (!Array.isArray(value) || typeof value[0] !== 'number') {
       throw new Error(
