@@ -10,11 +10,7 @@ import type { CheckpointPayload, CheckpointTensor } from '../storage/checkpoints
 import type { Identity, MetricsRow } from '../storage/db';
 
 /** The trainer's data-order and bookkeeping counters, stored in the checkpoint's `rng` record. */
-const STATE_KEYS = [
-  'trainer.promptCursor',
-  'trainer.numTokens',
-  'trainer.consecutiveSkips',
-] as const;
+type StateKey = 'trainer.promptCursor' | 'trainer.numTokens' | 'trainer.consecutiveSkips';
 
 export interface CheckpointContext {
   runId: string;
