@@ -1,9 +1,15 @@
 // The GRPO trainer end to end on Node WebGPU with a tiny random model: it learns a simple reward,
 // is deterministic for a seed, and guards against non-finite updates.
 import { describe, expect, it } from 'vitest';
-import type { RewardFunction } from '../../src/grpo/rewards';
+import {
+  createCustomRewards,
+  customRewardResolver,
+  disposeCustomRewards,
+} from '../../src/grpo/custom-reward';
+import { nodeSandboxFactory } from '../../src/grpo/reward-sandbox-node';
+import { createRewardFunctions, type RewardFunction } from '../../src/grpo/rewards';
 import { TrainingDivergedError } from '../../src/grpo/trainer';
-import { algorithmic, makeTrainer, startsWithA } from '../support/tiny-trainer';
+import { algorithmic, echoTask, makeTrainer, startsWithA } from '../support/tiny-trainer';
 
 describe('GrpoTrainer', { timeout: 600_000 }, () => {
   it('learns a simple reward: mean reward rises by ≥ 0.4 within 25 steps', async () => {
@@ -99,6 +105,48 @@ describe('GrpoTrainer', { timeout: 600_000 }, () => {
     expect((await trainer.trainStep()).skipped).not.toBeNull();
     await expect(trainer.trainStep()).rejects.toThrow(TrainingDivergedError);
     expect(await trainer.policy.readParameters()).toEqual(afterGood);
+    trainer.destroy();
+  });
+
+  it('custom rewards that throw, hang or return NaN: each error is in the step report, training goes on', async () => {
+    const customRewards = {
+      good: "function reward({ completion }) { return completion.startsWith('a') ? 1 : 0; }",
+      throws: "function reward() { throw new Error('boom'); }",
+      hangs: 'function reward() { while (true) {} }',
+      nan: 'function reward() { return NaN; }',
+    };
+    const overrides = {
+      rewards: Object.keys(customRewards).map((id) => `custom:${id}`),
+      customRewards,
+      rewardTimeoutMs: 200,
+      perStepPrompts: 2,
+      numGenerations: 2,
+    };
+    const custom = createCustomRewards(customRewards, {
+      timeoutMs: 200,
+      sandboxFactory: nodeSandboxFactory(),
+    });
+    const fns = createRewardFunctions(overrides.rewards, echoTask, customRewardResolver(custom));
+    const trainer = await makeTrainer(overrides, fns);
+    for (let step = 1; step <= 2; step++) {
+      const report = await trainer.trainStep();
+      expect(report.step).toBe(step);
+      expect(report.skipped).toBeNull();
+      expect(Number.isFinite(report.metrics.loss)).toBe(true);
+      expect(report.metrics.reward_error_frac).toBe(1);
+      for (const c of report.groups.flatMap((g) => g.completions)) {
+        const kinds = Object.fromEntries(c.reward.errors.map((e) => [e.reward, e.kind]));
+        expect(kinds).toEqual({
+          'custom:throws': 'threw',
+          'custom:hangs': 'timeout',
+          'custom:nan': 'non-finite',
+        });
+        expect(c.reward.errors.find((e) => e.reward === 'custom:throws')?.message).toMatch(/boom/);
+        expect(c.reward.perFunction['custom:good']).toBe(c.text.startsWith('a') ? 1 : 0);
+        expect(c.reward.total).toBe(c.text.startsWith('a') ? 1 : 0);
+      }
+    }
+    disposeCustomRewards(fns);
     trainer.destroy();
   });
 });

@@ -74,7 +74,7 @@ export function config(overrides: Partial<ConfigInput> = {}) {
 
 export async function makeTrainer(
   overrides: Partial<ConfigInput> = {},
-  reward: RewardFunction = startsWithA,
+  reward: RewardFunction | RewardFunction[] = startsWithA,
   recordLogpAfterUpdate = false,
 ) {
   const engine = await testEngine();
@@ -85,7 +85,7 @@ export async function makeTrainer(
     weights: initLlamaWeights(modelConfig, 1),
     tokenizer,
     task: echoTask,
-    rewardFunctions: [reward],
+    rewardFunctions: Array.isArray(reward) ? reward : [reward],
     recordLogpAfterUpdate,
   });
 }
