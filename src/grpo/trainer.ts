@@ -8,6 +8,7 @@
 import { createStorageBuffer, readF32, writeBuffer } from '../engine/buffers';
 import type { Engine } from '../engine/engine';
 import { AddKernel } from '../kernels/add';
+import { CrossEntropyKernel, crossEntropyRowWeights } from '../kernels/cross-entropy';
 import { decodeGrpoLossOut, GRPO_LOSS_OUT, GrpoLossKernel } from '../kernels/grpo-loss';
 import { LogprobGatherBackwardKernel, LogprobGatherKernel } from '../kernels/logprob';
 import { packBatch, type PackedBatch } from '../model/batch';
@@ -149,6 +150,7 @@ export class GrpoTrainer {
   private readonly gatherBackward: LogprobGatherBackwardKernel;
   private readonly loss: GrpoLossKernel;
   private readonly add: AddKernel;
+  private readonly crossEntropy: CrossEntropyKernel;
   private readonly markers: string[];
   /** Completed steps (applied or skipped). */
   step = 0;
@@ -188,6 +190,7 @@ export class GrpoTrainer {
     this.gatherBackward = new LogprobGatherBackwardKernel(device, pipelines);
     this.loss = new GrpoLossKernel(device, pipelines);
     this.add = new AddKernel(device, pipelines);
+    this.crossEntropy = new CrossEntropyKernel(device, pipelines);
     this.markers = reflectionMarkers(setup.task.reflectionMarkers ?? []);
     this.problems = trainEvalProblems(
       setup.task,
@@ -617,6 +620,62 @@ export class GrpoTrainer {
       refLogp: refHost,
       logpAfter: afterHost,
     };
+  }
+
+  /**
+   * A supervised "cold start" step (as R1 does before RL, in miniature): cross-entropy on the
+   * completion tokens of `examples` (prompt tokens masked, EOS appended), one AdamW step with the
+   * same kernels, clip and NaN guard as GRPO. Returns the mean token loss before the update.
+   */
+  async supervisedStep(
+    examples: readonly { problem: Problem; completion: string }[],
+  ): Promise<{ loss: number; gradNorm: number; tokens: number; skipped: string | null }> {
+    const { engine, tokenizer } = this.setup;
+    const { device } = engine;
+    if (examples.length === 0) throw new Error('supervisedStep needs at least one example');
+    const prompts = examples.map((e) => this.renderPrompt(e.problem).ids);
+    const eos = tokenizer.eosTokenIds[0];
+    const completions = examples.map((e) => [
+      ...tokenizer.encode(e.completion, { addSpecialTokens: false }),
+      ...(eos === undefined ? [] : [eos]),
+    ]);
+    const batch = packBatch(prompts, completions, { padId: tokenizer.padTokenId });
+    const { N, T, P, L } = batch;
+    const V = this.setup.modelConfig.vocabSize;
+    const rows = N * L;
+    const tokens = batch.mask.reduce((a, m) => a + m, 0);
+    const targets = createStorageBuffer(device, rows * 4, 'sft.targets');
+    const rowWeights = createStorageBuffer(device, rows * F32, 'sft.rowWeights');
+    const loss = createStorageBuffer(device, F32, 'sft.loss');
+    const dLogits = createStorageBuffer(device, rows * V * F32, 'sft.dLogits');
+    writeBuffer(device, targets, batch.targets);
+    writeBuffer(device, rowWeights, crossEntropyRowWeights(batch.mask));
+    const gpuBatch = this.policy.uploadBatch(batch.tokens, batch.keyStart, batch.positions, N, T);
+    await engine.run(async (enc) => {
+      this.policy.zeroGradients(enc);
+      const state = await this.policy.forward(enc, gpuBatch, { start: P - 1, count: L });
+      await this.crossEntropy.encode(enc, {
+        logits: state.logits,
+        targets,
+        rowWeights,
+        loss,
+        dLogits,
+        R: rows,
+        V,
+      });
+      await this.policy.backward(enc, state, dLogits);
+      await this.optimizer.encodeStep(enc, this.learningRate);
+    }, 'supervised');
+    const stats = await this.optimizer.readStats();
+    const [lossValue] = await readF32(device, loss, 1);
+    for (const b of [targets, rowWeights, loss, dLogits]) b.destroy();
+    const skipped = !Number.isFinite(lossValue)
+      ? `loss = ${lossValue}`
+      : stats.finite
+        ? null
+        : `grad_norm = ${stats.norm}`;
+    if (stats.finite) this.optimizer.commitStep();
+    return { loss: lossValue, gradNorm: stats.norm, tokens, skipped };
   }
 
   /** The state to save in a checkpoint. Sampling needs no RNG state: its draws are keyed by step. */

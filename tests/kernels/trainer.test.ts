@@ -149,4 +149,20 @@ describe('GrpoTrainer', { timeout: 600_000 }, () => {
     disposeCustomRewards(fns);
     trainer.destroy();
   });
+
+  it('a supervised cold-start step lowers the cross-entropy of its completions', async () => {
+    const trainer = await makeTrainer({ learningRate: 1e-2 });
+    const examples = echoTask.generate(0, 4).map((problem) => ({ problem, completion: 'abc' }));
+    const losses: number[] = [];
+    for (let s = 0; s < 6; s++) {
+      const result = await trainer.supervisedStep(examples);
+      expect(result.skipped).toBeNull();
+      expect(result.tokens).toBe(4 * 4); // 'abc' + EOS per example
+      losses.push(result.loss);
+    }
+    // A random model starts near ln(V) = ln 10 ≈ 2.3 nats per token.
+    expect(losses[0]).toBeGreaterThan(2);
+    expect(losses[5]).toBeLessThan(0.5 * losses[0]);
+    trainer.destroy();
+  });
 });
