@@ -1,0 +1,543 @@
+// Learn mode's numbers, derived from a live StepReport exactly as the trainer computes them
+// (../shared/GRPO.md §1–5): rewards, advantages (src/grpo/advantages.ts), the per-token ratio, clip
+// and k3 KL, the loss of each aggregation type (src/ref/grpo_loss.ts) and how the sampled tokens'
+// log-probs moved. Pure functions, no DOM: the Svelte views only lay these values out, and the
+// tests check them against hand-computed values and against the trainer's own metrics.
+//
+// Legend: B prompts (groups) per step, G completions per group, N = B·G sequences,
+// L the longest completion of the step (per-token arrays are laid out (N, L), zero-padded).
+import { ADVANTAGE_STD_EPS, computeAdvantages, type ScaleRewards } from '../../grpo/advantages';
+import type { Config } from '../../grpo/config';
+import type { RewardError } from '../../grpo/rewards';
+import type { CompletionRecord, GroupRecord, StepReport } from '../../grpo/trainer';
+import {
+  aggregationWeights,
+  grpoLossRef,
+  LOSS_TYPES,
+  type GrpoLossInputs,
+  type GrpoLossStats,
+  type LossType,
+} from '../../ref/grpo_loss';
+
+export { LOSS_TYPES, type LossType };
+
+/** The config fields Learn mode reads; a resolved Config has them all. */
+export type LearnConfig = Pick<
+  Config,
+  | 'rewards'
+  | 'rewardWeights'
+  | 'scaleRewards'
+  | 'epsilon'
+  | 'epsilonHigh'
+  | 'beta'
+  | 'lossType'
+  | 'numIterations'
+  | 'maxCompletionLength'
+  | 'gradientAccumulationSteps'
+>;
+
+/**
+ * When a recomputed number is shown as matching the trainer's: the trainer computes on the GPU in
+ * f32 (advantages are uploaded as f32), these functions in f64.
+ */
+export const MATCH_TOLERANCE = { atol: 1e-5, rtol: 1e-4 } as const;
+
+export function matches(recomputed: number, reported: number, tol = MATCH_TOLERANCE): boolean {
+  if (Number.isNaN(recomputed) && Number.isNaN(reported)) return true;
+  return Math.abs(recomputed - reported) <= tol.atol + tol.rtol * Math.abs(reported);
+}
+
+/** Every completion of the step in trainer order (group-major: group b, member g → b·G + g). */
+export function allCompletions(report: StepReport): CompletionRecord[] {
+  return report.groups.flatMap((g) => g.completions);
+}
+
+// ---------------------------------------------------------------------------------------------
+// 1. Rewards (GRPO.md §1)
+// ---------------------------------------------------------------------------------------------
+
+export interface RewardCell {
+  name: string;
+  /** After sanitising: null = not applicable (counts 0), 0 for a function that failed. */
+  value: number | null;
+  weight: number;
+  /** weight · value (0 when not applicable). */
+  contribution: number;
+  error: RewardError | null;
+}
+
+export interface RewardRow {
+  index: number;
+  cells: RewardCell[];
+  /** The trainer's total. */
+  total: number;
+  /** Σ_k w_k · r_k recomputed from the cells (equals `total`). */
+  recomputed: number;
+  errors: RewardError[];
+}
+
+export function rewardWeights(config: Pick<LearnConfig, 'rewards' | 'rewardWeights'>): number[] {
+  const w = config.rewardWeights as number[] | null | undefined;
+  return w && w.length === config.rewards.length ? w.slice() : config.rewards.map(() => 1);
+}
+
+export function rewardRows(
+  group: GroupRecord,
+  config: Pick<LearnConfig, 'rewards' | 'rewardWeights'>,
+): RewardRow[] {
+  const weights = rewardWeights(config);
+  return group.completions.map((c, index) => {
+    let recomputed = 0;
+    const cells = config.rewards.map((name, k) => {
+      const raw = c.reward.perFunction[name];
+      const value = raw === undefined ? null : raw;
+      const contribution = value === null ? 0 : weights[k] * value;
+      recomputed += contribution;
+      const error = c.reward.errors.find((e) => e.reward === name) ?? null;
+      return { name, value, weight: weights[k], contribution, error };
+    });
+    return { index, cells, total: c.reward.total, recomputed, errors: c.reward.errors };
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// 2. Advantages (GRPO.md §2)
+// ---------------------------------------------------------------------------------------------
+
+export interface AdvantageRow {
+  reward: number;
+  /** r − mean of the group. */
+  centered: number;
+  /** Recomputed with computeAdvantages over the whole step (the trainer's call). */
+  advantage: number;
+  /** What the trainer reported. */
+  reported: number;
+}
+
+export interface AdvantageWalk {
+  scale: ScaleRewards;
+  groupSize: number;
+  mean: number;
+  /** Unbiased std of this group's rewards. */
+  groupStd: number;
+  /** Unbiased std over all N rewards of the step ('batch' scaling divides by this). */
+  batchStd: number;
+  /** What r − mean is divided by: std + 1e-4 ('group' or 'batch'), 1 for 'none'. */
+  denominator: number;
+  eps: number;
+  /** Every reward of the group is identical: all advantages are exactly 0 (no signal). */
+  allEqual: boolean;
+  rows: AdvantageRow[];
+  /** Σ of the group's advantages (≈ 0 for 'group' and 'none'). */
+  sum: number;
+}
+
+function meanOf(xs: readonly number[]): number {
+  let s = 0;
+  for (const x of xs) s += x;
+  return s / xs.length;
+}
+
+function unbiasedStd(xs: readonly number[]): number {
+  const m = meanOf(xs);
+  let ss = 0;
+  for (const x of xs) ss += (x - m) * (x - m);
+  return xs.length > 1 ? Math.sqrt(ss / (xs.length - 1)) : NaN;
+}
+
+/** Advantages of the whole step recomputed from the rewards, exactly as the trainer does. */
+export function recomputeAdvantages(
+  report: StepReport,
+  config: Pick<LearnConfig, 'scaleRewards'>,
+): Float64Array {
+  const G = report.groups[0]?.completions.length ?? 0;
+  return computeAdvantages(
+    allCompletions(report).map((c) => c.reward.total),
+    G,
+    config.scaleRewards,
+  );
+}
+
+export function advantageWalk(
+  report: StepReport,
+  groupIndex: number,
+  config: Pick<LearnConfig, 'scaleRewards'>,
+): AdvantageWalk {
+  const group = report.groups[groupIndex];
+  const G = group.completions.length;
+  const recomputed = recomputeAdvantages(report, config);
+  const rewards = group.completions.map((c) => c.reward.total);
+  const all = allCompletions(report).map((c) => c.reward.total);
+  const mean = meanOf(rewards);
+  const groupStd = unbiasedStd(rewards);
+  const batchStd = unbiasedStd(all);
+  const denominator =
+    config.scaleRewards === 'group'
+      ? groupStd + ADVANTAGE_STD_EPS
+      : config.scaleRewards === 'batch'
+        ? batchStd + ADVANTAGE_STD_EPS
+        : 1;
+  const rows = group.completions.map((c, g) => ({
+    reward: c.reward.total,
+    centered: c.reward.total - mean,
+    advantage: recomputed[groupIndex * G + g],
+    reported: c.advantage,
+  }));
+  return {
+    scale: config.scaleRewards,
+    groupSize: G,
+    mean,
+    groupStd,
+    batchStd,
+    denominator,
+    eps: ADVANTAGE_STD_EPS,
+    allEqual: rewards.every((r) => r === rewards[0]),
+    rows,
+    sum: rows.reduce((s, r) => s + r.reported, 0),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// 3. Per-token ratio, clip, KL and loss (GRPO.md §3)
+// ---------------------------------------------------------------------------------------------
+
+export type ClipSide = 'low' | 'high' | null;
+
+/** min(ρ·A, clip(ρ, 1 − ε_low, 1 + ε_high)·A): the clipped surrogate the loss maximises. */
+export function clippedObjective(rho: number, a: number, epsLow: number, epsHigh: number): number {
+  const clipped = Math.min(Math.max(rho, 1 - epsLow), 1 + epsHigh);
+  return Math.min(rho * a, clipped * a);
+}
+
+/** Where the clip is active (the min takes the constant branch and the gradient is 0). */
+export function clipSide(rho: number, a: number, epsLow: number, epsHigh: number): ClipSide {
+  if (rho < 1 - epsLow && a < 0) return 'low';
+  if (rho > 1 + epsHigh && a > 0) return 'high';
+  return null;
+}
+
+/** The k3 estimator exp(x) − x − 1 with x = ref − logp (R1 Eq. 2): ≥ 0, 0 only at x = 0. */
+export function k3(refMinusLogp: number): number {
+  return Math.exp(refMinusLogp) - refMinusLogp - 1;
+}
+
+export interface TokenTerm {
+  t: number;
+  token: number;
+  counted: boolean;
+  logp: number;
+  oldLogp: number;
+  refLogp: number | null;
+  /** ρ = exp(logp − old). */
+  ratio: number;
+  clip: ClipSide;
+  surrogate: number;
+  /** k3 per token, null when β = 0 (the reference is not evaluated). */
+  kl: number | null;
+  /** ℓ = −surrogate + β·kl. */
+  loss: number;
+  logpAfter: number | null;
+  /** logpAfter − logp: how the update moved this token's log-prob. */
+  delta: number | null;
+}
+
+export function tokenTerms(
+  c: CompletionRecord,
+  config: Pick<LearnConfig, 'epsilon' | 'epsilonHigh' | 'beta'>,
+): TokenTerm[] {
+  const useKl = config.beta !== 0 && c.refLogp !== null;
+  return c.logp.map((logp, t) => {
+    const old = c.oldLogp[t];
+    const ratio = Math.exp(logp - old);
+    const surrogate = clippedObjective(ratio, c.advantage, config.epsilon, config.epsilonHigh);
+    const ref = c.refLogp ? c.refLogp[t] : null;
+    const kl = useKl && ref !== null ? k3(ref - logp) : null;
+    const after = c.logpAfter ? c.logpAfter[t] : null;
+    return {
+      t,
+      token: c.tokens[t],
+      counted: c.counted[t],
+      logp,
+      oldLogp: old,
+      refLogp: ref,
+      ratio,
+      clip: clipSide(ratio, c.advantage, config.epsilon, config.epsilonHigh),
+      surrogate,
+      kl,
+      loss: -surrogate + (kl === null ? 0 : config.beta * kl),
+      logpAfter: after,
+      delta: after === null ? null : after - logp,
+    };
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// 4. Aggregation: the step's loss as the trainer computes it, and the four loss types (GRPO.md §4)
+// ---------------------------------------------------------------------------------------------
+
+/** A set of completions as the loss sees them: (N, L) zero-padded per-token arrays. */
+export interface FlatBatch {
+  N: number;
+  L: number;
+  logp: Float64Array; // (N, L)
+  oldLogp: Float64Array; // (N, L)
+  refLogp: Float64Array | null; // (N, L), null when any completion lacks it (β = 0)
+  mask: Float64Array; // (N, L)
+  advantages: Float64Array; // (N)
+  lengths: number[]; // (N)
+}
+
+export function flatten(completions: readonly CompletionRecord[]): FlatBatch {
+  const N = completions.length;
+  const L = Math.max(1, ...completions.map((c) => c.logp.length));
+  const hasRef = N > 0 && completions.every((c) => c.refLogp !== null);
+  const batch: FlatBatch = {
+    N,
+    L,
+    logp: new Float64Array(N * L),
+    oldLogp: new Float64Array(N * L),
+    refLogp: hasRef ? new Float64Array(N * L) : null,
+    mask: new Float64Array(N * L),
+    advantages: new Float64Array(N),
+    lengths: completions.map((c) => c.logp.length),
+  };
+  completions.forEach((c, i) => {
+    batch.advantages[i] = c.advantage;
+    c.logp.forEach((lp, t) => {
+      const j = i * L + t;
+      batch.logp[j] = lp;
+      batch.oldLogp[j] = c.oldLogp[t];
+      if (batch.refLogp && c.refLogp) batch.refLogp[j] = c.refLogp[t];
+      batch.mask[j] = c.counted[t] ? 1 : 0;
+    });
+  });
+  return batch;
+}
+
+function lossInputs(
+  b: FlatBatch,
+  config: Pick<LearnConfig, 'epsilon' | 'epsilonHigh' | 'beta' | 'maxCompletionLength'>,
+  lossType: LossType,
+  activeTokensInBatch: number,
+): GrpoLossInputs {
+  return {
+    logp: b.logp,
+    oldLogp: b.oldLogp,
+    refLogp: b.refLogp,
+    advantages: b.advantages,
+    mask: b.mask,
+    N: b.N,
+    L: b.L,
+    lossType,
+    epsilonLow: config.epsilon,
+    epsilonHigh: config.epsilonHigh,
+    beta: config.beta,
+    maxCompletionLength: config.maxCompletionLength,
+    activeTokensInBatch,
+  };
+}
+
+function sliceBatch(b: FlatBatch, from: number, count: number): FlatBatch {
+  const { L } = b;
+  const rows = (a: Float64Array) => a.slice(from * L, (from + count) * L);
+  return {
+    N: count,
+    L,
+    logp: rows(b.logp),
+    oldLogp: rows(b.oldLogp),
+    refLogp: b.refLogp ? rows(b.refLogp) : null,
+    mask: rows(b.mask),
+    advantages: b.advantages.slice(from, from + count),
+    lengths: b.lengths.slice(from, from + count),
+  };
+}
+
+export interface StepLoss {
+  loss: number;
+  stats: GrpoLossStats;
+}
+
+/**
+ * The loss and clip/KL statistics of the step, computed the trainer's way: the batch is cut into
+ * `gradientAccumulationSteps` micro-batches in order; dapo divides by the active tokens of the
+ * whole batch and sums the micro-batches, every other type averages them; the statistics are
+ * token-weighted means across micro-batches (what TRL logs).
+ */
+export function stepLoss(
+  report: StepReport,
+  config: Pick<
+    LearnConfig,
+    'epsilon' | 'epsilonHigh' | 'beta' | 'maxCompletionLength' | 'gradientAccumulationSteps'
+  >,
+  lossType: LossType,
+): StepLoss {
+  const batch = flatten(allCompletions(report));
+  const GA = Math.max(1, config.gradientAccumulationSteps);
+  if (batch.N % GA !== 0) {
+    throw new RangeError(`gradientAccumulationSteps (${GA}) must divide N = ${batch.N}`);
+  }
+  const Nm = batch.N / GA;
+  let active = 0;
+  for (const m of batch.mask) active += m;
+  let loss = 0;
+  let tokens = 0;
+  const sums = { clipRatioLow: 0, clipRatioHigh: 0, clipRatioRegion: 0, meanKl: 0 };
+  for (let m = 0; m < GA; m++) {
+    const micro = sliceBatch(batch, m * Nm, Nm);
+    const r = grpoLossRef(lossInputs(micro, config, lossType, active));
+    loss += lossType === 'dapo' ? r.loss : r.loss / GA;
+    tokens += r.stats.activeTokens;
+    sums.clipRatioLow += r.stats.clipRatioLow * r.stats.activeTokens;
+    sums.clipRatioHigh += r.stats.clipRatioHigh * r.stats.activeTokens;
+    sums.clipRatioRegion += r.stats.clipRatioRegion * r.stats.activeTokens;
+    sums.meanKl += r.stats.meanKl * r.stats.activeTokens;
+  }
+  const w = Math.max(tokens, 1);
+  return {
+    loss,
+    stats: {
+      clipRatioLow: sums.clipRatioLow / w,
+      clipRatioHigh: sums.clipRatioHigh / w,
+      clipRatioRegion: sums.clipRatioRegion / w,
+      meanKl: sums.meanKl / w,
+      activeTokens: tokens,
+    },
+  };
+}
+
+export const LOSS_FORMULAS: Record<LossType, { formula: string; denominator: string }> = {
+  grpo: {
+    formula: 'L = (1/N) Σᵢ [ Σₜ mᵢₜ ℓᵢₜ / Σₜ mᵢₜ ]',
+    denominator: 'each completion’s own length, then the number of completions',
+  },
+  bnpo: {
+    formula: 'L = Σᵢₜ mᵢₜ ℓᵢₜ / Σᵢₜ mᵢₜ',
+    denominator: 'the tokens of this (micro-)batch',
+  },
+  dr_grpo: {
+    formula: 'L = Σᵢₜ mᵢₜ ℓᵢₜ / (N · maxCompletionLength)',
+    denominator: 'a constant: N · maxCompletionLength',
+  },
+  dapo: {
+    formula: 'L = Σᵢₜ mᵢₜ ℓᵢₜ / (active tokens of the whole accumulated batch)',
+    denominator: 'the tokens of the whole batch, across micro-batches',
+  },
+};
+
+export interface LossTypeValue {
+  lossType: LossType;
+  loss: number;
+  formula: string;
+  denominator: string;
+  /** Per completion: the weight each of its counted tokens gets (w_i in L = Σ m·w·ℓ). */
+  tokenWeight: number[];
+  /** Per completion: w_i · (counted tokens): its share of the loss. */
+  sequenceWeight: number[];
+}
+
+/**
+ * The four aggregations on the same completions (one group: B = 1, N = G), with no gradient
+ * accumulation, so bnpo and dapo coincide here: they differ only across micro-batches.
+ */
+export function compareLossTypes(
+  completions: readonly CompletionRecord[],
+  config: Pick<LearnConfig, 'epsilon' | 'epsilonHigh' | 'beta' | 'maxCompletionLength'>,
+): LossTypeValue[] {
+  const batch = flatten(completions);
+  let active = 0;
+  for (const m of batch.mask) active += m;
+  const counted = completions.map((c) => c.counted.filter(Boolean).length);
+  return LOSS_TYPES.map((lossType) => {
+    const inputs = lossInputs(batch, config, lossType, active);
+    const w = Array.from(aggregationWeights(inputs));
+    return {
+      lossType,
+      loss: grpoLossRef(inputs).loss,
+      ...LOSS_FORMULAS[lossType],
+      tokenWeight: w,
+      sequenceWeight: w.map((x, i) => x * counted[i]),
+    };
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// 5. How the sampled tokens' log-probs moved (logpAfter − logp)
+// ---------------------------------------------------------------------------------------------
+
+export interface Movement {
+  /** Counted tokens with a log-prob after the update. */
+  tokens: number;
+  /** Σ A·Δlogp over counted tokens: > 0 when the update moved toward positive advantages. */
+  weighted: number;
+  /** Mean Δlogp of tokens in completions with A > 0, and with A < 0 (NaN when none). */
+  meanDeltaPositive: number;
+  meanDeltaNegative: number;
+  /** Share of tokens with A ≠ 0 whose Δlogp has the sign of A. */
+  alignedFraction: number;
+  perCompletion: { index: number; advantage: number; meanDelta: number; tokens: number }[];
+}
+
+/** Null when the report has no logpAfter (the trainer ran without recordLogpAfterUpdate). */
+export function logpMovement(completions: readonly CompletionRecord[]): Movement | null {
+  if (completions.length === 0 || completions.some((c) => c.logpAfter === null)) return null;
+  let tokens = 0;
+  let weighted = 0;
+  const pos = { sum: 0, n: 0 };
+  const neg = { sum: 0, n: 0 };
+  let signed = 0;
+  let aligned = 0;
+  const perCompletion = completions.map((c, index) => {
+    let sum = 0;
+    let n = 0;
+    c.logp.forEach((lp, t) => {
+      if (!c.counted[t]) return;
+      const d = c.logpAfter![t] - lp;
+      sum += d;
+      n++;
+      weighted += c.advantage * d;
+      if (c.advantage > 0) {
+        pos.sum += d;
+        pos.n++;
+      } else if (c.advantage < 0) {
+        neg.sum += d;
+        neg.n++;
+      }
+      if (c.advantage !== 0) {
+        signed++;
+        if (Math.sign(d) === Math.sign(c.advantage)) aligned++;
+      }
+    });
+    tokens += n;
+    return { index, advantage: c.advantage, meanDelta: n ? sum / n : NaN, tokens: n };
+  });
+  return {
+    tokens,
+    weighted,
+    meanDeltaPositive: pos.n ? pos.sum / pos.n : NaN,
+    meanDeltaNegative: neg.n ? neg.sum / neg.n : NaN,
+    alignedFraction: signed ? aligned / signed : NaN,
+    perCompletion,
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// KL summary (GRPO.md §3, metric `kl`)
+// ---------------------------------------------------------------------------------------------
+
+/** Mean k3 over the counted tokens of the completions; null when β = 0 (no reference). */
+export function meanKl(
+  completions: readonly CompletionRecord[],
+  config: Pick<LearnConfig, 'beta'>,
+): number | null {
+  if (config.beta === 0 || completions.some((c) => c.refLogp === null)) return null;
+  let sum = 0;
+  let n = 0;
+  for (const c of completions) {
+    c.logp.forEach((lp, t) => {
+      if (!c.counted[t]) return;
+      sum += k3(c.refLogp![t] - lp);
+      n++;
+    });
+  }
+  return n ? sum / n : 0;
+}
