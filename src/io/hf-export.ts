@@ -26,7 +26,8 @@ export interface HfExportInput {
 
 const json = (value: unknown) => new TextEncoder().encode(JSON.stringify(value, null, 2) + '\n');
 
-function generationConfig(config: LlamaConfig, g: Partial<GenerationDefaults> = {}) {
+/** generation_config.json's object (EOS/BOS default to the config's). */
+export function generationConfig(config: LlamaConfig, g: Partial<GenerationDefaults> = {}) {
   const eos = g.eosTokenIds ?? config.eosTokenIds;
   const out: Record<string, unknown> = {
     bos_token_id: g.bosTokenId ?? config.bosTokenId,

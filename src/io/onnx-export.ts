@@ -1,16 +1,24 @@
 // Exports the Llama-family model as an ONNX graph (opset 17, standard ops only) for onnxruntime /
-// onnxruntime-web: inputs input_ids (N, T) int64 and attention_mask (N, T) int64, output logits
-// (N, T, V) float32. Weights are initializers (Linear weights stored transposed, (in, out), so each
-// projection is one MatMul; a tied LM head transposes the embedding at run time instead of storing
-// it twice). Positions follow the attention mask (cumsum − 1, as transformers does for left-padded
-// batches), so left-padded rows give the same logits as unpadded ones on their real tokens.
-// No KV cache: the graph recomputes the whole sequence (fine for evaluation and scoring).
+// onnxruntime-web / transformers.js. Two interfaces:
+//  - plain (default): input_ids (N, T) int64 + attention_mask (N, T) int64 → logits (N, T, V) f32;
+//    the graph recomputes the whole sequence (evaluation, scoring).
+//  - pastKeyValues: the decoder-with-cache interface Optimum exports and transformers.js generates
+//    with: extra inputs past_key_values.{l}.key / .value (N, Hkv, P, D), attention_mask covering
+//    P + T columns, extra outputs present.{l}.key / .value (N, Hkv, P + T, D). The first call feeds
+//    P = 0 (empty tensors). onnxruntime's JS API cannot leave an input unfed, so one file cannot
+//    offer both interfaces.
+// Weights are initializers (Linear weights stored transposed, (in, out), so each projection is one
+// MatMul; a tied LM head transposes the embedding at run time instead of storing it twice).
+// Positions follow the attention mask (cumsum − 1, as transformers does for left-padded batches),
+// so left-padded rows give the same logits as unpadded ones on their real tokens.
 //
-// Legend: N batch, T sequence length, C hidden, I intermediate, V vocab, H heads, Hkv kv-heads,
-// R = H / Hkv heads per kv-head, D head dim.
+// Legend: N batch, T new tokens, P cached (past) columns, S = P + T mask columns, C hidden,
+// I intermediate, V vocab, H heads, Hkv kv-heads, R = H / Hkv heads per kv-head, D head dim.
 
-import { numel, parameterSpecs, type LlamaConfig } from '../model/config';
+import { numel, parameterSpecs, toHfConfig, type LlamaConfig } from '../model/config';
 import { ModelFileError } from './errors';
+import { generationConfig } from './hf-export';
+import type { GenerationDefaults } from './hf-folder';
 import {
   OnnxDataType,
   graphProto,
@@ -34,7 +42,15 @@ export interface OnnxExportInput {
   config: LlamaConfig;
   tensors: ReadonlyMap<string, Float32Array>;
   producerVersion?: string;
+  /** Add past_key_values inputs and present outputs (what transformers.js needs to generate). */
+  pastKeyValues?: boolean;
 }
+
+/** Graph input / output names of the cache of layer `l` (Optimum's, which transformers.js reads). */
+export const pastKeyName = (l: number) => `past_key_values.${l}.key`;
+export const pastValueName = (l: number) => `past_key_values.${l}.value`;
+export const presentKeyName = (l: number) => `present.${l}.key`;
+export const presentValueName = (l: number) => `present.${l}.value`;
 
 class GraphBuilder {
   readonly nodes: ProtoMessage[] = [];
@@ -126,13 +142,23 @@ export function exportOnnx(input: OnnxExportInput): Uint8Array {
     return g.op('Mul', [g.op('Mul', [x, inv]), g.init(weightName, [C], w(weightName))]);
   };
 
-  // Positions from the mask: cumsum(mask) − 1, clamped at 0 on left padding. (N, T) float
-  const maskF = g.op('Cast', ['attention_mask'], { to: int(OnnxDataType.FLOAT) });
+  const withCache = input.pastKeyValues === true;
+  // Column counts as 1-element int64 tensors: T new tokens, S mask columns, P = S − T cached.
+  const s0 = g.i64('s0', [0]);
+  const s1 = g.i64('s1', [1]);
+  const s2 = g.i64('s2', [2]);
+  const tDim = g.op('Slice', [g.op('Shape', ['input_ids']), s1, s2, s0]);
+  const sDim = g.op('Slice', [g.op('Shape', ['attention_mask']), s1, s2, s0]);
+  const pDim = g.op('Sub', [sDim, tDim]);
+  // Positions from the mask: cumsum(mask) − 1, clamped at 0 on left padding, for the last T
+  // columns. (N, T) float
+  const maskF = g.op('Cast', ['attention_mask'], { to: int(OnnxDataType.FLOAT) }); // (N, S)
   const axis1 = g.i64('axis_1', [1]);
   const cum = g.op('CumSum', [maskF, axis1]);
   const one = g.scalar('one', 1);
   const zero = g.scalar('zero', 0);
-  const pos = g.op('Max', [g.op('Sub', [cum, one]), zero]); // (N, T)
+  const posAll = g.op('Max', [g.op('Sub', [cum, one]), zero]); // (N, S)
+  const pos = g.op('Slice', [posAll, pDim, sDim, axis1]); // (N, T)
   // Rotary tables, HF rotate_half layout: angle for frequency j in both halves. (N, T, 1, D)
   const invFreq = new Float32Array(D / 2);
   for (let j = 0; j < D / 2; j++) invFreq[j] = 1 / config.ropeTheta ** ((2 * j) / D);
@@ -156,20 +182,19 @@ export function exportOnnx(input: OnnxExportInput): Uint8Array {
     return g.op('Add', [g.op('Mul', [x, cos]), g.op('Mul', [rotated, sin])]);
   };
 
-  // Additive attention mask (N, 1, 1, T, T): 0 where key j ≤ query i and key j is not padding.
-  const shapeNT = g.op('Shape', ['input_ids']);
-  const tDim = g.op('Slice', [shapeNT, g.i64('s1', [1]), g.i64('s2', [2]), g.i64('s0', [0])]);
-  const ones = g.op('ConstantOfShape', [g.op('Concat', [tDim, tDim], { axis: int(0) })], {
+  // Additive attention mask (N, 1, 1, T, S): 0 where key column j ≤ P + query i and j is not
+  // padding.
+  const ones = g.op('ConstantOfShape', [g.op('Concat', [tDim, sDim], { axis: int(0) })], {
     value: { kind: 'tensor', value: tensorProto('one_value', [1], Float32Array.of(1)) },
   });
-  const causal = g.op('Trilu', [ones], { upper: int(0) }); // (T, T)
-  const keyMask = g.op('Unsqueeze', [maskF, g.i64('axes_123', [1, 2, 3])]); // (N, 1, 1, 1, T)
+  const diagonal = g.op('Squeeze', [pDim, s0]); // scalar P
+  const causal = g.op('Trilu', [ones, diagonal], { upper: int(0) }); // (T, S)
+  const keyMask = g.op('Unsqueeze', [maskF, g.i64('axes_123', [1, 2, 3])]); // (N, 1, 1, 1, S)
   const allowed = g.op('Mul', [causal, keyMask]);
   const additive = g.op('Mul', [g.op('Sub', [allowed, one]), g.scalar('mask_value', -MASK_VALUE)]);
   const scale = g.scalar('attn_scale', 1 / Math.sqrt(D));
 
   const shapeNTHD = g.i64('shape_q', [0, 0, Hkv, R, D]); // 0 copies N, T
-  const shapeNTKD = g.i64('shape_kv', [0, 0, Hkv, 1, D]);
   const shapeQ = g.i64('shape_q_heads', [0, 0, H, D]);
   const shapeK = Hkv === H ? shapeQ : g.i64('shape_k_heads', [0, 0, Hkv, D]);
   const shapeNTC = g.i64('shape_merge', [0, 0, H * D]);
@@ -187,18 +212,25 @@ export function exportOnnx(input: OnnxExportInput): Uint8Array {
     const bias = config.attentionBias;
     const q = rope(g.op('Reshape', [linear(h, `${p}.self_attn.q_proj`, H * D, C, bias), shapeQ]));
     const k = rope(g.op('Reshape', [linear(h, `${p}.self_attn.k_proj`, Hkv * D, C, bias), shapeK]));
-    const v = g.op('Reshape', [linear(h, `${p}.self_attn.v_proj`, Hkv * D, C, bias), shapeNTKD]);
-    // Grouped-query attention by broadcasting: q (N, Hkv, R, T, D) against k, v (N, Hkv, 1, T, D);
+    const v = g.op('Reshape', [linear(h, `${p}.self_attn.v_proj`, Hkv * D, C, bias), shapeK]);
+    // Cache layout (N, Hkv, columns, D): the new columns appended to the past ones.
+    let keys = g.op('Transpose', [k], { perm: ints([0, 2, 1, 3]) }); // (N, Hkv, T, D)
+    let values = g.op('Transpose', [v], { perm: ints([0, 2, 1, 3]) });
+    if (withCache) {
+      keys = g.op('Concat', [pastKeyName(l), keys], { axis: int(2) }, presentKeyName(l));
+      values = g.op('Concat', [pastValueName(l), values], { axis: int(2) }, presentValueName(l));
+    } // (N, Hkv, S, D)
+    // Grouped-query attention by broadcasting: q (N, Hkv, R, T, D) against k, v (N, Hkv, 1, S, D);
     // head h uses kv-head h / R, as transformers' repeat_kv.
     const qg = g.op('Transpose', [g.op('Reshape', [q, shapeNTHD])], {
       perm: ints([0, 2, 3, 1, 4]),
     });
-    const kt = g.op('Transpose', [g.op('Reshape', [k, shapeNTKD])], {
-      perm: ints([0, 2, 3, 4, 1]),
-    });
-    const vg = g.op('Transpose', [v], { perm: ints([0, 2, 3, 1, 4]) });
+    const kt = g.op('Transpose', [g.op('Unsqueeze', [keys, s2])], {
+      perm: ints([0, 1, 2, 4, 3]),
+    }); // (N, Hkv, 1, D, S)
+    const vg = g.op('Unsqueeze', [values, s2]); // (N, Hkv, 1, S, D)
     const scores = g.op('Add', [g.op('Mul', [g.op('MatMul', [qg, kt]), scale]), additive]);
-    const probs = g.op('Softmax', [scores], { axis: int(-1) }); // (N, Hkv, R, T, T)
+    const probs = g.op('Softmax', [scores], { axis: int(-1) }); // (N, Hkv, R, T, S)
     const ctx = g.op('Transpose', [g.op('MatMul', [probs, vg])], { perm: ints([0, 3, 1, 2, 4]) });
     const attn = linear(g.op('Reshape', [ctx, shapeNTC]), `${p}.self_attn.o_proj`, C, H * D, false);
     x = g.op('Add', [x, attn]);
@@ -221,16 +253,40 @@ export function exportOnnx(input: OnnxExportInput): Uint8Array {
         `(external-data export is not implemented): export safetensors instead`,
     );
   }
+  const cacheInputs: ProtoMessage[] = [];
+  const cacheOutputs: ProtoMessage[] = [];
+  if (withCache) {
+    for (let l = 0; l < config.numLayers; l++) {
+      for (const name of [pastKeyName(l), pastValueName(l)]) {
+        cacheInputs.push(
+          valueInfoProto(name, OnnxDataType.FLOAT, ['batch_size', Hkv, 'past_sequence_length', D]),
+        );
+      }
+      for (const name of [presentKeyName(l), presentValueName(l)]) {
+        cacheOutputs.push(
+          valueInfoProto(name, OnnxDataType.FLOAT, ['batch_size', Hkv, 'total_sequence_length', D]),
+        );
+      }
+    }
+  }
   const graph = graphProto(
     'grpo_playground_llama',
     g.nodes,
     g.initializers,
     [
       valueInfoProto('input_ids', OnnxDataType.INT64, ['batch_size', 'sequence_length']),
-      valueInfoProto('attention_mask', OnnxDataType.INT64, ['batch_size', 'sequence_length']),
+      valueInfoProto('attention_mask', OnnxDataType.INT64, [
+        'batch_size',
+        withCache ? 'total_sequence_length' : 'sequence_length',
+      ]),
+      ...cacheInputs,
     ],
-    [valueInfoProto('logits', OnnxDataType.FLOAT, ['batch_size', 'sequence_length', V])],
-    `${config.architecture}: ${config.numLayers} layers, hidden ${C}, heads ${H}/${Hkv}, vocab ${V}`,
+    [
+      valueInfoProto('logits', OnnxDataType.FLOAT, ['batch_size', 'sequence_length', V]),
+      ...cacheOutputs,
+    ],
+    `${config.architecture}: ${config.numLayers} layers, hidden ${C}, heads ${H}/${Hkv}, vocab ${V}` +
+      (withCache ? ', with past_key_values' : ''),
   );
   return modelProto(graph, {
     irVersion: ONNX_IR_VERSION,
@@ -238,4 +294,44 @@ export function exportOnnx(input: OnnxExportInput): Uint8Array {
     producerName: 'grpo-playground',
     producerVersion: input.producerVersion ?? '0.1.0',
   }).finish();
+}
+
+export interface OnnxFolderInput {
+  config: LlamaConfig;
+  tensors: ReadonlyMap<string, Float32Array>;
+  /** Copied verbatim (tokenizer.json, tokenizer_config.json …): transformers.js needs them. */
+  tokenizerFiles?: ReadonlyMap<string, Uint8Array>;
+  generation?: Partial<GenerationDefaults>;
+  producerVersion?: string;
+}
+
+/**
+ * A folder transformers.js loads as-is (AutoModelForCausalLM / pipeline('text-generation') with
+ * local files): config.json, generation_config.json, the tokenizer files and onnx/model.onnx with
+ * past_key_values. config.json says "transformers.js_config": { dtype: 'fp32' } because the
+ * library's wasm default is the 8-bit onnx/model_quantized.onnx, which is not written.
+ */
+export function exportOnnxFolder(input: OnnxFolderInput): Map<string, Uint8Array> {
+  const json = (value: unknown) => new TextEncoder().encode(JSON.stringify(value, null, 2) + '\n');
+  const files = new Map<string, Uint8Array>();
+  files.set(
+    'config.json',
+    json({
+      ...toHfConfig(input.config),
+      use_cache: true,
+      'transformers.js_config': { dtype: 'fp32', use_external_data_format: false },
+    }),
+  );
+  files.set('generation_config.json', json(generationConfig(input.config, input.generation)));
+  for (const [name, bytes] of input.tokenizerFiles ?? []) files.set(name, bytes);
+  files.set(
+    'onnx/model.onnx',
+    exportOnnx({
+      config: input.config,
+      tensors: input.tensors,
+      producerVersion: input.producerVersion,
+      pastKeyValues: true,
+    }),
+  );
+  return files;
 }

@@ -1,9 +1,17 @@
 // ONNX export: the exported graph runs in onnxruntime-web's wasm backend in Node and its logits
 // match the f64 CPU reference model (src/ref/llama.ts) on every real (non-padding) token of a
-// left-padded batch; plus the hand-written protobuf encoder's wire format.
+// left-padded batch; the past_key_values variant (what transformers.js generates with) gives the
+// same logits when fed a prefill and then one token at a time through its own present outputs;
+// plus the hand-written protobuf encoder's wire format.
 import * as ort from 'onnxruntime-web';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { exportOnnx } from '../../src/io/onnx-export';
+import {
+  exportOnnx,
+  pastKeyName,
+  pastValueName,
+  presentKeyName,
+  presentValueName,
+} from '../../src/io/onnx-export';
 import { ProtoMessage, nodeProto } from '../../src/io/onnx-proto';
 import { parameterSpecs, parseHfConfig, type LlamaConfig } from '../../src/model/config';
 import { RefLlama } from '../../src/ref/llama';
@@ -123,6 +131,82 @@ describe('exportOnnx runs in onnxruntime-web (wasm) and matches the reference mo
       "model.onnx (tensor 'model.layers.1.mlp.down_proj.weight'): no weights to export",
     );
   });
+});
+
+describe('exportOnnx with past_key_values (decoder-with-cache interface)', () => {
+  for (const [label, config] of Object.entries(configs)) {
+    it(`${label}: prefill + one-token steps give the reference logits`, async () => {
+      const { numLayers, numKvHeads: Hkv, headDim: D, vocabSize: V } = config;
+      const tensors = weights(config, 7 * label.length);
+      const session = await ort.InferenceSession.create(
+        exportOnnx({ config, tensors, pastKeyValues: true }),
+        { executionProviders: ['wasm'] },
+      );
+      const cacheNames = (kind: 'past' | 'present') =>
+        Array.from({ length: numLayers }, (_, l) =>
+          kind === 'past'
+            ? [pastKeyName(l), pastValueName(l)]
+            : [presentKeyName(l), presentValueName(l)],
+        ).flat();
+      expect(session.inputNames).toEqual(['input_ids', 'attention_mask', ...cacheNames('past')]);
+      expect(session.outputNames).toEqual(['logits', ...cacheNames('present')]);
+
+      // Two sequences, the second left-padded by 2; prefill 4 columns, then 3 single steps.
+      const N = 2;
+      const T = 7;
+      const prefill = 4;
+      const keyStart = Uint32Array.from([0, 2]);
+      const tokens = new Uint32Array(N * T);
+      for (let n = 0; n < N; n++)
+        for (let t = 0; t < T; t++)
+          tokens[n * T + t] = t >= keyStart[n] ? (5 * n + 3 * t + 2) % V : 0;
+      const ref = new RefLlama(config, tensors).forward(tokens, N, T, keyStart).logits;
+
+      const i64 = (cols: number, from: number, value: (n: number, t: number) => number) =>
+        new ort.Tensor(
+          'int64',
+          BigInt64Array.from({ length: N * cols }, (_, i) =>
+            BigInt(value(Math.floor(i / cols), from + (i % cols))),
+          ),
+          [N, cols],
+        );
+      let past: Record<string, ort.Tensor> = {};
+      for (const name of cacheNames('past'))
+        past[name] = new ort.Tensor('float32', new Float32Array(0), [N, Hkv, 0, D]);
+      let worst = 0;
+      let compared = 0;
+      for (let from = 0; from < T; from = from === 0 ? prefill : from + 1) {
+        const cols = from === 0 ? prefill : 1;
+        const out = await session.run({
+          input_ids: i64(cols, from, (n, t) => tokens[n * T + t]),
+          attention_mask: i64(from + cols, 0, (n, t) => (t >= keyStart[n] ? 1 : 0)),
+          ...past,
+        });
+        expect(out.logits.dims).toEqual([N, cols, V]);
+        expect(out[presentKeyName(0)].dims).toEqual([N, Hkv, from + cols, D]);
+        const got = out.logits.data as Float32Array;
+        for (let n = 0; n < N; n++) {
+          for (let j = 0; j < cols; j++) {
+            if (from + j < keyStart[n]) continue;
+            for (let v = 0; v < V; v++) {
+              const e = ref[(n * T + from + j) * V + v];
+              const a = got[(n * cols + j) * V + v];
+              worst = Math.max(worst, Math.abs(a - e) - (LOGITS_ATOL + LOGITS_RTOL * Math.abs(e)));
+              compared++;
+            }
+          }
+        }
+        past = {};
+        for (const [pastName, presentName] of cacheNames('past').map(
+          (name, i) => [name, cacheNames('present')[i]] as const,
+        ))
+          past[pastName] = out[presentName];
+      }
+      expect(compared).toBe((7 + 5) * V);
+      expect(worst).toBeLessThanOrEqual(0);
+      await session.release();
+    });
+  }
 });
 
 describe('protobuf encoder wire format', () => {
