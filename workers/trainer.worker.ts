@@ -1,5 +1,17 @@
-// Trainer worker: owns the GPU device. Thin comlink wrapper; the logic lives in src/.
+// Trainer worker: owns the GPU device. Thin comlink wrapper; the logic lives in src/app/trainer-api.ts.
+// Exports cross back with Comlink.transfer so large weight files are moved, not copied.
 import * as Comlink from 'comlink';
 import { createTrainerApi } from '../src/app/trainer-api';
 
-Comlink.expose(createTrainerApi());
+const api = createTrainerApi();
+
+Comlink.expose({
+  ...api,
+  async exportModel(format: 'hf' | 'onnx') {
+    const files = await api.exportModel(format);
+    return Comlink.transfer(
+      files,
+      files.map((f) => f.bytes.buffer as ArrayBuffer),
+    );
+  },
+} satisfies typeof api);

@@ -1,35 +1,679 @@
 // The API the trainer worker exposes over comlink. Everything here runs inside the worker, which
-// owns the GPU device; the page only sees plain, structured-clonable results.
-import { acquireGpu, type AdapterSummary, type GpuContext } from '../engine/device';
+// owns the GPU device: model loading (with the memory plan first), the GRPO trainer, the run loop,
+// checkpoints in IndexedDB, chat, before/after evaluation and export. The page only sees plain,
+// structured-clonable results and a stream of typed events (protocol.ts TrainerEvent) delivered
+// through one callback. Dependencies are injectable so Node tests drive the same code.
+import { type AdapterSummary } from '../engine/device';
+import { createEngine, type Engine } from '../engine/engine';
 import { WebGpuUnavailableError } from '../engine/errors';
+import { payloadToSnapshot, snapshotToPayload, weightsIdentity } from '../grpo/checkpoint';
+import { resolveConfig, type Config, type ConfigInput } from '../grpo/config';
+import {
+  createCustomRewards,
+  customRewardResolver,
+  disposeCustomRewards,
+} from '../grpo/custom-reward';
+import { evaluate, type EvalReport } from '../grpo/evaluate';
+import { browserSandboxFactory } from '../grpo/reward-sandbox-browser';
+import type { SandboxFactory } from '../grpo/reward-sandbox';
+import { createRewardFunctions, type RewardFunction } from '../grpo/rewards';
+import { GrpoTrainer, TrainingDivergedError, type StepReport } from '../grpo/trainer';
+import { exportHfFolder } from '../io/hf-export';
+import { CONFIG_FILE, loadHfFolder, type LoadedHfModel } from '../io/hf-folder';
+import {
+  filesSource,
+  parseJsonFile,
+  urlSource,
+  type ModelSource,
+  type ReadProgress,
+} from '../io/model-source';
+import { exportOnnx } from '../io/onnx-export';
+import { loadTokenizer, type Tokenizer } from '../io/tokenizer';
+import { parameterCount, parseHfConfig, type LlamaConfig } from '../model/config';
+import { deviceMemoryLimits, planMemory } from '../model/memory-plan';
+import { GrpoStorage } from '../storage/index';
+import type { Identity, MetricsRow as StoredMetricsRow } from '../storage/db';
+import { StorageQuotaError } from '../storage/errors';
+import { createTask } from '../tasks/index';
+import type { Task } from '../tasks/types';
+import type {
+  ChatOptions,
+  ChatReply,
+  CheckpointInfo,
+  Comparison,
+  ExportedFile,
+  ModelChoice,
+  ModelInfo,
+  ModelPreview,
+  PlanSummary,
+  RunState,
+  StorageInfo,
+  TrainerEvent,
+  TrainerStatus,
+  UiStepReport,
+} from './protocol';
+import type { MetricsRow } from './types';
 
 export type AdapterProbe =
   { ok: true; adapter: AdapterSummary } | { ok: false; reason: string; remedy: string };
 
-export function createTrainerApi() {
-  let gpu: GpuContext | null = null;
+export interface TrainerApiOptions {
+  createEngine?: () => Promise<Engine>;
+  /** Where custom reward code runs (default: a Blob worker per source, nested in this worker). */
+  sandboxFactory?: () => SandboxFactory;
+  openStorage?: () => Promise<GrpoStorage>;
+  /** URL of the bundled model folder (default /models/tiny-reasoner/ under the app's base). */
+  bundledUrl?: string;
+  /** Overrides how a ModelChoice becomes a ModelSource (tests). */
+  modelSource?: (choice: ModelChoice) => ModelSource;
+  /** GPU bytes a run may plan for (WebGPU reports no free memory); default 4 × maxBufferSize. */
+  budgetBytes?: number;
+}
+
+/** Held-out prompts used by the before/after comparison (greedy + k samples each). */
+export const COMPARE_PROMPTS = 8;
+export const COMPARE_SAMPLES = 2;
+
+interface LoadedModel {
+  label: string;
+  hf: LoadedHfModel;
+  tokenizer: Tokenizer;
+  identity: Identity;
+}
+
+interface Run {
+  id: string;
+  name: string;
+  config: Config;
+  task: Task;
+  rewards: RewardFunction[];
+  trainer: GrpoTrainer;
+  history: MetricsRow[];
+  /** Wall time of the step before checkpointing, for the page's ETA. */
+  lastCheckpoint: CheckpointInfo | null;
+}
+
+const toStored = (rows: MetricsRow[]): StoredMetricsRow[] =>
+  rows.map((r) => ({ ...r.metrics, step: r.step }));
+
+const fromStored = (rows: StoredMetricsRow[] | null): MetricsRow[] =>
+  (rows ?? []).map(({ step, ...metrics }) => ({ step, metrics }));
+
+function message(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+export function createTrainerApi(options: TrainerApiOptions = {}) {
+  const bundledUrl =
+    options.bundledUrl ??
+    `${(import.meta.env?.BASE_URL as string | undefined) ?? '/'}models/tiny-reasoner/`;
+  let engine: Engine | null = null;
+  let engineError: { reason: string; remedy: string } | null = null;
+  let listener: ((event: TrainerEvent) => void) | null = null;
+  let model: LoadedModel | null = null;
+  let run: Run | null = null;
+  let status: TrainerStatus = 'no-model';
+  let pauseRequested = false;
+  let lost = false;
+  let storage: Promise<GrpoStorage> | null = null;
+
+  const emit = (event: TrainerEvent) => {
+    try {
+      listener?.(event);
+    } catch {
+      // A closed page must not stop training; events are best-effort.
+    }
+  };
+  const setStatus = (next: TrainerStatus) => {
+    status = next;
+    emit({
+      type: 'status',
+      status,
+      step: run?.trainer.step ?? 0,
+      steps: run?.config.steps ?? 0,
+    });
+  };
+
+  const getStorage = () => {
+    if (!storage) {
+      storage = (options.openStorage ?? (() => GrpoStorage.open()))();
+      storage.catch(() => (storage = null));
+    }
+    return storage;
+  };
+
+  async function getEngine(): Promise<Engine> {
+    if (engine && !engine.gpu.lost) return engine;
+    engine = await (options.createEngine ?? (() => createEngine()))();
+    engine.gpu.onDeviceLost((event) => {
+      lost = true;
+      pauseRequested = true;
+      setStatus('lost');
+      emit({
+        type: 'device-lost',
+        message: `${event.reason}: ${event.message || 'the GPU device was lost'}`,
+        lastCheckpoint: run?.lastCheckpoint ?? null,
+      });
+    });
+    return engine;
+  }
+
+  function sourceFor(choice: ModelChoice): ModelSource {
+    if (options.modelSource) return options.modelSource(choice);
+    if (choice.kind === 'bundled') return urlSource(bundledUrl);
+    if (choice.kind === 'url') return urlSource(choice.url);
+    return filesSource(choice.files, `${choice.files.length} selected files`);
+  }
+
+  async function planFor(config: LlamaConfig, c: Config): Promise<PlanSummary> {
+    const e = await getEngine();
+    const budget = options.budgetBytes ?? e.device.limits.maxBufferSize * 4;
+    const plan = planMemory(
+      {
+        config,
+        numPrompts: c.perStepPrompts,
+        groupSize: c.numGenerations,
+        promptLength: Math.min(c.maxPromptLength, config.maxPositions),
+        completionLength: c.maxCompletionLength,
+        beta: c.beta,
+        microBatch: (c.perStepPrompts * c.numGenerations) / c.gradientAccumulationSteps,
+      },
+      deviceMemoryLimits(e.device.limits, budget),
+    );
+    return {
+      fits: plan.fits,
+      peakBytes: plan.peakBytes,
+      budgetBytes: budget,
+      byCategory: plan.byCategory,
+      message: plan.message,
+      suggestions: plan.suggestions,
+    };
+  }
+
+  function checkpointInfo(
+    r: {
+      id: string;
+      runId: string;
+      step: number;
+      createdAt: number;
+      bytes: number;
+      metrics: StoredMetricsRow | null;
+    },
+    runName: string,
+  ): CheckpointInfo {
+    const reward = r.metrics?.reward;
+    return {
+      id: r.id,
+      runId: r.runId,
+      runName,
+      step: r.step,
+      createdAt: r.createdAt,
+      bytes: r.bytes,
+      reward: typeof reward === 'number' && Number.isFinite(reward) ? reward : null,
+    };
+  }
+
+  function disposeRun() {
+    if (!run) return;
+    disposeCustomRewards(run.rewards);
+    run.trainer.destroy();
+    run = null;
+  }
+
+  async function buildRun(
+    config: Config,
+    jsonlText: string | undefined,
+    ids: { id: string; name: string },
+  ): Promise<Run> {
+    if (!model) throw new Error('Load a model first.');
+    const e = await getEngine();
+    const task = createTask(config.task, config.taskOptions, { text: jsonlText });
+    const custom = createCustomRewards(config.customRewards, {
+      timeoutMs: config.rewardTimeoutMs,
+      sandboxFactory: (options.sandboxFactory ?? (() => browserSandboxFactory()))(),
+    });
+    const rewards = createRewardFunctions(config.rewards, task, customRewardResolver(custom));
+    disposeCustomRewards(custom.filter((f) => !rewards.includes(f)));
+    disposeRun();
+    const trainer = new GrpoTrainer({
+      engine: e,
+      config,
+      modelConfig: model.hf.config,
+      weights: model.hf.tensors,
+      tokenizer: model.tokenizer,
+      task,
+      rewardFunctions: rewards,
+      recordLogpAfterUpdate: true,
+    });
+    return { ...ids, config, task, rewards, trainer, history: [], lastCheckpoint: null };
+  }
+
+  async function runState(r: Run): Promise<RunState> {
+    return {
+      runId: r.id,
+      runName: r.name,
+      config: r.config,
+      step: r.trainer.step,
+      history: r.history,
+      plan: await planFor(model!.hf.config, r.config),
+    };
+  }
+
+  function requireRun(): Run {
+    if (lost) throw new Error('The GPU device was lost: resume from a checkpoint first.');
+    if (!run) throw new Error('Load a model and configure a run first.');
+    return run;
+  }
+
+  function withPieces(report: StepReport, elapsedMs: number): UiStepReport {
+    const tokenizer = model!.tokenizer;
+    return {
+      ...report,
+      elapsedMs,
+      groups: report.groups.map((g) => ({
+        ...g,
+        completions: g.completions.map((c) => ({ ...c, pieces: tokenizer.tokenStrings(c.tokens) })),
+      })),
+    };
+  }
+
+  async function saveCheckpoint(r: Run, automatic: boolean): Promise<CheckpointInfo | null> {
+    if (!model) return null;
+    const step = r.trainer.step;
+    try {
+      const snapshot = await r.trainer.snapshot();
+      const payload = snapshotToPayload(snapshot, {
+        runId: r.id,
+        runName: r.name,
+        config: r.config,
+        modelConfig: model.hf.config,
+        modelIdentity: model.identity,
+        // The run's initial weights: restoring needs them loaded (the frozen reference, β > 0).
+        referenceIdentity: model.identity,
+        tokenizerIdentity: null,
+        metricsSoFar: toStored(r.history),
+      });
+      const record = await (await getStorage()).saveCheckpoint(payload);
+      const info = checkpointInfo(record, r.name);
+      r.lastCheckpoint = info;
+      emit({ type: 'checkpoint-saved', checkpoint: info, automatic });
+      return info;
+    } catch (err) {
+      const quota = err instanceof StorageQuotaError;
+      emit({
+        type: 'checkpoint-failed',
+        step,
+        message: message(err),
+        quota,
+        candidates: quota ? err.candidates : [],
+      });
+      if (!automatic) throw err;
+      return null;
+    }
+  }
+
+  async function oneStep(r: Run): Promise<UiStepReport> {
+    const started = performance.now();
+    let report: StepReport;
+    try {
+      report = await r.trainer.trainStep();
+    } catch (err) {
+      emit({
+        type: 'error',
+        message: message(err),
+        diverged: err instanceof TrainingDivergedError,
+      });
+      throw err;
+    }
+    const ui = withPieces(report, performance.now() - started);
+    r.history.push({ step: report.step, metrics: report.metrics });
+    emit({ type: 'step', report: ui });
+    if (report.step % r.config.saveSteps === 0) await saveCheckpoint(r, true);
+    return ui;
+  }
+
   return {
+    /** The page's single event callback (wrap it in Comlink.proxy). */
+    setListener(callback: ((event: TrainerEvent) => void) | null): void {
+      listener = callback;
+    },
+
     /** Acquires (once) the worker's GPU device and describes the adapter. */
     async probeAdapter(): Promise<AdapterProbe> {
+      if (engineError) return { ok: false, ...engineError };
       try {
-        gpu ??= await acquireGpu();
-        return { ok: true, adapter: gpu.adapter };
+        return { ok: true, adapter: (await getEngine()).gpu.adapter };
       } catch (err) {
         if (err instanceof WebGpuUnavailableError) {
-          return {
-            ok: false,
+          engineError = {
             reason: err.message.replace(err.remedy, '').trim(),
             remedy: err.remedy,
           };
+        } else {
+          engineError = {
+            reason: message(err),
+            remedy: 'Reload the page; if it persists, restart the browser.',
+          };
         }
-        return {
-          ok: false,
-          reason: String((err as Error).message ?? err),
-          remedy: 'Reload the page; if it persists, restart the browser.',
-        };
+        return { ok: false, ...engineError };
       }
     },
+
+    status(): { status: TrainerStatus; step: number; model: ModelInfo | null } {
+      return { status, step: run?.trainer.step ?? 0, model: model ? modelInfo(model) : null };
+    },
+
+    /** Reads only config.json and plans memory for `config`: shown before any weight is read. */
+    async previewModel(choice: ModelChoice, config: Partial<ConfigInput>): Promise<ModelPreview> {
+      const source = sourceFor(choice);
+      const json = parseJsonFile(await source.read(CONFIG_FILE), CONFIG_FILE);
+      const llama = parseHfConfig(json, CONFIG_FILE);
+      return {
+        label: source.label,
+        config: llama,
+        parameterCount: parameterCount(llama),
+        plan: await planFor(llama, resolveConfig(config)),
+      };
+    },
+
+    /** Loads weights and tokenizer (progress events), then builds a run with `config`. */
+    async loadModel(
+      choice: ModelChoice,
+      config: Partial<ConfigInput>,
+      jsonlText?: string,
+    ): Promise<{ model: ModelInfo; run: RunState }> {
+      if (status === 'running') throw new Error('Pause training before loading another model.');
+      const resolved = resolveConfig(config);
+      const source = sourceFor(choice);
+      const previous = status;
+      setStatus('loading');
+      try {
+        const hf = await loadHfFolder(source, {
+          onProgress: (p: ReadProgress & { phase: string }) =>
+            emit({ type: 'load-progress', ...p }),
+        });
+        const plan = await planFor(hf.config, resolved);
+        if (!plan.fits) throw new Error(`The model does not fit: ${plan.message}`);
+        const tokenizer = await loadTokenizer(hf.tokenizerFiles, {
+          eosTokenIds: hf.generation.eosTokenIds,
+        });
+        const label = choice.kind === 'bundled' ? 'tiny-reasoner (bundled)' : source.label;
+        disposeRun();
+        model = { label, hf, tokenizer, identity: await weightsIdentity(label, hf.tensors) };
+        lost = false;
+        run = await buildRun(resolved, jsonlText, newRunIds(resolved));
+        setStatus('ready');
+        return { model: modelInfo(model), run: await runState(run) };
+      } catch (err) {
+        setStatus(model ? (previous === 'loading' ? 'ready' : previous) : 'no-model');
+        throw err;
+      }
+    },
+
+    /** A new run (step 0, the loaded weights) with `config`. */
+    async configure(config: Partial<ConfigInput>, jsonlText?: string): Promise<RunState> {
+      if (status === 'running') throw new Error('Pause training before changing the run.');
+      const resolved = resolveConfig(config);
+      run = await buildRun(resolved, jsonlText, newRunIds(resolved));
+      setStatus('ready');
+      return runState(run);
+    },
+
+    /** One GRPO step. */
+    async step(): Promise<UiStepReport> {
+      const r = requireRun();
+      if (status === 'running') throw new Error('Already running.');
+      setStatus('running');
+      try {
+        return await oneStep(r);
+      } finally {
+        if (!lost) setStatus('paused');
+      }
+    },
+
+    /** Runs until config.steps, pause() or an error; returns when it stops. */
+    async run(): Promise<{ step: number; stopped: 'paused' | 'finished' | 'error' | 'lost' }> {
+      const r = requireRun();
+      if (status === 'running') throw new Error('Already running.');
+      pauseRequested = false;
+      setStatus('running');
+      let stopped: 'paused' | 'finished' | 'error' | 'lost' = 'paused';
+      try {
+        while (!pauseRequested && r.trainer.step < r.config.steps) await oneStep(r);
+        if (r.trainer.step >= r.config.steps) stopped = 'finished';
+      } catch {
+        stopped = lost ? 'lost' : 'error';
+      }
+      if (lost) stopped = 'lost';
+      else setStatus('paused');
+      return { step: r.trainer.step, stopped };
+    },
+
+    /** Stops the run loop after the current step. */
+    pause(): void {
+      pauseRequested = true;
+    },
+
+    /** Back to step 0 with the loaded weights and the same config (a new run id). */
+    async reset(jsonlText?: string): Promise<RunState> {
+      if (status === 'running') throw new Error('Pause training before resetting.');
+      const r = requireRun();
+      run = await buildRun(r.config, jsonlText, newRunIds(r.config));
+      setStatus('ready');
+      return runState(run);
+    },
+
+    // ---- checkpoints ---------------------------------------------------------------------
+    async saveCheckpoint(): Promise<CheckpointInfo> {
+      const info = await saveCheckpoint(requireRun(), false);
+      if (!info) throw new Error('The checkpoint was not saved.');
+      return info;
+    },
+
+    async listCheckpoints(): Promise<CheckpointInfo[]> {
+      const s = await getStorage();
+      const runs = new Map((await s.listRuns()).map((r) => [r.id, r.name]));
+      const records = await s.listCheckpoints();
+      return records
+        .map((c) => checkpointInfo(c, runs.get(c.runId) ?? c.runId))
+        .sort((a, b) => b.createdAt - a.createdAt);
+    },
+
+    /** Continues a saved run: the same base model must be loaded (it is the reference policy). */
+    async restoreCheckpoint(id: string, jsonlText?: string): Promise<RunState> {
+      if (status === 'running') throw new Error('Pause training before restoring.');
+      if (!model) throw new Error('Load the model this checkpoint was trained from first.');
+      const s = await getStorage();
+      const loaded = await s.loadCheckpoint(id);
+      const base = loaded.referenceIdentity ?? loaded.modelIdentity;
+      if (base.sha256 !== model.identity.sha256) {
+        throw new Error(
+          `This checkpoint was trained from '${base.name}', not from the loaded model ` +
+            `('${model.label}'): load that model, then restore.`,
+        );
+      }
+      const config = resolveConfig(loaded.config);
+      const runRecord = await s.getRun(loaded.runId);
+      const r = await buildRun(config, jsonlText, {
+        id: loaded.runId,
+        name: runRecord?.name ?? loaded.runName ?? loaded.runId,
+      });
+      lost = false;
+      r.trainer.restore(payloadToSnapshot(loaded));
+      r.history = fromStored(loaded.metricsSoFar).filter((row) => row.step <= loaded.step);
+      r.lastCheckpoint = checkpointInfo(loaded, r.name);
+      run = r;
+      setStatus('paused');
+      return runState(r);
+    },
+
+    async renameRun(runId: string, name: string): Promise<void> {
+      await (await getStorage()).renameRun(runId, name);
+      if (run?.id === runId) run.name = name.trim();
+    },
+
+    async deleteCheckpoint(id: string): Promise<void> {
+      await (await getStorage()).deleteCheckpoint(id);
+      if (run?.lastCheckpoint?.id === id) run.lastCheckpoint = null;
+    },
+
+    async exportCheckpoint(id: string): Promise<{ blob: Blob; fileName: string }> {
+      return (await getStorage()).exportCheckpointBlob(id);
+    },
+
+    async importCheckpoint(file: Blob): Promise<CheckpointInfo> {
+      const result = await (
+        await getStorage()
+      ).importCheckpoint(file, {
+        fileName: (file as File).name || undefined,
+      });
+      return checkpointInfo(result.checkpoint, result.run.name);
+    },
+
+    async storageInfo(): Promise<StorageInfo> {
+      const report = await (await getStorage()).storageUsage();
+      return {
+        usage: report.known ? report.usageBytes : null,
+        quota: report.known ? report.quotaBytes : null,
+        checkpointCount: report.checkpointCount,
+        checkpointBytes: report.checkpointBytes,
+      };
+    },
+
+    /** After a device loss: a new device, the run rebuilt, and its latest checkpoint restored. */
+    async recover(jsonlText?: string): Promise<RunState> {
+      if (!model || !run) throw new Error('Nothing to recover: load a model.');
+      engine = null;
+      lost = false;
+      const r = run;
+      const ckpt = r.lastCheckpoint;
+      const fresh = await buildRun(r.config, jsonlText, { id: r.id, name: r.name });
+      if (ckpt) {
+        const loaded = await (await getStorage()).loadCheckpoint(ckpt.id);
+        fresh.trainer.restore(payloadToSnapshot(loaded));
+        fresh.history = r.history.filter((row) => row.step <= loaded.step);
+        fresh.lastCheckpoint = ckpt;
+      }
+      run = fresh;
+      setStatus(fresh.trainer.step > 0 ? 'paused' : 'ready');
+      return runState(fresh);
+    },
+
+    // ---- try the weights -----------------------------------------------------------------
+    async chat(text: string, opts: ChatOptions): Promise<ChatReply> {
+      const r = requireRun();
+      if (status === 'running') throw new Error('Pause training to chat with the model.');
+      const tokenizer = model!.tokenizer;
+      let prompt = text;
+      let ids: number[];
+      if (opts.useTemplate) {
+        const rendered = r.trainer.renderPrompt({
+          id: 'chat',
+          task: r.task.name,
+          question: text,
+          reference: null,
+          verifier: { kind: 'none' },
+        });
+        prompt = rendered.text;
+        ids = rendered.ids;
+      } else {
+        ids = tokenizer.encode(text);
+      }
+      const maxNew = Math.max(
+        1,
+        Math.min(opts.maxNewTokens, model!.hf.config.maxPositions - ids.length),
+      );
+      if (ids.length === 0) throw new Error('Type a message first.');
+      if (ids.length >= model!.hf.config.maxPositions)
+        throw new Error(
+          `The message is longer than the model's ${model!.hf.config.maxPositions} positions.`,
+        );
+      const out = await r.trainer.sampler.generate([ids], {
+        maxNewTokens: maxNew,
+        temperature: Math.max(opts.temperature, 1e-3),
+        greedy: opts.temperature === 0,
+        topK: 0,
+        topP: 1,
+        seed: (Math.random() * 2 ** 31) | 0,
+        stream: 0,
+        eosTokenIds: tokenizer.eosTokenIds,
+        padTokenId: tokenizer.padTokenId,
+      });
+      return {
+        prompt,
+        text: tokenizer.decode(out.completions[0], { skipSpecialTokens: true }),
+        tokens: out.completions[0].length,
+        truncated: !out.finished[0],
+      };
+    },
+
+    /** The base weights and the current ones on the same held-out prompts and draws. */
+    async compare(prompts = COMPARE_PROMPTS): Promise<Comparison> {
+      const r = requireRun();
+      if (status === 'running') throw new Error('Pause training to compare.');
+      const problems = r.trainer.evalProblems.slice(0, prompts);
+      if (problems.length === 0)
+        throw new Error('This run has no held-out prompts (evalPrompts = 0).');
+      const ctx = {
+        sampler: r.trainer.sampler,
+        tokenizer: model!.tokenizer,
+        task: r.task,
+        renderPrompt: (p: Parameters<GrpoTrainer['renderPrompt']>[0]) => r.trainer.renderPrompt(p),
+      };
+      const evalOptions = {
+        k: COMPARE_SAMPLES,
+        temperature: r.config.temperature,
+        topP: r.config.topP,
+        topK: r.config.topK,
+        maxCompletionLength: r.config.maxCompletionLength,
+        seed: r.config.seed,
+      };
+      const current = await r.trainer.policy.readParameters();
+      let before: EvalReport;
+      try {
+        r.trainer.policy.writeParameters(model!.hf.tensors);
+        before = await evaluate(ctx, problems, evalOptions);
+      } finally {
+        r.trainer.policy.writeParameters(current);
+      }
+      const after = await evaluate(ctx, problems, evalOptions);
+      return { step: r.trainer.step, before, after };
+    },
+
+    /** The current weights as a Hugging Face folder or an ONNX file. */
+    async exportModel(format: 'hf' | 'onnx'): Promise<ExportedFile[]> {
+      const r = requireRun();
+      const tensors = await r.trainer.policy.readParameters();
+      const m = model!;
+      if (format === 'onnx') {
+        return [{ name: 'model.onnx', bytes: exportOnnx({ config: m.hf.config, tensors }) }];
+      }
+      const files = exportHfFolder({
+        config: m.hf.config,
+        tensors,
+        tokenizerFiles: m.hf.tokenizerFiles,
+        generation: m.hf.generation,
+      });
+      return [...files].map(([name, bytes]) => ({ name, bytes }));
+    },
   };
+
+  function modelInfo(m: LoadedModel): ModelInfo {
+    return {
+      label: m.label,
+      config: m.hf.config,
+      parameterCount: parameterCount(m.hf.config),
+      storedDtypes: [...new Set(m.hf.storedDtypes.values())],
+      vocabSize: m.tokenizer.vocabSize,
+      hasChatTemplate: m.tokenizer.hasChatTemplate,
+      sha256: m.identity.sha256,
+    };
+  }
+
+  function newRunIds(config: Config): { id: string; name: string } {
+    const when = new Date().toISOString().slice(0, 16).replace('T', ' ');
+    return { id: crypto.randomUUID(), name: `${config.task} · ${when}` };
+  }
 }
 
 export type TrainerApi = ReturnType<typeof createTrainerApi>;

@@ -1,0 +1,130 @@
+// What crosses the page ⇄ trainer-worker boundary: model choices, summaries, the step report with
+// per-token strings, checkpoint rows, and the typed progress event union the worker streams to the
+// page through one Comlink.proxy callback. Plain structured-clonable data only.
+import type { CompletionRecord, GroupRecord, StepReport } from '../grpo/trainer';
+import type { Config, ConfigInput } from '../grpo/config';
+import type { EvalReport } from '../grpo/evaluate';
+import type { LlamaConfig } from '../model/config';
+import type { MemoryCategory } from '../model/memory-plan';
+import type { DeletionCandidate } from '../storage/errors';
+import type { MetricsRow } from './types';
+
+/** Where the model comes from. Files cross to the worker as File objects (structured clone). */
+export type ModelChoice =
+  { kind: 'bundled' } | { kind: 'url'; url: string } | { kind: 'files'; files: File[] };
+
+/** The memory plan the UI shows before loading (src/model/memory-plan.ts, trimmed). */
+export interface PlanSummary {
+  fits: boolean;
+  peakBytes: number;
+  budgetBytes: number;
+  byCategory: Record<MemoryCategory, number>;
+  message: string;
+  suggestions: string[];
+}
+
+/** What the model panel shows once config.json has been read (weights not read yet). */
+export interface ModelPreview {
+  label: string;
+  config: LlamaConfig;
+  parameterCount: number;
+  plan: PlanSummary;
+}
+
+export interface ModelInfo {
+  label: string;
+  config: LlamaConfig;
+  parameterCount: number;
+  /** dtypes the weights were stored in (they are trained in f32). */
+  storedDtypes: string[];
+  vocabSize: number;
+  hasChatTemplate: boolean;
+  /** SHA-256 of the loaded weights: the identity a checkpoint's reference must match. */
+  sha256: string;
+}
+
+/** A completion with its token strings, for per-token colouring in the inspector. */
+export interface UiCompletion extends CompletionRecord {
+  pieces: string[];
+}
+export interface UiGroup extends GroupRecord {
+  completions: UiCompletion[];
+}
+export interface UiStepReport extends StepReport {
+  groups: UiGroup[];
+  /** Wall time of the step in the worker, checkpointing excluded. */
+  elapsedMs: number;
+}
+
+export interface CheckpointInfo {
+  id: string;
+  runId: string;
+  runName: string;
+  step: number;
+  createdAt: number;
+  bytes: number;
+  reward: number | null;
+}
+
+export interface StorageInfo {
+  usage: number | null;
+  quota: number | null;
+  checkpointCount: number;
+  checkpointBytes: number;
+}
+
+export type TrainerStatus = 'no-model' | 'loading' | 'ready' | 'running' | 'paused' | 'lost';
+
+/** The trainer worker's progress stream (one Comlink.proxy callback receives every event). */
+export type TrainerEvent =
+  | { type: 'load-progress'; phase: string; file: string; loaded: number; total: number | null }
+  | { type: 'status'; status: TrainerStatus; step: number; steps: number }
+  | { type: 'step'; report: UiStepReport }
+  | { type: 'checkpoint-saved'; checkpoint: CheckpointInfo; automatic: boolean }
+  | {
+      type: 'checkpoint-failed';
+      step: number;
+      message: string;
+      quota: boolean;
+      candidates: DeletionCandidate[];
+    }
+  | { type: 'error'; message: string; diverged: boolean }
+  | { type: 'device-lost'; message: string; lastCheckpoint: CheckpointInfo | null };
+
+/** The run state after configure / reset / restore. */
+export interface RunState {
+  runId: string;
+  runName: string;
+  config: Config;
+  step: number;
+  history: MetricsRow[];
+  plan: PlanSummary;
+}
+
+export interface ChatOptions {
+  maxNewTokens: number;
+  temperature: number;
+  /** Wrap the message in the run's prompt template (R1-Zero text or chat template). */
+  useTemplate: boolean;
+}
+
+export interface ChatReply {
+  prompt: string;
+  text: string;
+  tokens: number;
+  truncated: boolean;
+}
+
+/** Before/after on the same held-out prompts and draws (src/grpo/evaluate.ts). */
+export interface Comparison {
+  step: number;
+  before: EvalReport;
+  after: EvalReport;
+}
+
+export interface ExportedFile {
+  name: string;
+  bytes: Uint8Array;
+}
+
+export type { ConfigInput };

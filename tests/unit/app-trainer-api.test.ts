@@ -1,0 +1,174 @@
+// The trainer worker's API (src/app/trainer-api.ts) driven directly in Node: a tiny random Llama
+// served as an in-memory Hugging Face folder, fake IndexedDB, custom rewards in worker_threads.
+// Checks the memory plan before loading, events, steps (advantages per group sum to 0), a checkpoint
+// round trip that continues the run bit for bit, a throwing custom reward, chat, compare, export.
+import 'fake-indexeddb/auto';
+import { IDBFactory } from 'fake-indexeddb';
+import { describe, expect, it } from 'vitest';
+import { createTrainerApi } from '../../src/app/trainer-api';
+import type { TrainerEvent } from '../../src/app/protocol';
+import type { ConfigInput } from '../../src/grpo/config';
+import { nodeSandboxFactory } from '../../src/grpo/reward-sandbox-node';
+import { exportHfFolder } from '../../src/io/hf-export';
+import { filesSource } from '../../src/io/model-source';
+import { loadTokenizer } from '../../src/io/tokenizer';
+import { parameterCount, type LlamaConfig } from '../../src/model/config';
+import { initLlamaWeights } from '../../src/model/init';
+import { GrpoStorage } from '../../src/storage/index';
+import { tinyTokenizerFiles } from '../../src/tasks/traces';
+import { testEngine } from '../kernels/harness';
+
+// Advantages are computed in f64 (GRPO.md §2) and reported as such: a group's sum is ~0 up to
+// the rounding of its mean.
+const ADVANTAGE_SUM_TOL = 1e-9;
+
+// The bundled model's word-level tokenizer: R1-Zero prompts are a few dozen tokens (fast steps).
+const json = (v: unknown) => new TextEncoder().encode(JSON.stringify(v));
+const files = tinyTokenizerFiles();
+const tokenizerFiles = new Map<string, Uint8Array>([
+  ['tokenizer.json', json(files.tokenizerJson)],
+  ['tokenizer_config.json', json(files.tokenizerConfig)],
+]);
+
+async function tinyFolder() {
+  const tokenizer = await loadTokenizer(tokenizerFiles);
+  const config: LlamaConfig = {
+    architecture: 'LlamaForCausalLM',
+    hiddenSize: 16,
+    intermediateSize: 32,
+    numLayers: 1,
+    numHeads: 2,
+    numKvHeads: 1,
+    headDim: 8,
+    vocabSize: tokenizer.vocabSize,
+    maxPositions: 128,
+    ropeTheta: 10000,
+    rmsNormEps: 1e-6,
+    tieWordEmbeddings: true,
+    attentionBias: false,
+    bosTokenId: null,
+    eosTokenIds: tokenizer.eosTokenIds,
+  };
+  const files = exportHfFolder({ config, tensors: initLlamaWeights(config, 5), tokenizerFiles });
+  return {
+    config,
+    blobs: [...files].map(([name, bytes]) => ({
+      name,
+      size: bytes.byteLength,
+      arrayBuffer: async () => bytes.slice().buffer,
+    })),
+  };
+}
+
+const runConfig = (overrides: Partial<ConfigInput> = {}): Partial<ConfigInput> => ({
+  task: 'countdown',
+  taskOptions: { numbers: 3, maxNumber: 10, maxTarget: 100 },
+  perStepPrompts: 2,
+  numGenerations: 3,
+  maxPromptLength: 100,
+  maxCompletionLength: 4,
+  learningRate: 1e-2,
+  lrScheduler: 'constant',
+  steps: 10,
+  saveSteps: 100,
+  evalPrompts: 2,
+  ...overrides,
+});
+
+describe('trainer worker API', { timeout: 600_000 }, () => {
+  it('plans, loads, steps, checkpoints and continues a run exactly', async () => {
+    const folder = await tinyFolder();
+    const events: TrainerEvent[] = [];
+    const api = createTrainerApi({
+      createEngine: testEngine,
+      sandboxFactory: () => nodeSandboxFactory(),
+      openStorage: () => GrpoStorage.open({ indexedDB: new IDBFactory() }),
+      modelSource: () => filesSource(folder.blobs, 'tiny test model'),
+    });
+    api.setListener((e) => events.push(e));
+    expect((await api.probeAdapter()).ok).toBe(true);
+
+    const preview = await api.previewModel({ kind: 'bundled' }, runConfig());
+    expect(preview.parameterCount).toBe(parameterCount(folder.config));
+    expect(preview.plan.fits).toBe(true);
+    expect(preview.plan.peakBytes).toBeGreaterThan(preview.parameterCount * 16);
+
+    const { model, run } = await api.loadModel({ kind: 'bundled' }, runConfig());
+    expect(model.config.hiddenSize).toBe(16);
+    expect(run.step).toBe(0);
+    expect(events.some((e) => e.type === 'load-progress')).toBe(true);
+
+    const r1 = await api.step();
+    expect(r1.step).toBe(1);
+    expect(r1.groups).toHaveLength(2);
+    for (const g of r1.groups) {
+      const sum = g.completions.reduce((s, c) => s + c.advantage, 0);
+      expect(Math.abs(sum)).toBeLessThanOrEqual(ADVANTAGE_SUM_TOL);
+      for (const c of g.completions) expect(c.pieces).toHaveLength(c.tokens.length);
+      expect(g.prompt).toContain('Assistant:');
+    }
+    await api.step();
+    const saved = await api.saveCheckpoint();
+    expect(saved.step).toBe(2);
+    expect(events.some((e) => e.type === 'checkpoint-saved')).toBe(true);
+    const r3 = await api.step();
+    expect(r3.step).toBe(3);
+
+    const listed = await api.listCheckpoints();
+    expect(listed.map((c) => c.step)).toEqual([2]);
+    const restored = await api.restoreCheckpoint(saved.id);
+    expect(restored.step).toBe(2);
+    expect(restored.history.map((h) => h.step)).toEqual([1, 2]);
+    const again = await api.step();
+    expect(again.step).toBe(3);
+    // Same weights, optimizer state and data order: the continued step is the same step.
+    expect(again.metrics.loss).toBe(r3.metrics.loss);
+    expect(again.metrics.grad_norm).toBe(r3.metrics.grad_norm);
+    expect(again.groups[0].completions[0].text).toBe(r3.groups[0].completions[0].text);
+
+    const reply = await api.chat('Using the numbers [3, 5, 7], create an equation that equals 15', {
+      maxNewTokens: 3,
+      temperature: 0,
+      useTemplate: true,
+    });
+    expect(reply.prompt).toContain('create an equation that equals 15');
+    expect(reply.tokens).toBeGreaterThan(0);
+
+    const cmp = await api.compare(2);
+    expect(cmp.step).toBe(3);
+    expect(cmp.before.prompts).toBe(2);
+    expect(cmp.after.prompts).toBe(2);
+
+    const files = await api.exportModel('hf');
+    expect(files.map((f) => f.name)).toContain('model.safetensors');
+    expect((await api.storageInfo()).checkpointCount).toBe(1);
+  });
+
+  it('a custom reward that throws is reported per completion and training continues', async () => {
+    const folder = await tinyFolder();
+    const events: TrainerEvent[] = [];
+    const api = createTrainerApi({
+      createEngine: testEngine,
+      sandboxFactory: () => nodeSandboxFactory(),
+      openStorage: () => GrpoStorage.open({ indexedDB: new IDBFactory() }),
+      modelSource: () => filesSource(folder.blobs, 'tiny test model'),
+    });
+    api.setListener((e) => events.push(e));
+    await api.loadModel(
+      { kind: 'bundled' },
+      runConfig({
+        rewards: ['format', 'custom:broken'],
+        customRewards: { broken: "function reward() { throw new Error('no luck'); }" },
+      }),
+    );
+    const r1 = await api.step();
+    const r2 = await api.step();
+    expect(r2.step).toBe(2);
+    const errors = r1.groups.flatMap((g) => g.completions.flatMap((c) => c.reward.errors));
+    expect(errors.length).toBe(6);
+    expect(errors[0].reward).toBe('custom:broken');
+    expect(errors[0].message).toContain('no luck');
+    expect(r1.metrics.reward_error_frac).toBe(1);
+    expect(events.filter((e) => e.type === 'step')).toHaveLength(2);
+  });
+});
