@@ -41,7 +41,59 @@ export interface SampleResult {
   logps: Float32Array[];
 }
 
-export class Sampler {
+/** Batched generation, on the GPU (Sampler) or on the CPU reference model (RefSampler). */
+export interface TextGenerator {
+  generate(prompts: readonly (readonly number[])[], options: SampleOptions): Promise<SampleResult>;
+}
+
+/** Left-pads prompts to a common width P: tokens (N, P), rotary positions (N, P), keyStart (N). */
+export function leftPadPrompts(prompts: readonly (readonly number[])[], pad: number) {
+  const N = prompts.length;
+  const P = Math.max(...prompts.map((p) => p.length));
+  if (!(P > 0)) throw new Error('generate: a prompt needs at least one token');
+  const keyStart = new Uint32Array(N);
+  const tokens = new Uint32Array(N * P).fill(pad);
+  const positions = new Uint32Array(N * P);
+  prompts.forEach((prompt, n) => {
+    const start = P - prompt.length;
+    keyStart[n] = start;
+    for (let i = 0; i < prompt.length; i++) {
+      tokens[n * P + start + i] = prompt[i];
+      positions[n * P + start + i] = i;
+    }
+  });
+  return { P, tokens, positions, keyStart };
+}
+
+/** Cuts each sequence's (steps, N)-ordered tokens at its first EOS (kept) into the result shape. */
+export function collectCompletions(
+  tokens: ArrayLike<number>,
+  logps: ArrayLike<number>,
+  N: number,
+  steps: number,
+  eos: ReadonlySet<number>,
+): SampleResult {
+  const completions: number[][] = [];
+  const finished: boolean[] = [];
+  const completionLogps: Float32Array[] = [];
+  for (let n = 0; n < N; n++) {
+    const ids: number[] = [];
+    const lp: number[] = [];
+    let ended = false;
+    for (let i = 0; i < steps && !ended; i++) {
+      const id = tokens[i * N + n];
+      ids.push(id);
+      lp.push(logps[i * N + n]);
+      ended = eos.has(id);
+    }
+    completions.push(ids);
+    finished.push(ended);
+    completionLogps.push(Float32Array.from(lp));
+  }
+  return { completions, finished, logps: completionLogps };
+}
+
+export class Sampler implements TextGenerator {
   private readonly sample: SampleKernel;
 
   constructor(
@@ -63,24 +115,17 @@ export class Sampler {
     if (steps < 1) throw new RangeError('maxNewTokens must be ≥ 1');
     const eos = new Set(options.eosTokenIds);
     const pad = options.padTokenId ?? options.eosTokenIds[0] ?? 0;
-    const P = Math.max(...prompts.map((p) => p.length));
-    if (P === 0) throw new Error('generate: a prompt needs at least one token');
+    const {
+      P,
+      tokens: promptTokens,
+      positions: promptPositions,
+      keyStart,
+    } = leftPadPrompts(prompts, pad);
     if (P + steps > this.model.config.maxPositions) {
       throw new RangeError(
         `prompt (${P}) + maxNewTokens (${steps}) exceed the model's ${this.model.config.maxPositions} positions`,
       );
     }
-    const keyStart = new Uint32Array(N);
-    const promptTokens = new Uint32Array(N * P).fill(pad); // (N, P)
-    const promptPositions = new Uint32Array(N * P); // (N, P)
-    prompts.forEach((prompt, n) => {
-      const start = P - prompt.length;
-      keyStart[n] = start;
-      for (let i = 0; i < prompt.length; i++) {
-        promptTokens[n * P + start + i] = prompt[i];
-        promptPositions[n * P + start + i] = i;
-      }
-    });
 
     const owned: GPUBuffer[] = [];
     const buf = (bytes: number, label: string) => {
@@ -149,24 +194,7 @@ export class Sampler {
     const tokens = await readU32(device, history, done * N);
     const logps = await readF32(device, logpHistory, done * N);
     for (const b of owned) b.destroy();
-    const completions: number[][] = [];
-    const finished: boolean[] = [];
-    const completionLogps: Float32Array[] = [];
-    for (let n = 0; n < N; n++) {
-      const ids: number[] = [];
-      const lp: number[] = [];
-      let ended = false;
-      for (let i = 0; i < done && !ended; i++) {
-        const id = tokens[i * N + n];
-        ids.push(id);
-        lp.push(logps[i * N + n]);
-        ended = eos.has(id);
-      }
-      completions.push(ids);
-      finished.push(ended);
-      completionLogps.push(Float32Array.from(lp));
-    }
-    return { completions, finished, logps: completionLogps };
+    return collectCompletions(tokens, logps, N, done, eos);
   }
 }
 

@@ -4,9 +4,11 @@ import { describe, expect, it } from 'vitest';
 import { readF32 } from '../../src/engine/buffers';
 import { packBatch } from '../../src/model/batch';
 import { GpuLlama } from '../../src/model/llama';
+import { RefSampler } from '../../src/model/ref-sampler';
 import { Sampler } from '../../src/model/sampler';
+import { RefLlama } from '../../src/ref/llama';
 import { loadFixture } from '../fixtures/load';
-import { testEngine } from './harness';
+import { testEngine, worstMismatch } from './harness';
 
 const fx = loadFixture('llama_gqa');
 const V = fx.config.vocabSize;
@@ -98,6 +100,28 @@ describe('Sampler', () => {
       );
       expect(out.logps[n].length).toBe(out.completions[n].length);
     }
+    model.destroy();
+  });
+});
+
+describe('RefSampler (CPU fallback)', () => {
+  it('generates the same greedy tokens as the GPU sampler and honours EOS', async () => {
+    const { model, sampler } = await setup();
+    const cpu = new RefSampler(new RefLlama(fx.config, fx.params));
+    const gpuOut = await sampler.generate(PROMPTS, { ...BASE, greedy: true });
+    const cpuOut = await cpu.generate(PROMPTS, { ...BASE, greedy: true });
+    expect(cpuOut.completions).toEqual(gpuOut.completions);
+    for (let n = 0; n < PROMPTS.length; n++) {
+      expect(
+        worstMismatch(cpuOut.logps[n], gpuOut.logps[n], { atol: 1e-4, rtol: 1e-4 }),
+      ).toBeNull();
+    }
+    const eos = gpuOut.completions[1][1];
+    const stopped = await cpu.generate(PROMPTS, { ...BASE, greedy: true, eosTokenIds: [eos] });
+    expect(stopped.completions[1]).toEqual(
+      gpuOut.completions[1].slice(0, gpuOut.completions[1].indexOf(eos) + 1),
+    );
+    expect(stopped.finished[1]).toBe(true);
     model.destroy();
   });
 });
