@@ -1,0 +1,285 @@
+// `npm run aha -- [--seeds 1,2,3] [--out docs/aha] [--k 4] [--option value …]`
+// The "aha moment" demo, measured as ../shared/GRPO.md §7 asks: runs the 'aha' preset (the bundled
+// tiny reasoner, Countdown, format + accuracy rewards only) headless on Node WebGPU for each seed,
+// evaluates the base and the trained model on the same held-out prompts (never in the pretraining
+// corpus nor in the RL prompts), and writes report.json, README.md and SVG plots to the out folder.
+// The claim is the pair: reflection rises AND reflecting completions are right more often.
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { cpus } from 'node:os';
+import { join, resolve } from 'node:path';
+import { parseCliArgs, resolveConfig, type Config } from '../grpo/config';
+import { evaluate, type EvalReport } from '../grpo/evaluate';
+import { PRESETS } from '../grpo/presets';
+import { GrpoTrainer, type StepReport } from '../grpo/trainer';
+import { lineChartSvg, type ChartSeries } from '../io/svg-chart';
+import { createTask } from '../tasks/index';
+import { heldOutCountdownProblems, isHeldOut, TINY_COUNTDOWN_OPTIONS } from '../tasks/traces';
+import type { Problem, Task } from '../tasks/types';
+import { loadModel, openEngine, rewardFunctions, takeFlag } from './_session';
+
+/** The held-out prompt set is the same for every seed and for base vs trained. */
+const EVAL_SEED = 20261122;
+const COLORS = ['#2563eb', '#dc2626', '#16a34a', '#9333ea', '#ea580c'];
+
+/** The task with every held-out problem removed from its stream (prefix-stable, as Task requires). */
+function withoutHeldOut(task: Task): Task {
+  return {
+    ...task,
+    generate(seed, count) {
+      const out: Problem[] = [];
+      for (let n = count * 2 + 16; out.length < count; n *= 2) {
+        out.length = 0;
+        for (const p of task.generate(seed, n)) {
+          if (!isHeldOut(p)) out.push(p);
+          if (out.length === count) break;
+        }
+      }
+      return out;
+    },
+  };
+}
+
+interface SeedResult {
+  seed: number;
+  base: EvalReport['metrics'];
+  final: EvalReport['metrics'];
+  history: { step: number; metrics: Record<string, number> }[];
+  examples: {
+    question: string;
+    before: string;
+    beforeCorrect: boolean | null;
+    after: string;
+    afterCorrect: boolean | null;
+  }[];
+  trainSeconds: number;
+}
+
+const stats = (xs: number[]) => {
+  const mean = xs.reduce((a, b) => a + b, 0) / xs.length;
+  return { mean, min: Math.min(...xs), max: Math.max(...xs), values: xs };
+};
+
+async function main(args: string[]) {
+  const argv = args.slice();
+  const seeds = (takeFlag(argv, '--seeds') ?? '1,2,3').split(',').map(Number);
+  const outDir = resolve(takeFlag(argv, '--out') ?? 'docs/aha');
+  const k = Number(takeFlag(argv, '--k') ?? 4);
+  const overrides = parseCliArgs(argv);
+  const started = performance.now();
+  const model = await loadModel('bundled');
+  const engine = await openEngine();
+  const countdown = createTask('countdown', TINY_COUNTDOWN_OPTIONS);
+  const trainTask = withoutHeldOut(countdown);
+  const results: SeedResult[] = [];
+  let config: Config | null = null;
+  for (const seed of seeds) {
+    config = resolveConfig({ ...PRESETS.aha, ...overrides, seed });
+    const heldOut = heldOutCountdownProblems(EVAL_SEED, config.evalPrompts);
+    const trainer = new GrpoTrainer({
+      engine,
+      config,
+      modelConfig: model.hf.config,
+      weights: model.hf.tensors,
+      tokenizer: model.tokenizer,
+      task: trainTask,
+      rewardFunctions: rewardFunctions(config, countdown),
+    });
+    const evalOptions = {
+      k,
+      temperature: config.temperature,
+      maxCompletionLength: config.maxCompletionLength,
+      seed: EVAL_SEED + seed,
+      batchSize: 50,
+    };
+    const ctx = {
+      sampler: trainer.sampler,
+      tokenizer: model.tokenizer,
+      task: countdown,
+      renderPrompt: (p: Problem) => trainer.renderPrompt(p),
+    };
+    const base = await evaluate(ctx, heldOut, evalOptions);
+    console.log(`seed ${seed} base: ${JSON.stringify(base.metrics)}`);
+    const history: SeedResult['history'] = [];
+    const t0 = performance.now();
+    while (trainer.step < config.steps) {
+      const report: StepReport = await trainer.trainStep();
+      history.push({ step: report.step, metrics: report.metrics });
+      const m = report.metrics;
+      console.log(
+        `seed ${seed} step ${report.step}/${config.steps} reward ${m.reward.toFixed(3)} acc ${m.accuracy.toFixed(3)} ` +
+          `refl ${m.reflection_rate.toFixed(3)} len ${m['completions/mean_length'].toFixed(1)} ${m.step_time.toFixed(1)}s`,
+      );
+    }
+    const trainSeconds = (performance.now() - t0) / 1000;
+    const final = await evaluate(ctx, heldOut, evalOptions);
+    console.log(`seed ${seed} final: ${JSON.stringify(final.metrics)}`);
+    results.push({
+      seed,
+      base: base.metrics,
+      final: final.metrics,
+      history,
+      examples: heldOut.slice(0, 5).map((problem, i) => ({
+        question: problem.question,
+        before: base.items[i].samples[0]?.text ?? base.items[i].greedy.text,
+        beforeCorrect: base.items[i].samples[0]?.correct ?? base.items[i].greedy.correct,
+        after: final.items[i].samples[0]?.text ?? final.items[i].greedy.text,
+        afterCorrect: final.items[i].samples[0]?.correct ?? final.items[i].greedy.correct,
+      })),
+      trainSeconds,
+    });
+    trainer.destroy();
+  }
+  const seconds = (performance.now() - started) / 1000;
+  const perSeed = results.map((r) => ({
+    seed: r.seed,
+    accuracyGainPoints: 100 * (r.final.sample_accuracy - r.base.sample_accuracy),
+    reflectionRatio: r.final.reflection_rate / r.base.reflection_rate,
+    reflectingMoreAccurate: r.final.accuracy_reflecting > r.final.accuracy_not_reflecting,
+  }));
+  const summary = {
+    accuracyGainPoints: stats(perSeed.map((s) => s.accuracyGainPoints)),
+    reflectionRatio: stats(perSeed.map((s) => s.reflectionRatio)),
+    baseAccuracy: stats(results.map((r) => r.base.sample_accuracy)),
+    finalAccuracy: stats(results.map((r) => r.final.sample_accuracy)),
+    baseReflection: stats(results.map((r) => r.base.reflection_rate)),
+    finalReflection: stats(results.map((r) => r.final.reflection_rate)),
+    finalAccuracyReflecting: stats(results.map((r) => r.final.accuracy_reflecting)),
+    finalAccuracyNotReflecting: stats(results.map((r) => r.final.accuracy_not_reflecting)),
+  };
+  const targets = {
+    accuracyUp25Points: perSeed.every((s) => s.accuracyGainPoints >= 25),
+    reflectionDoubled: perSeed.every((s) => s.reflectionRatio >= 2),
+    reflectingMoreAccurate: perSeed.every((s) => s.reflectingMoreAccurate),
+  };
+  const report = {
+    preset: 'aha',
+    config,
+    command: `npm run aha -- ${args.join(' ')}`.trim(),
+    machine: {
+      cpu: cpus()[0]?.model ?? 'unknown',
+      cores: cpus().length,
+      adapter: engine.gpu.adapter,
+    },
+    durationSeconds: seconds,
+    heldOutPrompts: config?.evalPrompts,
+    samplesPerPrompt: k,
+    perSeed,
+    summary,
+    targets,
+    seeds: results,
+  };
+  mkdirSync(outDir, { recursive: true });
+  writeFileSync(join(outDir, 'report.json'), JSON.stringify(report, null, 2));
+  const curve = (key: string, name: string): ChartSeries[] => [
+    ...results.map((r, i) => ({
+      name: `${name}, seed ${r.seed}`,
+      color: COLORS[i % COLORS.length],
+      width: 1.5,
+      points: r.history.map((h) => [h.step, h.metrics[key]] as [number, number]),
+    })),
+  ];
+  const plots: Record<string, string> = {
+    'accuracy.svg': lineChartSvg({
+      title: 'Training accuracy (sampled completions)',
+      xLabel: 'step',
+      yLabel: 'accuracy',
+      yMin: 0,
+      yMax: 1,
+      series: curve('accuracy', 'accuracy'),
+    }),
+    'reflection.svg': lineChartSvg({
+      title: 'Reflection rate ("wait" in <think>)',
+      xLabel: 'step',
+      yLabel: 'share of completions',
+      yMin: 0,
+      yMax: 1,
+      series: curve('reflection_rate', 'reflection'),
+    }),
+    'reflect-accuracy.svg': lineChartSvg({
+      title: 'Accuracy of reflecting vs non-reflecting completions',
+      xLabel: 'step',
+      yLabel: 'accuracy',
+      yMin: 0,
+      yMax: 1,
+      series: results.flatMap((r, i) => [
+        {
+          name: `reflecting, seed ${r.seed}`,
+          color: COLORS[i % COLORS.length],
+          points: r.history.map(
+            (h) => [h.step, h.metrics['reflection/accuracy_reflecting']] as [number, number],
+          ),
+        },
+        {
+          name: `not reflecting, seed ${r.seed}`,
+          color: COLORS[i % COLORS.length],
+          dashed: true,
+          width: 1.5,
+          points: r.history.map(
+            (h) => [h.step, h.metrics['reflection/accuracy_not_reflecting']] as [number, number],
+          ),
+        },
+      ]),
+    }),
+    'length.svg': lineChartSvg({
+      title: 'Completion length',
+      xLabel: 'step',
+      yLabel: 'tokens',
+      series: curve('completions/mean_length', 'mean length'),
+    }),
+  };
+  for (const [name, svg] of Object.entries(plots)) writeFileSync(join(outDir, name), svg);
+  writeFileSync(join(outDir, 'README.md'), markdownReport(report, results));
+  console.log(
+    `wrote ${outDir} in ${(seconds / 60).toFixed(1)} min; targets: ${JSON.stringify(targets)}`,
+  );
+  engine.destroy();
+}
+
+function markdownReport(
+  report: {
+    durationSeconds: number;
+    machine: { cpu: string; cores: number; adapter: { vendor: string; architecture: string } };
+    command: string;
+    heldOutPrompts?: number;
+    samplesPerPrompt: number;
+    targets: Record<string, boolean>;
+  },
+  results: SeedResult[],
+): string {
+  const pct = (x: number) => (Number.isFinite(x) ? `${(100 * x).toFixed(1)}%` : 'n/a');
+  const rows = results.map(
+    (r) =>
+      `| ${r.seed} | ${pct(r.base.sample_accuracy)} → ${pct(r.final.sample_accuracy)} | ${pct(r.base.reflection_rate)} → ${pct(r.final.reflection_rate)} | ` +
+      `${pct(r.final.accuracy_reflecting)} vs ${pct(r.final.accuracy_not_reflecting)} | ${r.base.mean_length.toFixed(1)} → ${r.final.mean_length.toFixed(1)} |`,
+  );
+  const examples = results[0]?.examples
+    .map(
+      (e) =>
+        `- **${e.question}**\n  - before (${e.beforeCorrect ? 'right' : 'wrong'}): \`${e.before.replace(/`/g, "'")}\`\n  - after (${e.afterCorrect ? 'right' : 'wrong'}): \`${e.after.replace(/`/g, "'")}\``,
+    )
+    .join('\n');
+  return `# The aha demo, measured
+
+Command: \`${report.command}\` — ${(report.durationSeconds / 60).toFixed(1)} minutes on ${report.machine.cores} × ${report.machine.cpu},
+WebGPU adapter ${report.machine.adapter.vendor} ${report.machine.adapter.architecture}.
+${report.heldOutPrompts} held-out Countdown prompts (never in the pretraining corpus or the RL prompts), ${report.samplesPerPrompt} samples each at temperature 1.
+
+| seed | accuracy (base → trained) | reflection rate | trained: accuracy reflecting vs not | mean length |
+| --- | --- | --- | --- | --- |
+${rows.join('\n')}
+
+Targets (every seed): accuracy +25 points: **${report.targets.accuracyUp25Points ? 'met' : 'not met'}**; reflection rate at least doubled: **${report.targets.reflectionDoubled ? 'met' : 'not met'}**; reflecting completions more accurate at the end: **${report.targets.reflectingMoreAccurate ? 'met' : 'not met'}**.
+
+![accuracy](accuracy.svg) ![reflection](reflection.svg)
+![reflecting vs not](reflect-accuracy.svg) ![length](length.svg)
+
+Same prompts before and after (seed ${results[0]?.seed}):
+
+${examples}
+`;
+}
+
+main(process.argv.slice(2)).catch((e: unknown) => {
+  console.error(e instanceof Error ? e.stack : e);
+  process.exitCode = 1;
+});
