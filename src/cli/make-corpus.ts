@@ -1,5 +1,5 @@
 // `node dist-cli/make-corpus.js --out <dir> [--seed 1] [--count 60000] [--eval 256]
-//   [--check-rate 0.12] [--arithmetic-share 0.2] [--max-tries 3]`
+//   [--check-rate 0.16] [--arithmetic-share 0.15] [--max-tries 3] [--aim-rate 0.5]`
 // Writes the tiny reasoner's pretraining data (src/tasks/traces.ts) for tools/pretrain/pretrain.py:
 //   tokenizer.json, tokenizer_config.json   the model's tokenizer
 //   train.jsonl    one trace per line: prompt ids (with BOS), completion ids (with EOS), its style,
@@ -25,7 +25,7 @@ import {
 } from '../tasks/traces';
 
 const USAGE = `usage: make-corpus --out <dir> [--seed 1] [--count 60000] [--eval 256]
-  [--check-rate ${DEFAULT_TRACE_MIX.checkRate}] [--arithmetic-share ${DEFAULT_TRACE_MIX.arithmeticShare}] [--max-tries ${DEFAULT_TRACE_MIX.maxTries}]`;
+  [--check-rate ${DEFAULT_TRACE_MIX.checkRate}] [--arithmetic-share ${DEFAULT_TRACE_MIX.arithmeticShare}] [--max-tries ${DEFAULT_TRACE_MIX.maxTries}] [--aim-rate ${DEFAULT_TRACE_MIX.aimRate}]`;
 
 function parseArgs(args: string[]): Map<string, string> {
   const out = new Map<string, string>();
@@ -67,6 +67,7 @@ async function main(argv: string[]): Promise<void> {
     checkRate: numberArg(args, 'check-rate', DEFAULT_TRACE_MIX.checkRate),
     arithmeticShare: numberArg(args, 'arithmetic-share', DEFAULT_TRACE_MIX.arithmeticShare),
     maxTries: numberArg(args, 'max-tries', DEFAULT_TRACE_MIX.maxTries),
+    aimRate: numberArg(args, 'aim-rate', DEFAULT_TRACE_MIX.aimRate),
   };
   if (args.size > 0) throw new Error(`unknown option --${[...args.keys()][0]}\n${USAGE}`);
 

@@ -9,9 +9,11 @@
 // each result with the target and, on a mismatch, reflects ("wait", a GRPO.md §7 marker) and tries
 // another candidate, up to `maxTries`:
 //   <think>7 * 6 = 42, 42 + 1 = 43. wait 7 + 6 = 13, 13 * 1 = 13</think><answer>…</answer>
-// Candidates are drawn uniformly (no hidden intuition), so checking is what makes a careful trace
-// right more often, and the base model's only lever under GRPO is to check more: the research
-// constraint that RL mostly selects behaviours the base model already shows sometimes (issue 8).
+// A try's first step is a uniform random pick; its second step aims at the target (picks the
+// operation that reaches it, when one does) only with probability `aimRate`, a local rule a tiny
+// model can learn. No trace knows the answer: checking is what makes a careful trace right more
+// often, and the base model's lever under GRPO is to check more: the research constraint that RL
+// mostly selects behaviours the base model already shows sometimes (issue 8).
 // Arithmetic drills (arithmetic.ts) teach the single-step sums and products the checks rely on.
 //
 // Held-out split: a problem is held out when the FNV-1a hash of its canonical key falls in the
@@ -50,15 +52,18 @@ export interface TraceMix {
   checkRate: number;
   /** Candidates a careful trace tries at most (each costs about 16 tokens). */
   maxTries: number;
+  /** Probability that a try's second step aims at the target (see countdownTrace). */
+  aimRate: number;
 }
 
 /** The mix of the shipped model (tools/pretrain/README.md tells how it was chosen). */
 export const DEFAULT_TRACE_MIX: TraceMix = {
   countdown: TINY_COUNTDOWN_OPTIONS,
   arithmetic: TINY_ARITHMETIC_OPTIONS,
-  arithmeticShare: 0.2,
-  checkRate: 0.12,
+  arithmeticShare: 0.15,
+  checkRate: 0.16,
   maxTries: 3,
+  aimRate: 0.5,
 };
 
 export const REFLECTION_WORD = 'wait';
@@ -189,21 +194,35 @@ export function promptText(task: Task, problem: Problem): string {
   return p.text;
 }
 
-/** One Countdown trace; `careful` decides whether results are checked against the target. */
+/** One Countdown trace; `careful` decides whether results are checked against the target, and
+ * `aimRate` how often a try's second step picks the operation that reaches the target when one
+ * does (the trace's "intuition": a local, learnable rule; the first step stays a random pick). */
 export function countdownTrace(
   task: Task,
   problem: Problem,
   rng: Rng,
   careful: boolean,
   maxTries: number,
+  aimRate = 0,
 ): Trace {
   const v = problem.verifier;
   if (v.kind !== 'countdown') throw new RangeError(`not a Countdown problem: ${problem.id}`);
-  const pool = rng.shuffle(countdownCandidates(v.nums));
+  const all = countdownCandidates(v.nums);
   const tried: Candidate[] = [];
-  for (const cand of pool) {
+  const used = new Set<string>();
+  while (tried.length < maxTries && used.size < all.length) {
+    const fresh = all.filter((k) => !used.has(candidateAnswer(k)));
+    let cand = fresh[rng.int(0, fresh.length - 1)];
+    const aim = rng.next() < aimRate;
+    if (aim) {
+      const hit = fresh.find(
+        (k) => k.a === cand.a && k.op1 === cand.op1 && k.b === cand.b && k.value === v.target,
+      );
+      if (hit) cand = hit;
+    }
     tried.push(cand);
-    if (!careful || cand.value === v.target || tried.length >= maxTries) break;
+    used.add(candidateAnswer(cand));
+    if (!careful || cand.value === v.target) break;
   }
   const answer = candidateAnswer(tried[tried.length - 1]);
   const think = tried.map(candidateSteps).join(`. ${REFLECTION_WORD} `);
@@ -260,13 +279,15 @@ export function generateTraces(
     throw new RangeError('arithmeticShare ∉ [0, 1]');
   }
   if (!Number.isInteger(mix.maxTries) || mix.maxTries < 1) throw new RangeError('maxTries < 1');
+  if (!(mix.aimRate >= 0 && mix.aimRate <= 1)) throw new RangeError('aimRate ∉ [0, 1]');
   const rng = createRng(mixSeeds(seed, 0x7ace));
   const cd = createCountdownTask(mix.countdown);
   const drills = mix.arithmetic.map((o) => createArithmeticTask(o));
   const nDrill = drills.length === 0 ? 0 : Math.round(count * mix.arithmeticShare);
   const traces: Trace[] = [];
   for (const problem of trainingProblems(cd, mixSeeds(seed, 1), count - nDrill)) {
-    traces.push(countdownTrace(cd, problem, rng, rng.next() < mix.checkRate, mix.maxTries));
+    const careful = rng.next() < mix.checkRate;
+    traces.push(countdownTrace(cd, problem, rng, careful, mix.maxTries, mix.aimRate));
   }
   drills.forEach((task, i) => {
     const n = Math.floor(nDrill / drills.length) + (i < nDrill % drills.length ? 1 : 0);

@@ -119,6 +119,28 @@ describe('traces', () => {
     expect(t.completion.startsWith('<think>')).toBe(true);
   });
 
+  it('aiming: the second step reaches the target whenever the first step allows it', () => {
+    const problems = countdown.generate(21, 300);
+    const stepRe = /^<think>(\d+) ([+\-*/]) (\d+) = /;
+    let aimedRight = 0;
+    let randomRight = 0;
+    problems.forEach((p, i) => {
+      if (p.verifier.kind !== 'countdown') throw new Error('countdown expected');
+      const { nums, target } = p.verifier;
+      const aimed = countdownTrace(countdown, p, createRng(i), false, 1, 1);
+      const m = stepRe.exec(aimed.completion);
+      expect(m).not.toBeNull();
+      const [, a, op1, b] = m as RegExpExecArray;
+      const reachable = countdownCandidates(nums).some(
+        (k) => k.a === +a && k.op1 === op1 && k.b === +b && k.value === target,
+      );
+      expect(aimed.correct).toBe(reachable);
+      aimedRight += aimed.correct ? 1 : 0;
+      randomRight += countdownTrace(countdown, p, createRng(i), false, 1, 0).correct ? 1 : 0;
+    });
+    expect(aimedRight).toBeGreaterThan(2 * randomRight);
+  });
+
   it('never contain held-out problems; the held-out set is distinct and about 10%', () => {
     expect(traces.some((t) => isHeldOut(t.problem))).toBe(false);
     const held = heldOutCountdownProblems(4, 256);
