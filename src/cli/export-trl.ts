@@ -9,8 +9,7 @@ import {
   parseCliArgs,
   resolveConfig,
 } from '../grpo/config';
-import { exportTrl } from '../io/trl-export';
-import { createTask, trainEvalProblems } from '../tasks/index';
+import { trlExportFiles } from '../io/trl-archive';
 
 const USAGE = `usage: export-trl (--config <config.json> | --run <run folder>) --out <dir> [--option value …]
 
@@ -53,14 +52,7 @@ function main(args: string[]): void {
     if (!path) throw new ConfigError('taskOptions', "task 'jsonl' needs taskOptions.path");
     sources.text = readFileSync(resolve(dirname(file), path), 'utf8');
   }
-  const task = createTask(config.task, config.taskOptions, sources);
-  const { train, eval: held } = trainEvalProblems(
-    task,
-    config.seed,
-    config.steps * config.perStepPrompts,
-    config.evalPrompts,
-  );
-  const files = exportTrl(config, { trainPrompts: train, evalPrompts: held });
+  const files = trlExportFiles(config, sources);
   mkdirSync(out, { recursive: true });
   for (const [name, text] of files) writeFileSync(join(out, name), text);
   console.log(`wrote ${[...files.keys()].join(', ')} to ${resolve(out)}`);
