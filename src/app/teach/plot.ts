@@ -57,6 +57,15 @@ export interface Point {
   y: number;
 }
 
+/** One line of a chart. */
+export interface ChartSeries {
+  label: string;
+  points: Point[];
+  /** A CSS colour, e.g. 'var(--accent)'. */
+  color: string;
+  dashed?: boolean;
+}
+
 /** An SVG path through the points; a non-finite y ends the segment (a gap, not a drop to 0). */
 export function linePath(
   points: readonly Point[],
