@@ -5,7 +5,14 @@ import { describe, expect, it } from 'vitest';
 import { readF32, uploadStorageBuffer } from '../../src/engine/buffers';
 import { BIAS_GRAD_WG, BiasAddKernel, BiasGradKernel } from '../../src/kernels/bias';
 import { biasAddRef, biasGradRef } from '../../src/ref/bias';
-import { seededUniform, testEngine, worstMismatch, type Tolerance } from './harness';
+import {
+  seededUniform,
+  testEngine,
+  worstMismatch,
+  type Tolerance,
+  centralDifference,
+  dot,
+} from './harness';
 
 // One f32 add per element.
 const FORWARD_TOLERANCE: Tolerance = { atol: 1e-7, rtol: 1e-6 };
@@ -102,24 +109,3 @@ describe('bias kernels', () => {
     for (const b of [y, bias, db]) b.destroy();
   });
 });
-
-function dot(a: ArrayLike<number>, b: ArrayLike<number>): number {
-  let s = 0;
-  for (let i = 0; i < a.length; i++) s += a[i] * b[i];
-  return s;
-}
-
-/** ∂f/∂x by central differences in f64. */
-function centralDifference(f: (x: Float64Array) => number, x: Float64Array, h = 1e-6) {
-  const grad = new Float64Array(x.length);
-  for (let i = 0; i < x.length; i++) {
-    const saved = x[i];
-    x[i] = saved + h;
-    const plus = f(x);
-    x[i] = saved - h;
-    const minus = f(x);
-    x[i] = saved;
-    grad[i] = (plus - minus) / (2 * h);
-  }
-  return grad;
-}

@@ -10,7 +10,14 @@ import {
   EmbeddingForwardKernel,
 } from '../../src/kernels/embedding';
 import { embeddingBackwardRef, embeddingForwardRef } from '../../src/ref/embedding';
-import { seededUniform, testEngine, worstMismatch, type Tolerance } from './harness';
+import {
+  seededUniform,
+  testEngine,
+  worstMismatch,
+  type Tolerance,
+  centralDifference,
+  dot,
+} from './harness';
 
 // The forward is a copy: it must be exact.
 const FORWARD_TOLERANCE: Tolerance = { atol: 0, rtol: 0 };
@@ -190,24 +197,3 @@ describe('embedding_backward.wgsl', () => {
     dw.destroy();
   });
 });
-
-function dot(a: ArrayLike<number>, b: ArrayLike<number>): number {
-  let s = 0;
-  for (let i = 0; i < a.length; i++) s += a[i] * b[i];
-  return s;
-}
-
-/** ∂f/∂x by central differences in f64. */
-function centralDifference(f: (x: Float64Array) => number, x: Float64Array, h = 1e-6) {
-  const grad = new Float64Array(x.length);
-  for (let i = 0; i < x.length; i++) {
-    const saved = x[i];
-    x[i] = saved + h;
-    const plus = f(x);
-    x[i] = saved - h;
-    const minus = f(x);
-    x[i] = saved;
-    grad[i] = (plus - minus) / (2 * h);
-  }
-  return grad;
-}

@@ -52,3 +52,28 @@ export function worstMismatch(
   }
   return worst;
 }
+
+export function dot(a: ArrayLike<number>, b: ArrayLike<number>): number {
+  let s = 0;
+  for (let i = 0; i < a.length; i++) s += a[i] * b[i];
+  return s;
+}
+
+/** ∂f/∂x by central differences in f64 (checks the references' backward passes). */
+export function centralDifference(
+  f: (x: Float64Array) => number,
+  x: Float64Array,
+  h = 1e-6,
+): Float64Array {
+  const grad = new Float64Array(x.length);
+  for (let i = 0; i < x.length; i++) {
+    const saved = x[i];
+    x[i] = saved + h;
+    const plus = f(x);
+    x[i] = saved - h;
+    const minus = f(x);
+    x[i] = saved;
+    grad[i] = (plus - minus) / (2 * h);
+  }
+  return grad;
+}

@@ -15,7 +15,14 @@ import {
   rmsnormBackwardWeightRef,
   rmsnormForwardRef,
 } from '../../src/ref/rmsnorm';
-import { seededUniform, testEngine, worstMismatch, type Tolerance } from './harness';
+import {
+  seededUniform,
+  testEngine,
+  worstMismatch,
+  type Tolerance,
+  centralDifference,
+  dot,
+} from './harness';
 
 // f32 sum of squares over C in a tree against f64; one rsqrt, two products.
 const FORWARD_TOLERANCE: Tolerance = { atol: 1e-6, rtol: 1e-5 };
@@ -162,25 +169,4 @@ describe('rmsnorm kernels', () => {
 
 function expectArrayClose(actual: ArrayLike<number>, expected: number[], atol: number) {
   expect(worstMismatch(actual, expected, { atol, rtol: 0 })).toBeNull();
-}
-
-function dot(a: ArrayLike<number>, b: ArrayLike<number>): number {
-  let s = 0;
-  for (let i = 0; i < a.length; i++) s += a[i] * b[i];
-  return s;
-}
-
-/** ∂f/∂x by central differences in f64. */
-function centralDifference(f: (x: Float64Array) => number, x: Float64Array, h = 1e-6) {
-  const grad = new Float64Array(x.length);
-  for (let i = 0; i < x.length; i++) {
-    const saved = x[i];
-    x[i] = saved + h;
-    const plus = f(x);
-    x[i] = saved - h;
-    const minus = f(x);
-    x[i] = saved;
-    grad[i] = (plus - minus) / (2 * h);
-  }
-  return grad;
 }

@@ -5,7 +5,14 @@ import { describe, expect, it } from 'vitest';
 import { createStorageBuffer, readF32, uploadStorageBuffer } from '../../src/engine/buffers';
 import { ROPE_WG, RopeKernel } from '../../src/kernels/rope';
 import { ropeInvFreq, ropeRef } from '../../src/ref/rope';
-import { seededUniform, testEngine, worstMismatch, type Tolerance } from './harness';
+import {
+  seededUniform,
+  testEngine,
+  worstMismatch,
+  type Tolerance,
+  centralDifference,
+  dot,
+} from './harness';
 
 // The angle is the same f32 value on both sides; the kernel's sin/cos (Cody-Waite reduction +
 // Cephes polynomials) is within ~1e-7 of the exact values, then two products and one add in f32.
@@ -170,24 +177,3 @@ describe('rope.wgsl', () => {
     buf.destroy();
   });
 });
-
-function dot(a: ArrayLike<number>, b: ArrayLike<number>): number {
-  let s = 0;
-  for (let i = 0; i < a.length; i++) s += a[i] * b[i];
-  return s;
-}
-
-/** ∂f/∂x by central differences in f64. */
-function centralDifference(f: (x: Float64Array) => number, x: Float64Array, h = 1e-6) {
-  const grad = new Float64Array(x.length);
-  for (let i = 0; i < x.length; i++) {
-    const saved = x[i];
-    x[i] = saved + h;
-    const plus = f(x);
-    x[i] = saved - h;
-    const minus = f(x);
-    x[i] = saved;
-    grad[i] = (plus - minus) / (2 * h);
-  }
-  return grad;
-}

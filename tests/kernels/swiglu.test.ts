@@ -5,7 +5,14 @@ import { describe, expect, it } from 'vitest';
 import { createStorageBuffer, readF32, uploadStorageBuffer } from '../../src/engine/buffers';
 import { SWIGLU_WG, SwigluBackwardKernel, SwigluForwardKernel } from '../../src/kernels/swiglu';
 import { swigluBackwardRef, swigluForwardRef } from '../../src/ref/swiglu';
-import { seededUniform, testEngine, worstMismatch, type Tolerance } from './harness';
+import {
+  seededUniform,
+  testEngine,
+  worstMismatch,
+  type Tolerance,
+  centralDifference,
+  dot,
+} from './harness';
 
 // One exp, one division and a few products in f32 per element (WGSL exp: a few ULP).
 const FORWARD_TOLERANCE: Tolerance = { atol: 1e-6, rtol: 1e-5 };
@@ -107,24 +114,3 @@ describe('swiglu kernels', () => {
   // 3 · 500 = 1500 elements → 6 workgroups, ≤ 4 per dim → grid (3, 2).
   it('split grid (tail workgroups guarded)', check(3, 500, 10, 6, 4));
 });
-
-function dot(a: ArrayLike<number>, b: ArrayLike<number>): number {
-  let s = 0;
-  for (let i = 0; i < a.length; i++) s += a[i] * b[i];
-  return s;
-}
-
-/** ∂f/∂x by central differences in f64. */
-function centralDifference(f: (x: Float64Array) => number, x: Float64Array, h = 1e-6) {
-  const grad = new Float64Array(x.length);
-  for (let i = 0; i < x.length; i++) {
-    const saved = x[i];
-    x[i] = saved + h;
-    const plus = f(x);
-    x[i] = saved - h;
-    const minus = f(x);
-    x[i] = saved;
-    grad[i] = (plus - minus) / (2 * h);
-  }
-  return grad;
-}
