@@ -458,22 +458,28 @@ export class GrpoTrainer {
       );
     };
 
+    /** Micro-batch m through `model`, then its completion log-probs and entropies into mLogp/mEntropy. */
+    const scoreMicro = async (enc: GPUCommandEncoder, model: GpuLlama, m: number) => {
+      const state = await model.forward(enc, loadMicro(enc, model, m), head);
+      await this.gather.encode(enc, {
+        logits: state.logits,
+        targets: mTargets,
+        logp: mLogp,
+        entropy: mEntropy,
+        lse: mLse,
+        R: rows,
+        V,
+        invTemperature: invT,
+      });
+      return state;
+    };
+
     // Reference log-probs (β > 0) from the frozen starting weights.
     if (this.reference && refLogp) {
       const reference = this.reference;
       for (let m = 0; m < GA; m++) {
         await engine.run(async (enc) => {
-          const state = await reference.forward(enc, loadMicro(enc, reference, m), head);
-          await this.gather.encode(enc, {
-            logits: state.logits,
-            targets: mTargets,
-            logp: mLogp,
-            entropy: mEntropy,
-            lse: mLse,
-            R: rows,
-            V,
-            invTemperature: invT,
-          });
+          await scoreMicro(enc, reference, m);
           enc.copyBufferToBuffer(mLogp, 0, refLogp, tokenOffset(m), rows * F32);
         }, 'reference');
       }
@@ -495,20 +501,10 @@ export class GrpoTrainer {
       await engine.run((enc) => this.policy.zeroGradients(enc), 'zero-grad');
       for (let m = 0; m < GA; m++) {
         await engine.run(async (enc) => {
-          const state = await this.policy.forward(enc, loadMicro(enc, this.policy, m), head);
+          const state = await scoreMicro(enc, this.policy, m);
           if (mRef && refLogp) enc.copyBufferToBuffer(refLogp, tokenOffset(m), mRef, 0, rows * F32);
           if (config.numIterations > 1)
             enc.copyBufferToBuffer(oldLogp, tokenOffset(m), mOld, 0, rows * F32);
-          await this.gather.encode(enc, {
-            logits: state.logits,
-            targets: mTargets,
-            logp: mLogp,
-            entropy: mEntropy,
-            lse: mLse,
-            R: rows,
-            V,
-            invTemperature: invT,
-          });
           enc.copyBufferToBuffer(mLogp, 0, logp, tokenOffset(m), rows * F32);
           enc.copyBufferToBuffer(mEntropy, 0, entropy, tokenOffset(m), rows * F32);
           await this.loss.encode(enc, {
@@ -594,17 +590,7 @@ export class GrpoTrainer {
     if (this.setup.recordLogpAfterUpdate) {
       for (let m = 0; m < GA; m++) {
         await engine.run(async (enc) => {
-          const state = await this.policy.forward(enc, loadMicro(enc, this.policy, m), head);
-          await this.gather.encode(enc, {
-            logits: state.logits,
-            targets: mTargets,
-            logp: mLogp,
-            entropy: mEntropy,
-            lse: mLse,
-            R: rows,
-            V,
-            invTemperature: invT,
-          });
+          await scoreMicro(enc, this.policy, m);
           enc.copyBufferToBuffer(mLogp, 0, logp, tokenOffset(m), rows * F32);
         }, 'logp-after-update');
       }
