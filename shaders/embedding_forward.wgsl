@@ -5,13 +5,18 @@
 // Dispatch: one thread per element of x, ceil(R·C / WG) workgroups laid out by splitGrid; the
 // flat workgroup index is wid.x + wid.y·nwg.x and the tail is guarded.
 // A token id ≥ V gives a zero row rather than reading past the weight buffer.
+// Split tables (row chunks of a vocabulary too big for one binding): `weight` holds ids
+// row_start … row_start + V − 1; rows of other ids are written 0 when zero_misses, else left alone,
+// so the first chunk's pass writes every row and later chunks overwrite only their own ids.
 
 override WG: u32 = 256;
 
 struct Params {
   rows: u32, // R
   channels: u32, // C
-  vocab: u32, // V
+  vocab: u32, // V (rows of this weight buffer)
+  row_start: u32, // first token id held by `weight` (0 when not split)
+  zero_misses: u32, // 1: ids outside the buffer give 0; 0: their rows are not written
 }
 
 @group(0) @binding(0) var<storage, read> tokens: array<u32>; // (R)
@@ -29,8 +34,10 @@ fn main(
   if (i >= params.rows * params.channels) { return; }
   let row = i / params.channels;
   let c = i % params.channels;
-  let token = tokens[row];
-  var value = 0.0;
-  if (token < params.vocab) { value = weight[token * params.channels + c]; }
-  x[i] = value;
+  let local = tokens[row] - params.row_start; // wraps above vocab for ids below row_start
+  if (local < params.vocab) {
+    x[i] = weight[local * params.channels + c];
+  } else if (params.zero_misses != 0u) {
+    x[i] = 0.0;
+  }
 }

@@ -4,6 +4,11 @@
 //   op(A) is (M, K): A stored (M, K), or (K, M) when TRANS_A.
 //   op(B) is (K, N): B stored (K, N), or (N, K) when TRANS_B   (y = x·Wᵀ with HF weights: TRANS_B).
 //   C is (M, N). Batch b reads A + b·strideA, B + b·strideB, writes C + b·strideC (in elements).
+//   Windows of larger matrices: A's rows are ldA elements apart (ldA = K, or M when TRANS_A, for a
+//   dense A) and start at offsetA; C's rows are ldC apart (N when dense) and start at offsetC. The
+//   split LM head uses them to read / write a block of vocabulary columns of (rows, V) logits.
+//   accumulate 2 ("continue"): the dot products start from C's value instead of 0, so a sum over
+//   K split into consecutive calls (each K a multiple of TILE_K) gives the bits of one call; alpha 1.
 // Bindings: 0 a (read), 1 b (read), 2 c (read_write), 3 params (uniform).
 // Dispatch: (ceil(N / TILE_N), ceil(M / TILE_M), batch) with TILE_M = 4·WG_Y, TILE_N = 4·WG_X.
 //
@@ -26,11 +31,15 @@ struct Params {
   M: u32,
   N: u32,
   K: u32,
-  accumulate: u32, // 1: C += alpha·op(A)·op(B)
+  accumulate: u32, // 1: C += alpha·op(A)·op(B); 2: the sums start from C (see above)
   strideA: u32,
   strideB: u32,
   strideC: u32,
   alpha: f32,
+  ldA: u32,
+  ldC: u32,
+  offsetA: u32,
+  offsetC: u32,
 }
 
 @group(0) @binding(0) var<storage, read> a: array<f32>;
@@ -45,8 +54,8 @@ var<workgroup> b_tile: array<vec4<f32>, TILE_K * TILE_N_VEC>;
 
 fn load_a(base: u32, row: u32, k: u32) -> f32 {
   if (row >= params.M || k >= params.K) { return 0.0; }
-  if (TRANS_A) { return a[base + k * params.M + row]; }
-  return a[base + row * params.K + k];
+  if (TRANS_A) { return a[base + k * params.ldA + row]; }
+  return a[base + row * params.ldA + k];
 }
 
 fn load_b(base: u32, k: u32, col: u32) -> f32 {
@@ -59,13 +68,24 @@ fn load_b(base: u32, k: u32, col: u32) -> f32 {
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
   let tile_row = wid.y * TILE_M_VEC * 4u;
   let tile_col = wid.x * TILE_N_VEC * 4u;
-  let a_base = wid.z * params.strideA;
+  let a_base = params.offsetA + wid.z * params.strideA;
   let b_base = wid.z * params.strideB;
-  let c_base = wid.z * params.strideC;
+  let c_base = params.offsetC + wid.z * params.strideC;
   let thread = lid.y * WG_X + lid.x;
   let threads = WG_X * WG_Y;
+  let row0 = tile_row + lid.y * 4u;
+  let col0 = tile_col + lid.x * 4u;
 
   var acc: array<vec4<f32>, 4>;
+  if (params.accumulate == 2u) {
+    for (var i = 0u; i < 4u; i = i + 1u) {
+      for (var j = 0u; j < 4u; j = j + 1u) {
+        if (row0 + i < params.M && col0 + j < params.N) {
+          acc[i][j] = c[c_base + (row0 + i) * params.ldC + col0 + j];
+        }
+      }
+    }
+  }
   for (var k0 = 0u; k0 < params.K; k0 = k0 + TILE_K) {
     // Stage the tiles: each vec4 slot gets 4 gathered scalars.
     for (var slot = thread; slot < TILE_K * TILE_M_VEC; slot = slot + threads) {
@@ -92,17 +112,15 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
     workgroupBarrier();
   }
 
-  let row0 = tile_row + lid.y * 4u;
-  let col0 = tile_col + lid.x * 4u;
   for (var i = 0u; i < 4u; i = i + 1u) {
     let row = row0 + i;
     if (row >= params.M) { break; }
     for (var j = 0u; j < 4u; j = j + 1u) {
       let col = col0 + j;
       if (col >= params.N) { break; }
-      let index = c_base + row * params.N + col;
+      let index = c_base + row * params.ldC + col;
       var value = params.alpha * acc[i][j];
-      if (params.accumulate != 0u) { value = value + c[index]; }
+      if (params.accumulate == 1u) { value = value + c[index]; }
       c[index] = value;
     }
   }

@@ -48,8 +48,12 @@ export interface EmbeddingForwardArgs {
   weight: GPUBuffer; // (V, C)
   x: GPUBuffer; // (R, C) output
   rows: number; // R
-  V: number;
+  V: number; // rows of `weight`
   C: number;
+  /** Split table: `weight` holds token ids rowStart … rowStart + V − 1 (default 0). */
+  rowStart?: number;
+  /** Write 0 for ids outside `weight` (default true); false leaves those rows of x as they are. */
+  zeroMisses?: boolean;
 }
 
 export class EmbeddingForwardKernel {
@@ -76,6 +80,8 @@ export class EmbeddingForwardKernel {
         ['u32', rows],
         ['u32', C],
         ['u32', V],
+        ['u32', args.rowStart ?? 0],
+        ['u32', args.zeroMisses === false ? 0 : 1],
       ],
       'embedding_forward.params',
     );

@@ -26,11 +26,21 @@ export interface MatmulArgs {
   transB?: boolean;
   /** Add into c instead of overwriting it (gradient accumulation). */
   accumulate?: boolean;
+  /**
+   * Start every dot product from c's value (alpha must be 1): a sum over K split into consecutive
+   * calls, each K a multiple of MATMUL_TILE_K except the last, gives the bits of one call.
+   */
+  continueSum?: boolean;
   alpha?: number;
   /** Batch strides in elements; default contiguous. Stride 0 broadcasts an operand. */
   strideA?: number;
   strideB?: number;
   strideC?: number;
+  /** Windows of larger matrices (elements): A's row pitch and first element; C's likewise. */
+  ldA?: number;
+  offsetA?: number;
+  ldC?: number;
+  offsetC?: number;
 }
 
 export class MatmulKernel {
@@ -52,6 +62,9 @@ export class MatmulKernel {
         `matmul (${batch}×${M}×${N}×${K}) exceeds the dispatch grid; split the batch`,
       );
     }
+    if (args.continueSum && (args.accumulate || (args.alpha ?? 1) !== 1)) {
+      throw new RangeError('matmul: continueSum needs alpha 1 and no accumulate');
+    }
     const pipeline = await this.pipelines.get('matmul', shaderSource('matmul'), {
       WG_X: MATMUL_WG_X,
       WG_Y: MATMUL_WG_Y,
@@ -65,11 +78,15 @@ export class MatmulKernel {
         ['u32', M],
         ['u32', N],
         ['u32', K],
-        ['u32', args.accumulate ? 1 : 0],
+        ['u32', args.continueSum ? 2 : args.accumulate ? 1 : 0],
         ['u32', args.strideA ?? M * K],
         ['u32', args.strideB ?? K * N],
         ['u32', args.strideC ?? M * N],
         ['f32', args.alpha ?? 1],
+        ['u32', args.ldA ?? (transA ? M : K)],
+        ['u32', args.ldC ?? N],
+        ['u32', args.offsetA ?? 0],
+        ['u32', args.offsetC ?? 0],
       ],
       'matmul.params',
     );

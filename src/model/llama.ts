@@ -6,6 +6,12 @@
 // H heads, Hkv kv-heads, D head dim, L completion width (rows that get logits).
 // Layout: sequences are left-padded (src/model/batch.ts); keyStart (N) is each row's first valid
 // column, positions (N·T) its rotary position ids.
+// Split tensors: the embedding table and the LM head (V, C) of a real model can exceed what one
+// storage binding (or one buffer) may hold, so they are stored as row chunks (blocks of vocabulary
+// ids), each its own buffer, gradient and AdamW state. The lookup runs per chunk, the head's matmul
+// writes each chunk's block of logit columns, and the head's input gradient continues its sum
+// across chunks (MatmulKernel continueSum), so a split model computes the same bits as an unsplit
+// one. Chunk sizes are multiples of MATMUL_TILE_K rows for that reason.
 import { readF32, uploadStorageBuffer, writeBuffer } from '../engine/buffers';
 import type { Engine } from '../engine/engine';
 import { Workspace } from '../engine/workspace';
@@ -20,8 +26,9 @@ import {
   buildTokenIndex,
   EmbeddingBackwardKernel,
   EmbeddingForwardKernel,
+  type TokenIndex,
 } from '../kernels/embedding';
-import { MatmulKernel } from '../kernels/matmul';
+import { MATMUL_TILE_K, MatmulKernel } from '../kernels/matmul';
 import {
   RmsNormBackwardKernel,
   RmsNormBackwardWeightKernel,
@@ -66,19 +73,91 @@ export interface KvCache {
   keyStart: GPUBuffer; // u32 (N)
 }
 
+/** A block of rows [rowStart, rowStart + rows) of a parameter, stored as its own buffer. */
+export interface ParameterChunk {
+  /** Key in params / grads / specs: the parameter's name, or `name[start:end]` when split. */
+  key: string;
+  rowStart: number;
+  rows: number;
+}
+
+export interface GpuLlamaOptions {
+  /**
+   * Largest buffer one parameter chunk may take, in bytes. Default: the device's
+   * min(maxStorageBufferBindingSize, maxBufferSize). Tests lower it to force a split.
+   */
+  maxBindingBytes?: number;
+}
+
+/** The parameters that may be stored as row chunks: (V, C) tables indexed by token id. */
+const SPLITTABLE = new Set(['model.embed_tokens.weight', 'lm_head.weight']);
+
+/** Row chunks of every parameter under `limit` bytes per buffer (one chunk when it fits). */
+export function planParameterChunks(
+  config: LlamaConfig,
+  limit: number,
+): Map<string, ParameterChunk[]> {
+  const out = new Map<string, ParameterChunk[]>();
+  for (const spec of parameterSpecs(config)) {
+    const rows = spec.shape[0];
+    const rowBytes = (numel(spec.shape) / rows) * F32;
+    if (rows * rowBytes <= limit) {
+      out.set(spec.name, [{ key: spec.name, rowStart: 0, rows }]);
+      continue;
+    }
+    if (!SPLITTABLE.has(spec.name)) {
+      throw new RangeError(
+        `${spec.name} [${spec.shape}] needs ${rows * rowBytes} bytes, more than one buffer binding ` +
+          `allows (${limit}); only the embedding table and the LM head are split`,
+      );
+    }
+    // Multiples of the matmul's K tile keep the head's split input gradient bit-identical.
+    const perChunk = Math.floor(limit / rowBytes / MATMUL_TILE_K) * MATMUL_TILE_K;
+    if (perChunk < 1) {
+      throw new RangeError(
+        `${spec.name}: ${MATMUL_TILE_K} rows of ${rowBytes} bytes exceed the binding limit ${limit}`,
+      );
+    }
+    const chunks: ParameterChunk[] = [];
+    for (let start = 0; start < rows; start += perChunk) {
+      const end = Math.min(rows, start + perChunk);
+      chunks.push({ key: `${spec.name}[${start}:${end}]`, rowStart: start, rows: end - start });
+    }
+    out.set(spec.name, chunks);
+  }
+  return out;
+}
+
 export class GpuLlama {
+  /** Parameter buffers by chunk key (the parameter name unless the tensor is split). */
   readonly params = new Map<string, GPUBuffer>();
-  /** Gradients by parameter name, allocated by allocateGradients(). */
+  /** Gradients by chunk key, allocated by allocateGradients(). */
   readonly grads = new Map<string, GPUBuffer>();
+  /**
+   * One spec per GPU buffer: the parameters in Hugging Face order, a split one replaced by its
+   * row chunks (name = chunk key, shape = [rows, C]). The optimizer iterates these.
+   */
   readonly specs: ParameterSpec[];
+  /** The model's parameters in Hugging Face naming (what read/writeParameters exchange). */
+  readonly tensorSpecs: ParameterSpec[];
+  /** Row chunks by parameter name (a single chunk for a tensor that is not split). */
+  readonly chunks: Map<string, ParameterChunk[]>;
   private readonly ws: Workspace;
   private readonly k: ReturnType<typeof createKernels>;
 
   private constructor(
     private readonly engine: Engine,
     readonly config: LlamaConfig,
+    maxBindingBytes: number,
   ) {
-    this.specs = parameterSpecs(config);
+    this.tensorSpecs = parameterSpecs(config);
+    this.chunks = planParameterChunks(config, maxBindingBytes);
+    this.specs = this.tensorSpecs.flatMap((spec) =>
+      this.chunks.get(spec.name)!.map((chunk) => ({
+        name: chunk.key,
+        shape: [chunk.rows, ...spec.shape.slice(1)],
+      })),
+    );
     this.ws = new Workspace(engine.device);
     this.k = createKernels(engine);
   }
@@ -88,10 +167,16 @@ export class GpuLlama {
     engine: Engine,
     config: LlamaConfig,
     tensors: ReadonlyMap<string, Float32Array>,
+    options: GpuLlamaOptions = {},
   ): GpuLlama {
-    const model = new GpuLlama(engine, config);
+    const limits = engine.device.limits;
+    const model = new GpuLlama(
+      engine,
+      config,
+      options.maxBindingBytes ?? Math.min(limits.maxStorageBufferBindingSize, limits.maxBufferSize),
+    );
     // Check every tensor before the first upload, so a bad model leaves nothing allocated.
-    for (const spec of model.specs) {
+    for (const spec of model.tensorSpecs) {
       const data = tensors.get(spec.name);
       if (!data) throw new Error(`missing parameter ${spec.name}`);
       if (data.length !== numel(spec.shape)) {
@@ -100,17 +185,27 @@ export class GpuLlama {
         );
       }
     }
-    for (const spec of model.specs) {
-      model.params.set(
-        spec.name,
-        uploadStorageBuffer(engine.device, tensors.get(spec.name)!, spec.name),
-      );
+    for (const spec of model.tensorSpecs) {
+      const data = tensors.get(spec.name)!;
+      const rowLength = numel(spec.shape) / spec.shape[0];
+      for (const chunk of model.chunks.get(spec.name)!) {
+        const part = data.subarray(
+          chunk.rowStart * rowLength,
+          (chunk.rowStart + chunk.rows) * rowLength,
+        );
+        model.params.set(chunk.key, uploadStorageBuffer(engine.device, part, chunk.key));
+      }
     }
     return model;
   }
 
   get parameterCount(): number {
     return this.specs.reduce((sum, spec) => sum + numel(spec.shape), 0);
+  }
+
+  /** Whether any parameter is stored as more than one buffer. */
+  get isSplit(): boolean {
+    return this.specs.length !== this.tensorSpecs.length;
   }
 
   /** Zero-filled gradient buffers for every parameter (idempotent). */
@@ -141,22 +236,44 @@ export class GpuLlama {
     return this.readAll(this.grads);
   }
 
+  /** Whole tensors by parameter name, row chunks joined. */
   private async readAll(buffers: Map<string, GPUBuffer>): Promise<Map<string, Float32Array>> {
     const out = new Map<string, Float32Array>();
-    for (const spec of this.specs) {
-      const buffer = buffers.get(spec.name);
-      if (buffer) out.set(spec.name, await readF32(this.engine.device, buffer, numel(spec.shape)));
+    for (const spec of this.tensorSpecs) {
+      const chunks = this.chunks.get(spec.name)!;
+      if (!chunks.every((chunk) => buffers.has(chunk.key))) continue;
+      const rowLength = numel(spec.shape) / spec.shape[0];
+      const data = new Float32Array(numel(spec.shape));
+      for (const chunk of chunks) {
+        const part = await readF32(
+          this.engine.device,
+          buffers.get(chunk.key)!,
+          chunk.rows * rowLength,
+        );
+        data.set(part, chunk.rowStart * rowLength);
+      }
+      out.set(spec.name, data);
     }
     return out;
   }
 
   /** Replaces every parameter's values (checkpoint restore); shapes must match. */
   writeParameters(tensors: ReadonlyMap<string, Float32Array>): void {
-    for (const spec of this.specs) {
+    for (const spec of this.tensorSpecs) {
       const data = tensors.get(spec.name);
       if (!data || data.length !== numel(spec.shape))
         throw new Error(`writeParameters: bad or missing ${spec.name}`);
-      writeBuffer(this.engine.device, this.params.get(spec.name)!, data);
+    }
+    for (const spec of this.tensorSpecs) {
+      const data = tensors.get(spec.name)!;
+      const rowLength = numel(spec.shape) / spec.shape[0];
+      for (const chunk of this.chunks.get(spec.name)!) {
+        writeBuffer(
+          this.engine.device,
+          this.params.get(chunk.key)!,
+          data.subarray(chunk.rowStart * rowLength, (chunk.rowStart + chunk.rows) * rowLength),
+        );
+      }
     }
   }
 
@@ -199,6 +316,112 @@ export class GpuLlama {
 
   private headWeightName(): string {
     return this.config.tieWordEmbeddings ? 'model.embed_tokens.weight' : 'lm_head.weight';
+  }
+
+  /** x (R, C) = embedding rows of tokens (R), chunk by chunk (the first writes every row). */
+  private async embed(
+    enc: GPUCommandEncoder,
+    tokens: GPUBuffer,
+    x: GPUBuffer,
+    rows: number,
+  ): Promise<void> {
+    const chunks = this.chunks.get('model.embed_tokens.weight')!;
+    for (let i = 0; i < chunks.length; i++) {
+      await this.k.embedding.encode(enc, {
+        tokens,
+        weight: this.p(chunks[i].key),
+        x,
+        rows,
+        V: chunks[i].rows,
+        C: this.config.hiddenSize,
+        rowStart: chunks[i].rowStart,
+        zeroMisses: i === 0,
+      });
+    }
+  }
+
+  /** Embedding gradient: each chunk gets the token index restricted to its ids. */
+  private async embedBackward(enc: GPUCommandEncoder, dx: GPUBuffer, index: TokenIndex) {
+    const ids = index.uniqueIds;
+    let u0 = 0;
+    for (const chunk of this.chunks.get('model.embed_tokens.weight')!) {
+      let u1 = u0;
+      while (u1 < ids.length && ids[u1] < chunk.rowStart + chunk.rows) u1++;
+      await this.k.embeddingBackward.encode(enc, {
+        dx,
+        dw: this.g(chunk.key),
+        index: {
+          uniqueIds: ids.subarray(u0, u1).map((id) => id - chunk.rowStart),
+          offsets: index.offsets.subarray(u0, u1 + 1),
+          order: index.order,
+        },
+        V: chunk.rows,
+        C: this.config.hiddenSize,
+        accumulate: true,
+      });
+      u0 = u1;
+    }
+    if (u0 < ids.length) {
+      throw new RangeError(
+        `embedding backward: token id ${ids[u0]} is outside the vocabulary (${this.config.vocabSize})`,
+      );
+    }
+  }
+
+  /** logits (rows, V) = x (rows, C) · Wᵀ, each head chunk writing its block of columns. */
+  private async head(enc: GPUCommandEncoder, x: GPUBuffer, logits: GPUBuffer, rows: number) {
+    const { hiddenSize: C, vocabSize: V } = this.config;
+    for (const chunk of this.chunks.get(this.headWeightName())!) {
+      await this.k.matmul.encode(enc, {
+        a: x,
+        b: this.p(chunk.key),
+        c: logits,
+        M: rows,
+        N: chunk.rows,
+        K: C,
+        transB: true,
+        ldC: V,
+        offsetC: chunk.rowStart,
+      });
+    }
+  }
+
+  /** Backward of head(): dX (rows, C) = dLogits·W over all chunks; dW_chunk += dLogits_chunkᵀ·x. */
+  private async headBackward(
+    enc: GPUCommandEncoder,
+    dLogits: GPUBuffer,
+    x: GPUBuffer,
+    dx: GPUBuffer,
+    rows: number,
+  ): Promise<void> {
+    const { hiddenSize: C, vocabSize: V } = this.config;
+    const chunks = this.chunks.get(this.headWeightName())!;
+    for (let i = 0; i < chunks.length; i++) {
+      const chunk = chunks[i];
+      await this.k.matmul.encode(enc, {
+        a: dLogits,
+        b: this.p(chunk.key),
+        c: dx,
+        M: rows,
+        N: C,
+        K: chunk.rows,
+        ldA: V,
+        offsetA: chunk.rowStart,
+        continueSum: i > 0,
+      });
+      await this.k.matmul.encode(enc, {
+        a: dLogits,
+        b: x,
+        c: this.g(chunk.key),
+        M: chunk.rows,
+        N: C,
+        K: rows,
+        transA: true,
+        ldA: V,
+        offsetA: chunk.rowStart,
+        accumulate: true,
+      });
+    }
   }
 
   /** y (rows, out) = x (rows, in) · Wᵀ (+ b) with W stored (out, in). */
@@ -291,14 +514,7 @@ export class GpuLlama {
     }
     const ws = this.ws;
     let x = ws.get('act.x0', R * C * F32); // (R, C)
-    await this.k.embedding.encode(enc, {
-      tokens: batch.tokens,
-      weight: this.p('model.embed_tokens.weight'),
-      x,
-      rows: R,
-      V,
-      C,
-    });
+    await this.embed(enc, batch.tokens, x, R);
     for (let l = 0; l < cfg.numLayers; l++) {
       const pre = `model.layers.${l}`;
       const a = layerActs(ws, l, R, cfg, batch.N, batch.T);
@@ -417,21 +633,14 @@ export class GpuLlama {
       );
     }
     const logits = ws.get('act.logits', rows * V * F32); // (N·count, V)
-    await this.linear(enc, headInput, this.headWeightName(), logits, rows, C, V);
+    await this.head(enc, headInput, logits, rows);
     return { batch, head, logits, headInput };
   }
 
   /** Backward from dLogits (N·count, V): adds every parameter's gradient into this.grads. */
   async backward(enc: GPUCommandEncoder, state: ForwardState, dLogits: GPUBuffer): Promise<void> {
     const cfg = this.config;
-    const {
-      hiddenSize: C,
-      intermediateSize: I,
-      numHeads: H,
-      numKvHeads: Hkv,
-      headDim: D,
-      vocabSize: V,
-    } = cfg;
+    const { hiddenSize: C, intermediateSize: I, numHeads: H, numKvHeads: Hkv, headDim: D } = cfg;
     const { batch, head } = state;
     const { N, T } = batch;
     const R = N * T;
@@ -440,18 +649,8 @@ export class GpuLlama {
     this.allocateGradients();
 
     // LM head: dHeadInput = dLogits·W, dW += dLogitsᵀ·headInput (tied: into the embedding's gradient).
-    const dHead = ws.get('grad.head.input', rows * C * F32);
-    await this.linearBackward(
-      enc,
-      dLogits,
-      state.headInput,
-      this.headWeightName(),
-      dHead,
-      rows,
-      C,
-      V,
-      false,
-    );
+    const dHead = ws.get('grad.head.input', rows * C * F32); // (N·count, C)
+    await this.headBackward(enc, dLogits, state.headInput, dHead, rows);
     // Scatter the head rows back into a zeroed (R, C) gradient of the final-norm output.
     const dXn = ws.zeroed(enc, 'grad.final.xn', R * C * F32);
     for (let n = 0; n < N; n++) {
@@ -649,14 +848,7 @@ export class GpuLlama {
         accumulate: true,
       });
     }
-    await this.k.embeddingBackward.encode(enc, {
-      dx,
-      dw: this.g('model.embed_tokens.weight'),
-      index: buildTokenIndex(batch.tokensHost),
-      V,
-      C,
-      accumulate: true,
-    });
+    await this.embedBackward(enc, dx, buildTokenIndex(batch.tokensHost));
   }
 
   /** An empty KV cache for N sequences of up to `capacity` columns. */
@@ -703,14 +895,7 @@ export class GpuLlama {
     const ws = this.ws;
     const s = (name: string, floats: number) => ws.get(`gen.${name}`, floats * F32);
     const x = s('x', R * C);
-    await this.k.embedding.encode(enc, {
-      tokens,
-      weight: this.p('model.embed_tokens.weight'),
-      x,
-      rows: R,
-      V,
-      C,
-    });
+    await this.embed(enc, tokens, x, R);
     const xn = s('xn', R * C);
     const rstd = s('rstd', R);
     const qRaw = s('qRaw', R * H * D);
@@ -852,7 +1037,7 @@ export class GpuLlama {
       enc.copyBufferToBuffer(xn, (n * Tq + Tq - 1) * C * F32, last, n * C * F32, C * F32);
     }
     const logits = s('logits', N * V); // (N, V)
-    await this.linear(enc, last, this.headWeightName(), logits, N, C, V);
+    await this.head(enc, last, logits, N);
     return logits;
   }
 
