@@ -1,0 +1,263 @@
+// Issue 3's engine benchmark, in Node on WebGPU (Dawn): a random ~1M-parameter Llama, sampling
+// tokens/s for B×G batched decode with a KV cache (src/model/sampler.ts), and the time of one whole
+// GRPO training step (src/grpo/trainer.ts) split by GPU submission label. Warm-up runs (pipeline
+// compilation) are excluded; every figure is the median and spread of several runs.
+//
+// Usage: `npm run bench -- --only engine` (bench/run.mjs bundles this file and runs it in a child).
+import { writeFileSync } from 'node:fs';
+import type { AdapterSummary } from '../../src/engine/device';
+import { createEngine, type Engine } from '../../src/engine/engine';
+import { resolveConfig } from '../../src/grpo/config';
+import type { RewardFunction } from '../../src/grpo/rewards';
+import { GrpoTrainer, type TrainerTokenizer } from '../../src/grpo/trainer';
+import { parameterCount, type LlamaConfig } from '../../src/model/config';
+import { initLlamaWeights } from '../../src/model/init';
+import { GpuLlama } from '../../src/model/llama';
+import { Sampler } from '../../src/model/sampler';
+import type { Problem, Task } from '../../src/tasks/types';
+import { rateOf, summarize, timeRuns, type Stat } from '../lib/stats';
+import { machineInfo, type MachineInfo } from './machine';
+
+/** ~1.05M parameters: 4 layers, C = 128, I = 384, 4 heads over 2 kv-heads, V = 1024, untied head. */
+export const BENCH_MODEL: LlamaConfig = {
+  architecture: 'LlamaForCausalLM',
+  hiddenSize: 128,
+  intermediateSize: 384,
+  numLayers: 4,
+  numHeads: 4,
+  numKvHeads: 2,
+  headDim: 32,
+  vocabSize: 1024,
+  maxPositions: 128,
+  ropeTheta: 10000,
+  rmsNormEps: 1e-6,
+  tieWordEmbeddings: false,
+  attentionBias: false,
+  bosTokenId: null,
+  eosTokenIds: [],
+};
+
+/** B prompts × G completions, fixed lengths: no EOS exists, so every completion runs to full length. */
+export const BENCH_WORKLOAD = {
+  prompts: 2, // B
+  generations: 8, // G
+  promptTokens: 16,
+  newTokens: 32,
+};
+
+export interface EngineBenchResult {
+  bench: 'engine';
+  machine: MachineInfo;
+  runtime: string;
+  adapter: AdapterSummary;
+  model: { config: LlamaConfig; parameters: number };
+  workload: typeof BENCH_WORKLOAD & { sequences: number; warmup: number; runs: number };
+  figures: Record<string, Stat>;
+  notes: string[];
+}
+
+/** One byte-ish token per character: ids are char codes mod V, so any text round-trips to ids. */
+class BenchTokenizer implements TrainerTokenizer {
+  readonly eosTokenIds: number[] = [];
+  readonly padTokenId = 0;
+  constructor(private readonly vocab: number) {}
+  encode(text: string): number[] {
+    return Array.from(text, (ch) => ch.charCodeAt(0) % this.vocab);
+  }
+  decode(ids: readonly number[]): string {
+    return String.fromCharCode(...ids.map((id) => 32 + (id % 95)));
+  }
+}
+
+/** Fixed-length prompts of lowercase letters, a deterministic function of (seed, index). */
+function benchTask(promptTokens: number): Task {
+  return {
+    name: 'bench',
+    description: 'fixed-length synthetic prompts for the engine benchmark',
+    generate(seed, count): Problem[] {
+      return Array.from({ length: count }, (_, i) => ({
+        id: `bench-${seed}-${i}`,
+        task: 'bench',
+        question: Array.from({ length: promptTokens }, (_, t) =>
+          String.fromCharCode(97 + ((seed * 31 + i * 7 + t * 13) % 26)),
+        ).join(''),
+        reference: null,
+        verifier: { kind: 'none' },
+      }));
+    },
+    formatPrompt: (problem) => ({ kind: 'text', text: problem.question }),
+    verify: () => null,
+  };
+}
+
+/** A cheap rule reward with some spread inside each group (so advantages are not all zero). */
+const vowelShare: RewardFunction = {
+  name: 'custom:vowels',
+  compute: ({ completion }) =>
+    completion.length ? (completion.match(/[aeiou]/g)?.length ?? 0) / completion.length : 0,
+};
+
+/** Progress goes to stderr so that stdout stays the result. */
+const progress = (line: string) => process.stderr.write(`  [engine] ${line}\n`);
+const runLabel = (run: number) => (run < 0 ? 'warm-up' : `run ${run + 1}`);
+
+/** Wraps engine.run to add each submission's wall time (encode + GPU + wait) to its label. */
+function timedEngine(engine: Engine, sink: Map<string, number>): Engine {
+  return {
+    ...engine,
+    async run(record, label = 'engine.run') {
+      const t0 = performance.now();
+      await engine.run(record, label);
+      sink.set(label, (sink.get(label) ?? 0) + (performance.now() - t0) / 1000);
+    },
+  };
+}
+
+export async function runEngineBench(options: { quick: boolean }): Promise<EngineBenchResult> {
+  const machine = machineInfo();
+  const engine = await createEngine();
+  const W = BENCH_WORKLOAD;
+  const N = W.prompts * W.generations;
+  const warmup = 1;
+  const runs = options.quick ? 2 : 5;
+  const weights = initLlamaWeights(BENCH_MODEL, 1);
+  const tokenizer = new BenchTokenizer(BENCH_MODEL.vocabSize);
+  const task = benchTask(W.promptTokens);
+  const figures: Record<string, Stat> = {};
+
+  // 1. Sampling: N = B·G sequences, prefill of the prompts then one decode step per new token.
+  {
+    const model = GpuLlama.load(engine, BENCH_MODEL, weights);
+    const sampler = new Sampler(engine, model);
+    const prompts = task
+      .generate(3, W.prompts)
+      .flatMap((p) => Array.from({ length: W.generations }, () => tokenizer.encode(p.question)));
+    const seconds = await timeRuns(warmup, runs, async (run) => {
+      const t0 = performance.now();
+      const out = await sampler.generate(prompts, {
+        maxNewTokens: W.newTokens,
+        temperature: 1,
+        topK: 0,
+        topP: 1,
+        seed: 11,
+        stream: run + 100,
+        eosTokenIds: [],
+      });
+      // The workload must not shrink silently (an EOS would stop sequences early).
+      if (out.completions.some((c) => c.length !== W.newTokens))
+        throw new Error('sampling benchmark: a completion stopped early');
+      progress(`sampling ${runLabel(run)}: ${((performance.now() - t0) / 1000).toFixed(2)} s`);
+    });
+    figures['sampling tokens/s'] = rateOf(seconds, N * W.newTokens, 'tok/s');
+    figures['sampling ms per decode step'] = summarize(
+      seconds.map((s) => (s * 1000) / W.newTokens),
+      'ms',
+    );
+    model.destroy();
+  }
+
+  // 2. One whole GRPO step (sampling → rewards → advantages → forward/backward → AdamW → metrics),
+  // with the time spent in each labelled GPU submission.
+  {
+    const labels = new Map<string, number>();
+    const config = resolveConfig({
+      rewards: ['custom:vowels'],
+      customRewards: { vowels: 'function reward() { return 0; }' },
+      perStepPrompts: W.prompts,
+      numGenerations: W.generations,
+      maxPromptLength: W.promptTokens,
+      maxCompletionLength: W.newTokens,
+      temperature: 1,
+      learningRate: 1e-3,
+      lrScheduler: 'constant',
+      steps: 1000,
+      evalPrompts: 0,
+      seed: 5,
+    });
+    const trainer = new GrpoTrainer({
+      engine: timedEngine(engine, labels),
+      config,
+      modelConfig: BENCH_MODEL,
+      weights,
+      tokenizer,
+      task,
+      rewardFunctions: [vowelShare],
+    });
+    const phases: Record<string, number[]> = {
+      sampling: [],
+      'policy forward+backward': [],
+      'optimizer (clip + AdamW)': [],
+      'outside GPU submissions': [],
+    };
+    const seconds = await timeRuns(warmup, runs, async (run) => {
+      labels.clear();
+      const t0 = performance.now();
+      const report = await trainer.trainStep();
+      const total = (performance.now() - t0) / 1000;
+      if (report.skipped) throw new Error(`GRPO step skipped its update: ${report.skipped}`);
+      progress(`GRPO step ${runLabel(run)}: ${total.toFixed(2)} s`);
+      if (run < 0) return;
+      const get = (...names: string[]) => names.reduce((s, n) => s + (labels.get(n) ?? 0), 0);
+      const gpu = [...labels.values()].reduce((a, b) => a + b, 0);
+      phases.sampling.push(get('prefill', 'decode'));
+      phases['policy forward+backward'].push(get('zero-grad', 'policy'));
+      phases['optimizer (clip + AdamW)'].push(get('optimizer'));
+      phases['outside GPU submissions'].push(total - gpu);
+    });
+    figures['GRPO step ms'] = summarize(
+      seconds.map((s) => s * 1000),
+      'ms',
+    );
+    for (const [name, values] of Object.entries(phases)) {
+      figures[`  ${name} ms`] = summarize(
+        values.map((s) => s * 1000),
+        'ms',
+      );
+    }
+    const trainTokens = N * (W.promptTokens + W.newTokens);
+    figures['training tokens/s (fwd+bwd+AdamW)'] = summarize(
+      phases['policy forward+backward'].map(
+        (s, i) => trainTokens / (s + phases['optimizer (clip + AdamW)'][i]),
+      ),
+      'tok/s',
+    );
+    trainer.destroy();
+  }
+
+  const adapter = engine.gpu.adapter;
+  engine.destroy();
+  return {
+    bench: 'engine',
+    machine,
+    runtime: `Node ${process.version}, npm 'webgpu' (Dawn)`,
+    adapter,
+    model: { config: BENCH_MODEL, parameters: parameterCount(BENCH_MODEL) },
+    workload: { ...W, sequences: N, warmup, runs },
+    figures,
+    notes: [
+      adapter.isSoftware
+        ? 'Software WebGPU (CPU emulation): these are CPU figures, not GPU speed.'
+        : 'Hardware WebGPU adapter.',
+      'Each GPU submission waits for the queue to drain (engine.run), so a phase is encode + GPU + wait.',
+      "'outside GPU submissions': rewards, packing, uploads and readbacks, i.e. time the GPU sits idle.",
+    ],
+  };
+}
+
+async function main(argv: string[]) {
+  const quick = argv.includes('--quick');
+  const outIndex = argv.indexOf('--out');
+  const result = await runEngineBench({ quick });
+  const json = JSON.stringify(result, null, 2);
+  if (outIndex >= 0) writeFileSync(argv[outIndex + 1], json);
+  else console.log(json);
+}
+
+main(process.argv.slice(2)).then(
+  // Dawn keeps handles that hold the event loop open; the result is written, so leave.
+  () => process.exit(0),
+  (e: unknown) => {
+    console.error(e instanceof Error ? (e.stack ?? e.message) : e);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,35 @@
+#!/usr/bin/env node
+// `npm run bench`: bundles the TypeScript benchmark entries for Node with Vite (the same way the CLI
+// is built, so WGSL loads through import.meta.glob) into node_modules/.cache/grpo-bench/ (out of
+// the way of lint and git), then runs bench/cli.ts, which
+// runs each benchmark and prints the tables and JSON. Flags are passed through (see bench/cli.ts).
+import { spawnSync } from 'node:child_process';
+import { dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { build } from 'vite';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const outDir = resolve(root, 'node_modules/.cache/grpo-bench');
+
+await build({
+  configFile: false,
+  root,
+  logLevel: 'warn',
+  build: {
+    ssr: true,
+    outDir,
+    emptyOutDir: true,
+    target: 'node20',
+    rollupOptions: {
+      input: { cli: 'bench/cli.ts', engine: 'bench/node/engine.ts' },
+      output: { format: 'es', entryFileNames: '[name].js' },
+    },
+  },
+  ssr: { external: ['webgpu', 'vite', '@playwright/test', 'playwright-core'] },
+});
+
+const result = spawnSync(process.execPath, [resolve(outDir, 'cli.js'), ...process.argv.slice(2)], {
+  stdio: 'inherit',
+  cwd: root,
+});
+process.exit(result.status ?? 1);
