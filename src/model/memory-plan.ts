@@ -79,6 +79,11 @@ export interface OversizedBuffer {
   limitBytes: number;
   /** Parts needed if split evenly. */
   parts: number;
+  /**
+   * GpuLlama stores it as row chunks by itself (the embedding table and the LM head, with their
+   * gradients and moments); anything else (activations) must be made smaller instead.
+   */
+  splitByModel: boolean;
 }
 
 export interface MemoryPlan {
@@ -236,6 +241,9 @@ function largestFitting(lo: number, hi: number, fits: (v: number) => boolean): n
   return lo;
 }
 
+/** Parameters GpuLlama splits into row chunks when they exceed a binding (src/model/llama.ts). */
+const SPLIT_BY_MODEL = new Set(['model.embed_tokens.weight', 'lm_head.weight']);
+
 /** The memory plan for a run on a device: totals, fit, buffers to split, and what to change. */
 export function planMemory(planInput: MemoryPlanInput, limits: DeviceMemoryLimits): MemoryPlan {
   const input = resolve(planInput);
@@ -265,6 +273,7 @@ export function planMemory(planInput: MemoryPlanInput, limits: DeviceMemoryLimit
       limit,
       limitBytes,
       parts: Math.ceil(b.bytes / limitBytes),
+      splitByModel: SPLIT_BY_MODEL.has(key),
     });
   }
 
@@ -369,16 +378,24 @@ export function planMemory(planInput: MemoryPlanInput, limits: DeviceMemoryLimit
       `the budget is ${formatBytes(budget)} (${breakdown}; the peak is set by ${activationPhase}). ` +
       `To fit: ${suggestions.join('; or ')}.`;
   }
-  if (oversized.length > 0) {
+  const describe = (list: OversizedBuffer[]) =>
+    list
+      .map(
+        (o) =>
+          `${o.name} ${formatBytes(o.bytes)} > ${o.limit} ${formatBytes(o.limitBytes)} (${o.parts} parts)`,
+      )
+      .join('; ');
+  const byModel = oversized.filter((o) => o.splitByModel);
+  const byUser = oversized.filter((o) => !o.splitByModel);
+  if (byModel.length > 0) {
     message +=
-      ` ${oversized.length} buffer${oversized.length === 1 ? '' : 's'} exceed a per-buffer limit and must be split: ` +
-      oversized
-        .map(
-          (o) =>
-            `${o.name} ${formatBytes(o.bytes)} > ${o.limit} ${formatBytes(o.limitBytes)} (${o.parts} parts)`,
-        )
-        .join('; ') +
-      '.';
+      ` ${byModel.length} tensor${byModel.length === 1 ? '' : 's'} exceed a per-buffer limit and must be split ` +
+      `(the model stores them as row chunks automatically): ${describe(byModel)}.`;
+  }
+  if (byUser.length > 0) {
+    message +=
+      ` ${byUser.length} buffer${byUser.length === 1 ? '' : 's'} exceed a per-buffer limit and must be split, ` +
+      `which the engine does not do: lower the micro-batch or the completion length: ${describe(byUser)}.`;
   }
 
   return {

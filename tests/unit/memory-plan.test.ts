@@ -135,17 +135,25 @@ describe('buffers too large for one binding or one buffer', () => {
       limit: 'maxStorageBufferBindingSize',
       limitBytes: 8192,
       parts: 2,
+      splitByModel: true,
     });
     expect(byName.get('lm_head.weight')!.parts).toBe(2);
+    expect(byName.get('lm_head.weight')!.splitByModel).toBe(true);
     expect(byName.get('logits (completion positions)')).toMatchObject({
       bytes: 45696,
       limit: 'maxBufferSize',
       parts: 2,
+      splitByModel: false,
     });
     expect(plan.oversized.filter((o) => o.name.startsWith('model.embed_tokens'))).toHaveLength(1);
     expect(plan.oversized.some((o) => o.name.startsWith('model.layers'))).toBe(false);
     expect(plan.message).toContain(
-      'must be split: model.embed_tokens.weight 8.50 KiB > maxStorageBufferBindingSize',
+      '2 tensors exceed a per-buffer limit and must be split (the model stores them as row chunks ' +
+        'automatically): model.embed_tokens.weight 8.50 KiB > maxStorageBufferBindingSize 8.00 KiB (2 parts)',
+    );
+    expect(plan.message).toContain(
+      'must be split, which the engine does not do: lower the micro-batch or the completion length: ' +
+        'logits (completion positions) 44.6 KiB > maxBufferSize',
     );
   });
 
