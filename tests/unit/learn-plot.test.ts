@@ -9,6 +9,7 @@ import {
   niceTicks,
   pct,
   signedColor,
+  magnitudeColor,
 } from '../../src/app/teach/plot';
 
 describe('scales and ticks', () => {
@@ -72,6 +73,8 @@ describe('colour and numbers', () => {
     expect(signedColor(-0.5, 1)).toBe('color-mix(in srgb, var(--bad) 45%, transparent)');
     expect(signedColor(0, 1)).toBe('transparent');
     expect(signedColor(3, 0)).toBe('transparent');
+    expect(magnitudeColor(0.5, 1)).toBe('color-mix(in srgb, var(--accent) 38%, transparent)');
+    expect(magnitudeColor(0, 1)).toBe('transparent');
   });
 
   it('fmt and pct', () => {
@@ -80,6 +83,7 @@ describe('colour and numbers', () => {
     expect(fmt(0)).toBe('0');
     expect(fmt(-0.5)).toBe('−0.500');
     expect(fmt(2e-6)).toBe('2.00e-6');
+    expect(fmt(3.3e-16)).toBe('≈ 0');
     expect(fmt(Infinity)).toBe('∞');
     expect(pct(0.256)).toBe('26%');
     expect(pct(NaN)).toBe('—');

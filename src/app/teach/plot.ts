@@ -121,6 +121,13 @@ export function signedColor(value: number, maxAbs: number): string {
   return `color-mix(in srgb, var(${value > 0 ? '--good' : '--bad'}) ${pct}%, transparent)`;
 }
 
+/** A CSS colour for a magnitude (≥ 0) in one theme colour, e.g. k3, where more is not "good". */
+export function magnitudeColor(value: number, max: number, cssVar = '--accent'): string {
+  if (!Number.isFinite(value) || value <= 0 || !(max > 0)) return 'transparent';
+  const pct = Math.round(Math.min(1, value / max) * 60 + 8);
+  return `color-mix(in srgb, var(${cssVar}) ${pct}%, transparent)`;
+}
+
 /** Largest |v| of the finite values (0 when none). */
 export function maxAbs(values: readonly number[]): number {
   let m = 0;
@@ -134,6 +141,8 @@ export function fmt(v: number | null | undefined, digits = 3): string {
   if (!Number.isFinite(v)) return v > 0 ? '∞' : '−∞';
   if (v === 0) return '0';
   const a = Math.abs(v);
+  // f64 rounding residue (a sum of advantages, the grpo loss at ρ = 1) is zero for a reader.
+  if (a < 1e-12) return '≈ 0';
   const s = a >= 1e-3 && a < 1e5 ? v.toFixed(digits) : v.toExponential(Math.max(1, digits - 1));
   // A typographic minus reads better in formulas.
   return s.replace(/^-/, '−');
