@@ -2,6 +2,8 @@
 // SwiftShader here), then every value Learn mode shows is recomputed from the StepReport with
 // src/app/learn/derive.ts and compared with what the trainer reported.
 import { describe, expect, it } from 'vitest';
+import { render } from 'svelte/server';
+import LearnView from '../../src/app/learn/LearnView.svelte';
 import {
   allCompletions,
   logpMovement,
@@ -45,6 +47,11 @@ describe('Learn mode reproduces the trainer', { timeout: 300_000 }, () => {
     expect(stats.clipRatioHigh).toBe(report.metrics['clip_ratio/high_mean']);
     const moved = logpMovement(allCompletions(report))!;
     expect(moved.weighted).toBeGreaterThan(0);
+    // What the reader sees (the first group, and the step-wide values): every check in the view
+    // agrees with the trainer.
+    const { body } = render(LearnView, { props: { report, config, history: [] } });
+    expect(body).toContain('✓ matches the trainer');
+    expect(body).not.toContain('✗');
     trainer.destroy();
   });
 
