@@ -11,12 +11,23 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { fmt, table, type Stat } from './lib/stats';
+import { openBenchPage } from './browser/driver';
+import type { BrowserInfo } from './browser/page';
+import {
+  ENGINES,
+  flops,
+  MATMUL_SHAPES,
+  QUICK_SHAPES,
+  type EngineName,
+  type MatmulMeasurement,
+} from './browser/shapes';
+import { fmt, fmtStat, summarize, table, type Stat } from './lib/stats';
 import type { EngineBenchResult } from './node/engine';
+import { machineInfo, type MachineInfo } from './node/machine';
 
 /** Where bench/run.mjs put the bundled entries (this file's own folder). */
 const OUT_DIR = dirname(fileURLToPath(import.meta.url));
-export const BENCHMARKS = ['engine'] as const;
+export const BENCHMARKS = ['engine', 'matmul'] as const;
 type BenchName = (typeof BENCHMARKS)[number];
 
 interface Options {
@@ -39,7 +50,7 @@ function parseArgs(argv: string[]): Options {
       options.only = new Set(names as BenchName[]);
     } else if (arg === '--json') options.json = resolve(argv[++i] ?? '');
     else if (arg === '--help' || arg === '-h') {
-      console.log('npm run bench -- [--quick] [--only engine] [--json file]');
+      console.log(`npm run bench -- [--quick] [--only ${BENCHMARKS.join(',')}] [--json file]`);
       process.exit(0);
     } else throw new Error(`unknown flag '${arg}' (try --help)`);
   }
@@ -93,6 +104,144 @@ function printEngine(r: EngineBenchResult) {
   );
   console.log(table(STAT_HEADERS, statRows(r.figures)));
   for (const note of r.notes) console.log(`note: ${note}`);
+  if (!r.profile) {
+    console.log('(no per-kernel profile: the adapter lacks timestamp-query)');
+    return;
+  }
+  for (const [name, p] of [
+    ['sampling (one generate call)', r.profile.sampling],
+    ['GRPO step', r.profile.grpoStep],
+  ] as const) {
+    console.log(
+      `\nper-kernel GPU time, ${name}, one profiled run: wall ${fmt(p.wallMs)} ms, ` +
+        `kernels busy ${fmt(p.busyMs)} ms (${fmt((100 * p.busyMs) / p.wallMs)}%), ` +
+        `GPU idle ${fmt(p.wallMs - p.busyMs)} ms`,
+    );
+    const top = p.kernels.slice(0, 10);
+    const rest = p.kernels.slice(10).reduce((s, k) => s + k.ms, 0);
+    const rows = top.map((k) => [
+      k.label,
+      fmt(k.ms),
+      String(k.count),
+      fmt(k.ms / k.count),
+      fmt((100 * k.ms) / p.wallMs),
+    ]);
+    if (p.kernels.length > 10)
+      rows.push(['(other kernels)', fmt(rest), '', '', fmt((100 * rest) / p.wallMs)]);
+    console.log(table(['kernel (pass label)', 'ms', 'passes', 'ms/pass', '% wall'], rows));
+  }
+}
+
+/** Largest relative error a matmul may show against the f64 reference and still be timed. */
+const MATMUL_REL_TOLERANCE = 1e-4;
+
+interface MatmulBenchResult {
+  bench: 'matmul';
+  machine: MachineInfo;
+  browser: { version: string } & BrowserInfo;
+  warmup: number;
+  runs: number;
+  rows: (MatmulMeasurement & { gflops: Stat | null })[];
+  /** ours ÷ other, median GFLOP/s over median GFLOP/s, per shape. */
+  ratios: Record<string, Partial<Record<EngineName, number>>>;
+  notes: string[];
+}
+
+async function runMatmul(quick: boolean): Promise<MatmulBenchResult> {
+  const machine = machineInfo();
+  const root = process.cwd();
+  const page = await openBenchPage(root);
+  const shapes = quick ? QUICK_SHAPES : MATMUL_SHAPES;
+  const warmup = 1;
+  const runs = quick ? 2 : 5;
+  try {
+    const measured = await page.call('matmul', {
+      shapes,
+      engines: [...ENGINES],
+      warmup,
+      runs,
+    });
+    const rows = measured.map((m) => {
+      const shape = shapes.find((s) => s.name === m.shape)!;
+      const ok = !m.error && m.relError <= MATMUL_REL_TOLERANCE && m.seconds.length > 0;
+      if (!m.error && !ok) m.error = `relative error ${m.relError} > ${MATMUL_REL_TOLERANCE}`;
+      const gflops = ok
+        ? summarize(
+            m.seconds.map((s) => (flops(shape) * m.repeats) / s / 1e9),
+            'GFLOP/s',
+          )
+        : null;
+      return { ...m, gflops };
+    });
+    const ratios: MatmulBenchResult['ratios'] = {};
+    for (const shape of shapes) {
+      const ours = rows.find((r) => r.shape === shape.name && r.engine === 'ours')?.gflops;
+      ratios[shape.name] = {};
+      for (const r of rows.filter((x) => x.shape === shape.name && x.engine !== 'ours')) {
+        if (ours && r.gflops) ratios[shape.name][r.engine] = ours.median / r.gflops.median;
+      }
+    }
+    const software = /swiftshader/i.test(
+      `${page.info.adapter.vendor} ${page.info.adapter.architecture} ${page.info.adapter.description}`,
+    );
+    return {
+      bench: 'matmul',
+      machine,
+      browser: { version: page.browserVersion, ...page.info },
+      warmup,
+      runs,
+      rows,
+      ratios,
+      notes: [
+        software
+          ? 'WebGPU is SwiftShader (CPU emulation): GFLOP/s here are CPU figures, not GPU speed.'
+          : 'Hardware WebGPU adapter.',
+        'WebGPU engines keep operands on their GPU device; one measured run = `repeats` matmuls + one readback of the last output.',
+        'ort-wasm is onnxruntime-web on the CPU (1 thread, SIMD), for context: operands cross from JS each run.',
+        `Every engine's first output is checked against the f64 CPU reference (relative error ≤ ${MATMUL_REL_TOLERANCE}) before timing.`,
+      ],
+    };
+  } finally {
+    await page.close();
+  }
+}
+
+/** The adapter features the kernels of issue 9 would use. */
+const KERNEL_FEATURES = ['shader-f16', 'subgroups', 'timestamp-query'];
+
+function printMatmul(r: MatmulBenchResult) {
+  const a = r.browser.adapter;
+  console.log(
+    `\n## Matmul GFLOP/s (issue 9a): Chromium ${r.browser.version}, headless\n` +
+      `machine: ${r.machine.cpu}, ${r.machine.cores} cores, load ${r.machine.loadAverage1m} at start\n` +
+      `adapter: ${a.vendor} ${a.architecture} ${a.description}; kernel-relevant features: ` +
+      `${KERNEL_FEATURES.map((f) => `${f} ${a.features.includes(f) ? 'yes' : 'no'}`).join(', ')} ` +
+      `(all ${a.features.length} in the JSON)\n` +
+      `versions: ${Object.entries(r.browser.versions)
+        .map(([k, v]) => `${k} ${v}`)
+        .join(', ')}; crossOriginIsolated ${r.browser.crossOriginIsolated}; ` +
+      `${r.warmup} warm-up + ${r.runs} measured runs; cells: median [min–max] GFLOP/s\n`,
+  );
+  const shapes = [...new Set(r.rows.map((x) => x.shape))];
+  const engines = [...new Set(r.rows.map((x) => x.engine))];
+  const others = engines.filter((e) => e !== 'ours');
+  const rows = shapes.map((shape) => {
+    const spec = MATMUL_SHAPES.find((s) => s.name === shape)!;
+    const cells = engines.map((e) => {
+      const row = r.rows.find((x) => x.shape === shape && x.engine === e);
+      return row?.gflops ? fmtStat(row.gflops) : `error`;
+    });
+    const ratios = others.map((e) => {
+      const ratio = r.ratios[shape]?.[e];
+      return ratio === undefined ? '–' : `${fmt(ratio)}×`;
+    });
+    return [`${shape} (${spec.M}×${spec.N}×${spec.K})`, ...cells, ...ratios];
+  });
+  console.log(table(['shape (M×N×K)', ...engines, ...others.map((e) => `ours/${e}`)], rows));
+  for (const row of r.rows.filter((x) => x.error)) {
+    console.log(`error: ${row.shape} ${row.engine}: ${row.error}`);
+  }
+  for (const note of r.notes) console.log(`note: ${note}`);
 }
 
 async function main(argv: string[]) {
@@ -103,6 +252,11 @@ async function main(argv: string[]) {
     const r = runEngine(options.quick);
     printEngine(r);
     results.engine = r;
+  }
+  if (options.only.has('matmul')) {
+    const r = await runMatmul(options.quick);
+    printMatmul(r);
+    results.matmul = r;
   }
   const json = JSON.stringify({ started, quick: options.quick, results }, null, 2);
   console.log(`\n## JSON\n${json}`);

@@ -16,6 +16,7 @@ import { GpuLlama } from '../../src/model/llama';
 import { Sampler } from '../../src/model/sampler';
 import type { Problem, Task } from '../../src/tasks/types';
 import { rateOf, summarize, timeRuns, type Stat } from '../lib/stats';
+import { PassProfiler, type PassTotals } from '../lib/gpu-profile';
 import { machineInfo, type MachineInfo } from './machine';
 
 /** ~1.05M parameters: 4 layers, C = 128, I = 384, 4 heads over 2 kv-heads, V = 1024, untied head. */
@@ -53,7 +54,26 @@ export interface EngineBenchResult {
   model: { config: LlamaConfig; parameters: number };
   workload: typeof BENCH_WORKLOAD & { sequences: number; warmup: number; runs: number };
   figures: Record<string, Stat>;
+  /** One extra run of each, with per-kernel GPU time from timestamp queries (null without them). */
+  profile: { sampling: KernelProfile; grpoStep: KernelProfile } | null;
   notes: string[];
+}
+
+export interface KernelProfile {
+  wallMs: number;
+  /** Σ kernel time: the GPU is idle for wallMs − busyMs (host work, waits, readbacks). */
+  busyMs: number;
+  kernels: { label: string; ms: number; count: number }[];
+}
+
+function kernelProfile(wallMs: number, totals: PassTotals): KernelProfile {
+  return {
+    wallMs,
+    busyMs: totals.busyMs,
+    kernels: [...totals.passes.entries()]
+      .map(([label, { ms, count }]) => ({ label, ms, count }))
+      .sort((a, b) => b.ms - a.ms),
+  };
 }
 
 /** One byte-ish token per character: ids are char codes mod V, so any text round-trips to ids. */
@@ -124,6 +144,10 @@ export async function runEngineBench(options: { quick: boolean }): Promise<Engin
   const tokenizer = new BenchTokenizer(BENCH_MODEL.vocabSize);
   const task = benchTask(W.promptTokens);
   const figures: Record<string, Stat> = {};
+  const profiler = engine.gpu.hasFeature('timestamp-query')
+    ? new PassProfiler(engine.device)
+    : null;
+  const profiles: Partial<Record<'sampling' | 'grpoStep', KernelProfile>> = {};
 
   // 1. Sampling: N = B·G sequences, prefill of the prompts then one decode step per new token.
   {
@@ -132,17 +156,19 @@ export async function runEngineBench(options: { quick: boolean }): Promise<Engin
     const prompts = task
       .generate(3, W.prompts)
       .flatMap((p) => Array.from({ length: W.generations }, () => tokenizer.encode(p.question)));
-    const seconds = await timeRuns(warmup, runs, async (run) => {
-      const t0 = performance.now();
-      const out = await sampler.generate(prompts, {
+    const generate = (s: Sampler, stream: number) =>
+      s.generate(prompts, {
         maxNewTokens: W.newTokens,
         temperature: 1,
         topK: 0,
         topP: 1,
         seed: 11,
-        stream: run + 100,
+        stream,
         eosTokenIds: [],
       });
+    const seconds = await timeRuns(warmup, runs, async (run) => {
+      const t0 = performance.now();
+      const out = await generate(sampler, run + 100);
       // The workload must not shrink silently (an EOS would stop sequences early).
       if (out.completions.some((c) => c.length !== W.newTokens))
         throw new Error('sampling benchmark: a completion stopped early');
@@ -153,6 +179,13 @@ export async function runEngineBench(options: { quick: boolean }): Promise<Engin
       seconds.map((s) => (s * 1000) / W.newTokens),
       'ms',
     );
+    if (profiler) {
+      profiler.reset();
+      const t0 = performance.now();
+      await generate(new Sampler(profiler.wrap(engine), model), 99);
+      profiles.sampling = kernelProfile(performance.now() - t0, profiler.totals);
+      progress('sampling: profiled run done');
+    }
     model.destroy();
   }
 
@@ -174,8 +207,12 @@ export async function runEngineBench(options: { quick: boolean }): Promise<Engin
       evalPrompts: 0,
       seed: 5,
     });
+    // The trainer keeps the engine it was built with: route its submissions through a switch so
+    // that one extra step can run under the profiler.
+    const timed = timedEngine(engine, labels);
+    let active = timed;
     const trainer = new GrpoTrainer({
-      engine: timedEngine(engine, labels),
+      engine: { ...engine, run: (record, label) => active.run(record, label) },
       config,
       modelConfig: BENCH_MODEL,
       weights,
@@ -221,8 +258,18 @@ export async function runEngineBench(options: { quick: boolean }): Promise<Engin
       ),
       'tok/s',
     );
+    if (profiler) {
+      profiler.reset();
+      active = profiler.wrap(timed);
+      const t0 = performance.now();
+      await trainer.trainStep();
+      profiles.grpoStep = kernelProfile(performance.now() - t0, profiler.totals);
+      active = timed;
+      progress('GRPO step: profiled run done');
+    }
     trainer.destroy();
   }
+  profiler?.destroy();
 
   const adapter = engine.gpu.adapter;
   engine.destroy();
@@ -234,6 +281,10 @@ export async function runEngineBench(options: { quick: boolean }): Promise<Engin
     model: { config: BENCH_MODEL, parameters: parameterCount(BENCH_MODEL) },
     workload: { ...W, sequences: N, warmup, runs },
     figures,
+    profile:
+      profiles.sampling && profiles.grpoStep
+        ? { sampling: profiles.sampling, grpoStep: profiles.grpoStep }
+        : null,
     notes: [
       adapter.isSoftware
         ? 'Software WebGPU (CPU emulation): these are CPU figures, not GPU speed.'

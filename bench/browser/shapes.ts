@@ -1,0 +1,56 @@
+// The matmul shapes of issue 9 (a), shared by the page and the Node driver. Each is one linear layer
+// of a transformer step in the engine's layout (row-major, HF weights stored (out, in)):
+//   prefill / training forward  y = x·Wᵀ   (M = tokens, N = out, K = in, transB)
+//   decode                       y = x·Wᵀ   with M = the N·G sequences of one decode step
+//   backward dW                  dW = dYᵀ·X (M = out, N = in, K = tokens, transA)
+// Two model sizes: the ~1M-parameter benchmark model of the engine benchmark (MLP up-projection,
+// C = 128 → I = 384, 512 training tokens, 16 decoding sequences) and a SmolLM2-135M-sized MLP
+// (C = 576 → I = 1536) with 128 tokens, kept small because WebGPU may be emulated on the CPU.
+
+export interface MatmulShape {
+  name: string;
+  M: number;
+  N: number;
+  K: number;
+  transA: boolean;
+  transB: boolean;
+}
+
+export const MATMUL_SHAPES: MatmulShape[] = [
+  { name: '1M prefill x·Wᵀ', M: 512, N: 384, K: 128, transA: false, transB: true },
+  { name: '1M decode x·Wᵀ', M: 16, N: 384, K: 128, transA: false, transB: true },
+  { name: '1M backward dYᵀ·X', M: 384, N: 128, K: 512, transA: true, transB: false },
+  { name: '135M prefill x·Wᵀ', M: 128, N: 1536, K: 576, transA: false, transB: true },
+  { name: '135M decode x·Wᵀ', M: 16, N: 1536, K: 576, transA: false, transB: true },
+  { name: '135M backward dYᵀ·X', M: 1536, N: 576, K: 128, transA: true, transB: false },
+];
+
+/** Quick runs keep the 1M-model shapes only. */
+export const QUICK_SHAPES = MATMUL_SHAPES.slice(0, 3);
+
+export const flops = (s: MatmulShape) => 2 * s.M * s.N * s.K;
+
+/** Matmuls per measured run: small shapes repeat so one run does at least `minFlops` of work. */
+export const repeatsFor = (s: MatmulShape, minFlops = 2e7) =>
+  Math.max(1, Math.ceil(minFlops / flops(s)));
+
+export const ENGINES = ['ours', 'tfjs-webgpu', 'ort-webgpu', 'ort-wasm'] as const;
+export type EngineName = (typeof ENGINES)[number];
+
+export interface MatmulRunConfig {
+  shapes: MatmulShape[];
+  engines: EngineName[];
+  warmup: number;
+  runs: number;
+}
+
+export interface MatmulMeasurement {
+  shape: string;
+  engine: EngineName;
+  repeats: number;
+  /** Wall seconds per measured run (repeats matmuls + one readback of the last output). */
+  seconds: number[];
+  /** max |out − ref| / max |ref| on the first output, against the f64 CPU reference. */
+  relError: number;
+  error?: string;
+}
