@@ -7,6 +7,7 @@ import type { Problem, Task } from '../tasks/types';
 import {
   reflectionMarkers,
   reflectionSummary,
+  thinkText,
   reflects,
   type ReflectionSummary,
 } from './reflection';
@@ -112,7 +113,7 @@ export async function evaluate(
         return {
           text,
           ...judge(text, problem),
-          reflects: reflects(text, markers),
+          reflects: reflects(thinkText(text), markers),
           length: ids.length,
         };
       });
@@ -128,7 +129,7 @@ export async function evaluate(
         greedy: {
           text: greedyText,
           correct: judge(greedyText, problem).correct,
-          reflects: reflects(greedyText, markers),
+          reflects: reflects(thinkText(greedyText), markers),
           length: greedy.completions[b].length,
         },
         samples: samples.map(({ text, correct, reflects: r, length }) => ({

@@ -22,7 +22,13 @@ import { trainEvalProblems } from '../tasks/index';
 import { mixSeeds } from '../tasks/rng';
 import { computeAdvantages } from './advantages';
 import type { Config } from './config';
-import { reflectionMarkers, reflectionMetrics, reflectionSummary, reflects } from './reflection';
+import {
+  reflectionMarkers,
+  reflectionMetrics,
+  reflectionSummary,
+  reflects,
+  thinkText,
+} from './reflection';
 import { scoreCompletionsBatched } from './custom-reward';
 import { rewardMetrics, type CompletionReward, type RewardFunction } from './rewards';
 
@@ -361,7 +367,7 @@ export class GrpoTrainer {
           truncated: truncated[i],
           reward: rewards[i],
           advantage: advantages[i],
-          reflects: reflects(texts[i], this.markers),
+          reflects: reflects(thinkText(texts[i]), this.markers),
           logp: row(update.logp),
           oldLogp: row(update.oldLogp),
           refLogp: update.refLogp ? row(update.refLogp) : null,

@@ -229,15 +229,18 @@ export class GpuLlama {
   }
 
   async readParameters(): Promise<Map<string, Float32Array>> {
-    return this.readAll(this.params);
+    return this.readJoined(this.params);
   }
 
   async readGradients(): Promise<Map<string, Float32Array>> {
-    return this.readAll(this.grads);
+    return this.readJoined(this.grads);
   }
 
-  /** Whole tensors by parameter name, row chunks joined. */
-  private async readAll(buffers: Map<string, GPUBuffer>): Promise<Map<string, Float32Array>> {
+  /**
+   * Whole tensors by parameter name from per-chunk buffers keyed like `specs` (parameters,
+   * gradients, optimizer moments), row chunks joined.
+   */
+  async readJoined(buffers: ReadonlyMap<string, GPUBuffer>): Promise<Map<string, Float32Array>> {
     const out = new Map<string, Float32Array>();
     for (const spec of this.tensorSpecs) {
       const chunks = this.chunks.get(spec.name)!;
@@ -259,10 +262,19 @@ export class GpuLlama {
 
   /** Replaces every parameter's values (checkpoint restore); shapes must match. */
   writeParameters(tensors: ReadonlyMap<string, Float32Array>): void {
+    this.writeSplit(this.params, tensors, 'writeParameters');
+  }
+
+  /** Writes whole tensors by parameter name into per-chunk buffers keyed like `specs`. */
+  writeSplit(
+    buffers: ReadonlyMap<string, GPUBuffer>,
+    tensors: ReadonlyMap<string, Float32Array>,
+    what: string,
+  ): void {
     for (const spec of this.tensorSpecs) {
       const data = tensors.get(spec.name);
       if (!data || data.length !== numel(spec.shape))
-        throw new Error(`writeParameters: bad or missing ${spec.name}`);
+        throw new Error(`${what}: bad or missing ${spec.name}`);
     }
     for (const spec of this.tensorSpecs) {
       const data = tensors.get(spec.name)!;
@@ -270,7 +282,7 @@ export class GpuLlama {
       for (const chunk of this.chunks.get(spec.name)!) {
         writeBuffer(
           this.engine.device,
-          this.params.get(chunk.key)!,
+          buffers.get(chunk.key)!,
           data.subarray(chunk.rowStart * rowLength, (chunk.rowStart + chunk.rows) * rowLength),
         );
       }

@@ -2,7 +2,7 @@
 // finite flag in a small buffer → AdamW on every parameter reading that buffer. No readback inside:
 // when the norm is not finite the AdamW kernel leaves weights and moments untouched (the NaN guard),
 // and the caller reads the 4-float stats buffer once, at the end of the step, to learn what happened.
-import { createStorageBuffer, readF32, writeBuffer } from '../engine/buffers';
+import { createStorageBuffer, readF32 } from '../engine/buffers';
 import type { Engine } from '../engine/engine';
 import { AdamWKernel } from '../kernels/adamw';
 import { GRAD_CLIP_OUT, GradNormKernel, gradNormPartialsLength } from '../kernels/grad-norm';
@@ -99,35 +99,33 @@ export class GpuAdamW {
     this.stepCount += 1;
   }
 
-  /** Moments by checkpoint name (optimizer.exp_avg.<param>, optimizer.exp_avg_sq.<param>). */
+  /**
+   * Moments by checkpoint name (optimizer.exp_avg.<param>, optimizer.exp_avg_sq.<param>), whole
+   * tensors even when the model stores a table as row chunks, so a checkpoint restores on any device.
+   */
   async readState(): Promise<Map<string, Float32Array>> {
     const out = new Map<string, Float32Array>();
-    for (const spec of this.model.specs) {
-      const n = numel(spec.shape);
-      out.set(
-        EXP_AVG_PREFIX + spec.name,
-        await readF32(this.engine.device, this.m.get(spec.name)!, n),
-      );
-      out.set(
-        EXP_AVG_SQ_PREFIX + spec.name,
-        await readF32(this.engine.device, this.v.get(spec.name)!, n),
-      );
+    for (const [prefix, buffers] of [
+      [EXP_AVG_PREFIX, this.m],
+      [EXP_AVG_SQ_PREFIX, this.v],
+    ] as const) {
+      for (const [name, data] of await this.model.readJoined(buffers)) out.set(prefix + name, data);
     }
     return out;
   }
 
   /** Restores moments and the step count (checkpoint resume). */
   writeState(state: ReadonlyMap<string, Float32Array>, stepCount: number): void {
-    for (const spec of this.model.specs) {
-      for (const [prefix, buffers] of [
-        [EXP_AVG_PREFIX, this.m],
-        [EXP_AVG_SQ_PREFIX, this.v],
-      ] as const) {
+    for (const [prefix, buffers] of [
+      [EXP_AVG_PREFIX, this.m],
+      [EXP_AVG_SQ_PREFIX, this.v],
+    ] as const) {
+      const tensors = new Map<string, Float32Array>();
+      for (const spec of this.model.tensorSpecs) {
         const data = state.get(prefix + spec.name);
-        if (!data || data.length !== numel(spec.shape))
-          throw new Error(`optimizer state: bad or missing ${prefix}${spec.name}`);
-        writeBuffer(this.engine.device, buffers.get(spec.name)!, data);
+        if (data) tensors.set(spec.name, data);
       }
+      this.model.writeSplit(buffers, tensors, `optimizer state ${prefix}*`);
     }
     this.stepCount = stepCount;
   }
