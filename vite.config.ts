@@ -4,6 +4,8 @@
 import { defineConfig } from 'vitest/config';
 import { svelte } from '@sveltejs/vite-plugin-svelte';
 import { readdirSync } from 'node:fs';
+// With its extension: Vite's config loader resolves only explicit paths (native loader warning).
+import { precachePlugin } from './src/app/sw/precache-plugin.ts';
 
 // Cross-origin isolation so threaded wasm (SharedArrayBuffer) works; the nginx config in
 // deploy/ sends the same headers in production.
@@ -32,7 +34,8 @@ export default defineConfig(({ mode }) => {
     };
   }
   return {
-    plugins: [svelte()],
+    // precachePlugin writes dist/sw.js (offline support) after the app build.
+    plugins: [svelte(), precachePlugin()],
     worker: { format: 'es' },
     build: { target: 'es2022', sourcemap: true },
     server: { host: '127.0.0.1', headers: isolationHeaders },

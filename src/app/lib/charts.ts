@@ -1,0 +1,111 @@
+// Which metrics the Train view charts, grouped the way the issue lists them (GRPO.md §6 names).
+
+export interface ChartSeries {
+  key: string;
+  label: string;
+}
+
+export interface ChartSpec {
+  id: string;
+  title: string;
+  help: string;
+  /** Learn-page topic that explains the quantity. */
+  topic: string;
+  series: ChartSeries[];
+}
+
+export function chartSpecs(rewardNames: readonly string[]): ChartSpec[] {
+  return [
+    {
+      id: 'reward',
+      title: 'Reward',
+      help: 'Mean total reward of the step, and each reward function’s mean.',
+      topic: 'rewards',
+      series: [
+        { key: 'reward', label: 'total' },
+        ...rewardNames.map((n) => ({ key: `reward/${n}/mean`, label: n })),
+      ],
+    },
+    {
+      id: 'accuracy',
+      title: 'Accuracy & format',
+      help: 'Share of completions with a correct answer, and with the <think>…<answer> format.',
+      topic: 'rewards',
+      series: [
+        { key: 'accuracy', label: 'accuracy' },
+        { key: 'format_rate', label: 'format' },
+      ],
+    },
+    {
+      id: 'length',
+      title: 'Completion length',
+      help: 'Tokens per completion: mean, shortest and longest of the step.',
+      topic: 'length',
+      series: [
+        { key: 'completions/mean_length', label: 'mean' },
+        { key: 'completions/min_length', label: 'min' },
+        { key: 'completions/max_length', label: 'max' },
+      ],
+    },
+    {
+      id: 'truncated',
+      title: 'Truncated share',
+      help: 'Completions that hit maxCompletionLength without ending.',
+      topic: 'length',
+      series: [{ key: 'completions/clipped_ratio', label: 'truncated' }],
+    },
+    {
+      id: 'kl',
+      title: 'KL to reference',
+      help: 'Mean k3 estimate of KL(π_θ ‖ π_ref); only computed when β > 0.',
+      topic: 'kl',
+      series: [{ key: 'kl', label: 'kl' }],
+    },
+    {
+      id: 'entropy',
+      title: 'Entropy',
+      help: 'Mean per-token entropy of the policy on its own samples: falls as it grows confident.',
+      topic: 'sampling',
+      series: [{ key: 'entropy', label: 'entropy' }],
+    },
+    {
+      id: 'clip',
+      title: 'Clip ratios',
+      help: 'Share of tokens whose ratio was clipped below 1 − ε, above 1 + ε_high, or either.',
+      topic: 'clip',
+      series: [
+        { key: 'clip_ratio/low_mean', label: 'low' },
+        { key: 'clip_ratio/high_mean', label: 'high' },
+        { key: 'clip_ratio/region_mean', label: 'region' },
+      ],
+    },
+    {
+      id: 'loss',
+      title: 'Loss',
+      help: 'The GRPO objective as minimised (its value is not a progress measure; the reward is).',
+      topic: 'loss',
+      series: [{ key: 'loss', label: 'loss' }],
+    },
+    {
+      id: 'grad_norm',
+      title: 'Gradient norm',
+      help: 'Global L2 norm of the gradient before clipping to maxGradNorm.',
+      topic: 'update',
+      series: [{ key: 'grad_norm', label: '‖g‖' }],
+    },
+    {
+      id: 'reflection',
+      title: 'Reflection rate',
+      help: 'Share of completions that re-check themselves (“wait”, “let me check” …).',
+      topic: 'aha',
+      series: [{ key: 'reflection_rate', label: 'reflecting' }],
+    },
+    {
+      id: 'tokens_per_second',
+      title: 'Tokens / s',
+      help: 'Completion tokens sampled per second (sampling phase only).',
+      topic: 'sampling',
+      series: [{ key: 'tokens_per_second', label: 'tok/s' }],
+    },
+  ];
+}

@@ -1,0 +1,474 @@
+// The page's state of one playground session, as Svelte 5 runes: the draft config the forms edit,
+// the run the worker holds, the metrics history and recent step reports, checkpoints, and the
+// banners for the error states (no WebGPU, device lost, model too large, storage full). Every
+// action goes through the trainer worker (trainer-client.ts); nothing here touches the GPU.
+import * as Comlink from 'comlink';
+import {
+  configFromUrlParams,
+  configToUrlParams,
+  resolveConfig,
+  type Config,
+  type ConfigInput,
+} from '../grpo/config';
+import { CUSTOM_REWARD_PREFIX } from '../grpo/rewards';
+import { parseJsonlDataset, type JsonlDataset } from '../tasks/jsonl';
+import type { DeletionCandidate } from '../storage/errors';
+import { estimate } from './lib/format';
+import type {
+  ChatOptions,
+  ChatReply,
+  CheckpointInfo,
+  Comparison,
+  ModelChoice,
+  ModelInfo,
+  ModelPreview,
+  RunState,
+  StorageInfo,
+  TrainerEvent,
+  TrainerStatus,
+  UiStepReport,
+} from './protocol';
+import type { AdapterProbe, TrainerApi } from './trainer-api';
+import type { MetricsRow } from './types';
+
+/** Step reports kept in memory for the inspector (the metrics history keeps every step). */
+export const MAX_REPORTS = 300;
+
+/** Playground defaults for the bundled tiny model on any GPU, even CPU-emulated WebGPU. */
+export const PLAYGROUND_DEFAULTS: Partial<ConfigInput> = {
+  task: 'countdown',
+  taskOptions: { numbers: 3, minNumber: 1, maxNumber: 10, minTarget: 1, maxTarget: 100 },
+  perStepPrompts: 2,
+  numGenerations: 4,
+  maxPromptLength: 64,
+  maxCompletionLength: 64,
+  learningRate: 2e-4,
+  lrScheduler: 'constant',
+  steps: 200,
+  saveSteps: 25,
+  evalPrompts: 16,
+};
+
+export type View = 'train' | 'inspect' | 'checkpoints' | 'learn' | 'aha' | 'paper';
+export const VIEWS: { id: View; label: string }[] = [
+  { id: 'train', label: 'Train' },
+  { id: 'inspect', label: 'Inspect' },
+  { id: 'checkpoints', label: 'Checkpoints' },
+  { id: 'learn', label: 'Learn' },
+  { id: 'aha', label: 'Aha' },
+  { id: 'paper', label: 'Paper' },
+];
+
+export interface Banner {
+  id: number;
+  kind: 'error' | 'warn' | 'info';
+  title: string;
+  message: string;
+  candidates?: DeletionCandidate[];
+}
+
+export interface JsonlImport {
+  name: string;
+  text: string;
+  preview: JsonlDataset;
+}
+
+function msg(err: unknown): string {
+  const m = err instanceof Error ? err.message : String(err);
+  return m.replace(/^Error: /, '');
+}
+
+const clone = <T>(v: T): T => JSON.parse(JSON.stringify(v)) as T;
+
+export class Session {
+  readonly api: Comlink.Remote<TrainerApi>;
+
+  probe: AdapterProbe | null = $state(null);
+  status: TrainerStatus = $state('no-model');
+  view: View = $state('train');
+  learnTopic: string | null = $state(null);
+
+  /** The form's config; applied to the worker when a run starts or is reset. */
+  draft: ConfigInput = $state(resolveConfig(PLAYGROUND_DEFAULTS) as unknown as ConfigInput);
+  /** The config of the run the worker holds. */
+  applied: Config | null = $state.raw(null);
+  jsonl: JsonlImport | null = $state.raw(null);
+
+  modelChoice: ModelChoice = $state.raw({ kind: 'bundled' });
+  preview: ModelPreview | null = $state.raw(null);
+  previewError: string | null = $state(null);
+  model: ModelInfo | null = $state.raw(null);
+  loadProgress: { phase: string; file: string; loaded: number; total: number | null } | null =
+    $state.raw(null);
+
+  runId: string | null = $state(null);
+  runName: string | null = $state(null);
+  step = $state(0);
+  history: MetricsRow[] = $state.raw([]);
+  reports: UiStepReport[] = $state.raw([]);
+  stepMs: number[] = $state.raw([]);
+  busy: string | null = $state(null);
+
+  checkpoints: CheckpointInfo[] = $state.raw([]);
+  storage: StorageInfo | null = $state.raw(null);
+  lastSaved: CheckpointInfo | null = $state.raw(null);
+  deviceLost: { message: string; lastCheckpoint: CheckpointInfo | null } | null = $state.raw(null);
+  banners: Banner[] = $state([]);
+  /** A shared URL's config that carries custom reward code, waiting for the user's consent. */
+  pendingShared: Partial<ConfigInput> | null = $state.raw(null);
+
+  private bannerId = 0;
+
+  constructor(api: Comlink.Remote<TrainerApi>) {
+    this.api = api;
+  }
+
+  // ---- derived -------------------------------------------------------------------------
+  get configError(): string | null {
+    try {
+      resolveConfig(this.draftForWorker());
+      if (this.draft.task === 'jsonl' && !this.jsonl) return 'Import a JSONL dataset first.';
+      return null;
+    } catch (err) {
+      return msg(err);
+    }
+  }
+
+  /** The draft differs from the run's config (applies on Reset, or on Step at step 0). */
+  get dirty(): boolean {
+    if (!this.applied) return true;
+    try {
+      return JSON.stringify(resolveConfig(this.draftForWorker())) !== JSON.stringify(this.applied);
+    } catch {
+      return true;
+    }
+  }
+
+  get timing() {
+    const steps = this.applied?.steps ?? this.draft.steps;
+    return estimate(this.stepMs, steps - this.step);
+  }
+
+  get rewardNames(): string[] {
+    return (this.applied ?? this.draft).rewards;
+  }
+
+  // ---- setup ---------------------------------------------------------------------------
+  async init(): Promise<void> {
+    this.readUrl();
+    await this.api.setListener(Comlink.proxy((e: TrainerEvent) => this.onEvent(e)));
+    try {
+      this.probe = await this.api.probeAdapter();
+    } catch (err) {
+      this.probe = {
+        ok: false,
+        reason: `The trainer worker failed to start: ${msg(err)}`,
+        remedy: 'Reload the page. If it keeps failing, your browser may block module workers.',
+      };
+    }
+    if (this.probe.ok) void this.previewModel();
+    void this.refreshCheckpoints();
+  }
+
+  private readUrl() {
+    const search = typeof location === 'undefined' ? '' : location.search;
+    if (!search || search === '?') return;
+    try {
+      const shared = configFromUrlParams(search);
+      const custom = shared.customRewards && Object.keys(shared.customRewards).length > 0;
+      if (custom) {
+        this.pendingShared = shared;
+        this.applyShared(false);
+      } else {
+        this.draft = resolveConfig({ ...PLAYGROUND_DEFAULTS, ...shared }) as unknown as ConfigInput;
+      }
+    } catch (err) {
+      this.notify('error', 'The shared link has an invalid configuration', msg(err));
+    }
+  }
+
+  /** Applies a shared config; without consent its custom reward code is left out. */
+  applyShared(allowCustomCode: boolean) {
+    const shared = this.pendingShared;
+    if (!shared) return;
+    const next: Partial<ConfigInput> = { ...PLAYGROUND_DEFAULTS, ...shared };
+    if (!allowCustomCode) {
+      const rewards = (next.rewards ?? ['format', 'accuracy']).filter(
+        (r) => !r.startsWith(CUSTOM_REWARD_PREFIX),
+      );
+      const weights = next.rewardWeights
+        ? next.rewardWeights.filter(
+            (_, i) => !(shared.rewards ?? [])[i]?.startsWith(CUSTOM_REWARD_PREFIX),
+          )
+        : null;
+      next.rewards = rewards.length > 0 ? rewards : ['format', 'accuracy'];
+      next.rewardWeights = weights && weights.length === next.rewards.length ? weights : null;
+      next.customRewards = {};
+    }
+    try {
+      this.draft = resolveConfig(next) as unknown as ConfigInput;
+    } catch (err) {
+      this.notify('error', 'The shared configuration could not be applied', msg(err));
+    }
+    if (allowCustomCode) this.pendingShared = null;
+  }
+
+  declineShared() {
+    this.applyShared(false);
+    this.pendingShared = null;
+  }
+
+  shareUrl(): string {
+    const params = configToUrlParams(resolveConfig(this.draftForWorker()));
+    const q = params.toString();
+    return `${location.origin}${location.pathname}${q ? `?${q}` : ''}#${this.view}`;
+  }
+
+  /** The draft as the worker takes it (epsilonHigh / rewardWeights keep their null meaning). */
+  draftForWorker(): Partial<ConfigInput> {
+    const d = clone($state.snapshot(this.draft)) as ConfigInput;
+    if (d.task !== 'jsonl') return d;
+    return { ...d, taskOptions: { ...d.taskOptions, path: this.jsonl?.name ?? '' } };
+  }
+
+  importJsonl(name: string, text: string) {
+    const options = this.draft.task === 'jsonl' ? this.draft.taskOptions : {};
+    const preview = parseJsonlDataset(text, {
+      checker: (options.checker as 'exact' | 'numeric' | 'choice') ?? 'exact',
+      tolerance: Number(options.tolerance ?? 1e-6),
+    });
+    this.jsonl = { name, text, preview };
+  }
+
+  // ---- events from the worker ----------------------------------------------------------
+  private onEvent(e: TrainerEvent) {
+    switch (e.type) {
+      case 'load-progress':
+        this.loadProgress = e;
+        break;
+      case 'status':
+        this.status = e.status;
+        this.step = e.step;
+        break;
+      case 'step': {
+        this.step = e.report.step;
+        this.history = [...this.history, { step: e.report.step, metrics: e.report.metrics }];
+        const reports = [...this.reports, e.report];
+        this.reports = reports.length > MAX_REPORTS ? reports.slice(-MAX_REPORTS) : reports;
+        this.stepMs = [...this.stepMs.slice(-50), e.report.elapsedMs];
+        if (e.report.skipped)
+          this.notify('warn', `Step ${e.report.step}: update skipped`, e.report.skipped);
+        break;
+      }
+      case 'checkpoint-saved':
+        this.lastSaved = e.checkpoint;
+        void this.refreshCheckpoints();
+        break;
+      case 'checkpoint-failed':
+        this.notify(
+          e.quota ? 'warn' : 'error',
+          e.quota
+            ? `Storage full: the checkpoint at step ${e.step} was not saved (training continues)`
+            : `The checkpoint at step ${e.step} was not saved`,
+          e.message,
+          e.candidates,
+        );
+        break;
+      case 'error':
+        this.notify(
+          'error',
+          e.diverged ? 'Training stopped: the updates diverged' : 'Training stopped',
+          e.message,
+        );
+        break;
+      case 'device-lost':
+        this.deviceLost = { message: e.message, lastCheckpoint: e.lastCheckpoint };
+        break;
+    }
+  }
+
+  notify(kind: Banner['kind'], title: string, message: string, candidates?: DeletionCandidate[]) {
+    this.banners = [...this.banners, { id: ++this.bannerId, kind, title, message, candidates }];
+  }
+
+  dismiss(id: number) {
+    this.banners = this.banners.filter((b) => b.id !== id);
+  }
+
+  private async task<T>(label: string, fn: () => Promise<T>, title = label): Promise<T | null> {
+    this.busy = label;
+    try {
+      return await fn();
+    } catch (err) {
+      this.notify('error', title, msg(err));
+      return null;
+    } finally {
+      if (this.busy === label) this.busy = null;
+    }
+  }
+
+  // ---- model ---------------------------------------------------------------------------
+  async previewModel(choice: ModelChoice = this.modelChoice): Promise<void> {
+    this.modelChoice = choice;
+    this.preview = null;
+    this.previewError = null;
+    try {
+      this.preview = await this.api.previewModel(choice, this.draftForWorker());
+    } catch (err) {
+      this.previewError = msg(err);
+    }
+  }
+
+  async loadModel(): Promise<void> {
+    this.loadProgress = null;
+    const out = await this.task(
+      'Loading the model',
+      () => this.api.loadModel(this.modelChoice, this.draftForWorker(), this.jsonl?.text),
+      'The model could not be loaded',
+    );
+    this.loadProgress = null;
+    if (!out) return;
+    this.model = out.model;
+    this.adoptRun(out.run, true);
+  }
+
+  private adoptRun(run: RunState, fresh: boolean) {
+    this.runId = run.runId;
+    this.runName = run.runName;
+    this.applied = run.config;
+    this.step = run.step;
+    this.history = run.history;
+    if (fresh || run.step === 0) {
+      this.reports = [];
+      this.stepMs = [];
+    } else {
+      this.reports = this.reports.filter((r) => r.step <= run.step && run.runId === this.runId);
+    }
+    this.preview = this.preview ? { ...this.preview, plan: run.plan } : this.preview;
+  }
+
+  // ---- training ------------------------------------------------------------------------
+  /** Applies the draft as a new run when it changed and nothing was trained yet. */
+  private async ensureConfigured(): Promise<boolean> {
+    if (!this.model) {
+      this.notify('info', 'No model loaded', 'Load a model first (the bundled one is ready).');
+      return false;
+    }
+    if (this.dirty && this.step === 0) {
+      const run = await this.task(
+        'Configuring',
+        () => this.api.configure(this.draftForWorker(), this.jsonl?.text),
+        'The configuration was refused',
+      );
+      if (!run) return false;
+      this.adoptRun(run, true);
+    }
+    return true;
+  }
+
+  async stepOnce(): Promise<void> {
+    if (!(await this.ensureConfigured())) return;
+    await this.task('Step', () => this.api.step(), 'The step failed');
+  }
+
+  async run(): Promise<void> {
+    if (!(await this.ensureConfigured())) return;
+    try {
+      await this.api.run();
+    } catch (err) {
+      this.notify('error', 'Training stopped', msg(err));
+    }
+  }
+
+  async pause(): Promise<void> {
+    await this.api.pause();
+  }
+
+  /** A new run from the loaded weights with the draft config. */
+  async reset(): Promise<void> {
+    if (!this.model) return;
+    const run = await this.task(
+      'Resetting',
+      () => this.api.configure(this.draftForWorker(), this.jsonl?.text),
+      'The run could not be reset',
+    );
+    if (run) this.adoptRun(run, true);
+  }
+
+  // ---- checkpoints ---------------------------------------------------------------------
+  async refreshCheckpoints(): Promise<void> {
+    try {
+      const [list, storage] = await Promise.all([
+        this.api.listCheckpoints(),
+        this.api.storageInfo(),
+      ]);
+      this.checkpoints = list;
+      this.storage = storage;
+    } catch (err) {
+      this.notify('warn', 'Checkpoints are unavailable', msg(err));
+    }
+  }
+
+  async save(): Promise<void> {
+    const saved = await this.task('Saving', () => this.api.saveCheckpoint(), 'Not saved');
+    if (saved) this.lastSaved = saved;
+  }
+
+  async restore(id: string): Promise<void> {
+    const run = await this.task(
+      'Restoring',
+      () => this.api.restoreCheckpoint(id, this.jsonl?.text),
+      'The checkpoint could not be restored',
+    );
+    if (!run) return;
+    this.draft = clone(run.config) as unknown as ConfigInput;
+    this.reports = [];
+    this.stepMs = [];
+    this.deviceLost = null;
+    this.adoptRun(run, true);
+  }
+
+  async recover(): Promise<void> {
+    const run = await this.task(
+      'Recovering',
+      () => this.api.recover(this.jsonl?.text),
+      'Could not recover from the device loss',
+    );
+    if (!run) return;
+    this.deviceLost = null;
+    this.adoptRun(run, false);
+    this.history = run.history;
+  }
+
+  async rename(runId: string, name: string): Promise<void> {
+    await this.task('Renaming', () => this.api.renameRun(runId, name), 'Not renamed');
+    if (runId === this.runId) this.runName = name.trim();
+    await this.refreshCheckpoints();
+  }
+
+  async remove(id: string): Promise<void> {
+    await this.task('Deleting', () => this.api.deleteCheckpoint(id), 'Not deleted');
+    await this.refreshCheckpoints();
+  }
+
+  async exportCheckpoint(id: string): Promise<{ blob: Blob; fileName: string } | null> {
+    return this.task('Exporting', () => this.api.exportCheckpoint(id), 'Not exported');
+  }
+
+  async importCheckpoint(file: File): Promise<void> {
+    await this.task('Importing', () => this.api.importCheckpoint(file), 'Not imported');
+    await this.refreshCheckpoints();
+  }
+
+  chat(text: string, options: ChatOptions): Promise<ChatReply | null> {
+    return this.task('Generating', () => this.api.chat(text, options), 'The model did not answer');
+  }
+
+  compare(): Promise<Comparison | null> {
+    return this.task('Comparing', () => this.api.compare(), 'The comparison failed');
+  }
+
+  exportModel(format: 'hf' | 'onnx') {
+    return this.task('Exporting the model', () => this.api.exportModel(format), 'Not exported');
+  }
+}
