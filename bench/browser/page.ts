@@ -3,6 +3,7 @@
 // node_modules (our engine, tfjs + its WebGPU backend, onnxruntime-web); ORT's wasm files are
 // served by the driver under /ort/. Nothing is fetched from the network.
 import { MatmulKernel } from '../../src/kernels/matmul';
+import { MatmulTileVariant } from '../kernels/matmul-tiles';
 import { createEngine, type Engine } from '../../src/engine/engine';
 import { readF32, uploadStorageBuffer, createStorageBuffer } from '../../src/engine/buffers';
 import { matmulRef } from '../../src/ref/matmul';
@@ -105,11 +106,14 @@ interface Operands {
 
 let ourEngine: Engine | null = null;
 
-async function oursRunner(op: Operands): Promise<Runner> {
+/** Our kernel as shipped, or a tile-shape variant (threads per workgroup along x and y). */
+async function oursRunner(op: Operands, variant?: { wgX: number; wgY: number }): Promise<Runner> {
   ourEngine ??= await createEngine();
   const engine = ourEngine;
   const { M, N, K, transA, transB } = op.shape;
-  const kernel = new MatmulKernel(engine.device, engine.pipelines);
+  const kernel = variant
+    ? new MatmulTileVariant(engine.device, engine.pipelines, variant.wgX, variant.wgY)
+    : new MatmulKernel(engine.device, engine.pipelines);
   const a = uploadStorageBuffer(engine.device, op.a, 'bench.a');
   const b = uploadStorageBuffer(engine.device, op.b, 'bench.b');
   const c = createStorageBuffer(engine.device, M * N * 4, 'bench.c'); // (M, N)
@@ -229,6 +233,10 @@ function makeRunner(engine: EngineName, op: Operands): Promise<Runner> {
   switch (engine) {
     case 'ours':
       return oursRunner(op);
+    case 'ours 16×64':
+      return oursRunner(op, { wgX: 16, wgY: 4 });
+    case 'ours 32×32':
+      return oursRunner(op, { wgX: 8, wgY: 8 });
     case 'tfjs-webgpu':
       return tfjsRunner(op);
     case 'ort-webgpu':

@@ -34,7 +34,16 @@ export const flops = (s: MatmulShape) => 2 * s.M * s.N * s.K;
 export const repeatsFor = (s: MatmulShape, minFlops = 2e7) =>
   Math.max(1, Math.ceil(minFlops / flops(s)));
 
-export const ENGINES = ['ours', 'tfjs-webgpu', 'ort-webgpu', 'ort-wasm'] as const;
+/** 'ours' is src/kernels/matmul.ts as shipped; 'ours 16×64' and 'ours 32×32' are the same WGSL with
+ * other tile shapes (bench/kernels/matmul-tiles.ts). */
+export const ENGINES = [
+  'ours',
+  'ours 16×64',
+  'ours 32×32',
+  'tfjs-webgpu',
+  'ort-webgpu',
+  'ort-wasm',
+] as const;
 export type EngineName = (typeof ENGINES)[number];
 
 export interface MatmulRunConfig {
