@@ -14,8 +14,13 @@ import { loadTokenizer, type Tokenizer } from '../io/tokenizer';
 import { createTask } from '../tasks/index';
 import type { Task } from '../tasks/types';
 
-/** The repository root (dist-cli/ sits in it). */
-export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+/** The repository root: the nearest folder above this module with a package.json (the bundled
+ * CLI lives in dist-cli/ or dist-cli/assets/, depending on how the build splits chunks). */
+export const REPO_ROOT = (() => {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  while (!existsSync(resolve(dir, 'package.json')) && dirname(dir) !== dir) dir = dirname(dir);
+  return dir;
+})();
 
 /** The model shipped with the app, used when config.model is 'bundled'. */
 export const BUNDLED_MODEL_DIR = resolve(REPO_ROOT, 'public/models/tiny-reasoner');
