@@ -88,8 +88,8 @@ test('offline: load, train 3 steps, inspect, checkpoint, reload, restore, contin
   await expect(page.getByTestId('try-results-boom')).toContainText('boom:', { timeout: 30_000 });
 
   // Three steps with an automatic checkpoint at step 3.
+  await page.locator('summary', { hasText: /^Run$/ }).click();
   await page.locator('#opt-steps').fill('3');
-  await page.locator('details', { hasText: 'Run' }).locator('summary').first().click();
   await page.locator('#opt-saveSteps').fill('3');
   await expect(page.getByTestId('config-error')).toHaveCount(0);
   const t0 = await page.evaluate(() => performance.now());
@@ -114,7 +114,8 @@ test('offline: load, train 3 steps, inspect, checkpoint, reload, restore, contin
   expect(sums.length).toBeGreaterThan(0);
   for (const s of sums) expect(Math.abs(s)).toBeLessThan(1e-6);
   await expect(page.getByTestId('reward-error').first()).toContainText('boom');
-  await page.getByLabel('Ratio').check();
+  await page.locator('fieldset label', { hasText: 'Ratio' }).click();
+  await expect(page.getByRole('radio', { name: 'Ratio' })).toBeChecked();
   await shoot(page, 'inspect');
 
   // Checkpoints, then the other views.

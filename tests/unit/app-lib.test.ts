@@ -4,7 +4,7 @@ import { mkdtempSync, mkdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { columnPath, decimate, niceTicks, yRange } from '../../src/app/lib/decimate';
+import { columnPath, decimate, formatTick, niceTicks, yRange } from '../../src/app/lib/decimate';
 import { estimate, formatDuration, formatValue } from '../../src/app/lib/format';
 import { OPTION_GROUPS } from '../../src/app/lib/options';
 import { isClipped, tokenKl, tokenRatios, tokenValues } from '../../src/app/lib/tokens';
@@ -51,6 +51,15 @@ describe('decimate', () => {
     expect(hi).toBeGreaterThan(1);
     expect(niceTicks(0, 1, 4)).toEqual([0, 0.25, 0.5, 0.75, 1]);
     expect(niceTicks(-0.3, 0.3, 3)).toEqual([-0.2, 0, 0.2]);
+    // Labels distinguish neighbouring ticks however small the range.
+    expect(niceTicks(-0.003, 0, 3).map((t) => formatTick(t, 0.001))).toEqual([
+      '-0.003',
+      '-0.002',
+      '-0.001',
+      '0',
+    ]);
+    expect(formatTick(0.25, 0.25)).toBe('0.25');
+    expect(formatTick(40, 20)).toBe('40');
   });
 });
 

@@ -99,3 +99,15 @@ export function niceTicks(lo: number, hi: number, count = 4): number[] {
   }
   return out;
 }
+
+/** A tick label with just enough decimals to tell ticks `step` apart. */
+export function formatTick(v: number, step: number): string {
+  if (v === 0) return '0';
+  const a = Math.abs(v);
+  if (a >= 1e5 || (a < 1e-3 && step < 1e-3)) return v.toExponential(1);
+  if (!(step > 0)) return v.toFixed(2);
+  let decimals = Math.max(0, Math.ceil(-Math.log10(step) - 1e-9));
+  const scaled = step * 10 ** decimals;
+  if (Math.abs(scaled - Math.round(scaled)) > 1e-9) decimals += 1; // 0.25, 2.5
+  return v.toFixed(Math.min(decimals, 6));
+}

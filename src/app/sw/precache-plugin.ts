@@ -2,16 +2,29 @@
 // workers and wasm, the icons, the manifest and the bundled model) and writes dist/sw.js, a service
 // worker that precaches them all under a version derived from their bytes. A new build with any
 // changed byte gets a new sw.js, so the browser installs it and drops the old cache.
+// It also makes the dev and preview servers answer 404 for absent files under /models/ (their SPA
+// fallback would serve index.html, which a model loader must not take for an optional file).
 import { createHash } from 'node:crypto';
-import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { join, relative, resolve, sep } from 'node:path';
 import type { Plugin, ResolvedConfig } from 'vite';
 
 /** Not precached: source maps (debugging only) and the worker itself. */
 const SKIP = [/\.map$/, /^sw\.js$/, /(^|\/)\./];
 
-/** Folders whose listing is complete: a request for anything else under them is a 404 offline. */
-export const COMPLETE_DIRS = ['/models/'];
+/** Where model folders are served; each precached one is complete (nothing else exists in it). */
+export const MODELS_PREFIX = '/models/';
+
+/** The model folders among precached URLs: '/models/<name>/'. */
+export function modelDirs(urls: readonly string[]): string[] {
+  const dirs = new Set<string>();
+  for (const u of urls) {
+    const m = /^\/models\/[^/]+\//.exec(u);
+    if (m) dirs.add(m[0]);
+  }
+  return [...dirs].sort();
+}
 
 export function listFiles(dir: string): string[] {
   const out: string[] = [];
@@ -46,7 +59,7 @@ export function serviceWorkerSource(manifest: { urls: string[]; version: string 
 const VERSION = ${JSON.stringify(manifest.version)};
 const CACHE = 'grpo-playground-app-' + VERSION;
 const PRECACHE = ${JSON.stringify(manifest.urls)};
-const COMPLETE_DIRS = ${JSON.stringify(COMPLETE_DIRS)};
+const MODEL_DIRS = ${JSON.stringify(modelDirs(manifest.urls))};
 const PRECACHED = new Set(PRECACHE);
 
 self.addEventListener('install', (event) => {
@@ -98,25 +111,43 @@ self.addEventListener('fetch', (event) => {
     );
     return;
   }
-  if (COMPLETE_DIRS.some((d) => path.startsWith(d))) {
-    // Optional model files (a shard index, chat templates …) that the bundled folder lacks: answer
-    // 404 from the listing instead of failing offline.
-    event.respondWith(fetch(request).catch(() => new Response(null, { status: 404 })));
+  if (MODEL_DIRS.some((d) => path.startsWith(d))) {
+    // Optional files (a shard index, chat templates …) that a bundled model folder lacks: its
+    // listing is complete, so answer 404 without the network, online or offline.
+    event.respondWith(new Response(null, { status: 404, statusText: 'Not Found' }));
   }
 });
 `;
+}
+
+/** Connect middleware: 404 for a missing file under /models/ in `root` (instead of index.html). */
+export function missingModelFiles(root: string) {
+  return (req: IncomingMessage, res: ServerResponse, next: () => void) => {
+    const path = decodeURIComponent((req.url ?? '').split('?')[0]);
+    if (path.startsWith(MODELS_PREFIX) && !path.includes('..') && !existsSync(join(root, path))) {
+      res.statusCode = 404;
+      res.end();
+      return;
+    }
+    next();
+  };
 }
 
 export function precachePlugin(): Plugin {
   let config: ResolvedConfig;
   return {
     name: 'grpo-precache-sw',
-    apply: 'build',
     configResolved(resolved) {
       config = resolved;
     },
+    configureServer(server) {
+      if (config.publicDir) server.middlewares.use(missingModelFiles(config.publicDir));
+    },
+    configurePreviewServer(server) {
+      server.middlewares.use(missingModelFiles(resolve(config.root, config.build.outDir)));
+    },
     closeBundle() {
-      if (config.build.ssr) return;
+      if (config.command !== 'build' || config.build.ssr) return;
       const outDir = resolve(config.root, config.build.outDir);
       const manifest = precacheManifest(outDir);
       writeFileSync(join(outDir, 'sw.js'), serviceWorkerSource(manifest));
