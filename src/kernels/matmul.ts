@@ -9,6 +9,13 @@ export const MATMUL_WG_X = 16;
 export const MATMUL_WG_Y = 16;
 export const MATMUL_TILE_K = 16;
 export const MATMUL_TILE_M = MATMUL_WG_Y * 4;
+/**
+ * Threads along y for short products (M ≤ 16 rows: one-token decoding): a 16×64 tile instead of
+ * 64×64, so most of each workgroup is not idle. bench/kernels/matmul-tiles.ts measured it 4.4–5.1×
+ * faster on decode shapes on SwiftShader and within ±13% elsewhere; the summation order over K is
+ * the same, so results are bit-identical either way.
+ */
+export const MATMUL_WG_Y_SHORT = 4;
 export const MATMUL_TILE_N = MATMUL_WG_X * 4;
 
 export interface MatmulArgs {
@@ -51,8 +58,9 @@ export class MatmulKernel {
 
   async encode(encoder: GPUCommandEncoder, args: MatmulArgs): Promise<void> {
     const { M, N, K, batch = 1, transA = false, transB = false } = args;
+    const wgY = M <= 4 * MATMUL_WG_Y_SHORT ? MATMUL_WG_Y_SHORT : MATMUL_WG_Y;
     const gridX = ceilDiv(N, MATMUL_TILE_N);
-    const gridY = ceilDiv(M, MATMUL_TILE_M);
+    const gridY = ceilDiv(M, 4 * wgY);
     if (
       gridX > MAX_WORKGROUPS_PER_DIM ||
       gridY > MAX_WORKGROUPS_PER_DIM ||
@@ -67,7 +75,7 @@ export class MatmulKernel {
     }
     const pipeline = await this.pipelines.get('matmul', shaderSource('matmul'), {
       WG_X: MATMUL_WG_X,
-      WG_Y: MATMUL_WG_Y,
+      WG_Y: wgY,
       TILE_K: MATMUL_TILE_K,
       TRANS_A: transA,
       TRANS_B: transB,

@@ -32,6 +32,7 @@ async function runMatmul(shape: MatmulShape, seed: number, accumulateInto?: Floa
 const SHAPES: Array<[number, number, number]> = [
   [1, 1, 1],
   [7, 13, 5], // primes, smaller than one tile
+  [16, 67, 9], // the largest M that takes the short (16-row) tile used for decoding
   [MATMUL_TILE_M, MATMUL_TILE_N, 16], // exactly one tile
   [65, 67, 33], // one past the tile in every dimension
   [97, 31, 131], // primes straddling tiles, K not a multiple of TILE_K
