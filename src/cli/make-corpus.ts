@@ -1,5 +1,5 @@
 // `node dist-cli/make-corpus.js --out <dir> [--seed 1] [--count 60000] [--eval 256]
-//   [--check-rate 0.16] [--arithmetic-share 0.15] [--max-tries 3] [--aim-rate 0.5]`
+//   [--check-rate 0.25] [--arithmetic-share 0.1] [--max-tries 3] [--aim-rate 0.5]`
 // Writes the tiny reasoner's pretraining data (src/tasks/traces.ts) for tools/pretrain/pretrain.py:
 //   tokenizer.json, tokenizer_config.json   the model's tokenizer
 //   train.jsonl    one trace per line: prompt ids (with BOS), completion ids (with EOS), its style,

@@ -60,8 +60,8 @@ export interface TraceMix {
 export const DEFAULT_TRACE_MIX: TraceMix = {
   countdown: TINY_COUNTDOWN_OPTIONS,
   arithmetic: TINY_ARITHMETIC_OPTIONS,
-  arithmeticShare: 0.15,
-  checkRate: 0.16,
+  arithmeticShare: 0.1,
+  checkRate: 0.25,
   maxTries: 3,
   aimRate: 0.5,
 };

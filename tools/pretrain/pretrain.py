@@ -518,7 +518,15 @@ def main():
     ap.add_argument("--steps", type=int, default=TRAIN["steps"])
     ap.add_argument("--eval-samples", type=int, default=1, help="samples per held-out prompt")
     ap.add_argument("--samples-out", default=os.path.join(HERE, "eval_samples.jsonl"))
+    ap.add_argument("--card-only", action="store_true",
+                    help="rewrite the model card from run.json and config.json, without training")
     args = ap.parse_args()
+    if args.card_only:
+        with open(os.path.join(HERE, "run.json")) as f:
+            run = json.load(f)
+        with open(os.path.join(args.out, "config.json")) as f:
+            write_card(args.out, json.load(f), run)
+        return
 
     torch.set_num_threads(1)  # other work shares the cores; one thread also fixes reduction order
     torch.use_deterministic_algorithms(True)
@@ -639,14 +647,23 @@ def write_card(out, cfg, run):
     cd = c["countdown"]
     styles = c["styles"]
     size_kb = os.path.getsize(os.path.join(out, "model.safetensors")) / 1024
+    ra, na = m["reflecting"]["accuracy"], m["not_reflecting"]["accuracy"]
+    better = ra == ra and na == na and ra > na  # NaN-safe
+    verdict = ("it does: reflecting samples are right more often" if better
+               else "for this model it does NOT yet: reflecting samples are not right more often")
+
+    def yes(ok):
+        return "yes" if ok else "**no**"
+
     text = f"""# tiny-reasoner
 
 The bundled default model of GRPO Playground: a {run['parameters']:,}-parameter Llama-family decoder
-pretrained on synthetic Countdown search traces. Under GRPO with rule rewards (format + accuracy) the
-only thing it can get better at is **checking its work**: it sometimes compares its result with the
-target and, on a mismatch, says "wait" and tries another equation; traces that check are right more
-often. Everything here is produced by committed, seeded code (numbers below were measured by
-`tools/pretrain/pretrain.py` and written into this card by it).
+pretrained on synthetic Countdown search traces. It is built so that GRPO with rule rewards (format +
+accuracy) can select one behaviour, **checking its work**: it sometimes compares its result with the
+target and, on a mismatch, says "wait" and tries another equation. In the pretraining corpus the
+traces that check are right more often; whether that holds for this model's own samples is measured
+below ({verdict}). Everything here is produced by committed, seeded code (numbers below were measured
+by `tools/pretrain/pretrain.py` and written into this card by it).
 
 ## Intended use
 
@@ -682,14 +699,17 @@ src/tasks/arithmetic.ts), every answer judged by their verifiers.
 
 | style | share | what it does | accuracy | reflects | mean tokens |
 |---|---|---|---|---|---|
-| sloppy Countdown | {pct(styles['sloppy']['traces'] / c['count'])} | computes one random candidate step by step and answers it | {pct(styles['sloppy']['accuracy'])} | 0% | {styles['sloppy']['meanCompletionTokens']:.1f} |
+| sloppy Countdown | {pct(styles['sloppy']['traces'] / c['count'])} | computes one candidate step by step and answers it | {pct(styles['sloppy']['accuracy'])} | 0% | {styles['sloppy']['meanCompletionTokens']:.1f} |
 | careful Countdown | {pct(styles['careful']['traces'] / c['count'])} | compares each result with the target; on a mismatch ". wait" and another candidate, up to {mix['maxTries']} | {pct(styles['careful']['accuracy'])} | {pct(styles['careful']['reflectionRate'])} | {styles['careful']['meanCompletionTokens']:.1f} |
 | arithmetic drill | {pct(styles['drill']['traces'] / c['count'])} | `a op b = c` for 1-digit + - * and 2-digit + - | 100% | 0% | {styles['drill']['meanCompletionTokens']:.1f} |
 
-Candidates are drawn uniformly from all two-step equations with non-negative integer intermediates,
-so no trace "knows" the answer: checking is what makes careful traces right more often. Countdown
-traces overall: accuracy {pct(cd['accuracy'])}, reflection {pct(cd['reflectionRate'])} (mix: checkRate
-{mix['checkRate']}, arithmeticShare {mix['arithmeticShare']}, maxTries {mix['maxTries']}).
+A candidate's first step is a uniform pick among two-step equations with non-negative integer
+intermediates; its second step aims at the target (takes the operation that reaches it, if one does)
+with probability aimRate = {mix.get('aimRate', 0)}, else is uniform too. No trace "knows" the answer:
+checking is what makes careful traces right more often. Countdown traces overall: accuracy
+{pct(cd['accuracy'])}, reflection {pct(cd['reflectionRate'])}; accuracy when reflecting
+{pct(cd['accuracyReflecting'])} vs {pct(cd['accuracyNotReflecting'])} (mix: checkRate {mix['checkRate']},
+arithmeticShare {mix['arithmeticShare']}, maxTries {mix['maxTries']}).
 
 Example (careful): `<think>7 * 6 = 42, 42 + 1 = 43. wait 7 + 6 = 13, 13 * 1 = 13</think><answer>(7 + 6) * 1</answer>`
 
@@ -720,6 +740,20 @@ the think text. Samples: tools/pretrain/eval_samples.jsonl.
 | accuracy when not reflecting | **{pct(m['not_reflecting']['accuracy'])}** ({m['not_reflecting']['count']}) | {pct(g['not_reflecting']['accuracy'])} ({g['not_reflecting']['count']}) |
 | mean length (tokens) | {m['mean_length']:.1f} (reflecting {m['reflecting']['mean_length']:.1f}, not {m['not_reflecting']['mean_length']:.1f}) | {g['mean_length']:.1f} |
 | truncated at {MAX_NEW_TOKENS} tokens | {pct(m['truncated_rate'])} | {pct(g['truncated_rate'])} |
+
+## Against the targets of issue 8
+
+| target | measured (sampled) | met |
+|---|---|---|
+| writes the format reliably | {pct(m['format_rate'])} | {yes(m['format_rate'] >= 0.9)} |
+| right about 10–30% of the time | {pct(m['accuracy'])} | {yes(0.1 <= m['accuracy'] <= 0.3)} |
+| reflects about 5–15% of the time | {pct(m['reflection_rate'])} | {yes(0.05 <= m['reflection_rate'] <= 0.15)} |
+| reflecting completions right more often | {pct(m['reflecting']['accuracy'])} vs {pct(m['not_reflecting']['accuracy'])} | {yes(better)} |
+
+Where a target is missed, the model is undertrained for it: within the ~20-minute CPU budget its
+later tries in a checking trace copy numbers and do arithmetic less reliably than its first try,
+and it sometimes says "wait" right after reaching the target. See tools/pretrain/README.md for the
+mixes tried.
 
 ## Limits
 
