@@ -13,7 +13,7 @@ export const PRESETS = {
     numGenerations: 8,
     perStepPrompts: 8,
     maxPromptLength: 32,
-    maxCompletionLength: 96,
+    maxCompletionLength: 64,
     temperature: 1.0,
     learningRate: 1e-3,
     lrScheduler: 'constant',
