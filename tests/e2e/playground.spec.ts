@@ -120,7 +120,7 @@ test('offline: load, train 3 steps, inspect, checkpoint, reload, restore, contin
 
   // Checkpoints, then the other views.
   await page.getByTestId('nav-checkpoints').click();
-  await expect(page.getByTestId('checkpoint-row').first()).toContainText('3');
+  await expect(page.locator('[data-testid="checkpoint-row"][data-step="3"]')).toHaveCount(1);
   await shoot(page, 'checkpoints');
   for (const view of ['learn', 'aha', 'paper'] as const) {
     await page.getByTestId(`nav-${view}`).click();
@@ -137,7 +137,7 @@ test('offline: load, train 3 steps, inspect, checkpoint, reload, restore, contin
   await expect(page.getByRole('heading', { name: 'GRPO Playground' })).toBeVisible();
   await loadBundledModel(page);
   await page.getByTestId('nav-checkpoints').click();
-  const row = page.getByTestId('checkpoint-row').filter({ hasText: /\b3\b/ }).first();
+  const row = page.locator('[data-testid="checkpoint-row"][data-step="3"]');
   await row.getByTestId('restore').click();
   await expect(page.getByTestId('step-counter')).toContainText('step 3', { timeout: 60_000 });
   await page.getByTestId('nav-train').click();

@@ -9,8 +9,8 @@ export interface ChartSpec {
   id: string;
   title: string;
   help: string;
-  /** Learn-page topic that explains the quantity. */
-  topic: string;
+  /** Where the quantity is explained (a Learn section or the Aha view), or null. */
+  learn: string | null;
   series: ChartSeries[];
 }
 
@@ -20,7 +20,7 @@ export function chartSpecs(rewardNames: readonly string[]): ChartSpec[] {
       id: 'reward',
       title: 'Reward',
       help: 'Mean total reward of the step, and each reward function’s mean.',
-      topic: 'rewards',
+      learn: '#learn/rewards',
       series: [
         { key: 'reward', label: 'total' },
         ...rewardNames.map((n) => ({ key: `reward/${n}/mean`, label: n })),
@@ -30,7 +30,7 @@ export function chartSpecs(rewardNames: readonly string[]): ChartSpec[] {
       id: 'accuracy',
       title: 'Accuracy & format',
       help: 'Share of completions with a correct answer, and with the <think>…<answer> format.',
-      topic: 'rewards',
+      learn: '#learn/rewards',
       series: [
         { key: 'accuracy', label: 'accuracy' },
         { key: 'format_rate', label: 'format' },
@@ -40,7 +40,7 @@ export function chartSpecs(rewardNames: readonly string[]): ChartSpec[] {
       id: 'length',
       title: 'Completion length',
       help: 'Tokens per completion: mean, shortest and longest of the step.',
-      topic: 'length',
+      learn: '#aha',
       series: [
         { key: 'completions/mean_length', label: 'mean' },
         { key: 'completions/min_length', label: 'min' },
@@ -51,28 +51,28 @@ export function chartSpecs(rewardNames: readonly string[]): ChartSpec[] {
       id: 'truncated',
       title: 'Truncated share',
       help: 'Completions that hit maxCompletionLength without ending.',
-      topic: 'length',
+      learn: '#learn/loss-types',
       series: [{ key: 'completions/clipped_ratio', label: 'truncated' }],
     },
     {
       id: 'kl',
       title: 'KL to reference',
       help: 'Mean k3 estimate of KL(π_θ ‖ π_ref); only computed when β > 0.',
-      topic: 'kl',
+      learn: '#learn/kl',
       series: [{ key: 'kl', label: 'kl' }],
     },
     {
       id: 'entropy',
       title: 'Entropy',
       help: 'Mean per-token entropy of the policy on its own samples: falls as it grows confident.',
-      topic: 'sampling',
+      learn: null,
       series: [{ key: 'entropy', label: 'entropy' }],
     },
     {
       id: 'clip',
       title: 'Clip ratios',
       help: 'Share of tokens whose ratio was clipped below 1 − ε, above 1 + ε_high, or either.',
-      topic: 'clip',
+      learn: '#learn/clipping',
       series: [
         { key: 'clip_ratio/low_mean', label: 'low' },
         { key: 'clip_ratio/high_mean', label: 'high' },
@@ -83,28 +83,28 @@ export function chartSpecs(rewardNames: readonly string[]): ChartSpec[] {
       id: 'loss',
       title: 'Loss',
       help: 'The GRPO objective as minimised (its value is not a progress measure; the reward is).',
-      topic: 'loss',
+      learn: '#learn/loss-types',
       series: [{ key: 'loss', label: 'loss' }],
     },
     {
       id: 'grad_norm',
       title: 'Gradient norm',
       help: 'Global L2 norm of the gradient before clipping to maxGradNorm.',
-      topic: 'update',
+      learn: '#learn/update',
       series: [{ key: 'grad_norm', label: '‖g‖' }],
     },
     {
       id: 'reflection',
       title: 'Reflection rate',
       help: 'Share of completions that re-check themselves (“wait”, “let me check” …).',
-      topic: 'aha',
+      learn: '#aha',
       series: [{ key: 'reflection_rate', label: 'reflecting' }],
     },
     {
       id: 'tokens_per_second',
       title: 'Tokens / s',
       help: 'Completion tokens sampled per second (sampling phase only).',
-      topic: 'sampling',
+      learn: null,
       series: [{ key: 'tokens_per_second', label: 'tok/s' }],
     },
   ];

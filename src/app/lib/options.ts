@@ -54,21 +54,21 @@ export const OPTION_GROUPS: OptionGroup[] = [
   },
 ];
 
-/** Learn-page section per option; the Learn view renders an element with id `learn-<topic>`. */
+/** Learn-page section per option (the element id of that section in src/app/learn/LearnView). */
 export const OPTION_TOPIC: Partial<Record<ConfigKey, string>> = {
   numGenerations: 'group',
   perStepPrompts: 'group',
-  maxCompletionLength: 'sampling',
-  maxPromptLength: 'sampling',
-  temperature: 'sampling',
-  topP: 'sampling',
-  topK: 'sampling',
+  maxCompletionLength: 'group',
+  maxPromptLength: 'group',
+  temperature: 'group',
+  topP: 'group',
+  topK: 'group',
   lossType: 'loss-types',
   maskTruncatedCompletions: 'loss-types',
-  epsilon: 'clip',
-  epsilonHigh: 'clip',
+  epsilon: 'clipping',
+  epsilonHigh: 'clipping',
   beta: 'kl',
-  numIterations: 'ratio',
+  numIterations: 'clipping',
   scaleRewards: 'advantages',
   learningRate: 'update',
   lrScheduler: 'update',
@@ -83,7 +83,7 @@ export const OPTION_TOPIC: Partial<Record<ConfigKey, string>> = {
   rewards: 'rewards',
   rewardWeights: 'rewards',
   customRewards: 'rewards',
-  template: 'template',
+  template: 'group',
   task: 'rewards',
 };
 
