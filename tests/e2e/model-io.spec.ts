@@ -264,11 +264,12 @@ test('a URL that returns HTML, an HTTP error or no answer fails with its own mes
 }) => {
   await openApp(page);
   const origin = new URL(page.url()).origin;
-  // The preview server answers an unknown path with the app's index.html (SPA fallback).
-  const fallback = await loadInPage(page, '/models/no-such-model/');
+  // The preview server answers an unknown path outside /models/ with the app's index.html (SPA
+  // fallback; absent files under /models/ get a real 404), as many static hosts do.
+  const fallback = await loadInPage(page, '/hub/no-such-model/');
   expect(fallback).toMatchObject({ ok: false, name: 'ModelSourceError', reason: 'html' });
   expect(fallback.ok || fallback.message).toBe(
-    `${origin}/models/no-such-model/config.json: the server returned an HTML page instead of ` +
+    `${origin}/hub/no-such-model/config.json: the server returned an HTML page instead of ` +
       'config.json; the URL must point at the raw file',
   );
 
