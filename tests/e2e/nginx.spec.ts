@@ -88,6 +88,8 @@ test('index.html: isolation, CSP, no-cache', async () => {
   expect(res.headers.get('cross-origin-opener-policy')).toBe('same-origin');
   expect(res.headers.get('cross-origin-embedder-policy')).toBe('require-corp');
   expect(res.headers.get('content-security-policy')).toContain("default-src 'self'");
+  // Model URLs of another https origin (Hugging Face) may be fetched; nothing else is loosened.
+  expect(res.headers.get('content-security-policy')).toContain("connect-src 'self' https:;");
   expect(res.headers.get('cache-control')).toBe('no-cache');
   expect(await res.text()).toContain('<div id="app">');
 });
