@@ -1,0 +1,325 @@
+// The CPU fallback for browsers without WebGPU: the bundled model on the plain-TypeScript reference
+// model (src/ref/llama.ts) through the CPU sampler (src/model/ref-sampler.ts), in its own worker
+// (workers/cpu.worker.ts) so the page stays responsive. It samples completions for the current
+// task's prompts and scores them with the built-in rule rewards, and answers chat messages.
+// Nothing here trains: training needs WebGPU. Dependencies are injectable so Node tests drive it.
+import { resolveConfig, type Config, type ConfigInput } from '../grpo/config';
+import { reflectionMarkers, reflects, thinkText } from '../grpo/reflection';
+import { createRewardFunctions, scoreCompletionSync } from '../grpo/rewards';
+import { loadHfFolder, type LoadedHfModel } from '../io/hf-folder';
+import { urlSource, type ModelSource, type ReadProgress } from '../io/model-source';
+import { loadTokenizer, type Tokenizer } from '../io/tokenizer';
+import { parameterCount, type LlamaConfig } from '../model/config';
+import { RefSampler } from '../model/ref-sampler';
+import { RefLlama } from '../ref/llama';
+import { createTask, formatPrompt } from '../tasks/index';
+import type { FormattedPrompt } from '../tasks/types';
+import type { ChatOptions, ChatReply } from './protocol';
+
+/** The rewards the fallback scores with: the built-in rule rewards, equal weights. */
+export const CPU_REWARDS = ['format', 'accuracy'] as const;
+/** Upper bounds that keep one request a few seconds on a slow CPU. */
+export const CPU_MAX_PROMPTS = 8;
+export const CPU_MAX_SAMPLES = 4;
+export const CPU_MAX_NEW_TOKENS = 128;
+
+export interface CpuModelInfo {
+  label: string;
+  config: LlamaConfig;
+  parameterCount: number;
+  vocabSize: number;
+}
+
+export type CpuEvent = {
+  type: 'load-progress';
+  phase: string;
+  file: string;
+  loaded: number;
+  total: number | null;
+};
+
+export interface CpuSampleRequest {
+  /** The page's draft config: task, task options, template, sampling and seed are used. */
+  config: Partial<ConfigInput>;
+  /** The JSONL dataset when the task is 'jsonl'. */
+  jsonlText?: string;
+  /** Problems to draw from the task (1 … CPU_MAX_PROMPTS). */
+  prompts: number;
+  /** Completions per problem (1 … CPU_MAX_SAMPLES). */
+  samples: number;
+  /** Overrides config.temperature; 0 = greedy. */
+  temperature?: number;
+  /** Overrides config.maxCompletionLength (≤ CPU_MAX_NEW_TOKENS). */
+  maxNewTokens?: number;
+  /** Which draw of problems (0, 1, 2 …): the same draw and config give the same prompts and text. */
+  draw?: number;
+}
+
+export interface CpuCompletion {
+  text: string;
+  tokens: number;
+  /** Ended with EOS (false: cut at the token limit). */
+  finished: boolean;
+  /** Sum of the built-in rewards (format + accuracy, not-applicable counted 0). */
+  total: number;
+  /** format and accuracy: 1 / 0, null when not applicable (a problem without a reference). */
+  rewards: Record<string, number | null>;
+  reflects: boolean;
+}
+
+export interface CpuGroup {
+  problem: { id: string; question: string; reference: string | null };
+  /** The prompt exactly as the model saw it (templated). */
+  prompt: string;
+  completions: CpuCompletion[];
+}
+
+export interface CpuSampleResult {
+  groups: CpuGroup[];
+  /** Means over every completion (NaN when no completion had the reward). */
+  means: Record<string, number>;
+  elapsedMs: number;
+  tokens: number;
+}
+
+export interface CpuApiOptions {
+  /** URL of the bundled model folder (default /models/tiny-reasoner/ under the app's base). */
+  bundledUrl?: string;
+  /** Overrides where the model is read from (tests). */
+  modelSource?: () => ModelSource;
+}
+
+const clampInt = (v: number, lo: number, hi: number) =>
+  Math.min(hi, Math.max(lo, Math.floor(Number.isFinite(v) ? v : lo)));
+
+/** The prompt the model sees: the task's R1-Zero text, or chat messages through the template. */
+export function renderCpuPrompt(
+  formatted: FormattedPrompt,
+  tokenizer: Pick<Tokenizer, 'encode' | 'hasChatTemplate' | 'applyChatTemplate' | 'encodeChat'>,
+): { text: string; ids: number[] } {
+  if (formatted.kind === 'text')
+    return { text: formatted.text, ids: tokenizer.encode(formatted.text) };
+  if (!tokenizer.hasChatTemplate)
+    throw new Error("template 'chat' needs a tokenizer with a chat template; use 'r1-zero'");
+  return {
+    text: tokenizer.applyChatTemplate(formatted.messages, { addGenerationPrompt: true }),
+    ids: tokenizer.encodeChat(formatted.messages, { addGenerationPrompt: true }),
+  };
+}
+
+/** Mean of each reward over the completions where it applied (NaN where none did). */
+export function rewardMeans(groups: readonly CpuGroup[]): Record<string, number> {
+  const out: Record<string, number> = {};
+  const all = groups.flatMap((g) => g.completions);
+  for (const name of [...CPU_REWARDS, 'total']) {
+    const xs = all
+      .map((c) => (name === 'total' ? c.total : c.rewards[name]))
+      .filter((v): v is number => typeof v === 'number');
+    out[name] = xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : NaN;
+  }
+  return out;
+}
+
+export function createCpuApi(options: CpuApiOptions = {}) {
+  const bundledUrl =
+    options.bundledUrl ??
+    `${(import.meta.env?.BASE_URL as string | undefined) ?? '/'}models/tiny-reasoner/`;
+  let listener: ((e: CpuEvent) => void) | null = null;
+  let loading: Promise<CpuModelInfo> | null = null;
+  let loaded: {
+    hf: LoadedHfModel;
+    tokenizer: Tokenizer;
+    sampler: RefSampler;
+    info: CpuModelInfo;
+  } | null = null;
+  let busy = false;
+
+  const emit = (e: CpuEvent) => {
+    try {
+      listener?.(e);
+    } catch {
+      // Events are best-effort.
+    }
+  };
+
+  async function load(): Promise<CpuModelInfo> {
+    const source = options.modelSource ? options.modelSource() : urlSource(bundledUrl);
+    const hf = await loadHfFolder(source, {
+      onProgress: (p: ReadProgress & { phase: string }) => emit({ type: 'load-progress', ...p }),
+    });
+    const tokenizer = await loadTokenizer(hf.tokenizerFiles, {
+      eosTokenIds: hf.generation.eosTokenIds,
+    });
+    const sampler = new RefSampler(new RefLlama(hf.config, hf.tensors));
+    const info: CpuModelInfo = {
+      label: 'tiny-reasoner (bundled, CPU)',
+      config: hf.config,
+      parameterCount: parameterCount(hf.config),
+      vocabSize: tokenizer.vocabSize,
+    };
+    loaded = { hf, tokenizer, sampler, info };
+    return info;
+  }
+
+  function requireModel() {
+    if (!loaded) throw new Error('Load the bundled model on the CPU first.');
+    return loaded;
+  }
+
+  /** One request at a time: the CPU is the bottleneck and a second would only queue. */
+  async function exclusive<T>(fn: () => Promise<T>): Promise<T> {
+    if (busy) throw new Error('The CPU model is still busy with the previous request.');
+    busy = true;
+    try {
+      return await fn();
+    } finally {
+      busy = false;
+    }
+  }
+
+  return {
+    setListener(callback: ((e: CpuEvent) => void) | null): void {
+      listener = callback;
+    },
+
+    /** Reads the bundled model (cached by the browser after the first time) into the CPU model. */
+    loadModel(): Promise<CpuModelInfo> {
+      if (loaded) return Promise.resolve(loaded.info);
+      loading ??= load().finally(() => (loading = null));
+      return loading;
+    },
+
+    /** `prompts` problems of the configured task, `samples` completions each, with rewards. */
+    sample(request: CpuSampleRequest): Promise<CpuSampleResult> {
+      return exclusive(async () => {
+        const m = requireModel();
+        const started = performance.now();
+        const config = resolveConfig(request.config);
+        const task = createTask(config.task, config.taskOptions, { text: request.jsonlText });
+        const fns = createRewardFunctions([...CPU_REWARDS], task);
+        const prompts = clampInt(request.prompts, 1, CPU_MAX_PROMPTS);
+        const samples = clampInt(request.samples, 1, CPU_MAX_SAMPLES);
+        const draw = clampInt(request.draw ?? 0, 0, 2 ** 20);
+        const maxPositions = m.hf.config.maxPositions;
+        // Problems of draw d are a prefix-stable slice of the task's stream for (seed, draw).
+        const problems = task.generate(config.seed + 7919 * (draw + 1), prompts);
+        const rendered = problems.map((p) =>
+          renderCpuPrompt(task.formatPrompt(p, config.template), m.tokenizer),
+        );
+        const markers = reflectionMarkers(task.reflectionMarkers ?? []);
+        const longest = Math.max(...rendered.map((r) => r.ids.length));
+        if (longest >= maxPositions)
+          throw new Error(
+            `A prompt has ${longest} tokens; the model has only ${maxPositions} positions.`,
+          );
+        const maxNewTokens = clampInt(
+          Math.min(
+            request.maxNewTokens ?? config.maxCompletionLength,
+            CPU_MAX_NEW_TOKENS,
+            maxPositions - longest,
+          ),
+          1,
+          CPU_MAX_NEW_TOKENS,
+        );
+        const temperature = request.temperature ?? config.temperature;
+        const ids = rendered.flatMap((r) => Array.from({ length: samples }, () => r.ids));
+        const out = await m.sampler.generate(ids, {
+          maxNewTokens,
+          temperature: Math.max(temperature, 1e-3),
+          greedy: temperature === 0,
+          topK: config.topK,
+          topP: config.topP,
+          seed: config.seed,
+          stream: 1_000_000 + draw,
+          eosTokenIds: m.tokenizer.eosTokenIds,
+          padTokenId: m.tokenizer.padTokenId,
+        });
+        let tokens = 0;
+        const groups: CpuGroup[] = problems.map((problem, i) => ({
+          problem: { id: problem.id, question: problem.question, reference: problem.reference },
+          prompt: rendered[i].text,
+          completions: Array.from({ length: samples }, (_, j) => {
+            const n = i * samples + j;
+            const text = m.tokenizer.decode(out.completions[n], { skipSpecialTokens: true });
+            tokens += out.completions[n].length;
+            const scored = scoreCompletionSync(fns, null, {
+              completion: text,
+              prompt: rendered[i].text,
+              problem,
+            });
+            return {
+              text,
+              tokens: out.completions[n].length,
+              finished: out.finished[n],
+              total: scored.total,
+              rewards: scored.perFunction,
+              reflects: reflects(thinkText(text), markers),
+            };
+          }),
+        }));
+        return {
+          groups,
+          means: rewardMeans(groups),
+          elapsedMs: performance.now() - started,
+          tokens,
+        };
+      });
+    },
+
+    /** One reply from the CPU model (as the GPU chat box, on the bundled weights). */
+    chat(text: string, opts: ChatOptions & { template?: Config['template'] }): Promise<ChatReply> {
+      return exclusive(async () => {
+        const m = requireModel();
+        const maxPositions = m.hf.config.maxPositions;
+        let prompt = text;
+        let ids: number[];
+        if (opts.useTemplate) {
+          const template: Config['template'] = opts.template ?? 'r1-zero';
+          const rendered = renderCpuPrompt(
+            formatPrompt(
+              {
+                id: 'chat',
+                task: 'chat',
+                question: text,
+                reference: null,
+                verifier: { kind: 'none' },
+              },
+              template,
+            ),
+            m.tokenizer,
+          );
+          prompt = rendered.text;
+          ids = rendered.ids;
+        } else {
+          ids = m.tokenizer.encode(text);
+        }
+        if (ids.length === 0) throw new Error('Type a message first.');
+        if (ids.length >= maxPositions)
+          throw new Error(`The message is longer than the model's ${maxPositions} positions.`);
+        const out = await m.sampler.generate([ids], {
+          maxNewTokens: clampInt(
+            Math.min(opts.maxNewTokens, maxPositions - ids.length),
+            1,
+            CPU_MAX_NEW_TOKENS,
+          ),
+          temperature: Math.max(opts.temperature, 1e-3),
+          greedy: opts.temperature === 0,
+          topK: 0,
+          topP: 1,
+          seed: (Math.random() * 2 ** 31) | 0,
+          stream: 0,
+          eosTokenIds: m.tokenizer.eosTokenIds,
+          padTokenId: m.tokenizer.padTokenId,
+        });
+        return {
+          prompt,
+          text: m.tokenizer.decode(out.completions[0], { skipSpecialTokens: true }),
+          tokens: out.completions[0].length,
+          truncated: !out.finished[0],
+        };
+      });
+    },
+  };
+}
+
+export type CpuApi = ReturnType<typeof createCpuApi>;

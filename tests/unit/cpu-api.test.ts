@@ -1,0 +1,154 @@
+// The CPU fallback (src/app/cpu-api.ts) on the real bundled model, read from public/ with the app's
+// loaders: sampled completions are real text whose rewards are what the built-in reward functions
+// give that text, the same draw reproduces the same text, greedy decoding of the bundled model
+// writes the reward format, and the chat answers.
+import { describe, expect, it } from 'vitest';
+import { createCpuApi, renderCpuPrompt, rewardMeans, type CpuGroup } from '../../src/app/cpu-api';
+import { extractAnswer, formatOk } from '../../src/grpo/rewards';
+import { folderSource } from '../../src/io/model-source';
+import { formatPrompt } from '../../src/tasks/prompt';
+import type { Problem } from '../../src/tasks/types';
+import { verifyCountdown } from '../../src/tasks/verify';
+
+const DIR = 'public/models/tiny-reasoner';
+const config = {
+  task: 'countdown' as const,
+  taskOptions: { numbers: 3, minNumber: 1, maxNumber: 10, minTarget: 1, maxTarget: 100 },
+  maxCompletionLength: 64,
+  seed: 42,
+};
+
+describe('CPU fallback API', { timeout: 120_000 }, () => {
+  const api = createCpuApi({ modelSource: () => folderSource(DIR) });
+  const events: string[] = [];
+  api.setListener((e) => events.push(`${e.phase}:${e.file}`));
+
+  it('refuses to sample before the model is loaded', async () => {
+    await expect(api.sample({ config, prompts: 1, samples: 1 })).rejects.toThrow(
+      /Load the bundled/,
+    );
+  });
+
+  it('loads the bundled model once, with progress events', async () => {
+    const [a, b] = await Promise.all([api.loadModel(), api.loadModel()]);
+    expect(a).toEqual(b);
+    expect(a.config).toMatchObject({ hiddenSize: 64, numLayers: 4 });
+    expect(a.parameterCount).toBeGreaterThan(200_000);
+    expect(events).toContain('weights:model.safetensors');
+  });
+
+  it('samples completions whose rewards are the built-in rewards of their text', async () => {
+    const out = await api.sample({ config, prompts: 3, samples: 2, temperature: 1, draw: 0 });
+    expect(out.groups).toHaveLength(3);
+    for (const g of out.groups) {
+      expect(g.prompt).toContain(g.problem.question);
+      expect(g.completions).toHaveLength(2);
+      for (const c of g.completions) {
+        expect(c.text.length).toBeGreaterThan(0);
+        expect(c.tokens).toBeGreaterThan(0);
+        expect(c.tokens).toBeLessThanOrEqual(64);
+        const format = formatOk(c.text) ? 1 : 0;
+        expect(c.rewards.format).toBe(format);
+        const answer = extractAnswer(c.text);
+        // The verifier's numbers and target, read back from the question text.
+        const m = /\[([\d, ]+)\].*equals (\d+)/.exec(g.problem.question)!;
+        const nums = m[1].split(',').map(Number);
+        const target = Number(m[2]);
+        const right = answer !== null && verifyCountdown(answer, nums, target).ok ? 1 : 0;
+        expect(c.rewards.accuracy).toBe(right);
+        expect(c.total).toBe(format + right);
+      }
+    }
+    expect(out.means.total).toBeCloseTo(
+      out.groups.flatMap((g) => g.completions).reduce((s, c) => s + c.total, 0) / 6,
+      12,
+    );
+    // The bundled model writes the format most of the time (99.6% at temperature 1).
+    expect(out.means.format).toBeGreaterThan(0.5);
+
+    const again = await api.sample({ config, prompts: 3, samples: 2, temperature: 1, draw: 0 });
+    expect(again.groups.map((g) => g.completions.map((c) => c.text))).toEqual(
+      out.groups.map((g) => g.completions.map((c) => c.text)),
+    );
+    const next = await api.sample({ config, prompts: 3, samples: 2, temperature: 1, draw: 1 });
+    expect(next.groups.map((g) => g.problem.id)).not.toEqual(out.groups.map((g) => g.problem.id));
+  });
+
+  it('greedy decoding (temperature 0) writes the reward format', async () => {
+    const out = await api.sample({ config, prompts: 2, samples: 2, temperature: 0 });
+    for (const g of out.groups) {
+      expect(g.completions[0].text).toBe(g.completions[1].text);
+      expect(g.completions[0].rewards.format).toBe(1);
+      expect(g.completions[0].finished).toBe(true);
+    }
+  });
+
+  it('chats with and without the prompt template', async () => {
+    const wrapped = await api.chat(
+      'Using the numbers [3, 5, 7], create an equation that equals 15',
+      {
+        maxNewTokens: 64,
+        temperature: 0,
+        useTemplate: true,
+      },
+    );
+    expect(wrapped.prompt).toContain('User: Using the numbers [3, 5, 7]');
+    expect(wrapped.prompt.endsWith('Assistant:')).toBe(true);
+    expect(formatOk(wrapped.text)).toBe(true);
+    const raw = await api.chat('<think>', { maxNewTokens: 8, temperature: 1, useTemplate: false });
+    expect(raw.prompt).toBe('<think>');
+    expect(raw.tokens).toBeGreaterThan(0);
+  });
+
+  it('one request at a time', async () => {
+    const first = api.sample({ config, prompts: 1, samples: 1 });
+    await expect(api.sample({ config, prompts: 1, samples: 1 })).rejects.toThrow(/busy/);
+    await first;
+  });
+});
+
+describe('CPU fallback helpers', () => {
+  it('renders text prompts and refuses chat without a template', () => {
+    const problem: Problem = {
+      id: 'x',
+      task: 'countdown',
+      question: 'What is 1 + 1',
+      reference: '2',
+      verifier: { kind: 'none' },
+    };
+    const tok = {
+      encode: (t: string) => [...t].map((ch) => ch.charCodeAt(0)),
+      hasChatTemplate: false,
+      applyChatTemplate: () => '',
+      encodeChat: () => [],
+    };
+    const text = renderCpuPrompt(formatPrompt(problem, 'r1-zero'), tok);
+    expect(text.text).toContain('User: What is 1 + 1. Assistant:');
+    expect(text.ids).toHaveLength(text.text.length);
+    expect(() => renderCpuPrompt(formatPrompt(problem, 'chat'), tok)).toThrow(/chat template/);
+  });
+
+  it('averages each reward where it applied', () => {
+    const c = (format: number, accuracy: number | null) => ({
+      text: '',
+      tokens: 1,
+      finished: true,
+      total: format + (accuracy ?? 0),
+      rewards: { format, accuracy },
+      reflects: false,
+    });
+    const groups: CpuGroup[] = [
+      {
+        problem: { id: 'a', question: '', reference: null },
+        prompt: '',
+        completions: [c(1, 1), c(0, null)],
+      },
+      { problem: { id: 'b', question: '', reference: null }, prompt: '', completions: [c(1, 0)] },
+    ];
+    const m = rewardMeans(groups);
+    expect(m.format).toBeCloseTo(2 / 3, 12);
+    expect(m.accuracy).toBeCloseTo(0.5, 12);
+    expect(m.total).toBeCloseTo(1, 12);
+    expect(rewardMeans([]).total).toBeNaN();
+  });
+});
