@@ -9,9 +9,12 @@ import type { MemoryCategory } from '../model/memory-plan';
 import type { DeletionCandidate } from '../storage/errors';
 import type { MetricsRow } from './types';
 
-/** Where the model comes from. Files cross to the worker as File objects (structured clone). */
+/** Where the model comes from. Files cross to the worker as File objects (structured clone);
+ * dropped files carry their paths inside the drop (`paths[i]` for `files[i]`, lib/drop.ts). */
 export type ModelChoice =
-  { kind: 'bundled' } | { kind: 'url'; url: string } | { kind: 'files'; files: File[] };
+  | { kind: 'bundled' }
+  | { kind: 'url'; url: string }
+  | { kind: 'files'; files: File[]; paths?: string[]; label?: string };
 
 /** The memory plan the UI shows before loading (src/model/memory-plan.ts, trimmed). */
 export interface PlanSummary {
@@ -73,6 +76,9 @@ export interface StorageInfo {
   checkpointBytes: number;
 }
 
+/** The name of the error a manual save throws after its 'checkpoint-failed' event. */
+export const CHECKPOINT_FAILURE_REPORTED = 'CheckpointFailureReported';
+
 export type TrainerStatus = 'no-model' | 'loading' | 'ready' | 'running' | 'paused' | 'lost';
 
 /** The trainer worker's progress stream (one Comlink.proxy callback receives every event). */
@@ -87,6 +93,8 @@ export type TrainerEvent =
       message: string;
       quota: boolean;
       candidates: DeletionCandidate[];
+      /** An automatic save during training (true) or the user's Save (false). */
+      automatic: boolean;
     }
   | { type: 'error'; message: string; diverged: boolean }
   | { type: 'device-lost'; message: string; lastCheckpoint: CheckpointInfo | null };

@@ -14,6 +14,8 @@ import { CUSTOM_REWARD_PREFIX } from '../grpo/rewards';
 import { parseJsonlDataset, type JsonlDataset } from '../tasks/jsonl';
 import type { DeletionCandidate } from '../storage/errors';
 import { estimate } from './lib/format';
+import { splitTestHooks } from './lib/test-hooks';
+import { CHECKPOINT_FAILURE_REPORTED } from './protocol';
 import type {
   ChatOptions,
   ChatReply,
@@ -65,6 +67,8 @@ export interface Banner {
   title: string;
   message: string;
   candidates?: DeletionCandidate[];
+  /** The browser refused to store a checkpoint: the banner says how to free space. */
+  storageFull?: boolean;
 }
 
 export interface JsonlImport {
@@ -171,7 +175,10 @@ export class Session {
   }
 
   private readUrl() {
-    const search = typeof location === 'undefined' ? '' : location.search;
+    const { enabled, rest: search } = splitTestHooks(
+      typeof location === 'undefined' ? '' : location.search,
+    );
+    if (enabled) this.exposeTestHooks();
     if (!search || search === '?') return;
     try {
       const shared = configFromUrlParams(search);
@@ -185,6 +192,13 @@ export class Session {
     } catch (err) {
       this.notify('error', 'The shared link has an invalid configuration', msg(err));
     }
+  }
+
+  /** `window.__grpoTest`, only with ?test-hooks=1 (lib/test-hooks.ts): actions for e2e tests. */
+  private exposeTestHooks() {
+    (globalThis as { __grpoTest?: unknown }).__grpoTest = {
+      loseDevice: () => this.api.loseDevice(),
+    };
   }
 
   /** Applies a shared config; without consent its custom reward code is left out. */
@@ -265,14 +279,20 @@ export class Session {
         void this.refreshCheckpoints();
         break;
       case 'checkpoint-failed':
+        // The storage names runs by id; the page knows the current run's name.
+        if (this.runId && this.runName)
+          e.message = e.message.replaceAll(`'${this.runId}'`, `'${this.runName}'`);
         this.notify(
           e.quota ? 'warn' : 'error',
-          e.quota
-            ? `Storage full: the checkpoint at step ${e.step} was not saved (training continues)`
-            : `The checkpoint at step ${e.step} was not saved`,
+          (e.quota
+            ? `Storage full: the checkpoint at step ${e.step} was not saved`
+            : `The checkpoint at step ${e.step} was not saved`) +
+            (e.automatic ? ' (training continues)' : ''),
           e.message,
           e.candidates,
+          e.quota,
         );
+        if (e.quota) void this.refreshCheckpoints();
         break;
       case 'error':
         this.notify(
@@ -287,8 +307,17 @@ export class Session {
     }
   }
 
-  notify(kind: Banner['kind'], title: string, message: string, candidates?: DeletionCandidate[]) {
-    this.banners = [...this.banners, { id: ++this.bannerId, kind, title, message, candidates }];
+  notify(
+    kind: Banner['kind'],
+    title: string,
+    message: string,
+    candidates?: DeletionCandidate[],
+    storageFull = false,
+  ) {
+    this.banners = [
+      ...this.banners,
+      { id: ++this.bannerId, kind, title, message, candidates, storageFull },
+    ];
   }
 
   dismiss(id: number) {
@@ -410,8 +439,16 @@ export class Session {
   }
 
   async save(): Promise<void> {
-    const saved = await this.task('Saving', () => this.api.saveCheckpoint(), 'Not saved');
-    if (saved) this.lastSaved = saved;
+    this.busy = 'Saving';
+    try {
+      this.lastSaved = await this.api.saveCheckpoint();
+    } catch (err) {
+      // A failure the worker already reported with its 'checkpoint-failed' event is not repeated.
+      if ((err as { name?: string }).name !== CHECKPOINT_FAILURE_REPORTED)
+        this.notify('error', 'Not saved', msg(err));
+    } finally {
+      if (this.busy === 'Saving') this.busy = null;
+    }
   }
 
   async restore(id: string): Promise<void> {
@@ -429,13 +466,16 @@ export class Session {
   }
 
   async recover(): Promise<void> {
-    const run = await this.task(
+    const out = await this.task(
       'Recovering',
-      () => this.api.recover(this.jsonl?.text),
+      async () => ({ run: await this.api.recover(this.jsonl?.text) }),
       'Could not recover from the device loss',
     );
-    if (!run) return;
+    if (!out) return;
     this.deviceLost = null;
+    // No model was loaded on the lost device: the new device is ready for one.
+    const run = out.run;
+    if (!run) return;
     this.adoptRun(run, false);
     this.history = run.history;
   }

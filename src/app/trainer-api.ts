@@ -36,6 +36,7 @@ import type { Identity, MetricsRow as StoredMetricsRow } from '../storage/db';
 import { StorageQuotaError } from '../storage/errors';
 import { createTask } from '../tasks/index';
 import type { Task } from '../tasks/types';
+import { CHECKPOINT_FAILURE_REPORTED } from './protocol';
 import type {
   ChatOptions,
   ChatReply,
@@ -162,7 +163,17 @@ export function createTrainerApi(options: TrainerApiOptions = {}) {
     if (options.modelSource) return options.modelSource(choice);
     if (choice.kind === 'bundled') return urlSource(bundledUrl);
     if (choice.kind === 'url') return urlSource(choice.url);
-    return filesSource(choice.files, `${choice.files.length} selected files`);
+    const paths = choice.paths;
+    const files =
+      paths && paths.length === choice.files.length
+        ? choice.files.map((f, i) => ({
+            name: f.name,
+            size: f.size,
+            arrayBuffer: () => f.arrayBuffer(),
+            webkitRelativePath: paths[i],
+          }))
+        : choice.files;
+    return filesSource(files, choice.label ?? `${choice.files.length} selected files`);
   }
 
   async function planFor(config: LlamaConfig, c: Config): Promise<PlanSummary> {
@@ -306,8 +317,15 @@ export function createTrainerApi(options: TrainerApiOptions = {}) {
         message: message(err),
         quota,
         candidates: quota ? err.candidates : [],
+        automatic,
       });
-      if (!automatic) throw err;
+      if (!automatic) {
+        // The event above already told the page (with the candidates to delete); the name lets
+        // the page's save action know it need not report the same failure twice.
+        const reported = new Error(message(err));
+        reported.name = CHECKPOINT_FAILURE_REPORTED;
+        throw reported;
+      }
       return null;
     }
   }
@@ -541,10 +559,15 @@ export function createTrainerApi(options: TrainerApiOptions = {}) {
     },
 
     /** After a device loss: a new device, the run rebuilt, and its latest checkpoint restored. */
-    async recover(jsonlText?: string): Promise<RunState> {
-      if (!model || !run) throw new Error('Nothing to recover: load a model.');
+    async recover(jsonlText?: string): Promise<RunState | null> {
       engine = null;
       lost = false;
+      if (!model || !run) {
+        // Nothing was loaded on the lost device: a new one is all it takes.
+        await getEngine();
+        setStatus('no-model');
+        return null;
+      }
       const r = run;
       const ckpt = r.lastCheckpoint;
       const fresh = await buildRun(r.config, jsonlText, { id: r.id, name: r.name });
@@ -557,6 +580,17 @@ export function createTrainerApi(options: TrainerApiOptions = {}) {
       run = fresh;
       setStatus(fresh.trainer.step > 0 ? 'paused' : 'ready');
       return runState(fresh);
+    },
+
+    /**
+     * Test hook (reached from the page only with ?test-hooks=1): destroys the GPU device the way a
+     * driver reset would end it, so the engine's typed 'device-lost' event and the resume path run.
+     */
+    async loseDevice(): Promise<void> {
+      if (!engine || engine.gpu.lost) throw new Error('There is no GPU device to lose.');
+      if (status === 'running') throw new Error('Pause training first.');
+      // device.destroy() directly: GpuContext.destroy() marks the loss as ours and stays silent.
+      engine.gpu.device.destroy();
     },
 
     // ---- try the weights -----------------------------------------------------------------
