@@ -21,10 +21,10 @@ export class MatmulTileVariant {
     readonly wgX: number,
     readonly wgY: number,
   ) {
-    const retiled = {
-      get: (label: string, source: string, constants: Record<string, number | boolean> = {}) =>
-        pipelines.get(label, source, { ...constants, WG_X: wgX, WG_Y: wgY }),
-    } as unknown as PipelineCache;
+    // Everything else (the shader cache, any tuning flags) is the real cache's, by prototype.
+    const retiled = Object.create(pipelines) as PipelineCache;
+    retiled.get = (label, source, constants = {}) =>
+      pipelines.get(label, source, { ...constants, WG_X: wgX, WG_Y: wgY });
     this.kernel = new MatmulKernel(device, retiled);
   }
 
