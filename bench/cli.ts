@@ -1,17 +1,26 @@
 // The benchmark driver behind `npm run bench` (bundled by bench/run.mjs): runs the Node engine
 // benchmark (issue 3) in a child process and the side-by-side browser benchmarks (issue 9) in
-// headless Chromium, then prints one table per benchmark followed by all results as JSON.
+// headless Chromium (one browser, one page for all of them), then prints one table per benchmark
+// followed by all results as JSON.
 //
 // Flags:
 //   --quick            fewer measured runs (a smoke run; the figures are noisier)
-//   --only a,b         run only these benchmarks (engine, matmul)
+//   --only a,b         run only these benchmarks (engine, matmul, forward, sampling, training)
+//   --models a,b       forward/sampling/training on these models only (tiny-reasoner, llama-100m)
 //   --json <file>      also write the JSON to <file>
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { openBenchPage } from './browser/driver';
+import { openBenchPage, type BenchPage } from './browser/driver';
+import { BENCH_MODELS } from './browser/models';
+import {
+  MODEL_BENCHMARKS,
+  printModelBench,
+  runModelBenches,
+  type ModelBenchName,
+} from './browser/model-report';
 import type { BrowserInfo } from './browser/page';
 import {
   ENGINES,
@@ -27,17 +36,18 @@ import { machineInfo, type MachineInfo } from './node/machine';
 
 /** Where bench/run.mjs put the bundled entries (this file's own folder). */
 const OUT_DIR = dirname(fileURLToPath(import.meta.url));
-export const BENCHMARKS = ['engine', 'matmul'] as const;
+export const BENCHMARKS = ['engine', 'matmul', ...MODEL_BENCHMARKS] as const;
 type BenchName = (typeof BENCHMARKS)[number];
 
 interface Options {
   quick: boolean;
   only: Set<BenchName>;
+  models: string[] | null;
   json: string | null;
 }
 
 function parseArgs(argv: string[]): Options {
-  const options: Options = { quick: false, only: new Set(BENCHMARKS), json: null };
+  const options: Options = { quick: false, only: new Set(BENCHMARKS), models: null, json: null };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
     if (arg === '--quick') options.quick = true;
@@ -48,9 +58,20 @@ function parseArgs(argv: string[]): Options {
           throw new Error(`--only: unknown benchmark '${n}' (have: ${BENCHMARKS.join(', ')})`);
       }
       options.only = new Set(names as BenchName[]);
+    } else if (arg === '--models') {
+      const names = (argv[++i] ?? '').split(',').filter(Boolean);
+      const known = BENCH_MODELS.map((m) => m.id);
+      for (const n of names) {
+        if (!known.includes(n))
+          throw new Error(`--models: unknown model '${n}' (have: ${known.join(', ')})`);
+      }
+      options.models = names;
     } else if (arg === '--json') options.json = resolve(argv[++i] ?? '');
     else if (arg === '--help' || arg === '-h') {
-      console.log(`npm run bench -- [--quick] [--only ${BENCHMARKS.join(',')}] [--json file]`);
+      console.log(
+        `npm run bench -- [--quick] [--only ${BENCHMARKS.join(',')}] ` +
+          `[--models ${BENCH_MODELS.map((m) => m.id).join(',')}] [--json file]`,
+      );
       process.exit(0);
     } else throw new Error(`unknown flag '${arg}' (try --help)`);
   }
@@ -147,63 +168,57 @@ interface MatmulBenchResult {
   notes: string[];
 }
 
-async function runMatmul(quick: boolean): Promise<MatmulBenchResult> {
+async function runMatmul(page: BenchPage, quick: boolean): Promise<MatmulBenchResult> {
   const machine = machineInfo();
-  const root = process.cwd();
-  const page = await openBenchPage(root);
   const shapes = quick ? QUICK_SHAPES : MATMUL_SHAPES;
   const warmup = 1;
   const runs = quick ? 2 : 5;
-  try {
-    const measured = await page.call('matmul', {
-      shapes,
-      engines: [...ENGINES],
-      warmup,
-      runs,
-    });
-    const rows = measured.map((m) => {
-      const shape = shapes.find((s) => s.name === m.shape)!;
-      const ok = !m.error && m.relError <= MATMUL_REL_TOLERANCE && m.seconds.length > 0;
-      if (!m.error && !ok) m.error = `relative error ${m.relError} > ${MATMUL_REL_TOLERANCE}`;
-      const gflops = ok
-        ? summarize(
-            m.seconds.map((s) => (flops(shape) * m.repeats) / s / 1e9),
-            'GFLOP/s',
-          )
-        : null;
-      return { ...m, gflops };
-    });
-    const ratios: MatmulBenchResult['ratios'] = {};
-    for (const shape of shapes) {
-      const ours = rows.find((r) => r.shape === shape.name && r.engine === 'ours')?.gflops;
-      ratios[shape.name] = {};
-      for (const r of rows.filter((x) => x.shape === shape.name && !x.engine.startsWith('ours'))) {
-        if (ours && r.gflops) ratios[shape.name][r.engine] = ours.median / r.gflops.median;
-      }
+  const measured = await page.call('matmul', {
+    shapes,
+    engines: [...ENGINES],
+    warmup,
+    runs,
+  });
+  const rows = measured.map((m) => {
+    const shape = shapes.find((s) => s.name === m.shape)!;
+    const ok = !m.error && m.relError <= MATMUL_REL_TOLERANCE && m.seconds.length > 0;
+    if (!m.error && !ok) m.error = `relative error ${m.relError} > ${MATMUL_REL_TOLERANCE}`;
+    const gflops = ok
+      ? summarize(
+          m.seconds.map((s) => (flops(shape) * m.repeats) / s / 1e9),
+          'GFLOP/s',
+        )
+      : null;
+    return { ...m, gflops };
+  });
+  const ratios: MatmulBenchResult['ratios'] = {};
+  for (const shape of shapes) {
+    const ours = rows.find((r) => r.shape === shape.name && r.engine === 'ours')?.gflops;
+    ratios[shape.name] = {};
+    for (const r of rows.filter((x) => x.shape === shape.name && !x.engine.startsWith('ours'))) {
+      if (ours && r.gflops) ratios[shape.name][r.engine] = ours.median / r.gflops.median;
     }
-    const software = /swiftshader/i.test(
-      `${page.info.adapter.vendor} ${page.info.adapter.architecture} ${page.info.adapter.description}`,
-    );
-    return {
-      bench: 'matmul',
-      machine,
-      browser: { version: page.browserVersion, ...page.info },
-      warmup,
-      runs,
-      rows,
-      ratios,
-      notes: [
-        software
-          ? 'WebGPU is SwiftShader (CPU emulation): GFLOP/s here are CPU figures, not GPU speed.'
-          : 'Hardware WebGPU adapter.',
-        'WebGPU engines keep operands on their GPU device; one measured run = `repeats` matmuls + one readback of the last output.',
-        'ort-wasm is onnxruntime-web on the CPU (1 thread, SIMD), for context: operands cross from JS each run.',
-        `Every engine's first output is checked against the f64 CPU reference (relative error ≤ ${MATMUL_REL_TOLERANCE}) before timing.`,
-      ],
-    };
-  } finally {
-    await page.close();
   }
+  const software = /swiftshader/i.test(
+    `${page.info.adapter.vendor} ${page.info.adapter.architecture} ${page.info.adapter.description}`,
+  );
+  return {
+    bench: 'matmul',
+    machine,
+    browser: { version: page.browserVersion, ...page.info },
+    warmup,
+    runs,
+    rows,
+    ratios,
+    notes: [
+      software
+        ? 'WebGPU is SwiftShader (CPU emulation): GFLOP/s here are CPU figures, not GPU speed.'
+        : 'Hardware WebGPU adapter.',
+      'WebGPU engines keep operands on their GPU device; one measured run = `repeats` matmuls + one readback of the last output.',
+      'ort-wasm is onnxruntime-web on the CPU (1 thread, SIMD), for context: operands cross from JS each run.',
+      `Every engine's first output is checked against the f64 CPU reference (relative error ≤ ${MATMUL_REL_TOLERANCE}) before timing.`,
+    ],
+  };
 }
 
 /** The adapter features the kernels of issue 9 would use. */
@@ -256,6 +271,21 @@ function printMatmul(r: MatmulBenchResult) {
   for (const note of r.notes) console.log(`note: ${note}`);
 }
 
+/**
+ * The code that was measured: HEAD and any uncommitted changes under src/ and shaders/ (the tree
+ * is shared with other work in progress); null outside a git checkout.
+ */
+function sourceState(): { commit: string; uncommitted: string[] } | null {
+  const git = (...args: string[]) => spawnSync('git', args, { encoding: 'utf8' });
+  const head = git('rev-parse', 'HEAD');
+  if (head.status !== 0) return null;
+  const status = git('status', '--porcelain', '--', 'src', 'shaders');
+  return {
+    commit: head.stdout.trim(),
+    uncommitted: status.stdout.split('\n').filter(Boolean),
+  };
+}
+
 async function main(argv: string[]) {
   const options = parseArgs(argv);
   const results: Record<string, unknown> = {};
@@ -265,12 +295,53 @@ async function main(argv: string[]) {
     printEngine(r);
     results.engine = r;
   }
-  if (options.only.has('matmul')) {
-    const r = await runMatmul(options.quick);
-    printMatmul(r);
-    results.matmul = r;
+  const models = MODEL_BENCHMARKS.filter((b) => options.only.has(b));
+  if (options.only.has('matmul') || models.length > 0) {
+    // One headless Chromium and one page for every browser benchmark.
+    const page = await openBenchPage(process.cwd());
+    try {
+      if (options.only.has('matmul')) {
+        const r = await runMatmul(page, options.quick);
+        printMatmul(r);
+        results.matmul = r;
+      }
+      if (models.length > 0) {
+        const machine = machineInfo();
+        const r = await runModelBenches(
+          process.cwd(),
+          page,
+          new Set<ModelBenchName>(models),
+          options.quick,
+          options.models,
+        );
+        const browser = { version: page.browserVersion, ...page.info };
+        for (const name of models) {
+          const sections = r[name];
+          if (!sections) continue;
+          const text = printModelBench(name, sections);
+          results[name] = { bench: name, machine, browser, table: text, models: sections };
+        }
+        for (const note of r.notes) console.log(`note: ${note}`);
+        const fetched = await page.call('hfFetched');
+        console.log(
+          `transformers.js fetched ${fetched.length} files, all from this server: ` +
+            [...new Set(fetched)].join(', '),
+        );
+        results.modelNotes = r.notes;
+      }
+      console.log(
+        `requests to anything but the local server: ${page.offOrigin.length ? page.offOrigin.join(', ') : 'none'}`,
+      );
+      results.offOriginRequests = [...page.offOrigin];
+    } finally {
+      await page.close();
+    }
   }
-  const json = JSON.stringify({ started, quick: options.quick, results }, null, 2);
+  const json = JSON.stringify(
+    { started, quick: options.quick, source: sourceState(), results },
+    null,
+    2,
+  );
   console.log(`\n## JSON\n${json}`);
   if (options.json) writeFileSync(options.json, json);
 }

@@ -1,7 +1,9 @@
 // Node side of the browser benchmarks: bundles bench/browser/index.html (+ page.ts and everything it
 // imports) with Vite in memory, serves it and onnxruntime-web's wasm files from 127.0.0.1 on a free
 // port (a secure context, cross-origin isolated), opens it in headless Chromium with the e2e flags
-// (WebGPU on SwiftShader when there is no GPU), and calls the page's window.grpoBench API.
+// (WebGPU on SwiftShader when there is no GPU), and calls the page's window.grpoBench API. The
+// model benchmarks put their model files (built in memory, model-files.ts) in `modelFiles`, which
+// the server answers from as well.
 import { createServer, type Server } from 'node:http';
 import { readFileSync, existsSync } from 'node:fs';
 import { extname, resolve } from 'node:path';
@@ -16,6 +18,7 @@ const TYPES: Record<string, string> = {
   '.mjs': 'text/javascript',
   '.wasm': 'application/wasm',
   '.map': 'application/json',
+  '.json': 'application/json',
   '.css': 'text/css',
 };
 
@@ -42,11 +45,15 @@ async function bundlePage(root: string): Promise<Map<string, Uint8Array | string
   return files;
 }
 
-function serve(root: string, files: Map<string, Uint8Array | string>): Promise<Server> {
+function serve(
+  root: string,
+  files: Map<string, Uint8Array | string>,
+  modelFiles: ReadonlyMap<string, Uint8Array>,
+): Promise<Server> {
   const ortDir = resolve(root, 'node_modules/onnxruntime-web/dist');
   const server = createServer((req, res) => {
     const path = decodeURIComponent(new URL(req.url ?? '/', 'http://127.0.0.1').pathname);
-    let body = files.get(path);
+    let body = files.get(path) ?? modelFiles.get(path);
     if (body === undefined && path.startsWith('/ort/') && !path.includes('..')) {
       const file = resolve(ortDir, path.slice('/ort/'.length));
       if (existsSync(file)) body = readFileSync(file);
@@ -73,6 +80,10 @@ export interface BenchPage {
   page: Page;
   info: BrowserInfo;
   browserVersion: string;
+  /** Requests the page made to anything but this server (should stay empty: offline by design). */
+  offOrigin: string[];
+  /** URL path → bytes, served beside the page (the model benchmarks swap models in and out). */
+  modelFiles: Map<string, Uint8Array>;
   call<K extends keyof GrpoBenchApi>(
     name: K,
     ...args: Parameters<GrpoBenchApi[K]>
@@ -85,7 +96,8 @@ export async function openBenchPage(root: string): Promise<BenchPage> {
   const executablePath = findChromium();
   if (!executablePath) throw new Error(CHROMIUM_INSTALL_HINT);
   const files = await bundlePage(root);
-  const server = await serve(root, files);
+  const modelFiles = new Map<string, Uint8Array>();
+  const server = await serve(root, files, modelFiles);
   const { port } = server.address() as { port: number };
   let browser: Browser | null = null;
   try {
@@ -95,7 +107,14 @@ export async function openBenchPage(root: string): Promise<BenchPage> {
       if (m.text().startsWith('[page]')) console.error(`  ${m.text()}`);
     });
     page.on('pageerror', (e) => console.error(`  [page error] ${e.message}`));
-    await page.goto(`http://127.0.0.1:${port}/bench/browser/index.html`);
+    const origin = `http://127.0.0.1:${port}`;
+    const offOrigin: string[] = [];
+    page.on('request', (r) => {
+      const url = r.url();
+      if (!url.startsWith(origin + '/') && !url.startsWith('blob:') && !url.startsWith('data:'))
+        offOrigin.push(url);
+    });
+    await page.goto(`${origin}/bench/browser/index.html`);
     await page.waitForFunction(() => document.body.dataset.ready === '1', null, {
       timeout: 120_000,
     });
@@ -115,6 +134,8 @@ export async function openBenchPage(root: string): Promise<BenchPage> {
       page,
       info,
       browserVersion: b.version(),
+      modelFiles,
+      offOrigin,
       call,
       async close() {
         await b.close();

@@ -1,7 +1,8 @@
 // The benchmark page (bench/browser/index.html), bundled by the Node driver with Vite and served from
 // 127.0.0.1: exposes window.grpoBench for Playwright to call. Everything is bundled from
-// node_modules (our engine, tfjs + its WebGPU backend, onnxruntime-web); ORT's wasm files are
-// served by the driver under /ort/. Nothing is fetched from the network.
+// node_modules (our engine, tfjs + its WebGPU backend, onnxruntime-web, transformers.js); ORT's wasm
+// files are served by the driver under /ort/ and the models of the forward / sampling / training
+// benchmarks (model-bench.ts) under /bench-models/. Nothing is fetched from the network.
 import { MatmulKernel } from '../../src/kernels/matmul';
 import { MatmulTileVariant } from '../kernels/matmul-tiles';
 import { createEngine, type Engine } from '../../src/engine/engine';
@@ -17,6 +18,15 @@ import {
 import * as tf from '@tensorflow/tfjs';
 import '@tensorflow/tfjs-backend-webgpu';
 import * as ort from 'onnxruntime-web/webgpu';
+import {
+  configureTransformers,
+  forward,
+  hfFetched,
+  sampling,
+  training,
+  transformersVersion,
+  unloadModel,
+} from './model-bench';
 import {
   repeatsFor,
   type EngineName,
@@ -62,7 +72,11 @@ async function info(): Promise<BrowserInfo> {
       features: [...adapter.features].map(String).sort(),
       limits,
     },
-    versions: { tfjs: tf.version_core, 'onnxruntime-web': ort.env.versions.web ?? 'unknown' },
+    versions: {
+      tfjs: tf.version_core,
+      'onnxruntime-web': ort.env.versions.web ?? 'unknown',
+      '@huggingface/transformers': transformersVersion(),
+    },
   };
 }
 
@@ -297,7 +311,17 @@ async function matmul(config: MatmulRunConfig): Promise<MatmulMeasurement[]> {
   return results;
 }
 
-const api = { info, matmul };
+configureTransformers();
+const api = {
+  info,
+  matmul,
+  forward,
+  sampling,
+  training,
+  unloadModel,
+  /** Same-origin paths transformers.js fetched so far. */
+  hfFetched: () => [...hfFetched],
+};
 export type GrpoBenchApi = typeof api;
 (globalThis as unknown as { grpoBench: GrpoBenchApi }).grpoBench = api;
 document.body.dataset.ready = '1';

@@ -1,0 +1,156 @@
+// The whole-model comparisons of issue 9 (b) forward, (c) sampling, (d) training step, shared by
+// the page and the Node driver: which models, which workloads, and the shape of the results.
+//
+// Two models, each served by the driver from memory under /bench-models/<id>/ (weights as
+// safetensors for our engine, the same weights exported by src/io/onnx-export.ts as a plain ONNX
+// graph for onnxruntime-web and as a transformers.js folder with past_key_values):
+//  - tiny-reasoner: the bundled model (public/models/tiny-reasoner, 205K parameters);
+//  - llama-100m: a ~100M-parameter Llama config (C = 768, 12 layers, 12 heads over 4 kv-heads,
+//    I = 2048, V = 32000, tied embeddings) with seeded random weights (src/model/init.ts).
+// Workloads are small because WebGPU may be SwiftShader (CPU emulation) on the benchmark machine;
+// the 100M model runs fewer times (its counts are in the table and the JSON).
+//
+// Legend: N sequences, T tokens per sequence, B prompts, G completions per prompt.
+
+/** A Hugging Face config.json for a model with random weights. */
+export const LLAMA_100M_CONFIG = {
+  architectures: ['LlamaForCausalLM'],
+  hidden_size: 768,
+  intermediate_size: 2048,
+  num_hidden_layers: 12,
+  num_attention_heads: 12,
+  num_key_value_heads: 4,
+  head_dim: 64,
+  vocab_size: 32000,
+  max_position_embeddings: 256,
+  rope_theta: 10000,
+  rms_norm_eps: 1e-5,
+  tie_word_embeddings: true,
+};
+
+export interface Runs {
+  /**
+   * Untimed runs before the measured ones. forward: after the checked first run (which compiles
+   * the kernels); sampling: after the greedy check run; training: including the two checked steps.
+   */
+  warmup: number;
+  runs: number;
+}
+
+export interface ForwardWorkload extends Runs {
+  N: number;
+  T: number;
+}
+
+export interface SamplingWorkload extends Runs {
+  B: number;
+  G: number;
+  promptTokens: number;
+  newTokens: number;
+  /** New tokens of the untimed greedy run that compares the engines' tokens. */
+  greedyCheckTokens: number;
+}
+
+export interface TrainingWorkload extends Runs {
+  N: number;
+  T: number;
+  learningRate: number;
+}
+
+export interface BenchModel {
+  /** Folder name under /bench-models/ (and transformers.js's model id). */
+  id: string;
+  source: { kind: 'bundled'; dir: string } | { kind: 'random'; config: object; seed: number };
+  forward: ForwardWorkload;
+  sampling: SamplingWorkload;
+  training: TrainingWorkload;
+}
+
+export const BENCH_MODELS: BenchModel[] = [
+  {
+    id: 'tiny-reasoner',
+    source: { kind: 'bundled', dir: 'public/models/tiny-reasoner' },
+    forward: { N: 16, T: 64, warmup: 1, runs: 5 },
+    sampling: {
+      B: 2,
+      G: 8,
+      promptTokens: 16,
+      newTokens: 32,
+      greedyCheckTokens: 16,
+      warmup: 1,
+      runs: 5,
+    },
+    training: { N: 16, T: 32, learningRate: 1e-3, warmup: 2, runs: 5 },
+  },
+  {
+    id: 'llama-100m',
+    source: { kind: 'random', config: LLAMA_100M_CONFIG, seed: 100 },
+    forward: { N: 2, T: 32, warmup: 0, runs: 3 },
+    sampling: {
+      B: 1,
+      G: 8,
+      promptTokens: 8,
+      newTokens: 8,
+      greedyCheckTokens: 2,
+      warmup: 0,
+      runs: 3,
+    },
+    training: { N: 2, T: 16, learningRate: 1e-3, warmup: 2, runs: 3 },
+  },
+];
+
+/** --quick: one measured run of each (a smoke run). */
+export function quickModel(m: BenchModel): BenchModel {
+  const q = <W extends Runs>(w: W): W => ({ ...w, warmup: Math.min(w.warmup, 1), runs: 1 });
+  return {
+    ...m,
+    forward: q(m.forward),
+    sampling: q(m.sampling),
+    training: { ...m.training, warmup: 2, runs: 1 },
+  };
+}
+
+export const FORWARD_ENGINES = ['ours', 'ort-webgpu', 'ort-wasm'] as const;
+export const SAMPLING_ENGINES = ['ours', 'transformers.js-webgpu', 'transformers.js-wasm'] as const;
+export const TRAINING_ENGINES = ['ours', 'tfjs-webgpu'] as const;
+export type ModelEngine =
+  | (typeof FORWARD_ENGINES)[number]
+  | (typeof SAMPLING_ENGINES)[number]
+  | (typeof TRAINING_ENGINES)[number];
+
+/** Largest max|ours − reference| / max|reference| on the logits before a forward is timed. */
+export const LOGITS_REL_TOLERANCE = 1e-3;
+/** Largest |ours − tfjs| / |tfjs| on the training loss before and after the first update. */
+export const LOSS_REL_TOLERANCE = 1e-3;
+
+/** One engine's timings on one model: wall seconds per measured run, warm-up excluded. */
+export interface EngineRun {
+  engine: ModelEngine;
+  seconds: number[];
+  /** Set when the engine failed or its check did not pass: then no figure is reported. */
+  error?: string;
+}
+
+export interface ForwardRun extends EngineRun {
+  /** max|logits − reference| / max|reference|, reference = ort-wasm (CPU) on the same batch. */
+  relError: number;
+}
+
+export interface SamplingRun extends EngineRun {
+  /** Sequences whose greedy tokens equal ours (untimed check run); ours compares to itself. */
+  greedyMatches: number;
+}
+
+export interface TrainingRun extends EngineRun {
+  /** Mean cross-entropy before the first update and after it (first two steps). */
+  losses: number[];
+}
+
+export interface ModelBenchResult<R extends EngineRun, W> {
+  model: string;
+  label: string;
+  parameters: number;
+  workload: W;
+  runs: R[];
+  notes: string[];
+}
