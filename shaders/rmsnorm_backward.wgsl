@@ -11,6 +11,7 @@
 // tree reduction in workgroup memory (deterministic).
 
 override WG: u32 = 256;
+override ROW_PER_THREAD: bool = false; // barrier-free variant: one invocation per row (as rmsnorm_forward)
 
 struct Params {
   rows: u32, // R
@@ -33,6 +34,10 @@ fn main(
   @builtin(num_workgroups) nwg: vec3<u32>,
   @builtin(local_invocation_id) lid: vec3<u32>,
 ) {
+  if (ROW_PER_THREAD) {
+    backward_row((wid.x + wid.y * nwg.x) * WG + lid.x);
+    return;
+  }
   let row = wid.x + wid.y * nwg.x;
   if (row >= params.rows) { return; }
   let C = params.channels;
@@ -52,6 +57,24 @@ fn main(
   let k = r * r * partial[0] / f32(C);
 
   for (var c = lid.x; c < C; c = c + WG) {
+    let index = base + c;
+    var value = r * (w[c] * dy[index] - x[index] * k);
+    if (params.accumulate != 0u) { value = dx[index] + value; }
+    dx[index] = value;
+  }
+}
+
+fn backward_row(row: u32) {
+  if (row >= params.rows) { return; }
+  let C = params.channels;
+  let base = row * C;
+  var sum = 0.0;
+  for (var c = 0u; c < C; c = c + 1u) {
+    sum = sum + dy[base + c] * w[c] * x[base + c];
+  }
+  let r = rstd[row];
+  let k = r * r * sum / f32(C);
+  for (var c = 0u; c < C; c = c + 1u) {
     let index = base + c;
     var value = r * (w[c] * dy[index] - x[index] * k);
     if (params.accumulate != 0u) { value = dx[index] + value; }

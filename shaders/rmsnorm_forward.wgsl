@@ -8,8 +8,11 @@
 // laid out by splitGrid (row = wid.x + wid.y·nwg.x, tail rows return before any barrier; the row
 // index is workgroup-uniform). WG must be a power of two: the sum of squares is a fixed-order tree
 // reduction in workgroup memory, so the result is deterministic.
+// ROW_PER_THREAD (barrier-free variant, KernelTuning.avoidBarriers): one invocation per row, WG rows
+// per workgroup, ceil(R / WG) workgroups laid out by splitGrid; the sum runs in column order.
 
 override WG: u32 = 256;
+override ROW_PER_THREAD: bool = false;
 
 struct Params {
   rows: u32, // R
@@ -31,6 +34,10 @@ fn main(
   @builtin(num_workgroups) nwg: vec3<u32>,
   @builtin(local_invocation_id) lid: vec3<u32>,
 ) {
+  if (ROW_PER_THREAD) {
+    normalize_row((wid.x + wid.y * nwg.x) * WG + lid.x);
+    return;
+  }
   let row = wid.x + wid.y * nwg.x;
   if (row >= params.rows) { return; }
   let C = params.channels;
@@ -53,4 +60,20 @@ fn main(
     y[base + c] = (x[base + c] * r) * w[c];
   }
   if (lid.x == 0u) { rstd[row] = r; }
+}
+
+fn normalize_row(row: u32) {
+  if (row >= params.rows) { return; }
+  let C = params.channels;
+  let base = row * C;
+  var sum = 0.0;
+  for (var c = 0u; c < C; c = c + 1u) {
+    let v = x[base + c];
+    sum = sum + v * v;
+  }
+  let r = 1.0 / sqrt(sum / f32(C) + params.eps);
+  for (var c = 0u; c < C; c = c + 1u) {
+    y[base + c] = (x[base + c] * r) * w[c];
+  }
+  rstd[row] = r;
 }

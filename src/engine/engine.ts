@@ -1,6 +1,6 @@
 // The engine handle every kernel wrapper receives: the device context plus the pipeline cache.
 import { acquireGpu, type AcquireOptions, type GpuContext } from './device';
-import { PipelineCache } from './pipelines';
+import { PipelineCache, type KernelTuning } from './pipelines';
 
 export interface Engine {
   gpu: GpuContext;
@@ -11,13 +11,22 @@ export interface Engine {
   destroy(): void;
 }
 
-export async function createEngine(options?: AcquireOptions): Promise<Engine> {
+export interface EngineOptions extends AcquireOptions {
+  /** Kernel variant choices; by default barrier-free variants exactly on software adapters. */
+  tuning?: Partial<KernelTuning>;
+}
+
+export async function createEngine(options: EngineOptions = {}): Promise<Engine> {
   const gpu = await acquireGpu(options);
   const device = gpu.device;
+  const tuning: KernelTuning = {
+    avoidBarriers: gpu.adapter.isSoftware,
+    ...options.tuning,
+  };
   return {
     gpu,
     device,
-    pipelines: new PipelineCache(device),
+    pipelines: new PipelineCache(device, tuning),
     async run(record, label = 'engine.run') {
       if (gpu.lost)
         throw new Error(`GPU device was lost (${gpu.lost.reason}): ${gpu.lost.message}`);

@@ -7,14 +7,15 @@ import {
   splitGrid,
   reductionWorkgroupSize,
 } from '../engine/dispatch';
-import { bindBuffers, type PipelineCache } from '../engine/pipelines';
+import { bindBuffers, type OverrideConstants, type PipelineCache } from '../engine/pipelines';
 import { shaderSource } from '../engine/shaders';
 
-/** Threads per row for forward and backward (a power of two: tree reduction). */
 /** Most threads per row (a power of two); narrower rows get fewer (reductionWorkgroupSize). */
 export const RMSNORM_WG = 256;
 /** Threads per workgroup of the weight gradient (one thread per channel). */
 export const RMSNORM_WEIGHT_WG = 64;
+/** Rows per workgroup of the barrier-free (one invocation per row) variant. */
+export const RMSNORM_ROWS_PER_WG = 64;
 
 type GridOptions = {
   /** Grid split limit per dimension (tests lower it to exercise the split). */
@@ -44,9 +45,12 @@ export class RmsNormForwardKernel {
 
   async encode(encoder: GPUCommandEncoder, args: RmsNormForwardArgs): Promise<void> {
     const { rows, C } = args;
-    const pipeline = await this.pipelines.get('rmsnorm_forward', shaderSource('rmsnorm_forward'), {
-      WG: reductionWorkgroupSize(C, RMSNORM_WG),
-    });
+    const layout = rowLayout(this.pipelines, rows, C);
+    const pipeline = await this.pipelines.get(
+      'rmsnorm_forward',
+      shaderSource('rmsnorm_forward'),
+      layout.constants,
+    );
     const params = createUniformBuffer(
       this.device,
       [
@@ -62,9 +66,28 @@ export class RmsNormForwardKernel {
       0,
       bindBuffers(this.device, pipeline, [args.x, args.w, args.y, args.rstd, params]),
     );
-    if (rows > 0 && C > 0) pass.dispatchWorkgroups(...splitGrid(rows, this.maxPerDim));
+    if (rows > 0 && C > 0) pass.dispatchWorkgroups(...splitGrid(layout.workgroups, this.maxPerDim));
     pass.end();
   }
+}
+
+/** Threads per row reduction and workgroup count: one workgroup per row, or (barrier-free, see
+ * KernelTuning) one invocation per row with RMSNORM_ROWS_PER_WG rows per workgroup. */
+function rowLayout(
+  pipelines: PipelineCache,
+  rows: number,
+  C: number,
+): { constants: OverrideConstants; workgroups: number } {
+  if (pipelines.tuning.avoidBarriers) {
+    return {
+      constants: { WG: RMSNORM_ROWS_PER_WG, ROW_PER_THREAD: true },
+      workgroups: ceilDiv(rows, RMSNORM_ROWS_PER_WG),
+    };
+  }
+  return {
+    constants: { WG: reductionWorkgroupSize(C, RMSNORM_WG), ROW_PER_THREAD: false },
+    workgroups: rows,
+  };
 }
 
 export interface RmsNormBackwardArgs {
@@ -92,10 +115,11 @@ export class RmsNormBackwardKernel {
 
   async encode(encoder: GPUCommandEncoder, args: RmsNormBackwardArgs): Promise<void> {
     const { rows, C } = args;
+    const layout = rowLayout(this.pipelines, rows, C);
     const pipeline = await this.pipelines.get(
       'rmsnorm_backward',
       shaderSource('rmsnorm_backward'),
-      { WG: reductionWorkgroupSize(C, RMSNORM_WG) },
+      layout.constants,
     );
     const params = createUniformBuffer(
       this.device,
@@ -112,7 +136,7 @@ export class RmsNormBackwardKernel {
       0,
       bindBuffers(this.device, pipeline, [args.dy, args.x, args.w, args.rstd, args.dx, params]),
     );
-    if (rows > 0 && C > 0) pass.dispatchWorkgroups(...splitGrid(rows, this.maxPerDim));
+    if (rows > 0 && C > 0) pass.dispatchWorkgroups(...splitGrid(layout.workgroups, this.maxPerDim));
     pass.end();
   }
 }

@@ -2,6 +2,7 @@
 // reports the worst element against |gpu − ref| ≤ atol + rtol·|ref|.
 import { afterAll } from 'vitest';
 import { createEngine, type Engine } from '../../src/engine/engine';
+import { PipelineCache, type KernelTuning } from '../../src/engine/pipelines';
 
 let enginePromise: Promise<Engine> | null = null;
 
@@ -13,6 +14,26 @@ export function testEngine(): Promise<Engine> {
   }
   return enginePromise;
 }
+
+const tunedEngines = new Map<string, Promise<Engine>>();
+
+/** The test file's engine with the given kernel variant choices (same device, own pipelines), so
+ * that every variant is tested whatever the adapter would pick by itself. */
+export function testEngineWith(tuning: KernelTuning): Promise<Engine> {
+  const key = JSON.stringify(tuning);
+  let engine = tunedEngines.get(key);
+  if (!engine) {
+    engine = testEngine().then((e) => ({ ...e, pipelines: new PipelineCache(e.device, tuning) }));
+    tunedEngines.set(key, engine);
+  }
+  return engine;
+}
+
+/** Both sides of KernelTuning.avoidBarriers, named for test titles. */
+export const BARRIER_VARIANTS = [
+  { name: 'cooperative', tuning: { avoidBarriers: false } },
+  { name: 'barrier-free', tuning: { avoidBarriers: true } },
+] as const;
 
 /** Deterministic uniform values in [lo, hi) from a 32-bit seed (mulberry32). */
 export function seededUniform(length: number, seed: number, lo = -1, hi = 1): Float32Array {

@@ -2,6 +2,7 @@
 // src/ref/rmsnorm.ts on a shape sweep, with accumulation, a forced grid split, hand-worked rows,
 // and the backward reference checked against a central finite difference.
 import { describe, expect, it } from 'vitest';
+import type { KernelTuning } from '../../src/engine/pipelines';
 import { createStorageBuffer, readF32, uploadStorageBuffer } from '../../src/engine/buffers';
 import {
   RMSNORM_WEIGHT_WG,
@@ -16,8 +17,9 @@ import {
   rmsnormForwardRef,
 } from '../../src/ref/rmsnorm';
 import {
+  BARRIER_VARIANTS,
   seededUniform,
-  testEngine,
+  testEngineWith,
   worstMismatch,
   type Tolerance,
   centralDifference,
@@ -31,6 +33,7 @@ const GRADIENT_TOLERANCE: Tolerance = { atol: 1e-5, rtol: 1e-4 };
 const EPS = 1e-5;
 
 interface Case {
+  tuning: KernelTuning;
   R: number;
   C: number;
   seed: number;
@@ -39,8 +42,8 @@ interface Case {
 }
 
 /** Runs forward, backward and weight gradient on one input; returns GPU results and refs. */
-async function runAll({ R, C, seed, maxWorkgroupsPerDim, accumulate = false }: Case) {
-  const engine = await testEngine();
+async function runAll({ tuning, R, C, seed, maxWorkgroupsPerDim, accumulate = false }: Case) {
+  const engine = await testEngineWith(tuning);
   const { device, pipelines } = engine;
   const x = seededUniform(R * C, seed, -2, 2); // (R, C)
   const w = seededUniform(C, seed + 1, 0.5, 1.5); // (C)
@@ -125,47 +128,55 @@ describe('rmsnorm reference', () => {
   });
 });
 
-describe('rmsnorm kernels', () => {
-  for (const [R, C] of SHAPES) {
-    it(`R=${R} C=${C}: forward, dx, dw`, async () => {
-      const { gpu, ref } = await runAll({ R, C, seed: R * 1000 + C });
+for (const { name, tuning } of BARRIER_VARIANTS) {
+  describe(`rmsnorm kernels (${name})`, () => {
+    for (const [R, C] of SHAPES) {
+      it(`R=${R} C=${C}: forward, dx, dw`, async () => {
+        const { gpu, ref } = await runAll({ tuning, R, C, seed: R * 1000 + C });
+        expectClose(gpu, ref);
+        // With C = 1 the output is sign(x)·w whatever |x|: dx is ~0 there, legitimately.
+        if (C > 1) expect(ref.dx.some((v) => Math.abs(v) > 1e-3)).toBe(true);
+        expect(ref.dw.some((v) => Math.abs(v) > 1e-3)).toBe(true);
+      });
+    }
+
+    it('accumulates into dx and dw', async () => {
+      const { gpu, ref } = await runAll({ tuning, R: 9, C: 70, seed: 5, accumulate: true });
       expectClose(gpu, ref);
-      // With C = 1 the output is sign(x)·w whatever |x|: dx is ~0 there, legitimately.
-      if (C > 1) expect(ref.dx.some((v) => Math.abs(v) > 1e-3)).toBe(true);
-      expect(ref.dw.some((v) => Math.abs(v) > 1e-3)).toBe(true);
     });
-  }
 
-  it('accumulates into dx and dw', async () => {
-    const { gpu, ref } = await runAll({ R: 9, C: 70, seed: 5, accumulate: true });
-    expectClose(gpu, ref);
-  });
+    it('split grid (tail rows and channels guarded), same bits on a second run', async () => {
+      // 10 rows at ≤ 4 workgroups per dim → grid (4, 3) = 12: two spare row workgroups;
+      // 300 channels → 5 weight-gradient workgroups → grid (3, 2): one spare.
+      // Barrier-free: 300 rows at 64 per workgroup → 5 workgroups → grid (4, 2): three spare
+      // (cooperative: 300 workgroups at ≤ 18 per dim → grid (18, 17): six spare).
+      for (const c of [
+        { tuning, R: 10, C: 300, seed: 6, maxWorkgroupsPerDim: 4 },
+        { tuning, R: 300, C: 30, seed: 7, maxWorkgroupsPerDim: tuning.avoidBarriers ? 4 : 18 },
+      ]) {
+        const first = await runAll(c);
+        expectClose(first.gpu, first.ref);
+        const second = await runAll(c);
+        expect(Array.from(second.gpu.dx)).toEqual(Array.from(first.gpu.dx));
+        expect(Array.from(second.gpu.dw)).toEqual(Array.from(first.gpu.dw));
+      }
+    });
 
-  it('split grid (tail rows and channels guarded), same bits on a second run', async () => {
-    // 10 rows at ≤ 4 workgroups per dim → grid (4, 3) = 12: two spare row workgroups;
-    // 300 channels → 5 weight-gradient workgroups → grid (3, 2): one spare.
-    const c = { R: 10, C: 300, seed: 6, maxWorkgroupsPerDim: 4 };
-    const first = await runAll(c);
-    expectClose(first.gpu, first.ref);
-    const second = await runAll(c);
-    expect(Array.from(second.gpu.dx)).toEqual(Array.from(first.gpu.dx));
-    expect(Array.from(second.gpu.dw)).toEqual(Array.from(first.gpu.dw));
+    it('hand-worked forward on the GPU', async () => {
+      const engine = await testEngineWith(tuning);
+      const { device, pipelines } = engine;
+      const x = uploadStorageBuffer(device, Float32Array.from([1, 2, -2, 4, 2, -2, 2, -2]));
+      const w = uploadStorageBuffer(device, Float32Array.from([1, 2, 3, 0.5]));
+      const y = createStorageBuffer(device, 8 * 4);
+      const rstd = createStorageBuffer(device, 2 * 4);
+      const kernel = new RmsNormForwardKernel(device, pipelines);
+      await engine.run((enc) => kernel.encode(enc, { x, w, y, rstd, rows: 2, C: 4, eps: 0 }));
+      expectArrayClose(await readF32(device, rstd), [0.4, 0.5], 1e-7);
+      expectArrayClose(await readF32(device, y), [0.4, 1.6, -2.4, 0.8, 1, -2, 3, -0.5], 1e-6);
+      for (const b of [x, w, y, rstd]) b.destroy();
+    });
   });
-
-  it('hand-worked forward on the GPU', async () => {
-    const engine = await testEngine();
-    const { device, pipelines } = engine;
-    const x = uploadStorageBuffer(device, Float32Array.from([1, 2, -2, 4, 2, -2, 2, -2]));
-    const w = uploadStorageBuffer(device, Float32Array.from([1, 2, 3, 0.5]));
-    const y = createStorageBuffer(device, 8 * 4);
-    const rstd = createStorageBuffer(device, 2 * 4);
-    const kernel = new RmsNormForwardKernel(device, pipelines);
-    await engine.run((enc) => kernel.encode(enc, { x, w, y, rstd, rows: 2, C: 4, eps: 0 }));
-    expectArrayClose(await readF32(device, rstd), [0.4, 0.5], 1e-7);
-    expectArrayClose(await readF32(device, y), [0.4, 1.6, -2.4, 0.8, 1, -2, 3, -0.5], 1e-6);
-    for (const b of [x, w, y, rstd]) b.destroy();
-  });
-});
+}
 
 function expectArrayClose(actual: ArrayLike<number>, expected: number[], atol: number) {
   expect(worstMismatch(actual, expected, { atol, rtol: 0 })).toBeNull();
