@@ -79,6 +79,7 @@ export class MatmulKernel {
       TILE_K: MATMUL_TILE_K,
       TRANS_A: transA,
       TRANS_B: transB,
+      STAGE_TILES: !this.pipelines.tuning.avoidBarriers,
     });
     const params = createUniformBuffer(
       this.device,

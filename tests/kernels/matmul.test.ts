@@ -1,16 +1,29 @@
 // shaders/matmul.wgsl against src/ref/matmul.ts on a shape sweep, every transpose combination,
-// batching and accumulation.
+// batching and accumulation, for both kernel variants (KernelTuning.avoidBarriers), which must also
+// agree bit for bit (same k order).
 import { describe, expect, it } from 'vitest';
 import { readF32, uploadStorageBuffer, createStorageBuffer } from '../../src/engine/buffers';
 import { MatmulKernel, MATMUL_TILE_M, MATMUL_TILE_N } from '../../src/kernels/matmul';
 import { matmulRef, type MatmulShape } from '../../src/ref/matmul';
-import { seededUniform, testEngine, worstMismatch, type Tolerance } from './harness';
+import type { KernelTuning } from '../../src/engine/pipelines';
+import {
+  BARRIER_VARIANTS,
+  seededUniform,
+  testEngineWith,
+  worstMismatch,
+  type Tolerance,
+} from './harness';
 
 // f32 accumulation in a different order than the f64 reference: error grows ~ √K·eps·|terms|.
 const FORWARD_TOLERANCE: Tolerance = { atol: 1e-5, rtol: 1e-4 };
 
-async function runMatmul(shape: MatmulShape, seed: number, accumulateInto?: Float32Array) {
-  const engine = await testEngine();
+async function runMatmul(
+  tuning: KernelTuning,
+  shape: MatmulShape,
+  seed: number,
+  accumulateInto?: Float32Array,
+) {
+  const engine = await testEngineWith(tuning);
   const { M, N, K, batch = 1 } = shape;
   const a = seededUniform(batch * M * K, seed);
   const b = seededUniform(batch * K * N, seed + 1);
@@ -39,44 +52,66 @@ const SHAPES: Array<[number, number, number]> = [
   [256, 300, 129], // several tiles, ≥ 256
 ];
 
-describe('matmul.wgsl', () => {
+for (const { name, tuning } of BARRIER_VARIANTS) {
+  describe(`matmul.wgsl (${name})`, () => {
+    for (const [M, N, K] of SHAPES) {
+      for (const [transA, transB] of [
+        [false, false],
+        [false, true],
+        [true, false],
+        [true, true],
+      ]) {
+        it(`M=${M} N=${N} K=${K} transA=${transA} transB=${transB}`, async () => {
+          const { gpu, ref } = await runMatmul(
+            tuning,
+            { M, N, K, transA, transB },
+            M * 1000 + N * 10 + K,
+          );
+          expect(worstMismatch(gpu, ref, FORWARD_TOLERANCE)).toBeNull();
+          // The reference itself is not trivially zero: the test would catch a kernel writing 0s.
+          expect(ref.some((v) => Math.abs(v) > 1e-3)).toBe(true);
+        });
+      }
+    }
+
+    it('batched with alpha, stride per batch', async () => {
+      const { gpu, ref } = await runMatmul(
+        tuning,
+        { M: 17, N: 19, K: 23, batch: 3, transB: true, alpha: 0.5 },
+        7,
+      );
+      expect(worstMismatch(gpu, ref, FORWARD_TOLERANCE)).toBeNull();
+    });
+
+    it('accumulates into C', async () => {
+      const init = seededUniform(33 * 35, 99);
+      const { gpu, ref } = await runMatmul(tuning, { M: 33, N: 35, K: 9 }, 11, init);
+      expect(worstMismatch(gpu, ref, FORWARD_TOLERANCE)).toBeNull();
+    });
+
+    it('hand-worked 2×3 · 3×2', async () => {
+      const engine = await testEngineWith(tuning);
+      const a = uploadStorageBuffer(engine.device, new Float32Array([1, 2, 3, 4, 5, 6]));
+      const b = uploadStorageBuffer(engine.device, new Float32Array([7, 8, 9, 10, 11, 12]));
+      const c = createStorageBuffer(engine.device, 16);
+      const kernel = new MatmulKernel(engine.device, engine.pipelines);
+      await engine.run((enc) => kernel.encode(enc, { a, b, c, M: 2, N: 2, K: 3 }));
+      expect(Array.from(await readF32(engine.device, c))).toEqual([58, 64, 139, 154]);
+    });
+  });
+}
+
+it('the staged and the barrier-free variant give the same bits', async () => {
   for (const [M, N, K] of SHAPES) {
     for (const [transA, transB] of [
-      [false, false],
       [false, true],
       [true, false],
-      [true, true],
     ]) {
-      it(`M=${M} N=${N} K=${K} transA=${transA} transB=${transB}`, async () => {
-        const { gpu, ref } = await runMatmul({ M, N, K, transA, transB }, M * 1000 + N * 10 + K);
-        expect(worstMismatch(gpu, ref, FORWARD_TOLERANCE)).toBeNull();
-        // The reference itself is not trivially zero: the test would catch a kernel writing 0s.
-        expect(ref.some((v) => Math.abs(v) > 1e-3)).toBe(true);
-      });
+      const shape = { M, N, K, transA, transB };
+      const [staged, direct] = await Promise.all(
+        BARRIER_VARIANTS.map(({ tuning }) => runMatmul(tuning, shape, M + N + K)),
+      );
+      expect(Array.from(direct.gpu)).toEqual(Array.from(staged.gpu));
     }
   }
-
-  it('batched with alpha, stride per batch', async () => {
-    const { gpu, ref } = await runMatmul(
-      { M: 17, N: 19, K: 23, batch: 3, transB: true, alpha: 0.5 },
-      7,
-    );
-    expect(worstMismatch(gpu, ref, FORWARD_TOLERANCE)).toBeNull();
-  });
-
-  it('accumulates into C', async () => {
-    const init = seededUniform(33 * 35, 99);
-    const { gpu, ref } = await runMatmul({ M: 33, N: 35, K: 9 }, 11, init);
-    expect(worstMismatch(gpu, ref, FORWARD_TOLERANCE)).toBeNull();
-  });
-
-  it('hand-worked 2×3 · 3×2', async () => {
-    const engine = await testEngine();
-    const a = uploadStorageBuffer(engine.device, new Float32Array([1, 2, 3, 4, 5, 6]));
-    const b = uploadStorageBuffer(engine.device, new Float32Array([7, 8, 9, 10, 11, 12]));
-    const c = createStorageBuffer(engine.device, 16);
-    const kernel = new MatmulKernel(engine.device, engine.pipelines);
-    await engine.run((enc) => kernel.encode(enc, { a, b, c, M: 2, N: 2, K: 3 }));
-    expect(Array.from(await readF32(engine.device, c))).toEqual([58, 64, 139, 154]);
-  });
 });
