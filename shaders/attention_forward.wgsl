@@ -19,6 +19,12 @@
 // private arrays (so HEAD_DIM ≤ 4·MAX_D4) and rescales them once per tile, not once per key.
 // Rows are held as vec4 (D4 = ceil(D / 4) of them, zero-padded past D) so that every inner step
 // is a vec4 dot or FMA; any D works, the padding lanes stay 0.
+//
+// Entry point main_direct (barrier-free variant, KernelTuning.avoidBarriers): threads share
+// nothing, so the rows of all (n, kv head) pairs pack densely, WG per workgroup, in
+// ceil(N·H·Tq / WG) workgroups (a decode step's N·H rows fill a few workgroups instead of N·Hkv
+// mostly idle ones), and each thread reads keys and values straight from storage. The per-tile
+// arithmetic (attend_tile) and its order are the same as main's, so both give the same bits.
 
 override WG: u32 = 32; // query rows (threads) per workgroup
 override TILE: u32 = 8; // keys staged per tile (≤ MAX_TILE; 2·TILE·D4 vec4 of workgroup memory)
@@ -77,6 +83,85 @@ fn gather_v(base: u32, c: u32) -> vec4<f32> {
   return x;
 }
 
+// Per-invocation row state shared by both entry points: the scaled q row, the output
+// accumulator, the running max m and the running Σ exp(score − m) l.
+var<private> q_row: array<vec4<f32>, MAX_D4>;
+var<private> acc: array<vec4<f32>, MAX_D4>;
+var<private> m: f32;
+var<private> l: f32;
+
+fn begin_row(q_base: u32, in_range: bool) {
+  for (var c = 0u; c < D4; c = c + 1u) {
+    q_row[c] = select(vec4<f32>(), gather_q(q_base, c) * params.scale, in_range);
+    acc[c] = vec4<f32>();
+  }
+  m = NEG_BIG;
+  l = 0.0;
+}
+
+// Vector c of key/value t of the tile at j0: from the staged tile, or straight from storage
+// (`row` = the key's first element); keys past key_end are zero, as in the staged tile.
+fn tile_key(staged: bool, row: u32, valid: bool, t: u32, c: u32) -> vec4<f32> {
+  if (staged) { return k_tile[t * D4 + c]; }
+  if (!valid) { return vec4<f32>(); }
+  return gather_k(row, c);
+}
+
+fn tile_value(staged: bool, row: u32, valid: bool, t: u32, c: u32) -> vec4<f32> {
+  if (staged) { return v_tile[t * D4 + c]; }
+  if (!valid) { return vec4<f32>(); }
+  return gather_v(row, c);
+}
+
+// The online-softmax update with keys j0 … j0 + TILE − 1 (this row sees those before row_end).
+fn attend_tile(staged: bool, j0: u32, row_end: u32, key_end: u32, kv_base: u32, kv_row_stride: u32) {
+  var s: array<f32, MAX_TILE>;
+  var tile_max = NEG_BIG;
+  for (var t = 0u; t < TILE; t = t + 1u) {
+    s[t] = NEG_BIG;
+    if (j0 + t < row_end) {
+      let row = kv_base + (j0 + t) * kv_row_stride;
+      var qk = vec4<f32>();
+      for (var c = 0u; c < D4; c = c + 1u) {
+        qk = fma(q_row[c], tile_key(staged, row, true, t, c), qk);
+      }
+      s[t] = (qk.x + qk.y) + (qk.z + qk.w);
+      tile_max = max(tile_max, s[t]);
+    }
+  }
+  if (tile_max > NEG_BIG) {
+    let m_new = max(m, tile_max);
+    let correction = exp(m - m_new);
+    l = l * correction;
+    for (var t = 0u; t < TILE; t = t + 1u) {
+      // Masked keys hold NEG_BIG, so their weight is exactly 0.
+      s[t] = exp(s[t] - m_new);
+      l = l + s[t];
+    }
+    for (var c = 0u; c < D4; c = c + 1u) {
+      var a = acc[c] * correction;
+      for (var t = 0u; t < TILE; t = t + 1u) {
+        let row = kv_base + (j0 + t) * kv_row_stride;
+        a = fma(vec4<f32>(s[t]), tile_value(staged, row, j0 + t < key_end, t, c), a);
+      }
+      acc[c] = a;
+    }
+    m = m_new;
+  }
+}
+
+fn end_row(q_base: u32, lse_index: u32) {
+  let has_keys = l > 0.0;
+  let inv_l = select(0.0, 1.0 / l, has_keys);
+  for (var c = 0u; c < D4; c = c + 1u) {
+    let x = acc[c] * inv_l;
+    for (var e = 0u; e < 4u; e = e + 1u) {
+      if (c * 4u + e < HEAD_DIM) { o[q_base + c * 4u + e] = x[e]; }
+    }
+  }
+  lse[lse_index] = select(0.0, m + log(l), has_keys);
+}
+
 @compute @workgroup_size(WG, 1, 1)
 fn main(
   @builtin(workgroup_id) wid: vec3<u32>,
@@ -104,15 +189,7 @@ fn main(
   let row_end = select(0u, min(params.qOffset + i + 1u, params.S), in_range);
 
   let q_base = ((n * params.Tq + i) * params.H + h) * HEAD_DIM;
-  var q_row: array<vec4<f32>, MAX_D4>;
-  var acc: array<vec4<f32>, MAX_D4>;
-  for (var c = 0u; c < D4; c = c + 1u) {
-    q_row[c] = select(vec4<f32>(), gather_q(q_base, c) * params.scale, in_range);
-    acc[c] = vec4<f32>();
-  }
-  var m = NEG_BIG; // running max of the scores seen
-  var l = 0.0; // running Σ exp(score − m)
-
+  begin_row(q_base, in_range);
   let kv_row_stride = params.Hkv * HEAD_DIM;
   let kv_base = n * params.S_cap * kv_row_stride + g * HEAD_DIM;
   for (var j0 = key_first; j0 < key_end; j0 = j0 + TILE) {
@@ -128,49 +205,37 @@ fn main(
       v_tile[slot] = vx;
     }
     workgroupBarrier();
-
-    var s: array<f32, MAX_TILE>;
-    var tile_max = NEG_BIG;
-    for (var t = 0u; t < TILE; t = t + 1u) {
-      s[t] = NEG_BIG;
-      if (j0 + t < row_end) {
-        var qk = vec4<f32>();
-        for (var c = 0u; c < D4; c = c + 1u) {
-          qk = fma(q_row[c], k_tile[t * D4 + c], qk);
-        }
-        s[t] = (qk.x + qk.y) + (qk.z + qk.w);
-        tile_max = max(tile_max, s[t]);
-      }
-    }
-    if (tile_max > NEG_BIG) {
-      let m_new = max(m, tile_max);
-      let correction = exp(m - m_new);
-      l = l * correction;
-      for (var t = 0u; t < TILE; t = t + 1u) {
-        // Masked keys hold NEG_BIG, so their weight is exactly 0.
-        s[t] = exp(s[t] - m_new);
-        l = l + s[t];
-      }
-      for (var c = 0u; c < D4; c = c + 1u) {
-        var a = acc[c] * correction;
-        for (var t = 0u; t < TILE; t = t + 1u) {
-          a = fma(vec4<f32>(s[t]), v_tile[t * D4 + c], a);
-        }
-        acc[c] = a;
-      }
-      m = m_new;
-    }
+    attend_tile(true, j0, row_end, key_end, kv_base, kv_row_stride);
     workgroupBarrier();
   }
-
   if (!in_range) { return; }
-  let has_keys = l > 0.0;
-  let inv_l = select(0.0, 1.0 / l, has_keys);
-  for (var c = 0u; c < D4; c = c + 1u) {
-    let x = acc[c] * inv_l;
-    for (var e = 0u; e < 4u; e = e + 1u) {
-      if (c * 4u + e < HEAD_DIM) { o[q_base + c * 4u + e] = x[e]; }
-    }
+  end_row(q_base, (n * params.H + h) * params.Tq + i);
+}
+
+@compute @workgroup_size(WG, 1, 1)
+fn main_direct(
+  @builtin(workgroup_id) wid: vec3<u32>,
+  @builtin(num_workgroups) nwg: vec3<u32>,
+  @builtin(local_invocation_id) lid: vec3<u32>,
+) {
+  let R = params.H / params.Hkv;
+  let rows = R * params.Tq;
+  let thread = (wid.x + wid.y * nwg.x) * WG + lid.x;
+  if (thread >= params.N * params.Hkv * rows) { return; }
+  let n = thread / (params.Hkv * rows);
+  let g = (thread / rows) % params.Hkv;
+  let r = thread % rows;
+  let i = r / R;
+  let h = g * R + r % R;
+
+  let row_end = min(params.qOffset + i + 1u, params.S);
+  let q_base = ((n * params.Tq + i) * params.H + h) * HEAD_DIM;
+  begin_row(q_base, true);
+  let kv_row_stride = params.Hkv * HEAD_DIM;
+  let kv_base = n * params.S_cap * kv_row_stride + g * HEAD_DIM;
+  // The same tiles as main (from keyStart, TILE keys each), so the same summation order.
+  for (var j0 = keyStart[n]; j0 < row_end; j0 = j0 + TILE) {
+    attend_tile(false, j0, row_end, row_end, kv_base, kv_row_stride);
   }
-  lse[(n * params.H + h) * params.Tq + i] = select(0.0, m + log(l), has_keys);
+  end_row(q_base, (n * params.H + h) * params.Tq + i);
 }

@@ -90,10 +90,15 @@ export class AttentionForwardKernel {
     const S = args.S ?? qOffset + Tq;
     const sCap = args.sCap ?? S;
     if (S > sCap) throw new RangeError(`attention_forward: S (${S}) exceeds S_cap (${sCap})`);
+    // The barrier-free entry point wins on SwiftShader only when the staged one would leave its
+    // workgroups mostly idle (decoding: R·Tq rows per kv head ≪ ATTENTION_WG; measured at N = 64,
+    // H = 4, D = 16: 69 → 11 ms per decode step, but 221 → 596 ms for a 80-token training forward).
+    const direct = this.pipelines.tuning.avoidBarriers && (H / Hkv) * Tq < ATTENTION_WG;
     const pipeline = await this.pipelines.get(
       'attention_forward',
       shaderSource('attention_forward'),
       { WG: ATTENTION_WG, TILE: ATTENTION_TILE, HEAD_DIM: D },
+      direct ? 'main_direct' : 'main',
     );
     const params = createUniformBuffer(
       this.device,
@@ -123,7 +128,10 @@ export class AttentionForwardKernel {
         params,
       ]),
     );
-    const workgroups = N * Hkv * ceilDiv((H / Hkv) * Tq, ATTENTION_WG);
+    // main: workgroups per (n, kv head); main_direct: all N·H·Tq rows packed (see the shader).
+    const workgroups = direct
+      ? ceilDiv(N * H * Tq, ATTENTION_WG)
+      : N * Hkv * ceilDiv((H / Hkv) * Tq, ATTENTION_WG);
     const [x, y, z] = splitGrid(workgroups);
     if (x > 0) pass.dispatchWorkgroups(x, y, z);
     pass.end();

@@ -16,7 +16,14 @@ import {
   kvCacheWriteRef,
   type AttentionRefShape,
 } from '../../src/ref/attention';
-import { seededUniform, testEngine, worstMismatch, type Tolerance } from './harness';
+import {
+  BARRIER_VARIANTS,
+  seededUniform,
+  testEngineWith,
+  worstMismatch,
+  type Tolerance,
+} from './harness';
+import type { KernelTuning } from '../../src/engine/pipelines';
 
 // f32 dot products of length D and an online (tile-by-tile rescaled) softmax against an f64 naive
 // softmax: errors are a few ulps of the largest terms; lse and o are O(1).
@@ -111,8 +118,8 @@ function expectZeroRows(
   }
 }
 
-async function runTraining(c: Case, seed: number) {
-  const engine = await testEngine();
+async function runTraining(c: Case, seed: number, tuning: KernelTuning) {
+  const engine = await testEngineWith(tuning);
   const { device } = engine;
   const { N, T, H, Hkv, D } = c;
   const x = inputs(c, seed);
@@ -146,110 +153,112 @@ async function runTraining(c: Case, seed: number) {
   return { x, gpu };
 }
 
-describe('attention_forward.wgsl + attention_backward_{dq,dkv}.wgsl', () => {
-  CASES.forEach((c, index) => {
-    it(caseName(c), async () => {
-      const { N, T, H, Hkv, D, keyStart } = c;
-      const { x, gpu } = await runTraining(c, 1000 + 17 * index);
-      const fwd = attentionForwardRef(x.q, x.k, x.v, x.keyStart, { N, Tq: T, H, Hkv, D });
-      const bwd = attentionBackwardRef(x.dO, x.q, x.k, x.v, x.keyStart, { N, T, H, Hkv, D });
-      const fwdTol = c.rising ? LARGE_SCORE_FORWARD_TOLERANCE : FORWARD_TOLERANCE;
-      const gradTol = c.rising ? LARGE_SCORE_GRADIENT_TOLERANCE : GRADIENT_TOLERANCE;
-      expectClose('o', gpu.o, fwd.o, fwdTol);
-      expectClose('lse', gpu.lse, fwd.lse, fwdTol);
-      expectClose('dq', gpu.dq, bwd.dq, gradTol);
-      expectClose('dk', gpu.dk, bwd.dk, gradTol);
-      expectClose('dv', gpu.dv, bwd.dv, gradTol);
-      // The references are not trivially zero, so a kernel writing zeros fails. (With a single
-      // visible key per row, T = 1, softmax is constant and dq = dk = 0 exactly.)
-      const refs = T > 1 ? [fwd.o, bwd.dq, bwd.dk, bwd.dv] : [fwd.o, bwd.dv];
-      for (const ref of refs) expect(ref.some((v) => Math.abs(v) > 1e-2)).toBe(true);
-      // Pad rows (columns before keyStart) are exactly zero: o, dq per (n, t, h); dk, dv per (n, t, g).
-      const isPad = (row: number, heads: number) =>
-        row % (T * heads) < keyStart[Math.floor(row / (T * heads))] * heads;
-      expectZeroRows('o', gpu.o, D, (row) => isPad(row, H));
-      expectZeroRows('dq', gpu.dq, D, (row) => isPad(row, H));
-      expectZeroRows('dk', gpu.dk, D, (row) => isPad(row, Hkv));
-      expectZeroRows('dv', gpu.dv, D, (row) => isPad(row, Hkv));
-      expectZeroRows('lse', gpu.lse, 1, (row) => row % T < keyStart[Math.floor(row / (H * T))]);
+for (const { name, tuning } of BARRIER_VARIANTS) {
+  describe(`attention_forward.wgsl + attention_backward_{dq,dkv}.wgsl (${name})`, () => {
+    CASES.forEach((c, index) => {
+      it(caseName(c), async () => {
+        const { N, T, H, Hkv, D, keyStart } = c;
+        const { x, gpu } = await runTraining(c, 1000 + 17 * index, tuning);
+        const fwd = attentionForwardRef(x.q, x.k, x.v, x.keyStart, { N, Tq: T, H, Hkv, D });
+        const bwd = attentionBackwardRef(x.dO, x.q, x.k, x.v, x.keyStart, { N, T, H, Hkv, D });
+        const fwdTol = c.rising ? LARGE_SCORE_FORWARD_TOLERANCE : FORWARD_TOLERANCE;
+        const gradTol = c.rising ? LARGE_SCORE_GRADIENT_TOLERANCE : GRADIENT_TOLERANCE;
+        expectClose('o', gpu.o, fwd.o, fwdTol);
+        expectClose('lse', gpu.lse, fwd.lse, fwdTol);
+        expectClose('dq', gpu.dq, bwd.dq, gradTol);
+        expectClose('dk', gpu.dk, bwd.dk, gradTol);
+        expectClose('dv', gpu.dv, bwd.dv, gradTol);
+        // The references are not trivially zero, so a kernel writing zeros fails. (With a single
+        // visible key per row, T = 1, softmax is constant and dq = dk = 0 exactly.)
+        const refs = T > 1 ? [fwd.o, bwd.dq, bwd.dk, bwd.dv] : [fwd.o, bwd.dv];
+        for (const ref of refs) expect(ref.some((v) => Math.abs(v) > 1e-2)).toBe(true);
+        // Pad rows (columns before keyStart) are exactly zero: o, dq per (n, t, h); dk, dv per (n, t, g).
+        const isPad = (row: number, heads: number) =>
+          row % (T * heads) < keyStart[Math.floor(row / (T * heads))] * heads;
+        expectZeroRows('o', gpu.o, D, (row) => isPad(row, H));
+        expectZeroRows('dq', gpu.dq, D, (row) => isPad(row, H));
+        expectZeroRows('dk', gpu.dk, D, (row) => isPad(row, Hkv));
+        expectZeroRows('dv', gpu.dv, D, (row) => isPad(row, Hkv));
+        expectZeroRows('lse', gpu.lse, 1, (row) => row % T < keyStart[Math.floor(row / (H * T))]);
+      });
+    });
+
+    it('backward is deterministic (same bits twice, GQA group summed in a fixed order)', async () => {
+      const c: Case = { N: 2, T: 37, H: 4, Hkv: 1, D: 16, keyStart: [0, 4] };
+      const first = await runTraining(c, 5, tuning);
+      const second = await runTraining(c, 5, tuning);
+      for (const key of ['o', 'lse', 'dq', 'dk', 'dv'] as const) {
+        expect(Array.from(second.gpu[key])).toEqual(Array.from(first.gpu[key]));
+      }
+    });
+
+    it('forward over a partly filled cache: Tq = 3 at qOffset = 5, S = 8 < S_cap = 11', async () => {
+      const engine = await testEngineWith(tuning);
+      const { device } = engine;
+      const shape: Required<Omit<AttentionRefShape, 'scale'>> = {
+        N: 2,
+        Tq: 3,
+        H: 4,
+        Hkv: 2,
+        D: 16,
+        qOffset: 5,
+        S: 8,
+        sCap: 11,
+      };
+      const { N, Tq, H, Hkv, D, sCap, S } = shape;
+      // Sequence 1 starts at column 6, so its first query (column 5) is a pad row.
+      const keyStart = Uint32Array.from([0, 6]);
+      const q = seededUniform(N * Tq * H * D, 21, -4, 4); // (N, Tq, H, D)
+      const k = seededUniform(N * sCap * Hkv * D, 22); // (N, S_cap, Hkv, D)
+      const v = seededUniform(N * sCap * Hkv * D, 23); // (N, S_cap, Hkv, D)
+      // Columns ≥ S are not filled yet: NaN there poisons the output if the kernel reads them.
+      for (const cache of [k, v]) {
+        for (let n = 0; n < N; n++)
+          cache.fill(NaN, (n * sCap + S) * Hkv * D, (n + 1) * sCap * Hkv * D);
+      }
+      const buf = {
+        q: uploadStorageBuffer(device, q),
+        k: uploadStorageBuffer(device, k),
+        v: uploadStorageBuffer(device, v),
+        keyStart: uploadStorageBuffer(device, keyStart),
+        o: createStorageBuffer(device, N * Tq * H * D * 4), // (N, Tq, H, D)
+        lse: createStorageBuffer(device, N * H * Tq * 4), // (N, H, Tq)
+      };
+      const forward = new AttentionForwardKernel(device, engine.pipelines);
+      await engine.run((enc) => forward.encode(enc, { ...buf, ...shape }));
+      const o = await readF32(device, buf.o, N * Tq * H * D);
+      const lse = await readF32(device, buf.lse, N * H * Tq);
+      const ref = attentionForwardRef(q, k, v, keyStart, shape);
+      expectClose('o', o, ref.o, FORWARD_TOLERANCE);
+      expectClose('lse', lse, ref.lse, FORWARD_TOLERANCE);
+      expectZeroRows('o', o, D, (row) => row >= Tq * H && row < (Tq + 1) * H);
+      for (const b of Object.values(buf)) b.destroy();
+    });
+
+    it(`refuses D > ${ATTENTION_MAX_HEAD_DIM} and H not a multiple of Hkv`, async () => {
+      const engine = await testEngineWith(tuning);
+      const { device } = engine;
+      const b = createStorageBuffer(device, 4);
+      const forward = new AttentionForwardKernel(device, engine.pipelines);
+      const backward = new AttentionBackwardKernel(device, engine.pipelines);
+      const fwdArgs = { q: b, k: b, v: b, keyStart: b, o: b, lse: b, N: 1, Tq: 1 };
+      const enc = device.createCommandEncoder();
+      await expect(
+        forward.encode(enc, { ...fwdArgs, H: 1, Hkv: 1, D: ATTENTION_MAX_HEAD_DIM + 1 }),
+      ).rejects.toThrow(/ATTENTION_MAX_HEAD_DIM/);
+      await expect(forward.encode(enc, { ...fwdArgs, H: 3, Hkv: 2, D: 8 })).rejects.toThrow(
+        /multiple of Hkv/,
+      );
+      await expect(
+        backward.encode(enc, {
+          ...{ dO: b, q: b, k: b, v: b, o: b, lse: b, keyStart: b, dq: b, dk: b, dv: b },
+          ...{ N: 1, T: 1, H: 2, Hkv: 1, D: 256 },
+        }),
+      ).rejects.toThrow(/ATTENTION_MAX_HEAD_DIM/);
+      b.destroy();
     });
   });
-
-  it('backward is deterministic (same bits twice, GQA group summed in a fixed order)', async () => {
-    const c: Case = { N: 2, T: 37, H: 4, Hkv: 1, D: 16, keyStart: [0, 4] };
-    const first = await runTraining(c, 5);
-    const second = await runTraining(c, 5);
-    for (const key of ['o', 'lse', 'dq', 'dk', 'dv'] as const) {
-      expect(Array.from(second.gpu[key])).toEqual(Array.from(first.gpu[key]));
-    }
-  });
-
-  it('forward over a partly filled cache: Tq = 3 at qOffset = 5, S = 8 < S_cap = 11', async () => {
-    const engine = await testEngine();
-    const { device } = engine;
-    const shape: Required<Omit<AttentionRefShape, 'scale'>> = {
-      N: 2,
-      Tq: 3,
-      H: 4,
-      Hkv: 2,
-      D: 16,
-      qOffset: 5,
-      S: 8,
-      sCap: 11,
-    };
-    const { N, Tq, H, Hkv, D, sCap, S } = shape;
-    // Sequence 1 starts at column 6, so its first query (column 5) is a pad row.
-    const keyStart = Uint32Array.from([0, 6]);
-    const q = seededUniform(N * Tq * H * D, 21, -4, 4); // (N, Tq, H, D)
-    const k = seededUniform(N * sCap * Hkv * D, 22); // (N, S_cap, Hkv, D)
-    const v = seededUniform(N * sCap * Hkv * D, 23); // (N, S_cap, Hkv, D)
-    // Columns ≥ S are not filled yet: NaN there poisons the output if the kernel reads them.
-    for (const cache of [k, v]) {
-      for (let n = 0; n < N; n++)
-        cache.fill(NaN, (n * sCap + S) * Hkv * D, (n + 1) * sCap * Hkv * D);
-    }
-    const buf = {
-      q: uploadStorageBuffer(device, q),
-      k: uploadStorageBuffer(device, k),
-      v: uploadStorageBuffer(device, v),
-      keyStart: uploadStorageBuffer(device, keyStart),
-      o: createStorageBuffer(device, N * Tq * H * D * 4), // (N, Tq, H, D)
-      lse: createStorageBuffer(device, N * H * Tq * 4), // (N, H, Tq)
-    };
-    const forward = new AttentionForwardKernel(device, engine.pipelines);
-    await engine.run((enc) => forward.encode(enc, { ...buf, ...shape }));
-    const o = await readF32(device, buf.o, N * Tq * H * D);
-    const lse = await readF32(device, buf.lse, N * H * Tq);
-    const ref = attentionForwardRef(q, k, v, keyStart, shape);
-    expectClose('o', o, ref.o, FORWARD_TOLERANCE);
-    expectClose('lse', lse, ref.lse, FORWARD_TOLERANCE);
-    expectZeroRows('o', o, D, (row) => row >= Tq * H && row < (Tq + 1) * H);
-    for (const b of Object.values(buf)) b.destroy();
-  });
-
-  it(`refuses D > ${ATTENTION_MAX_HEAD_DIM} and H not a multiple of Hkv`, async () => {
-    const engine = await testEngine();
-    const { device } = engine;
-    const b = createStorageBuffer(device, 4);
-    const forward = new AttentionForwardKernel(device, engine.pipelines);
-    const backward = new AttentionBackwardKernel(device, engine.pipelines);
-    const fwdArgs = { q: b, k: b, v: b, keyStart: b, o: b, lse: b, N: 1, Tq: 1 };
-    const enc = device.createCommandEncoder();
-    await expect(
-      forward.encode(enc, { ...fwdArgs, H: 1, Hkv: 1, D: ATTENTION_MAX_HEAD_DIM + 1 }),
-    ).rejects.toThrow(/ATTENTION_MAX_HEAD_DIM/);
-    await expect(forward.encode(enc, { ...fwdArgs, H: 3, Hkv: 2, D: 8 })).rejects.toThrow(
-      /multiple of Hkv/,
-    );
-    await expect(
-      backward.encode(enc, {
-        ...{ dO: b, q: b, k: b, v: b, o: b, lse: b, keyStart: b, dq: b, dk: b, dv: b },
-        ...{ N: 1, T: 1, H: 2, Hkv: 1, D: 256 },
-      }),
-    ).rejects.toThrow(/ATTENTION_MAX_HEAD_DIM/);
-    b.destroy();
-  });
-});
+}
 
 describe('attention reference', () => {
   it('backward matches central finite differences of Σ dO∘o (f64)', () => {
@@ -288,126 +297,130 @@ describe('attention reference', () => {
   });
 });
 
-describe('kv_cache_write.wgsl and decoding', () => {
-  it('writes Tsrc columns at t0 and leaves the rest of the cache alone', async () => {
-    const engine = await testEngine();
-    const { device } = engine;
-    const shape = { N: 3, Tsrc: 5, sCap: 11, Hkv: 2, D: 7, t0: 4 };
-    const { N, Tsrc, sCap, Hkv, D } = shape;
-    const src = seededUniform(N * Tsrc * Hkv * D, 41); // (N, Tsrc, Hkv, D)
-    const cache = seededUniform(N * sCap * Hkv * D, 42); // (N, S_cap, Hkv, D)
-    const srcBuf = uploadStorageBuffer(device, src);
-    const cacheBuf = uploadStorageBuffer(device, cache);
-    const kernel = new KvCacheWriteKernel(device, engine.pipelines);
-    await engine.run((enc) => kernel.encode(enc, { src: srcBuf, cache: cacheBuf, ...shape }));
-    const gpu = await readF32(device, cacheBuf, N * sCap * Hkv * D);
-    expect(Array.from(gpu)).toEqual(Array.from(kvCacheWriteRef(src, cache, shape)));
-    await expect(
-      kernel.encode(device.createCommandEncoder(), {
-        src: srcBuf,
-        cache: cacheBuf,
-        ...shape,
-        t0: 7,
-      }),
-    ).rejects.toThrow(/exceed S_cap/);
-    srcBuf.destroy();
-    cacheBuf.destroy();
-  });
-
-  it('prefill + one-token decode steps through the cache equal the full-sequence forward', async () => {
-    const engine = await testEngine();
-    const { device } = engine;
-    const c: Case = { N: 2, T: 9, H: 4, Hkv: 2, D: 16, keyStart: [0, 3] };
-    const { N, T, H, Hkv, D } = c;
-    const sCap = 12;
-    const prefill = 4;
-    const x = inputs(c, 51);
-    const rowKv = Hkv * D;
-    const rowQ = H * D;
-    /** Columns [t0, t0 + len) of a (N, T, width) tensor, as (N, len, width). */
-    const columns = (a: Float32Array, width: number, t0: number, len: number) => {
-      const out = new Float32Array(N * len * width);
-      for (let n = 0; n < N; n++) {
-        out.set(a.subarray((n * T + t0) * width, (n * T + t0 + len) * width), n * len * width);
-      }
-      return out;
-    };
-
-    const keyStart = uploadStorageBuffer(device, x.keyStart);
-    // Unwritten cache columns hold NaN: reading one would poison the output.
-    const kCache = uploadStorageBuffer(device, new Float32Array(N * sCap * rowKv).fill(NaN));
-    const vCache = uploadStorageBuffer(device, new Float32Array(N * sCap * rowKv).fill(NaN));
-    const full = {
-      q: uploadStorageBuffer(device, x.q), // (N, T, H, D)
-      k: uploadStorageBuffer(device, x.k), // (N, T, Hkv, D)
-      v: uploadStorageBuffer(device, x.v), // (N, T, Hkv, D)
-      o: createStorageBuffer(device, N * T * rowQ * 4), // (N, T, H, D)
-      lse: createStorageBuffer(device, N * H * T * 4), // (N, H, T)
-    };
-    // Step s covers columns [t0, t0 + len): the prompt first, then one token at a time.
-    const steps = [{ t0: 0, len: prefill }];
-    for (let t = prefill; t < T; t++) steps.push({ t0: t, len: 1 });
-    const stepBuffers = steps.map(({ t0, len }) => ({
-      t0,
-      len,
-      q: uploadStorageBuffer(device, columns(x.q, rowQ, t0, len)), // (N, len, H, D)
-      k: uploadStorageBuffer(device, columns(x.k, rowKv, t0, len)), // (N, len, Hkv, D)
-      v: uploadStorageBuffer(device, columns(x.v, rowKv, t0, len)), // (N, len, Hkv, D)
-      o: createStorageBuffer(device, N * len * rowQ * 4), // (N, len, H, D)
-      lse: createStorageBuffer(device, N * H * len * 4), // (N, H, len)
-    }));
-
-    const forward = new AttentionForwardKernel(device, engine.pipelines);
-    const write = new KvCacheWriteKernel(device, engine.pipelines);
-    await engine.run(async (enc) => {
-      await forward.encode(enc, { ...full, keyStart, N, Tq: T, H, Hkv, D });
-      for (const s of stepBuffers) {
-        const cacheShape = { N, Tsrc: s.len, sCap, Hkv, D, t0: s.t0 };
-        await write.encode(enc, { src: s.k, cache: kCache, ...cacheShape });
-        await write.encode(enc, { src: s.v, cache: vCache, ...cacheShape });
-        await forward.encode(enc, {
-          q: s.q,
-          k: kCache,
-          v: vCache,
-          keyStart,
-          o: s.o,
-          lse: s.lse,
-          ...{ N, Tq: s.len, H, Hkv, D, qOffset: s.t0, S: s.t0 + s.len, sCap },
-        });
-      }
+for (const { name, tuning } of BARRIER_VARIANTS) {
+  describe(`kv_cache_write.wgsl and decoding (${name})`, () => {
+    it('writes Tsrc columns at t0 and leaves the rest of the cache alone', async () => {
+      const engine = await testEngineWith(tuning);
+      const { device } = engine;
+      const shape = { N: 3, Tsrc: 5, sCap: 11, Hkv: 2, D: 7, t0: 4 };
+      const { N, Tsrc, sCap, Hkv, D } = shape;
+      const src = seededUniform(N * Tsrc * Hkv * D, 41); // (N, Tsrc, Hkv, D)
+      const cache = seededUniform(N * sCap * Hkv * D, 42); // (N, S_cap, Hkv, D)
+      const srcBuf = uploadStorageBuffer(device, src);
+      const cacheBuf = uploadStorageBuffer(device, cache);
+      const kernel = new KvCacheWriteKernel(device, engine.pipelines);
+      await engine.run((enc) => kernel.encode(enc, { src: srcBuf, cache: cacheBuf, ...shape }));
+      const gpu = await readF32(device, cacheBuf, N * sCap * Hkv * D);
+      expect(Array.from(gpu)).toEqual(Array.from(kvCacheWriteRef(src, cache, shape)));
+      await expect(
+        kernel.encode(device.createCommandEncoder(), {
+          src: srcBuf,
+          cache: cacheBuf,
+          ...shape,
+          t0: 7,
+        }),
+      ).rejects.toThrow(/exceed S_cap/);
+      srcBuf.destroy();
+      cacheBuf.destroy();
     });
 
-    const fullO = await readF32(device, full.o, N * T * rowQ);
-    const fullLse = await readF32(device, full.lse, N * H * T);
-    // The full forward itself is right (so agreement below means both are right).
-    const ref = attentionForwardRef(x.q, x.k, x.v, x.keyStart, { N, Tq: T, H, Hkv, D });
-    expectClose('full o', fullO, ref.o, FORWARD_TOLERANCE);
-    for (const s of stepBuffers) {
-      const o = await readF32(device, s.o, N * s.len * rowQ);
-      const lse = await readF32(device, s.lse, N * H * s.len);
-      const expectedLse = new Float64Array(N * H * s.len);
-      for (let nh = 0; nh < N * H; nh++) {
-        for (let i = 0; i < s.len; i++) expectedLse[nh * s.len + i] = fullLse[nh * T + s.t0 + i];
-      }
-      expectClose(
-        `o at t0=${s.t0}`,
-        o,
-        Float64Array.from(columns(fullO, rowQ, s.t0, s.len)),
-        DECODE_TOLERANCE,
-      );
-      expectClose(`lse at t0=${s.t0}`, lse, expectedLse, DECODE_TOLERANCE);
-    }
-    // The cache now holds the k projections in columns < T and is untouched (NaN) after.
-    const kFinal = await readF32(device, kCache, N * sCap * rowKv);
-    for (let n = 0; n < N; n++) {
-      const base = n * sCap * rowKv;
-      expect(Array.from(kFinal.subarray(base, base + T * rowKv))).toEqual(
-        Array.from(x.k.subarray(n * T * rowKv, (n + 1) * T * rowKv)),
-      );
-      expect(kFinal.subarray(base + T * rowKv, base + sCap * rowKv).every(Number.isNaN)).toBe(true);
-    }
+    it('prefill + one-token decode steps through the cache equal the full-sequence forward', async () => {
+      const engine = await testEngineWith(tuning);
+      const { device } = engine;
+      const c: Case = { N: 2, T: 9, H: 4, Hkv: 2, D: 16, keyStart: [0, 3] };
+      const { N, T, H, Hkv, D } = c;
+      const sCap = 12;
+      const prefill = 4;
+      const x = inputs(c, 51);
+      const rowKv = Hkv * D;
+      const rowQ = H * D;
+      /** Columns [t0, t0 + len) of a (N, T, width) tensor, as (N, len, width). */
+      const columns = (a: Float32Array, width: number, t0: number, len: number) => {
+        const out = new Float32Array(N * len * width);
+        for (let n = 0; n < N; n++) {
+          out.set(a.subarray((n * T + t0) * width, (n * T + t0 + len) * width), n * len * width);
+        }
+        return out;
+      };
 
-    for (const b of [keyStart, kCache, vCache, ...Object.values(full)]) b.destroy();
-    for (const s of stepBuffers) for (const b of [s.q, s.k, s.v, s.o, s.lse]) b.destroy();
+      const keyStart = uploadStorageBuffer(device, x.keyStart);
+      // Unwritten cache columns hold NaN: reading one would poison the output.
+      const kCache = uploadStorageBuffer(device, new Float32Array(N * sCap * rowKv).fill(NaN));
+      const vCache = uploadStorageBuffer(device, new Float32Array(N * sCap * rowKv).fill(NaN));
+      const full = {
+        q: uploadStorageBuffer(device, x.q), // (N, T, H, D)
+        k: uploadStorageBuffer(device, x.k), // (N, T, Hkv, D)
+        v: uploadStorageBuffer(device, x.v), // (N, T, Hkv, D)
+        o: createStorageBuffer(device, N * T * rowQ * 4), // (N, T, H, D)
+        lse: createStorageBuffer(device, N * H * T * 4), // (N, H, T)
+      };
+      // Step s covers columns [t0, t0 + len): the prompt first, then one token at a time.
+      const steps = [{ t0: 0, len: prefill }];
+      for (let t = prefill; t < T; t++) steps.push({ t0: t, len: 1 });
+      const stepBuffers = steps.map(({ t0, len }) => ({
+        t0,
+        len,
+        q: uploadStorageBuffer(device, columns(x.q, rowQ, t0, len)), // (N, len, H, D)
+        k: uploadStorageBuffer(device, columns(x.k, rowKv, t0, len)), // (N, len, Hkv, D)
+        v: uploadStorageBuffer(device, columns(x.v, rowKv, t0, len)), // (N, len, Hkv, D)
+        o: createStorageBuffer(device, N * len * rowQ * 4), // (N, len, H, D)
+        lse: createStorageBuffer(device, N * H * len * 4), // (N, H, len)
+      }));
+
+      const forward = new AttentionForwardKernel(device, engine.pipelines);
+      const write = new KvCacheWriteKernel(device, engine.pipelines);
+      await engine.run(async (enc) => {
+        await forward.encode(enc, { ...full, keyStart, N, Tq: T, H, Hkv, D });
+        for (const s of stepBuffers) {
+          const cacheShape = { N, Tsrc: s.len, sCap, Hkv, D, t0: s.t0 };
+          await write.encode(enc, { src: s.k, cache: kCache, ...cacheShape });
+          await write.encode(enc, { src: s.v, cache: vCache, ...cacheShape });
+          await forward.encode(enc, {
+            q: s.q,
+            k: kCache,
+            v: vCache,
+            keyStart,
+            o: s.o,
+            lse: s.lse,
+            ...{ N, Tq: s.len, H, Hkv, D, qOffset: s.t0, S: s.t0 + s.len, sCap },
+          });
+        }
+      });
+
+      const fullO = await readF32(device, full.o, N * T * rowQ);
+      const fullLse = await readF32(device, full.lse, N * H * T);
+      // The full forward itself is right (so agreement below means both are right).
+      const ref = attentionForwardRef(x.q, x.k, x.v, x.keyStart, { N, Tq: T, H, Hkv, D });
+      expectClose('full o', fullO, ref.o, FORWARD_TOLERANCE);
+      for (const s of stepBuffers) {
+        const o = await readF32(device, s.o, N * s.len * rowQ);
+        const lse = await readF32(device, s.lse, N * H * s.len);
+        const expectedLse = new Float64Array(N * H * s.len);
+        for (let nh = 0; nh < N * H; nh++) {
+          for (let i = 0; i < s.len; i++) expectedLse[nh * s.len + i] = fullLse[nh * T + s.t0 + i];
+        }
+        expectClose(
+          `o at t0=${s.t0}`,
+          o,
+          Float64Array.from(columns(fullO, rowQ, s.t0, s.len)),
+          DECODE_TOLERANCE,
+        );
+        expectClose(`lse at t0=${s.t0}`, lse, expectedLse, DECODE_TOLERANCE);
+      }
+      // The cache now holds the k projections in columns < T and is untouched (NaN) after.
+      const kFinal = await readF32(device, kCache, N * sCap * rowKv);
+      for (let n = 0; n < N; n++) {
+        const base = n * sCap * rowKv;
+        expect(Array.from(kFinal.subarray(base, base + T * rowKv))).toEqual(
+          Array.from(x.k.subarray(n * T * rowKv, (n + 1) * T * rowKv)),
+        );
+        expect(kFinal.subarray(base + T * rowKv, base + sCap * rowKv).every(Number.isNaN)).toBe(
+          true,
+        );
+      }
+
+      for (const b of [keyStart, kCache, vCache, ...Object.values(full)]) b.destroy();
+      for (const s of stepBuffers) for (const b of [s.q, s.k, s.v, s.o, s.lse]) b.destroy();
+    });
   });
-});
+}
