@@ -63,7 +63,8 @@ async function main(args: string[]) {
   const argv = args.slice();
   const seeds = (takeFlag(argv, '--seeds') ?? '1,2,3').split(',').map(Number);
   const outDir = resolve(takeFlag(argv, '--out') ?? 'docs/aha');
-  const k = Number(takeFlag(argv, '--k') ?? 4);
+  const k = Number(takeFlag(argv, '--k') ?? 2);
+  const evalBatch = Number(takeFlag(argv, '--eval-batch') ?? 200);
   const overrides = parseCliArgs(argv);
   const started = performance.now();
   const model = await loadModel('bundled');
@@ -72,6 +73,9 @@ async function main(args: string[]) {
   const trainTask = withoutHeldOut(countdown);
   const results: SeedResult[] = [];
   let config: Config | null = null;
+  // The base model is the same for every seed: it is evaluated once, on the same held-out prompts
+  // and with the same sampling seed, and each seed's final model is compared with it.
+  let base: EvalReport | null = null;
   for (const seed of seeds) {
     config = resolveConfig({ ...PRESETS.aha, ...overrides, seed });
     const heldOut = heldOutCountdownProblems(EVAL_SEED, config.evalPrompts);
@@ -88,8 +92,8 @@ async function main(args: string[]) {
       k,
       temperature: config.temperature,
       maxCompletionLength: config.maxCompletionLength,
-      seed: EVAL_SEED + seed,
-      batchSize: 50,
+      seed: EVAL_SEED,
+      batchSize: evalBatch,
     };
     const ctx = {
       sampler: trainer.sampler,
@@ -97,8 +101,10 @@ async function main(args: string[]) {
       task: countdown,
       renderPrompt: (p: Problem) => trainer.renderPrompt(p),
     };
-    const base = await evaluate(ctx, heldOut, evalOptions);
-    console.log(`seed ${seed} base: ${JSON.stringify(base.metrics)}`);
+    if (!base) {
+      base = await evaluate(ctx, heldOut, evalOptions);
+      console.log(`base (shared by every seed): ${JSON.stringify(base.metrics)}`);
+    }
     const history: SeedResult['history'] = [];
     const t0 = performance.now();
     while (trainer.step < config.steps) {
