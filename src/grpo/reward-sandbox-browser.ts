@@ -5,8 +5,8 @@
 //
 // What the user code can reach: a worker's globals only (no window, document or app state). It
 // runs with the app's origin, so the harness removes indexedDB, caches, navigator.storage,
-// BroadcastChannel, Worker, SharedWorker and importScripts before it runs. It can still make
-// network requests as far as the CSP allows (connect-src 'self': the app's own origin only).
+// BroadcastChannel, Worker, SharedWorker, importScripts and the network APIs (fetch,
+// XMLHttpRequest, WebSocket, EventSource, WebTransport) before it runs.
 //
 // Where: in the reward worker (workers/reward.worker.ts, which owns the nested Blob workers;
 // nested dedicated workers work in Chromium; started by startRewardWorker in custom-reward.ts) or

@@ -119,12 +119,15 @@ export type SandboxPlatform = 'browser' | 'node';
 
 // Browser: the Blob worker has the page's origin, so without this the reward could open the app's
 // IndexedDB (checkpoints), Cache API, OPFS, talk on BroadcastChannels or start further workers
-// (each with fresh globals). Removed from the instance and its prototypes before user code runs.
-// Defense in depth, not a proof; network stays as far as the CSP allows (connect-src 'self').
+// (each with fresh globals). The network APIs go too: a reward scores text and needs none, and the
+// app's CSP allows https: in connect-src (models load from user-given URLs), so a reward that
+// arrived in a shared link could otherwise send the completions anywhere. Removed from the
+// instance and its prototypes before user code runs. Defense in depth, not a proof.
 const BROWSER_PRELUDE = `function () {
   var post = self.postMessage.bind(self);
   var add = self.addEventListener.bind(self);
-  var drop = ['indexedDB', 'caches', 'BroadcastChannel', 'Worker', 'SharedWorker', 'importScripts'];
+  var drop = ['indexedDB', 'caches', 'BroadcastChannel', 'Worker', 'SharedWorker', 'importScripts',
+    'fetch', 'XMLHttpRequest', 'WebSocket', 'EventSource', 'WebTransport'];
   for (var o = self; o; o = Object.getPrototypeOf(o)) {
     for (var i = 0; i < drop.length; i++) {
       try { delete o[drop[i]]; } catch (e) {}

@@ -78,6 +78,9 @@ function reward({ completion }) {
     eval: attempt(() => eval('1')),
     Function: attempt(() => new Function('return 1')),
     fetch: typeof fetch,
+    XMLHttpRequest: typeof XMLHttpRequest,
+    WebSocket: typeof WebSocket,
+    EventSource: typeof EventSource,
     sameOrigin,
     crossOrigin,
     violations,
@@ -268,11 +271,14 @@ function expectConfined(seen: Record<string, unknown>, origin: string) {
     // The CSP (no 'unsafe-eval') holds inside the Blob worker.
     eval: 'EvalError',
     Function: 'EvalError',
-    // Network as far as connect-src 'self' allows: the app's own origin.
-    fetch: 'function',
-    sameOrigin: 200,
-    crossOrigin: 'TypeError',
-    violations: ['connect-src'],
+    // No network at all, not even to the app's own origin: the harness removed the APIs.
+    fetch: 'undefined',
+    XMLHttpRequest: 'undefined',
+    WebSocket: 'undefined',
+    EventSource: 'undefined',
+    sameOrigin: 'ReferenceError',
+    crossOrigin: 'ReferenceError',
+    violations: [],
     origin,
   });
 }
