@@ -10,6 +10,7 @@ import {
   type Config,
   type ConfigInput,
 } from '../grpo/config';
+import { PRESETS, type PresetName } from '../grpo/presets';
 import { CUSTOM_REWARD_PREFIX } from '../grpo/rewards';
 import { parseJsonlDataset, type JsonlDataset } from '../tasks/jsonl';
 import type { DeletionCandidate } from '../storage/errors';
@@ -236,6 +237,17 @@ export class Session {
     const params = configToUrlParams(resolveConfig(this.draftForWorker()));
     const q = params.toString();
     return `${location.origin}${location.pathname}${q ? `?${q}` : ''}#${this.view}`;
+  }
+
+  /** Replaces the draft with a named preset (src/grpo/presets.ts), exactly as the CLI runs it;
+   * like any draft change it applies on Reset, or on the first Step of a fresh run. */
+  usePreset(name: PresetName) {
+    this.draft = resolveConfig({ ...PRESETS[name] }) as unknown as ConfigInput;
+    this.notify(
+      'info',
+      `The '${name}' preset is in the options`,
+      'It applies on Reset, or on the first Step of a run not trained yet.',
+    );
   }
 
   /** The draft as the worker takes it (epsilonHigh / rewardWeights keep their null meaning). */

@@ -105,6 +105,7 @@ async function main(args: string[]) {
       base = await evaluate(ctx, heldOut, evalOptions);
       console.log(`base (shared by every seed): ${JSON.stringify(base.metrics)}`);
     }
+    const before: EvalReport = base;
     const history: SeedResult['history'] = [];
     const t0 = performance.now();
     while (trainer.step < config.steps) {
@@ -121,13 +122,13 @@ async function main(args: string[]) {
     console.log(`seed ${seed} final: ${JSON.stringify(final.metrics)}`);
     results.push({
       seed,
-      base: base.metrics,
+      base: before.metrics,
       final: final.metrics,
       history,
       examples: heldOut.slice(0, 5).map((problem, i) => ({
         question: problem.question,
-        before: base.items[i].samples[0]?.text ?? base.items[i].greedy.text,
-        beforeCorrect: base.items[i].samples[0]?.correct ?? base.items[i].greedy.correct,
+        before: before.items[i].samples[0]?.text ?? before.items[i].greedy.text,
+        beforeCorrect: before.items[i].samples[0]?.correct ?? before.items[i].greedy.correct,
         after: final.items[i].samples[0]?.text ?? final.items[i].greedy.text,
         afterCorrect: final.items[i].samples[0]?.correct ?? final.items[i].greedy.correct,
       })),
