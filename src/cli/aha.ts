@@ -13,31 +13,13 @@ import { PRESETS } from '../grpo/presets';
 import { GrpoTrainer, type StepReport } from '../grpo/trainer';
 import { lineChartSvg, type ChartSeries } from '../io/svg-chart';
 import { createTask } from '../tasks/index';
-import { heldOutCountdownProblems, isHeldOut, TINY_COUNTDOWN_OPTIONS } from '../tasks/traces';
-import type { Problem, Task } from '../tasks/types';
+import { heldOutCountdownProblems, TINY_COUNTDOWN_OPTIONS } from '../tasks/traces';
+import type { Problem } from '../tasks/types';
 import { loadModel, openEngine, rewardFunctions, takeFlag } from './_session';
 
 /** The held-out prompt set is the same for every seed and for base vs trained. */
 const EVAL_SEED = 20261122;
 const COLORS = ['#2563eb', '#dc2626', '#16a34a', '#9333ea', '#ea580c'];
-
-/** The task with every held-out problem removed from its stream (prefix-stable, as Task requires). */
-function withoutHeldOut(task: Task): Task {
-  return {
-    ...task,
-    generate(seed, count) {
-      const out: Problem[] = [];
-      for (let n = count * 2 + 16; out.length < count; n *= 2) {
-        out.length = 0;
-        for (const p of task.generate(seed, n)) {
-          if (!isHeldOut(p)) out.push(p);
-          if (out.length === count) break;
-        }
-      }
-      return out;
-    },
-  };
-}
 
 interface SeedResult {
   seed: number;
@@ -69,8 +51,9 @@ async function main(args: string[]) {
   const started = performance.now();
   const model = await loadModel('bundled');
   const engine = await openEngine();
+  // Scores and verifies the held-out evaluation; training uses the preset's task, whose
+  // excludeHeldOut option keeps the held-out problems out of the RL prompts (as in the browser).
   const countdown = createTask('countdown', TINY_COUNTDOWN_OPTIONS);
-  const trainTask = withoutHeldOut(countdown);
   const results: SeedResult[] = [];
   let config: Config | null = null;
   // The base model is the same for every seed: it is evaluated once, on the same held-out prompts
@@ -85,7 +68,7 @@ async function main(args: string[]) {
       modelConfig: model.hf.config,
       weights: model.hf.tensors,
       tokenizer: model.tokenizer,
-      task: trainTask,
+      task: createTask(config.task, config.taskOptions),
       rewardFunctions: rewardFunctions(config, countdown),
     });
     const evalOptions = {

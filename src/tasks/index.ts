@@ -5,6 +5,7 @@ import { ARITHMETIC_DEFAULTS, createArithmeticTask } from './arithmetic';
 import { COUNTDOWN_DEFAULTS, createCountdownTask } from './countdown';
 import { createJsonlTask, JSONL_CHECKERS, JSONL_DEFAULTS } from './jsonl';
 import { mixSeeds } from './rng';
+import { withoutHeldOut } from './traces';
 import type { Problem, Task } from './types';
 
 export type { ChatMessage, FormattedPrompt, Problem, PromptTemplate, Task } from './types';
@@ -71,8 +72,19 @@ export const TASKS = {
         min: 0,
         help: 'largest target',
       },
+      {
+        name: 'excludeHeldOut',
+        type: 'int',
+        default: 0,
+        min: 0,
+        max: 1,
+        help: "1: never train on the bundled model's held-out problems (its evaluation set)",
+      },
     ],
-    create: (options) => createCountdownTask(options),
+    create: ({ excludeHeldOut, ...options }) => {
+      const task = createCountdownTask(options);
+      return excludeHeldOut ? withoutHeldOut(task) : task;
+    },
   },
   arithmetic: {
     name: 'arithmetic',

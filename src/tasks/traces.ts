@@ -299,6 +299,24 @@ export function generateTraces(
 }
 
 /** `count` distinct held-out Countdown problems (never in any corpus) for evaluation. */
+/** The task with every held-out problem removed from its stream (prefix-stable, as Task requires). */
+export function withoutHeldOut(task: Task): Task {
+  return {
+    ...task,
+    generate(seed, count) {
+      const out: Problem[] = [];
+      for (let n = count * 2 + 16; out.length < count; n *= 2) {
+        out.length = 0;
+        for (const p of task.generate(seed, n)) {
+          if (!isHeldOut(p)) out.push(p);
+          if (out.length === count) break;
+        }
+      }
+      return out;
+    },
+  };
+}
+
 export function heldOutCountdownProblems(
   seed: number,
   count: number,

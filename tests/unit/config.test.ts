@@ -32,6 +32,7 @@ describe('resolveConfig', () => {
       maxNumber: 100,
       minTarget: 1,
       maxTarget: 100,
+      excludeHeldOut: 0,
     });
     expect(resolveConfig({ epsilon: 0.1 }).epsilonHigh).toBe(0.1);
     expect(resolveConfig({ epsilon: 0.1, epsilonHigh: 0.28 }).epsilonHigh).toBe(0.28);

@@ -22,6 +22,7 @@ import {
   TINY_COUNTDOWN_OPTIONS,
   type Trace,
 } from '../../src/tasks/traces';
+import { createTask } from '../../src/tasks/index';
 import { createRng } from '../../src/tasks/rng';
 import { verifyCountdown } from '../../src/tasks/verify';
 
@@ -170,6 +171,19 @@ describe('traces', () => {
     if (q.verifier.kind !== 'countdown') throw new Error('countdown expected');
     const swapped = { ...q, verifier: { ...q.verifier, nums: [...q.verifier.nums].reverse() } };
     expect(problemKey(swapped)).toBe(problemKey(q));
+  });
+
+  it("countdown's excludeHeldOut option drops exactly the held-out problems, prefix-stably", () => {
+    const plain = createTask('countdown', TINY_COUNTDOWN_OPTIONS).generate(9, 400);
+    const task = createTask('countdown', { ...TINY_COUNTDOWN_OPTIONS, excludeHeldOut: 1 });
+    const kept = task.generate(9, 300);
+    expect(kept).toHaveLength(300);
+    expect(kept.some(isHeldOut)).toBe(false);
+    // The plain stream minus its held-out problems, in order.
+    const expected = plain.filter((p) => !isHeldOut(p)).slice(0, 300);
+    expect(plain.some(isHeldOut)).toBe(true);
+    expect(kept.map((p) => p.question)).toEqual(expected.map((p) => p.question));
+    expect(task.generate(9, 10).map((p) => p.id)).toEqual(kept.slice(0, 10).map((p) => p.id));
   });
 });
 
