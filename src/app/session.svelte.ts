@@ -199,6 +199,8 @@ export class Session {
   private exposeTestHooks() {
     (globalThis as { __grpoTest?: unknown }).__grpoTest = {
       loseDevice: () => this.api.loseDevice(),
+      /** The metrics of every step so far, as the charts get them. */
+      history: () => $state.snapshot(this.history),
     };
   }
 
