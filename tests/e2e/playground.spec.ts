@@ -125,6 +125,11 @@ test('offline: load, train 3 steps, inspect, checkpoint, reload, restore, contin
   for (const view of ['learn', 'aha', 'paper'] as const) {
     await page.getByTestId(`nav-${view}`).click();
     await page.waitForTimeout(500);
+    if (view === 'learn') {
+      // Learn mode recomputes the live step's values and checks each against the trainer's own.
+      await expect(page.getByText('✓ matches the trainer').first()).toBeVisible();
+      await expect(page.getByText('✗ differs from the trainer')).toHaveCount(0);
+    }
     await shoot(page, view);
   }
   await page.locator('#theme').selectOption('dark');
