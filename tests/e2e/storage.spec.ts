@@ -292,13 +292,6 @@ async function cappedQuotaScenario(baseURL: string) {
   const quotaSize = empty.usageBytes + 2 * checkpointBytes + 5 * 1024 * 1024;
   const cdp = await profile!.context.newCDPSession(page);
   await cdp.send('Storage.overrideQuotaForOrigin', { origin: new URL(baseURL).origin, quotaSize });
-  const capped = await usageOf();
-  if (!capped.known) throw new Error(capped.reason);
-  // Chromium can lower an origin's quota below the override when the disk itself is short of
-  // free space; then this scenario's arithmetic does not hold, and the message says so.
-  expect(capped.quotaBytes, 'estimate().quota under the override (disk short of space?)').toBe(
-    quotaSize,
-  );
 
   const saves = [1, 2, 3, 4].map((step) => ({
     runId: 'q',
