@@ -121,7 +121,8 @@ function printEngine(r: EngineBenchResult) {
       `C=${r.model.config.hiddenSize}, I=${r.model.config.intermediateSize}, H=${r.model.config.numHeads}, ` +
       `Hkv=${r.model.config.numKvHeads}, V=${r.model.config.vocabSize}); ` +
       `B=${W.prompts} × G=${W.generations} = ${W.sequences} sequences, prompt ${W.promptTokens} + ${W.newTokens} new tokens; ` +
-      `${W.warmup} warm-up + ${W.runs} measured runs\n`,
+      `${W.warmup} warm-up + ${W.runs} measured runs; GRPO step with β = ${W.beta} ` +
+      `(reference forward included), ${W.readbacksPerStep} readbacks per step\n`,
   );
   console.log(table(STAT_HEADERS, statRows(r.figures)));
   for (const note of r.notes) console.log(`note: ${note}`);

@@ -46,13 +46,39 @@ export const BENCH_WORKLOAD = {
   newTokens: 32,
 };
 
+/** KL coefficient of the benchmarked step (R1's), so that the reference forward is measured. */
+export const STEP_BETA = 0.001;
+
+/**
+ * The parts of one GRPO step, in order. The GPU phases are submission wall times (encode + GPU +
+ * wait); rewards, readbacks and other host work happen between submissions, while the GPU idles.
+ */
+export const STEP_PHASES = [
+  'sampling',
+  'rewards',
+  'reference forward',
+  'policy forward+backward',
+  'optimizer (clip + AdamW)',
+  'readbacks',
+  'other host work',
+  'GPU idle (outside submissions)',
+] as const;
+
 export interface EngineBenchResult {
   bench: 'engine';
   machine: MachineInfo;
   runtime: string;
   adapter: AdapterSummary;
   model: { config: LlamaConfig; parameters: number };
-  workload: typeof BENCH_WORKLOAD & { sequences: number; warmup: number; runs: number };
+  workload: typeof BENCH_WORKLOAD & {
+    sequences: number;
+    warmup: number;
+    runs: number;
+    /** KL coefficient of the GRPO step (> 0: the reference forward runs). */
+    beta: number;
+    /** Readbacks awaited outside a GPU submission in one GRPO step. */
+    readbacksPerStep: number;
+  };
   figures: Record<string, Stat>;
   /** One extra run of each, with per-kernel GPU time from timestamp queries (null without them). */
   profile: { sampling: KernelProfile; grpoStep: KernelProfile } | null;
@@ -117,17 +143,71 @@ const vowelShare: RewardFunction = {
     completion.length ? (completion.match(/[aeiou]/g)?.length ?? 0) / completion.length : 0,
 };
 
+/** The same reward, adding the seconds spent computing it to `clock.seconds`. */
+function timedReward(reward: RewardFunction, clock: { seconds: number }): RewardFunction {
+  return {
+    ...reward,
+    compute(input) {
+      const t0 = performance.now();
+      try {
+        return reward.compute(input);
+      } finally {
+        clock.seconds += (performance.now() - t0) / 1000;
+      }
+    },
+  };
+}
+
+/**
+ * Times every readback (src/engine/buffers.ts readBuffer: its staging buffers are labelled
+ * 'readback') by wrapping GPUBuffer.prototype.mapAsync while `measure` runs. Only maps awaited
+ * outside a GPU submission count, so no second is counted twice with a submission's own time.
+ */
+async function withReadbackClock<T>(
+  clock: { seconds: number; count: number; insideSubmission: () => boolean },
+  measure: () => Promise<T>,
+): Promise<T> {
+  const proto = (globalThis as { GPUBuffer?: { prototype: GPUBuffer } }).GPUBuffer?.prototype;
+  if (!proto) throw new Error('GPUBuffer is not a global: cannot time readbacks');
+  const mapAsync = proto.mapAsync;
+  proto.mapAsync = async function (this: GPUBuffer, ...args: Parameters<GPUBuffer['mapAsync']>) {
+    const counted = this.label === 'readback' && !clock.insideSubmission();
+    const t0 = performance.now();
+    try {
+      return await mapAsync.apply(this, args);
+    } finally {
+      if (counted) {
+        clock.seconds += (performance.now() - t0) / 1000;
+        clock.count++;
+      }
+    }
+  };
+  try {
+    return await measure();
+  } finally {
+    proto.mapAsync = mapAsync;
+  }
+}
+
 /** Progress goes to stderr so that stdout stays the result. */
 const progress = (line: string) => process.stderr.write(`  [engine] ${line}\n`);
 const runLabel = (run: number) => (run < 0 ? 'warm-up' : `run ${run + 1}`);
 
-/** Wraps engine.run to add each submission's wall time (encode + GPU + wait) to its label. */
-function timedEngine(engine: Engine, sink: Map<string, number>): Engine {
+/**
+ * Wraps engine.run to add each submission's wall time (encode + GPU + wait) to its label;
+ * `depth.open` counts the submissions in flight (so readbacks inside one are not counted twice).
+ */
+function timedEngine(engine: Engine, sink: Map<string, number>, depth = { open: 0 }): Engine {
   return {
     ...engine,
     async run(record, label = 'engine.run') {
       const t0 = performance.now();
-      await engine.run(record, label);
+      depth.open++;
+      try {
+        await engine.run(record, label);
+      } finally {
+        depth.open--;
+      }
       sink.set(label, (sink.get(label) ?? 0) + (performance.now() - t0) / 1000);
     },
   };
@@ -148,6 +228,7 @@ export async function runEngineBench(options: { quick: boolean }): Promise<Engin
     ? new PassProfiler(engine.device)
     : null;
   const profiles: Partial<Record<'sampling' | 'grpoStep', KernelProfile>> = {};
+  let readbacksPerStep = 0;
 
   // 1. Sampling: N = B·G sequences, prefill of the prompts then one decode step per new token.
   {
@@ -189,10 +270,14 @@ export async function runEngineBench(options: { quick: boolean }): Promise<Engin
     model.destroy();
   }
 
-  // 2. One whole GRPO step (sampling → rewards → advantages → forward/backward → AdamW → metrics),
-  // with the time spent in each labelled GPU submission.
+  // 2. One whole GRPO step (sampling → rewards → advantages → reference → forward/backward →
+  // AdamW → metrics), split into the time of each labelled GPU submission, of the reward
+  // functions and of the readbacks; the rest of the host time is packing, uploads and bookkeeping.
   {
     const labels = new Map<string, number>();
+    const depth = { open: 0 };
+    const rewardClock = { seconds: 0 };
+    const readbackClock = { seconds: 0, count: 0, insideSubmission: () => depth.open > 0 };
     const config = resolveConfig({
       rewards: ['custom:vowels'],
       customRewards: { vowels: 'function reward() { return 0; }' },
@@ -203,13 +288,15 @@ export async function runEngineBench(options: { quick: boolean }): Promise<Engin
       temperature: 1,
       learningRate: 1e-3,
       lrScheduler: 'constant',
+      // R1's β: the reference model's forward pass is part of the step.
+      beta: STEP_BETA,
       steps: 1000,
       evalPrompts: 0,
       seed: 5,
     });
     // The trainer keeps the engine it was built with: route its submissions through a switch so
     // that one extra step can run under the profiler.
-    const timed = timedEngine(engine, labels);
+    const timed = timedEngine(engine, labels, depth);
     let active = timed;
     const trainer = new GrpoTrainer({
       engine: { ...engine, run: (record, label) => active.run(record, label) },
@@ -218,29 +305,37 @@ export async function runEngineBench(options: { quick: boolean }): Promise<Engin
       weights,
       tokenizer,
       task,
-      rewardFunctions: [vowelShare],
+      rewardFunctions: [timedReward(vowelShare, rewardClock)],
     });
-    const phases: Record<string, number[]> = {
-      sampling: [],
-      'policy forward+backward': [],
-      'optimizer (clip + AdamW)': [],
-      'outside GPU submissions': [],
-    };
-    const seconds = await timeRuns(warmup, runs, async (run) => {
-      labels.clear();
-      const t0 = performance.now();
-      const report = await trainer.trainStep();
-      const total = (performance.now() - t0) / 1000;
-      if (report.skipped) throw new Error(`GRPO step skipped its update: ${report.skipped}`);
-      progress(`GRPO step ${runLabel(run)}: ${total.toFixed(2)} s`);
-      if (run < 0) return;
-      const get = (...names: string[]) => names.reduce((s, n) => s + (labels.get(n) ?? 0), 0);
-      const gpu = [...labels.values()].reduce((a, b) => a + b, 0);
-      phases.sampling.push(get('prefill', 'decode'));
-      phases['policy forward+backward'].push(get('zero-grad', 'policy'));
-      phases['optimizer (clip + AdamW)'].push(get('optimizer'));
-      phases['outside GPU submissions'].push(total - gpu);
-    });
+    const phases: Record<(typeof STEP_PHASES)[number], number[]> = Object.fromEntries(
+      STEP_PHASES.map((name) => [name, []]),
+    ) as unknown as Record<(typeof STEP_PHASES)[number], number[]>;
+    const seconds = await withReadbackClock(readbackClock, () =>
+      timeRuns(warmup, runs, async (run) => {
+        labels.clear();
+        rewardClock.seconds = 0;
+        readbackClock.seconds = 0;
+        readbackClock.count = 0;
+        const t0 = performance.now();
+        const report = await trainer.trainStep();
+        const total = (performance.now() - t0) / 1000;
+        if (report.skipped) throw new Error(`GRPO step skipped its update: ${report.skipped}`);
+        progress(`GRPO step ${runLabel(run)}: ${total.toFixed(2)} s`);
+        if (run < 0) return;
+        const get = (...names: string[]) => names.reduce((s, n) => s + (labels.get(n) ?? 0), 0);
+        const gpu = [...labels.values()].reduce((a, b) => a + b, 0);
+        const idle = total - gpu;
+        phases.sampling.push(get('prefill', 'decode'));
+        phases.rewards.push(rewardClock.seconds);
+        phases['reference forward'].push(get('reference'));
+        phases['policy forward+backward'].push(get('zero-grad', 'policy'));
+        phases['optimizer (clip + AdamW)'].push(get('optimizer'));
+        phases.readbacks.push(readbackClock.seconds);
+        phases['other host work'].push(idle - rewardClock.seconds - readbackClock.seconds);
+        phases['GPU idle (outside submissions)'].push(idle);
+        readbacksPerStep = readbackClock.count;
+      }),
+    );
     figures['GRPO step ms'] = summarize(
       seconds.map((s) => s * 1000),
       'ms',
@@ -279,7 +374,7 @@ export async function runEngineBench(options: { quick: boolean }): Promise<Engin
     runtime: `Node ${process.version}, npm 'webgpu' (Dawn)`,
     adapter,
     model: { config: BENCH_MODEL, parameters: parameterCount(BENCH_MODEL) },
-    workload: { ...W, sequences: N, warmup, runs },
+    workload: { ...W, sequences: N, warmup, runs, beta: STEP_BETA, readbacksPerStep },
     figures,
     profile:
       profiles.sampling && profiles.grpoStep
@@ -290,7 +385,7 @@ export async function runEngineBench(options: { quick: boolean }): Promise<Engin
         ? 'Software WebGPU (CPU emulation): these are CPU figures, not GPU speed.'
         : 'Hardware WebGPU adapter.',
       'Each GPU submission waits for the queue to drain (engine.run), so a phase is encode + GPU + wait.',
-      "'outside GPU submissions': rewards, packing, uploads and readbacks, i.e. time the GPU sits idle.",
+      "'GPU idle (outside submissions)' = rewards + readbacks + other host work (packing, uploads, bookkeeping).",
     ],
   };
 }
