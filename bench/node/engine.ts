@@ -47,13 +47,13 @@ export const BENCH_WORKLOAD = {
 };
 
 /** KL coefficient of the benchmarked step (R1's), so that the reference forward is measured. */
-export const STEP_BETA = 0.001;
+const STEP_BETA = 0.001;
 
 /**
  * The parts of one GRPO step, in order. The GPU phases are submission wall times (encode + GPU +
  * wait); rewards, readbacks and other host work happen between submissions, while the GPU idles.
  */
-export const STEP_PHASES = [
+const STEP_PHASES = [
   'sampling',
   'rewards',
   'reference forward',
@@ -164,14 +164,15 @@ function timedReward(reward: RewardFunction, clock: { seconds: number }): Reward
  * outside a GPU submission count, so no second is counted twice with a submission's own time.
  */
 async function withReadbackClock<T>(
-  clock: { seconds: number; count: number; insideSubmission: () => boolean },
+  clock: { seconds: number; count: number },
+  submissions: { open: number },
   measure: () => Promise<T>,
 ): Promise<T> {
   const proto = (globalThis as { GPUBuffer?: { prototype: GPUBuffer } }).GPUBuffer?.prototype;
   if (!proto) throw new Error('GPUBuffer is not a global: cannot time readbacks');
   const mapAsync = proto.mapAsync;
   proto.mapAsync = async function (this: GPUBuffer, ...args: Parameters<GPUBuffer['mapAsync']>) {
-    const counted = this.label === 'readback' && !clock.insideSubmission();
+    const counted = this.label === 'readback' && submissions.open === 0;
     const t0 = performance.now();
     try {
       return await mapAsync.apply(this, args);
@@ -277,7 +278,7 @@ export async function runEngineBench(options: { quick: boolean }): Promise<Engin
     const labels = new Map<string, number>();
     const depth = { open: 0 };
     const rewardClock = { seconds: 0 };
-    const readbackClock = { seconds: 0, count: 0, insideSubmission: () => depth.open > 0 };
+    const readbackClock = { seconds: 0, count: 0 };
     const config = resolveConfig({
       rewards: ['custom:vowels'],
       customRewards: { vowels: 'function reward() { return 0; }' },
@@ -307,10 +308,11 @@ export async function runEngineBench(options: { quick: boolean }): Promise<Engin
       task,
       rewardFunctions: [timedReward(vowelShare, rewardClock)],
     });
-    const phases: Record<(typeof STEP_PHASES)[number], number[]> = Object.fromEntries(
-      STEP_PHASES.map((name) => [name, []]),
-    ) as unknown as Record<(typeof STEP_PHASES)[number], number[]>;
-    const seconds = await withReadbackClock(readbackClock, () =>
+    const phases = Object.fromEntries(STEP_PHASES.map((name) => [name, [] as number[]])) as Record<
+      (typeof STEP_PHASES)[number],
+      number[]
+    >;
+    const seconds = await withReadbackClock(readbackClock, depth, () =>
       timeRuns(warmup, runs, async (run) => {
         labels.clear();
         rewardClock.seconds = 0;
