@@ -1,5 +1,6 @@
 // `node dist-cli/make-corpus.js --out <dir> [--seed 1] [--count 60000] [--eval 256]
-//   [--check-rate 0.25] [--arithmetic-share 0.1] [--max-tries 3] [--aim-rate 0.5]`
+//   [--check-rate 0.25] [--arithmetic-share 0.1] [--max-tries 3] [--aim-rate 0.5]
+//   [--careful-aim-rate 1] [--max-completion-tokens 64]`
 // Writes the tiny reasoner's pretraining data (src/tasks/traces.ts) for tools/pretrain/pretrain.py:
 //   tokenizer.json, tokenizer_config.json   the model's tokenizer
 //   train.jsonl    one trace per line: prompt ids (with BOS), completion ids (with EOS), its style,
@@ -14,6 +15,7 @@ import { join, resolve } from 'node:path';
 import { createTokenizer } from '../io/tokenizer';
 import { createCountdownTask } from '../tasks/countdown';
 import {
+  completionTokenCount,
   DEFAULT_TRACE_MIX,
   generateTraces,
   heldOutCountdownProblems,
@@ -25,7 +27,8 @@ import {
 } from '../tasks/traces';
 
 const USAGE = `usage: make-corpus --out <dir> [--seed 1] [--count 60000] [--eval 256]
-  [--check-rate ${DEFAULT_TRACE_MIX.checkRate}] [--arithmetic-share ${DEFAULT_TRACE_MIX.arithmeticShare}] [--max-tries ${DEFAULT_TRACE_MIX.maxTries}] [--aim-rate ${DEFAULT_TRACE_MIX.aimRate}]`;
+  [--check-rate ${DEFAULT_TRACE_MIX.checkRate}] [--arithmetic-share ${DEFAULT_TRACE_MIX.arithmeticShare}] [--max-tries ${DEFAULT_TRACE_MIX.maxTries}] [--aim-rate ${DEFAULT_TRACE_MIX.aimRate}]
+  [--careful-aim-rate ${DEFAULT_TRACE_MIX.carefulAimRate}] [--max-completion-tokens ${DEFAULT_TRACE_MIX.maxCompletionTokens}]`;
 
 function parseArgs(args: string[]): Map<string, string> {
   const out = new Map<string, string>();
@@ -68,6 +71,12 @@ async function main(argv: string[]): Promise<void> {
     arithmeticShare: numberArg(args, 'arithmetic-share', DEFAULT_TRACE_MIX.arithmeticShare),
     maxTries: numberArg(args, 'max-tries', DEFAULT_TRACE_MIX.maxTries),
     aimRate: numberArg(args, 'aim-rate', DEFAULT_TRACE_MIX.aimRate),
+    carefulAimRate: numberArg(args, 'careful-aim-rate', DEFAULT_TRACE_MIX.carefulAimRate),
+    maxCompletionTokens: numberArg(
+      args,
+      'max-completion-tokens',
+      DEFAULT_TRACE_MIX.maxCompletionTokens,
+    ),
   };
   if (args.size > 0) throw new Error(`unknown option --${[...args.keys()][0]}\n${USAGE}`);
 
@@ -102,6 +111,12 @@ async function main(argv: string[]): Promise<void> {
   for (const t of traces) {
     const prompt = encodeExact(t.prompt, true);
     const completion = [...encodeExact(t.completion, false), eos];
+    if (completion.length !== completionTokenCount(t.completion)) {
+      // The generator budgets tries with completionTokenCount; it must agree with the tokenizer.
+      throw new Error(
+        `completionTokenCount says ${completionTokenCount(t.completion)} tokens, the tokenizer ${completion.length}: ${t.completion}`,
+      );
+    }
     maxPrompt = Math.max(maxPrompt, prompt.length);
     maxCompletion = Math.max(maxCompletion, completion.length);
     const s = byStyle.get(t.style) ?? { n: 0, correct: 0, reflects: 0, tokens: 0 };

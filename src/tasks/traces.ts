@@ -52,8 +52,15 @@ export interface TraceMix {
   checkRate: number;
   /** Candidates a careful trace tries at most (each costs about 16 tokens). */
   maxTries: number;
-  /** Probability that a try's second step aims at the target (see countdownTrace). */
+  /** Probability that a sloppy try's second step aims at the target (see countdownTrace). */
   aimRate: number;
+  /** The same for a careful trace: checking and aiming are one disposition, "work carefully",
+   * which GRPO can select as a whole (the "Cognitive Behaviors" finding that RL amplifies a
+   * behaviour the base model already shows sometimes). */
+  carefulAimRate: number;
+  /** Completion tokens a trace may use, EOS included: a careful trace starts no try that would not
+   * fit, so the corpus never teaches completions the demo's maxCompletionLength would truncate. */
+  maxCompletionTokens: number;
 }
 
 /** The mix of the shipped model (tools/pretrain/README.md tells how it was chosen). */
@@ -61,9 +68,11 @@ export const DEFAULT_TRACE_MIX: TraceMix = {
   countdown: TINY_COUNTDOWN_OPTIONS,
   arithmetic: TINY_ARITHMETIC_OPTIONS,
   arithmeticShare: 0.1,
-  checkRate: 0.25,
+  checkRate: 0.15,
   maxTries: 3,
   aimRate: 0.5,
+  carefulAimRate: 1,
+  maxCompletionTokens: 64,
 };
 
 export const REFLECTION_WORD = 'wait';
@@ -188,6 +197,20 @@ export function candidateAnswer(k: Candidate): string {
 const completionText = (think: string, answer: string) =>
   `<think>${think}</think><answer>${answer}</answer>`;
 
+/** The tiny tokenizer's pre-tokenizer split (see tinyTokenizerFiles): every piece is one token. */
+const PIECE_PATTERN = / ?[0-9]| ?[A-Za-z]+| ?[^ 0-9A-Za-z]/g;
+
+/** Tokens of a completion under the tiny tokenizer, EOS included: the four tags are one token
+ * each, everything else one token per pre-tokenizer piece. */
+export function completionTokenCount(completion: string): number {
+  let count = 1; // EOS
+  for (const part of completion.split(/(<\/?(?:think|answer)>)/)) {
+    if (part === '') continue;
+    count += /^<\/?(?:think|answer)>$/.test(part) ? 1 : (part.match(PIECE_PATTERN) ?? []).length;
+  }
+  return count;
+}
+
 export function promptText(task: Task, problem: Problem): string {
   const p = task.formatPrompt(problem, 'r1-zero');
   if (p.kind !== 'text') throw new Error('the r1-zero template gives text prompts');
@@ -204,6 +227,7 @@ export function countdownTrace(
   careful: boolean,
   maxTries: number,
   aimRate = 0,
+  maxCompletionTokens = Infinity,
 ): Trace {
   const v = problem.verifier;
   if (v.kind !== 'countdown') throw new RangeError(`not a Countdown problem: ${problem.id}`);
@@ -219,6 +243,11 @@ export function countdownTrace(
         (k) => k.a === cand.a && k.op1 === cand.op1 && k.b === cand.b && k.value === v.target,
       );
       if (hit) cand = hit;
+    }
+    if (tried.length > 0) {
+      const think = [...tried, cand].map(candidateSteps).join(`. ${REFLECTION_WORD} `);
+      const text = completionText(think, candidateAnswer(cand));
+      if (completionTokenCount(text) > maxCompletionTokens) break;
     }
     tried.push(cand);
     used.add(candidateAnswer(cand));
@@ -280,6 +309,9 @@ export function generateTraces(
   }
   if (!Number.isInteger(mix.maxTries) || mix.maxTries < 1) throw new RangeError('maxTries < 1');
   if (!(mix.aimRate >= 0 && mix.aimRate <= 1)) throw new RangeError('aimRate ∉ [0, 1]');
+  if (!(mix.carefulAimRate >= 0 && mix.carefulAimRate <= 1)) {
+    throw new RangeError('carefulAimRate ∉ [0, 1]');
+  }
   const rng = createRng(mixSeeds(seed, 0x7ace));
   const cd = createCountdownTask(mix.countdown);
   const drills = mix.arithmetic.map((o) => createArithmeticTask(o));
@@ -287,7 +319,10 @@ export function generateTraces(
   const traces: Trace[] = [];
   for (const problem of trainingProblems(cd, mixSeeds(seed, 1), count - nDrill)) {
     const careful = rng.next() < mix.checkRate;
-    traces.push(countdownTrace(cd, problem, rng, careful, mix.maxTries, mix.aimRate));
+    const aimRate = careful ? mix.carefulAimRate : mix.aimRate;
+    traces.push(
+      countdownTrace(cd, problem, rng, careful, mix.maxTries, aimRate, mix.maxCompletionTokens),
+    );
   }
   drills.forEach((task, i) => {
     const n = Math.floor(nDrill / drills.length) + (i < nDrill % drills.length ? 1 : 0);

@@ -10,6 +10,7 @@ import { createArithmeticTask } from '../../src/tasks/arithmetic';
 import { COUNTDOWN_REFLECTION_MARKERS, createCountdownTask } from '../../src/tasks/countdown';
 import {
   candidateAnswer,
+  completionTokenCount,
   countdownCandidates,
   countdownTrace,
   DEFAULT_TRACE_MIX,
@@ -90,9 +91,15 @@ describe('traces', () => {
       if (t.problem.verifier.kind !== 'countdown') continue;
       const target = t.problem.verifier.target;
       const results = steps.filter((_, i) => i % 2 === 1).map((m) => +m[4]);
-      // Only the last try may hit; a careful trace that ends on a miss used all its tries.
+      // Only the last try may hit; a careful trace that ends on a miss used all its tries, or its
+      // next pick would not have fit (a try costs at most 26 tokens: ". wait 10 * 10 = 100,
+      // 100 * 10 = 1000" and an answer up to 3 tokens longer).
       expect(results.slice(0, -1).every((r) => r !== target)).toBe(true);
-      if (t.style === 'careful' && !t.correct) expect(t.tries).toBe(DEFAULT_TRACE_MIX.maxTries);
+      const tokens = completionTokenCount(t.completion);
+      expect(tokens).toBeLessThanOrEqual(DEFAULT_TRACE_MIX.maxCompletionTokens);
+      if (t.style === 'careful' && !t.correct && t.tries < DEFAULT_TRACE_MIX.maxTries) {
+        expect(tokens, t.completion).toBeGreaterThan(DEFAULT_TRACE_MIX.maxCompletionTokens - 26);
+      }
       if (t.style === 'sloppy') expect(t.tries).toBe(1);
     }
   });
@@ -109,8 +116,14 @@ describe('traces', () => {
     const firstTryHit = rate(sloppy, (t) => t.correct);
     expect(firstTryHit).toBeGreaterThan(0.1);
     expect(firstTryHit).toBeLessThan(0.35);
+    // A careful trace aims more often (carefulAimRate > aimRate), so its first try hits more often;
+    // it reflects exactly when that first try misses.
+    const carefulFirstTryHit = rate(careful, (t) => !t.reflects);
+    expect(carefulFirstTryHit).toBeGreaterThan(firstTryHit + 0.05);
     expect(
-      Math.abs(rate(cd, (t) => t.reflects) - DEFAULT_TRACE_MIX.checkRate * (1 - firstTryHit)),
+      Math.abs(
+        rate(cd, (t) => t.reflects) - DEFAULT_TRACE_MIX.checkRate * (1 - carefulFirstTryHit),
+      ),
     ).toBeLessThan(0.03);
     expect(rate(careful, (t) => t.correct)).toBeGreaterThan(1.8 * firstTryHit);
     expect(
@@ -206,7 +219,9 @@ describe('tiny tokenizer', () => {
       expect(tok.decode(prompt, { skipSpecialTokens: true })).toBe(t.prompt);
       const completion = tok.encode(t.completion, { addSpecialTokens: false });
       expect(completion).not.toContain(unk);
-      expect(completion.length).toBeLessThanOrEqual(80);
+      // The generator's own count (which budgets a careful trace's tries) agrees, EOS added.
+      expect(completionTokenCount(t.completion)).toBe(completion.length + 1);
+      expect(completion.length + 1).toBeLessThanOrEqual(DEFAULT_TRACE_MIX.maxCompletionTokens);
       expect(tok.decode(completion)).toBe(t.completion);
     }
     // Hand-worked ids: digits come in pairs ("d", " d") after the added tokens.

@@ -67,7 +67,7 @@ CONFIG = {
 
 TRAIN = {
     "seed": 1234,
-    "steps": 2500,
+    "steps": 4000,
     "batch_size": 64,
     "lr": 3e-3,
     "min_lr_ratio": 0.1,
@@ -508,7 +508,37 @@ def write_safetensors(path, tensors):
 
 
 def pct(x):
-    return f"{100 * x:.1f}%"
+    return "–" if x != x else f"{100 * x:.1f}%"  # NaN: no completions to measure
+
+
+def try_diagnostics(samples_path):
+    """Where the sampled Countdown tries go wrong, from the scored samples: each try
+    "a op b = x, x op c = v" is checked for true arithmetic, for using the prompt's numbers, and for
+    aiming (whether some operation on x and c reaches the target, and whether the try took it)."""
+    ops = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
+           "/": lambda a, b: a / b if b else None}
+    step = re.compile(r"(\d+) ([-+*/]) (\d+) = (\d+), (\d+) ([-+*/]) (\d+) = (\d+)$")
+    tries = arith = copied = reachable = aimed = 0
+    for row in read_jsonl(samples_path):
+        think = re.search(r"<think>(.*)</think>", row["completion"]) if row["mode"] == "sampled" else None
+        for text in (think.group(1).split(". wait ") if think else []):
+            mt = step.match(text)
+            if not mt:
+                continue
+            a, o1, b, x, p, o2, q, v = mt.groups()
+            a, b, x, p, q, v = map(int, (a, b, x, p, q, v))
+            tries += 1
+            arith += ops[o1](a, b) == x and ops[o2](p, q) == v
+            c = q if p == x else p
+            copied += sorted([a, b, c]) == sorted(row["nums"]) and x in (p, q)
+            if any(ops[o](l, r) == row["target"] for o in ops for l, r in ((x, c), (c, x))):
+                reachable += 1
+                aimed += v == row["target"]
+    nan = float("nan")
+    return {"tries": tries, "arithmetic": arith / tries if tries else nan,
+            "numbers": copied / tries if tries else nan,
+            "reachable": reachable / tries if tries else nan,
+            "aimed": aimed / reachable if reachable else nan}
 
 
 def main():
@@ -518,14 +548,16 @@ def main():
     ap.add_argument("--steps", type=int, default=TRAIN["steps"])
     ap.add_argument("--eval-samples", type=int, default=1, help="samples per held-out prompt")
     ap.add_argument("--samples-out", default=os.path.join(HERE, "eval_samples.jsonl"))
+    ap.add_argument("--run-out", default=os.path.join(HERE, "run.json"),
+                    help="where the run's settings, loss log and measured rates go")
     ap.add_argument("--card-only", action="store_true",
                     help="rewrite the model card from run.json and config.json, without training")
     args = ap.parse_args()
     if args.card_only:
-        with open(os.path.join(HERE, "run.json")) as f:
+        with open(args.run_out) as f:
             run = json.load(f)
         with open(os.path.join(args.out, "config.json")) as f:
-            write_card(args.out, json.load(f), run)
+            write_card(args.out, json.load(f), run, args.samples_out)
         return
 
     torch.set_num_threads(1)  # other work shares the cores; one thread also fixes reduction order
@@ -634,15 +666,16 @@ def main():
                  "prompts": len(evals), "sampled": metrics, "greedy": greedy},
         "corpus": corpus_stats,
     }
-    with open(os.path.join(HERE, "run.json"), "w") as f:
+    with open(args.run_out, "w") as f:
         json.dump(run, f, indent=1)
         f.write("\n")
-    write_card(args.out, cfg, run)
+    write_card(args.out, cfg, run, args.samples_out)
     print(f"done in {total_seconds:.0f} s", file=sys.stderr)
 
 
-def write_card(out, cfg, run):
+def write_card(out, cfg, run, samples_path):
     m, g, c = run["eval"]["sampled"], run["eval"]["greedy"], run["corpus"]
+    d = try_diagnostics(samples_path)
     mix = c["mix"]
     cd = c["countdown"]
     styles = c["styles"]
@@ -705,8 +738,11 @@ src/tasks/arithmetic.ts), every answer judged by their verifiers.
 
 A candidate's first step is a uniform pick among two-step equations with non-negative integer
 intermediates; its second step aims at the target (takes the operation that reaches it, if one does)
-with probability aimRate = {mix.get('aimRate', 0)}, else is uniform too. No trace "knows" the answer:
-checking is what makes careful traces right more often. Countdown traces overall: accuracy
+with probability aimRate = {mix.get('aimRate', 0)} in sloppy traces and
+{mix.get('carefulAimRate', mix.get('aimRate', 0))} in careful ones, else is uniform too: careful
+work is one disposition (aim, then check), which GRPO can select as a whole. No trace "knows" the
+answer; a careful trace starts no try that would take it past {mix.get('maxCompletionTokens', 'the')}
+completion tokens (the demo's limit). Countdown traces overall: accuracy
 {pct(cd['accuracy'])}, reflection {pct(cd['reflectionRate'])}; accuracy when reflecting
 {pct(cd['accuracyReflecting'])} vs {pct(cd['accuracyNotReflecting'])} (mix: checkRate {mix['checkRate']},
 arithmeticShare {mix['arithmeticShare']}, maxTries {mix['maxTries']}).
@@ -750,10 +786,13 @@ the think text. Samples: tools/pretrain/eval_samples.jsonl.
 | reflects about 5–15% of the time | {pct(m['reflection_rate'])} | {yes(0.05 <= m['reflection_rate'] <= 0.15)} |
 | reflecting completions right more often | {pct(m['reflecting']['accuracy'])} vs {pct(m['not_reflecting']['accuracy'])} | {yes(better)} |
 
-Where a target is missed, the model is undertrained for it: within the ~20-minute CPU budget its
-later tries in a checking trace copy numbers and do arithmetic less reliably than its first try,
-and it sometimes says "wait" right after reaching the target. See tools/pretrain/README.md for the
-mixes tried.
+Where its tries go wrong ({d['tries']} sampled tries "a op b = x, x op c = v"): the arithmetic of
+both steps is true in {pct(d['arithmetic'])} of them and they use the prompt's numbers in
+{pct(d['numbers'])}; the first step leaves the target reachable by one more operation in
+{pct(d['reachable'])}, and then the second step takes that operation in only {pct(d['aimed'])}
+(in the corpus's own tries: 66% in sloppy traces at aimRate 0.5, 100% in careful ones). Aiming, a lookup over x, the last
+number and the target, is what this model has not learned; see tools/pretrain/README.md for the
+mixes and training lengths tried.
 
 ## Limits
 
