@@ -44,7 +44,7 @@ export const PLAYGROUND_DEFAULTS: Partial<ConfigInput> = {
   perStepPrompts: 2,
   numGenerations: 4,
   maxPromptLength: 64,
-  maxCompletionLength: 64,
+  maxCompletionLength: 80,
   learningRate: 2e-4,
   lrScheduler: 'constant',
   steps: 200,

@@ -1,4 +1,4 @@
-// `npm run aha -- [--seeds 1,2,3] [--out docs/aha] [--k 4] [--option value …]`
+// `npm run aha -- [--seeds 1,2,3] [--out docs/aha] [--k 4] [--model <folder>] [--option value …]`
 // The "aha moment" demo, measured as ../shared/GRPO.md §7 asks: runs the 'aha' preset (the bundled
 // tiny reasoner, Countdown, format + accuracy rewards only) headless on Node WebGPU for each seed,
 // evaluates the base and the trained model on the same held-out prompts (never in the pretraining
@@ -49,7 +49,8 @@ async function main(args: string[]) {
   const evalBatch = Number(takeFlag(argv, '--eval-batch') ?? 200);
   const overrides = parseCliArgs(argv);
   const started = performance.now();
-  const model = await loadModel('bundled');
+  // The preset's model unless `--model <folder>` names another (a candidate model, say).
+  const model = await loadModel(resolveConfig({ ...PRESETS.aha, ...overrides }).model);
   const engine = await openEngine();
   // Scores and verifies the held-out evaluation; training uses the preset's task, whose
   // excludeHeldOut option keeps the held-out problems out of the RL prompts (as in the browser).

@@ -1,10 +1,11 @@
 // Named configurations. 'aha' is the bundled tiny reasoner on its Countdown setting with rule
 // rewards only (format + accuracy), as R1-Zero: the preset `npm run aha` and the playground use.
-// Sized so that `npm run aha` (three seeds, held-out evaluation included) can finish within 45
-// minutes on a 2-core machine without a GPU: 4 prompts × 8 completions per step, 40 steps.
-// Learning rate from single-seed trials (seed 1, 200 held-out prompts, base accuracy 7.8%):
-// 1e-3 × 20 steps broke the model's arithmetic (2.5%), 1e-4 × 20 steps barely moved it (8.3%),
-// 3e-4 × 40 steps gave 9.3%.
+// Sized so that `npm run aha` (three seeds, held-out evaluation included) finishes within 45
+// minutes on a 2-core machine without a GPU: 4 prompts × 8 completions per step, completions up to
+// 80 tokens (the model's careful traces take up to 80; a step then takes 10–19 s on SwiftShader),
+// 35 steps. Learning rate from earlier single-seed trials on the previous model (1e-3 × 20 steps
+// broke its arithmetic, 1e-4 × 20 barely moved it, 3e-4 × 40 moved it most); not re-tuned for
+// this model.
 import { TINY_COUNTDOWN_OPTIONS } from '../tasks/traces';
 import type { ConfigInput } from './config';
 
@@ -19,7 +20,7 @@ export const PRESETS = {
     numGenerations: 8,
     perStepPrompts: 4,
     maxPromptLength: 32,
-    maxCompletionLength: 64,
+    maxCompletionLength: 80,
     temperature: 1.0,
     learningRate: 3e-4,
     lrScheduler: 'constant',
@@ -28,7 +29,7 @@ export const PRESETS = {
     lossType: 'dapo',
     scaleRewards: 'group',
     maxGradNorm: 1.0,
-    steps: 40,
+    steps: 35,
     saveSteps: 10,
     evalPrompts: 200,
     seed: 1,

@@ -3,17 +3,27 @@
 // arithmetic.ts) and every trace is judged by their verifiers, so the corpus speaks exactly the
 // language the GRPO demo rewards.
 //
-// The trace language. A Countdown trace tries candidate equations one step at a time:
+// The trace language. A "sloppy" Countdown trace guesses forward, one candidate step by step, and
+// answers it whatever it evaluated to:
 //   <think>7 * 6 = 42, 42 + 1 = 43</think><answer>(7 * 6) + 1</answer>
-// A "sloppy" trace answers its first candidate whatever it evaluated to. A "careful" trace compares
-// each result with the target and, on a mismatch, reflects ("wait", a GRPO.md §7 marker) and tries
-// another candidate, up to `maxTries`:
-//   <think>7 * 6 = 42, 42 + 1 = 43. wait 7 + 6 = 13, 13 * 1 = 13</think><answer>…</answer>
-// A try's first step is a uniform random pick; its second step aims at the target (picks the
-// operation that reaches it, when one does) only with probability `aimRate`, a local rule a tiny
-// model can learn. No trace knows the answer: checking is what makes a careful trace right more
-// often, and the base model's lever under GRPO is to check more: the research constraint that RL
-// mostly selects behaviours the base model already shows sometimes (issue 8).
+// Its first step is a uniform random pick; its second step aims at the target (takes the operation
+// that reaches it, when one does) only with probability `aimRate`.
+// A "careful" trace works backward from the target and checks (carefulDirection 'backward', the
+// shipped mix): it undoes a last step "x op c = T" in writing ("36 - 6 = 30": x would have to be
+// 30), then computes a first step on the other two numbers and compares ("5 * 6 = 30": a hit).
+// On a mismatch it reflects ("wait", a GRPO.md §7 marker) and tries another last step, up to
+// `maxTries`:
+//   <think>36 - 4 = 32, 6 * 5 = 30. wait 36 - 6 = 30, 6 * 5 = 30</think><answer>(6 * 5) + 6</answer>
+// Every choice a careful try makes is local: the undone step is a random pick among the valid
+// ones, and the first step's operation is a single-digit fact lookup (which of a+b, a-b, a*b, a/b
+// is the needed value), not the two-digit search that aiming a forward guess needs (a tiny model
+// does not learn that one: tools/pretrain/README.md). No trace knows the answer: working backward
+// and checking is what makes a careful trace right more often, and the base model's lever under
+// GRPO is to work that way more often, a choice it makes at the first token of its think text
+// (copy the target, or a number). That is the research constraint of issue 8: RL mostly selects
+// behaviours the base model already shows sometimes ("Cognitive Behaviors": verification,
+// backtracking, backward chaining). carefulDirection 'forward' keeps the earlier mixes' careful
+// traces (forward guesses, checked) reproducible.
 // Arithmetic drills (arithmetic.ts) teach the single-step sums and products the checks rely on.
 //
 // Held-out split: a problem is held out when the FNV-1a hash of its canonical key falls in the
@@ -21,7 +31,12 @@
 // evaluation on them (the model card's base rates, the GRPO demo's eval) is on unseen prompts.
 
 import { createArithmeticTask, type ArithmeticOptions } from './arithmetic';
-import { countdownQuestion, createCountdownTask, type CountdownOptions } from './countdown';
+import {
+  COUNTDOWN_DEFAULTS,
+  countdownQuestion,
+  createCountdownTask,
+  type CountdownOptions,
+} from './countdown';
 import { R1_ZERO_TEMPLATE } from './prompt';
 import { createRng, mixSeeds, type Rng } from './rng';
 import type { Problem, Task } from './types';
@@ -61,6 +76,13 @@ export interface TraceMix {
   /** Completion tokens a trace may use, EOS included: a careful trace starts no try that would not
    * fit, so the corpus never teaches completions the demo's maxCompletionLength would truncate. */
   maxCompletionTokens: number;
+  /** How a careful trace searches: 'backward' from the target (the shipped mix) or 'forward'
+   * guesses checked against it (mixes A–F of tools/pretrain/README.md). */
+  carefulDirection: 'forward' | 'backward';
+  /** A backward careful trace that hits checks its answer forward before answering
+   * (". check again 30 + 6 = 36"), so every careful trace reflects: with "wait" after a miss, with
+   * "check again" (GRPO.md §7 markers both) after a hit. */
+  verifyHit: boolean;
 }
 
 /** The mix of the shipped model (tools/pretrain/README.md tells how it was chosen). */
@@ -68,14 +90,22 @@ export const DEFAULT_TRACE_MIX: TraceMix = {
   countdown: TINY_COUNTDOWN_OPTIONS,
   arithmetic: TINY_ARITHMETIC_OPTIONS,
   arithmeticShare: 0.1,
-  checkRate: 0.15,
-  maxTries: 3,
+  checkRate: 0.25,
+  maxTries: 4,
   aimRate: 0.5,
   carefulAimRate: 1,
-  maxCompletionTokens: 64,
+  maxCompletionTokens: 80,
+  carefulDirection: 'backward',
+  verifyHit: true,
 };
 
 export const REFLECTION_WORD = 'wait';
+/** What a careful trace says before checking its answer forward (a GRPO.md §7 marker). */
+export const VERIFY_PHRASE = 'check again';
+/** How a careful trace opens ("backward: 36 - 6 = 30, …"): it names its way of working first, so
+ * a tiny model keeps the two procedures apart (without it, forward guesses borrowed the backward
+ * tries' pattern and stopped using the prompt's numbers), and the choice is one token. */
+export const BACKWARD_WORD = 'backward';
 
 export type TraceStyle = 'drill' | 'sloppy' | 'careful';
 
@@ -266,6 +296,123 @@ export function countdownTrace(
   };
 }
 
+// ---------------------------------------------------------------------------------------------
+// Backward tries (careful traces)
+
+/** The operation that undoes each last step "x op c = T": x = T (inverse op) c. */
+const INVERSE_OP: Record<string, string> = { '+': '-', '-': '+', '*': '/', '/': '*' };
+const OPS = ['+', '-', '*', '/'] as const;
+
+/** A last step to undo: "x op2 c = T" needs x = y, computed as "T (inverse op2) c = y". */
+export interface LastStep {
+  c: number;
+  op2: string;
+  y: number;
+  /** The other two numbers, larger first (so a - b and a / b read naturally). */
+  a: number;
+  b: number;
+}
+
+/** Every last step a careful trace may undo: y a non-negative integer that a first step on two
+ * numbers of the range can reach (y ≤ maxNumber², which also keeps the written arithmetic within
+ * two digits), one per distinct (c, op2), in a fixed order. */
+export function backwardLastSteps(
+  nums: readonly number[],
+  target: number,
+  maxNumber: number,
+): LastStep[] {
+  if (nums.length !== 3)
+    throw new RangeError(`traces support 3 Countdown numbers, got ${nums.length}`);
+  const out = new Map<string, LastStep>();
+  for (let i = 0; i < 3; i++) {
+    const c = nums[i];
+    const [p, q] = nums.filter((_, k) => k !== i);
+    for (const op2 of OPS) {
+      const y = apply(target, INVERSE_OP[op2], c);
+      if (y === null || y > maxNumber * maxNumber) continue;
+      const key = `${c}${op2}`;
+      if (!out.has(key)) out.set(key, { c, op2, y, a: Math.max(p, q), b: Math.min(p, q) });
+    }
+  }
+  return [...out.values()];
+}
+
+/** The first-step operations on (a, b) that give y, in a fixed order (empty: the step misses). */
+export function firstStepOpsReaching(a: number, b: number, y: number): string[] {
+  return OPS.filter((op) => apply(a, op, b) === y);
+}
+
+/** A careful try: the undone last step, then the first step and its value z (a hit when z = y). */
+export interface BackwardTry extends LastStep {
+  op1: string;
+  z: number;
+}
+
+export function backwardTrySteps(t: BackwardTry, target: number): string {
+  return `${target} ${INVERSE_OP[t.op2]} ${t.c} = ${t.y}, ${t.a} ${t.op1} ${t.b} = ${t.z}`;
+}
+
+export function backwardTryAnswer(t: BackwardTry): string {
+  return `(${t.a} ${t.op1} ${t.b}) ${t.op2} ${t.c}`;
+}
+
+/** A careful Countdown trace that works backward: each try undoes a random not-yet-tried last step
+ * and takes the first-step operation that reaches the needed value when one does (with probability
+ * `aimRate`; otherwise, and when none does, a random valid one), until a hit, `maxTries`, or a try
+ * that would not fit in `maxCompletionTokens`. */
+export function backwardCountdownTrace(
+  task: Task,
+  problem: Problem,
+  rng: Rng,
+  maxTries: number,
+  aimRate: number,
+  maxNumber: number,
+  maxCompletionTokens = Infinity,
+  verifyHit = false,
+): Trace {
+  const v = problem.verifier;
+  if (v.kind !== 'countdown') throw new RangeError(`not a Countdown problem: ${problem.id}`);
+  const steps = backwardLastSteps(v.nums, v.target, maxNumber);
+  if (steps.length === 0) throw new RangeError(`no last step to undo in ${problem.question}`);
+  const tried: BackwardTry[] = [];
+  const think = (tries: BackwardTry[]) => {
+    const text =
+      `${BACKWARD_WORD}: ` +
+      tries.map((t) => backwardTrySteps(t, v.target)).join(`. ${REFLECTION_WORD} `);
+    const last = tries[tries.length - 1];
+    // The forward check of a hit: y op2 c = T, the answer's own value.
+    return verifyHit && last.z === last.y
+      ? `${text}. ${VERIFY_PHRASE} ${last.y} ${last.op2} ${last.c} = ${v.target}`
+      : text;
+  };
+  const fresh = [...steps];
+  while (tried.length < maxTries && fresh.length > 0) {
+    const last = fresh.splice(rng.int(0, fresh.length - 1), 1)[0];
+    const reaching = firstStepOpsReaching(last.a, last.b, last.y);
+    const aim = rng.next() < aimRate;
+    const valid = OPS.filter((op) => apply(last.a, op, last.b) !== null);
+    const op1 = aim && reaching.length > 0 ? reaching[0] : valid[rng.int(0, valid.length - 1)];
+    const attempt: BackwardTry = { ...last, op1, z: apply(last.a, op1, last.b) as number };
+    if (tried.length > 0) {
+      const text = completionText(think([...tried, attempt]), backwardTryAnswer(attempt));
+      if (completionTokenCount(text) > maxCompletionTokens) break;
+    }
+    tried.push(attempt);
+    if (attempt.z === attempt.y) break;
+  }
+  const answer = backwardTryAnswer(tried[tried.length - 1]);
+  const reflects = tried.length > 1 || (verifyHit && tried[0].z === tried[0].y);
+  return {
+    problem,
+    prompt: promptText(task, problem),
+    completion: completionText(think(tried), answer),
+    style: 'careful',
+    tries: tried.length,
+    reflects,
+    correct: task.verify(answer, problem) === true,
+  };
+}
+
 /** An arithmetic drill: the step and its result, always right. */
 export function arithmeticTrace(task: Task, problem: Problem): Trace {
   const m = /^Compute (\d+) ([+\-*]) (\d+) /.exec(problem.question);
@@ -312,6 +459,9 @@ export function generateTraces(
   if (!(mix.carefulAimRate >= 0 && mix.carefulAimRate <= 1)) {
     throw new RangeError('carefulAimRate ∉ [0, 1]');
   }
+  if (mix.carefulDirection !== 'forward' && mix.carefulDirection !== 'backward') {
+    throw new RangeError(`carefulDirection must be 'forward' or 'backward'`);
+  }
   const rng = createRng(mixSeeds(seed, 0x7ace));
   const cd = createCountdownTask(mix.countdown);
   const drills = mix.arithmetic.map((o) => createArithmeticTask(o));
@@ -319,6 +469,22 @@ export function generateTraces(
   const traces: Trace[] = [];
   for (const problem of trainingProblems(cd, mixSeeds(seed, 1), count - nDrill)) {
     const careful = rng.next() < mix.checkRate;
+    if (careful && mix.carefulDirection === 'backward') {
+      const maxNumber = mix.countdown.maxNumber ?? COUNTDOWN_DEFAULTS.maxNumber;
+      traces.push(
+        backwardCountdownTrace(
+          cd,
+          problem,
+          rng,
+          mix.maxTries,
+          mix.carefulAimRate,
+          maxNumber,
+          mix.maxCompletionTokens,
+          mix.verifyHit,
+        ),
+      );
+      continue;
+    }
     const aimRate = careful ? mix.carefulAimRate : mix.aimRate;
     traces.push(
       countdownTrace(cd, problem, rng, careful, mix.maxTries, aimRate, mix.maxCompletionTokens),
@@ -385,7 +551,7 @@ export function heldOutCountdownProblems(
 export const SPECIAL_TOKENS = { pad: '<pad>', bos: '<s>', eos: '</s>', unk: '<unk>' } as const;
 export const TAG_TOKENS = ['<think>', '</think>', '<answer>', '</answer>'] as const;
 const PIECE_CHARS = ['+', '-', '*', '/', '=', '(', ')', ',', '.', ':', '[', ']'];
-const WORDS = [REFLECTION_WORD];
+const WORDS = [REFLECTION_WORD, ...VERIFY_PHRASE.split(' '), BACKWARD_WORD];
 
 /** Splits a text around every match of `re`: [before, after], requiring exactly one match. */
 function around(text: string, re: RegExp): [string, string] {

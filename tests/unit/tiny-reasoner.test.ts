@@ -22,6 +22,7 @@ import {
   isHeldOut,
   promptText,
   tinyTokenizerFiles,
+  DEFAULT_TRACE_MIX,
   TINY_COUNTDOWN_OPTIONS,
 } from '../../src/tasks/traces';
 import type { Problem } from '../../src/tasks/types';
@@ -32,7 +33,6 @@ const SAMPLES = 'tools/pretrain/eval_samples.jsonl';
 const RUN = 'tools/pretrain/run.json';
 /** Completions the reference model greedy-decodes here and compares with the script's greedy ones. */
 const GREEDY_PROMPTS = 6;
-const MAX_NEW_TOKENS = 64;
 
 interface SampleRow {
   id: string;
@@ -116,7 +116,10 @@ describe('tiny-reasoner model folder', () => {
     expect(n).toBeLessThan(500_000);
     expect(statSync(`${DIR}/model.safetensors`).size).toBeLessThan(20 * 1024 * 1024);
     expect([...loaded.storedDtypes.values()].every((d) => d === 'F32')).toBe(true);
-    expect(loaded.generation).toMatchObject({ temperature: 1, maxNewTokens: MAX_NEW_TOKENS });
+    expect(loaded.generation).toMatchObject({
+      temperature: 1,
+      maxNewTokens: DEFAULT_TRACE_MIX.maxCompletionTokens,
+    });
     for (const t of loaded.tensors.values()) expect(t.every(Number.isFinite)).toBe(true);
   });
 
@@ -138,13 +141,17 @@ describe('tiny-reasoner model folder', () => {
 
   it('greedy-decodes held-out prompts into the reward format, as the PyTorch script did', () => {
     const model = new RefLlama(loaded.config, loaded.tensors);
+    // The script's limit (the corpus's maxCompletionTokens, the aha preset's maxCompletionLength).
+    const maxNewTokens: number = JSON.parse(readFileSync(RUN, 'utf8').replace(/\bNaN\b/g, 'null'))
+      .eval.max_new_tokens;
+    expect(maxNewTokens).toBe(DEFAULT_TRACE_MIX.maxCompletionTokens);
     const greedy = samples.filter((s) => s.mode === 'greedy').slice(0, GREEDY_PROMPTS);
     expect(greedy).toHaveLength(GREEDY_PROMPTS);
     for (const row of greedy) {
       const problem = problemOf(row);
       expect(isHeldOut(problem)).toBe(true);
       const text = promptText(countdown, problem);
-      const ids = greedyDecode(model, tok.encode(text), tok.eosTokenIds, MAX_NEW_TOKENS);
+      const ids = greedyDecode(model, tok.encode(text), tok.eosTokenIds, maxNewTokens);
       const completion = tok.decode(ids, { skipSpecialTokens: true });
       expect(completion).toBe(row.completion);
       expect(formatOk(completion), completion).toBe(true);

@@ -9,11 +9,17 @@ import { createTokenizer } from '../../src/io/tokenizer';
 import { createArithmeticTask } from '../../src/tasks/arithmetic';
 import { COUNTDOWN_REFLECTION_MARKERS, createCountdownTask } from '../../src/tasks/countdown';
 import {
+  BACKWARD_WORD,
+  backwardCountdownTrace,
+  backwardLastSteps,
+  backwardTryAnswer,
+  backwardTrySteps,
   candidateAnswer,
   completionTokenCount,
   countdownCandidates,
   countdownTrace,
   DEFAULT_TRACE_MIX,
+  firstStepOpsReaching,
   generateTraces,
   heldOutCountdownProblems,
   isHeldOut,
@@ -22,6 +28,7 @@ import {
   tinyTokenizerFiles,
   TINY_COUNTDOWN_OPTIONS,
   type Trace,
+  VERIFY_PHRASE,
 } from '../../src/tasks/traces';
 import { createTask } from '../../src/tasks/index';
 import { createRng } from '../../src/tasks/rng';
@@ -85,26 +92,61 @@ describe('traces', () => {
   it('state only true arithmetic, and careful traces stop exactly at the first hit', () => {
     const stepRe = /(\d+) ([+\-*/]) (\d+) = (-?\d+)/g;
     for (const t of traces) {
-      const steps = [...thinkText(t.completion).matchAll(stepRe)];
+      const [search, check] = thinkText(t.completion).split(`. ${VERIFY_PHRASE} `);
+      const steps = [...search.matchAll(stepRe)];
       expect(steps.length).toBe(t.style === 'drill' ? 1 : 2 * t.tries);
-      for (const m of steps) expect(evalStep(+m[1], m[2], +m[3])).toBe(+m[4]);
+      for (const m of [...steps, ...(check ?? '').matchAll(stepRe)]) {
+        expect(evalStep(+m[1], m[2], +m[3])).toBe(+m[4]);
+      }
       if (t.problem.verifier.kind !== 'countdown') continue;
       const target = t.problem.verifier.target;
-      const results = steps.filter((_, i) => i % 2 === 1).map((m) => +m[4]);
-      // Only the last try may hit; a careful trace that ends on a miss used all its tries, or its
-      // next pick would not have fit (a try costs at most 26 tokens: ". wait 10 * 10 = 100,
-      // 100 * 10 = 1000" and an answer up to 3 tokens longer).
-      expect(results.slice(0, -1).every((r) => r !== target)).toBe(true);
+      // Only a careful trace opens with the backward word: the model's one-token choice of style.
+      expect(search.startsWith(`${BACKWARD_WORD}: `)).toBe(t.style === 'careful');
+      // A careful trace checks its answer forward exactly when its last try hit: "y op c = T".
+      if (t.style === 'careful' && DEFAULT_TRACE_MIX.verifyHit && t.correct) {
+        expect(check).toMatch(new RegExp(`^\\d+ [+\\-*/] \\d+ = ${target}$`));
+      } else {
+        expect(check).toBeUndefined();
+      }
+      // A try hits when its second step reaches what it aims at: the target for a forward guess,
+      // the needed intermediate (the first step's result) for a backward try.
+      const hits = [];
+      for (let i = 0; i < steps.length; i += 2) {
+        const [first, second] = [steps[i], steps[i + 1]];
+        if (t.style === 'careful') {
+          // "T (inverse op) c = y, a op b = z": the undone step starts from the target.
+          expect(+first[1]).toBe(target);
+          hits.push(+second[4] === +first[4]);
+        } else {
+          hits.push(+second[4] === target);
+        }
+      }
+      // Only the last try may hit, and a careful trace is right exactly when it does (a forward
+      // guess may also be right by another route than its written value, never here: it answers
+      // what it computed).
+      expect(hits.slice(0, -1).every((h) => !h)).toBe(true);
+      expect(t.correct).toBe(hits[hits.length - 1]);
+      // A careful trace that ends on a miss used all its tries, or its next pick would not have
+      // fit (a try costs at most 26 tokens: ". wait 100 / 10 = 10, 10 * 10 = 100" and an answer
+      // up to 3 tokens longer; with verifyHit a hit adds up to 11: ". check again 100 - 8 = 92"),
+      // or it ran out of last steps to undo.
+      const tryCost = 26 + (DEFAULT_TRACE_MIX.verifyHit ? 11 : 0);
       const tokens = completionTokenCount(t.completion);
       expect(tokens).toBeLessThanOrEqual(DEFAULT_TRACE_MIX.maxCompletionTokens);
       if (t.style === 'careful' && !t.correct && t.tries < DEFAULT_TRACE_MIX.maxTries) {
-        expect(tokens, t.completion).toBeGreaterThan(DEFAULT_TRACE_MIX.maxCompletionTokens - 26);
+        const { nums } = t.problem.verifier;
+        const lastSteps = backwardLastSteps(nums, target, 10).length;
+        if (t.tries < lastSteps) {
+          expect(tokens, t.completion).toBeGreaterThan(
+            DEFAULT_TRACE_MIX.maxCompletionTokens - tryCost,
+          );
+        }
       }
       if (t.style === 'sloppy') expect(t.tries).toBe(1);
     }
   });
 
-  it('mix: reflection ≈ checkRate × first-try miss rate, and careful traces are right more often', () => {
+  it('mix: careful traces (and only they) reflect, and they are right more often', () => {
     const cd = traces.filter((t) => t.problem.task === 'countdown');
     const rate = (xs: Trace[], f: (t: Trace) => boolean) => xs.filter(f).length / xs.length;
     const drills = traces.length - cd.length;
@@ -116,15 +158,16 @@ describe('traces', () => {
     const firstTryHit = rate(sloppy, (t) => t.correct);
     expect(firstTryHit).toBeGreaterThan(0.1);
     expect(firstTryHit).toBeLessThan(0.35);
-    // A careful trace aims more often (carefulAimRate > aimRate), so its first try hits more often;
-    // it reflects exactly when that first try misses.
-    const carefulFirstTryHit = rate(careful, (t) => !t.reflects);
+    // A careful (backward, aimed) try hits more often than a sloppy guess. A careful trace reflects
+    // when its first try misses ("wait"), and also after a hit when it checks the hit
+    // (verifyHit: "check again"), so then every careful trace reflects.
+    const carefulFirstTryHit = rate(careful, (t) => t.tries === 1 && t.correct);
     expect(carefulFirstTryHit).toBeGreaterThan(firstTryHit + 0.05);
-    expect(
-      Math.abs(
-        rate(cd, (t) => t.reflects) - DEFAULT_TRACE_MIX.checkRate * (1 - carefulFirstTryHit),
-      ),
-    ).toBeLessThan(0.03);
+    expect(rate(careful, (t) => t.reflects)).toBeCloseTo(
+      DEFAULT_TRACE_MIX.verifyHit ? 1 : 1 - carefulFirstTryHit,
+      2,
+    );
+    expect(rate(sloppy, (t) => t.reflects)).toBe(0);
     expect(rate(careful, (t) => t.correct)).toBeGreaterThan(1.8 * firstTryHit);
     expect(
       rate(
@@ -145,6 +188,41 @@ describe('traces', () => {
     const think = thinkText(t.completion);
     expect(think.split('. wait ').length).toBe(t.tries);
     expect(t.completion.startsWith('<think>')).toBe(true);
+  });
+
+  it('backward: hand-worked tries, and the aimed first step hits whenever one can', () => {
+    // [5, 6, 6] → 36: undo "x + 6 = 36" (x = 30), then 6 * 5 = 30 hits: (6 * 5) + 6.
+    // 36 / 5 is no integer and 36 * 5 = 180 is out of a first step's reach; the second 6 repeats.
+    expect(backwardLastSteps([5, 6, 6], 36, 10)).toEqual([
+      { c: 5, op2: '+', y: 31, a: 6, b: 6 },
+      { c: 5, op2: '-', y: 41, a: 6, b: 6 },
+      { c: 6, op2: '+', y: 30, a: 6, b: 5 },
+      { c: 6, op2: '-', y: 42, a: 6, b: 5 },
+      { c: 6, op2: '*', y: 6, a: 6, b: 5 },
+    ]);
+    expect(firstStepOpsReaching(6, 5, 30)).toEqual(['*']);
+    expect(firstStepOpsReaching(6, 5, 31)).toEqual([]);
+    expect(firstStepOpsReaching(4, 2, 2)).toEqual(['-', '/']);
+    const hit = { c: 6, op2: '+', y: 30, a: 6, b: 5, op1: '*', z: 30 };
+    expect(backwardTrySteps(hit, 36)).toBe('36 - 6 = 30, 6 * 5 = 30');
+    expect(backwardTryAnswer(hit)).toBe('(6 * 5) + 6');
+    expect(verifyCountdown(backwardTryAnswer(hit), [5, 6, 6], 36)).toMatchObject({ ok: true });
+
+    // Aimed (aimRate 1): each try hits exactly when some first-step op reaches its y, so a trace
+    // fails only when no last step it tried was reachable.
+    let right = 0;
+    countdown.generate(23, 300).forEach((p, i) => {
+      if (p.verifier.kind !== 'countdown') throw new Error('countdown expected');
+      const { nums, target } = p.verifier;
+      const t = backwardCountdownTrace(countdown, p, createRng(i), 12, 1, 10);
+      const reachable = backwardLastSteps(nums, target, 10).some(
+        (s) => firstStepOpsReaching(s.a, s.b, s.y).length > 0,
+      );
+      if (!reachable) expect(t.correct).toBe(false);
+      if (reachable) expect(t.correct, t.completion).toBe(true); // 12 tries cover every last step
+      right += t.correct ? 1 : 0;
+    });
+    expect(right / 300).toBeGreaterThan(0.6);
   });
 
   it('aiming: the second step reaches the target whenever the first step allows it', () => {

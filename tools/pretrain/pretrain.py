@@ -67,7 +67,7 @@ CONFIG = {
 
 TRAIN = {
     "seed": 1234,
-    "steps": 4000,
+    "steps": 6000,
     "batch_size": 64,
     "lr": 3e-3,
     "min_lr_ratio": 0.1,
@@ -78,7 +78,7 @@ TRAIN = {
 }
 
 TEMPERATURE = 1.0
-MAX_NEW_TOKENS = 64
+MAX_NEW_TOKENS = 64  # replaced by the corpus's maxCompletionTokens (the demo's completion limit)
 EVAL_SEED = 4321
 
 # ---------------------------------------------------------------------------------------------
@@ -512,33 +512,66 @@ def pct(x):
 
 
 def try_diagnostics(samples_path):
-    """Where the sampled Countdown tries go wrong, from the scored samples: each try
-    "a op b = x, x op c = v" is checked for true arithmetic, for using the prompt's numbers, and for
-    aiming (whether some operation on x and c reaches the target, and whether the try took it)."""
+    """Where the sampled Countdown tries go wrong, from the scored samples. A think text is split
+    into tries at ". wait "; each try has two written steps "p o1 q = r, s o2 t = u".
+    Forward guesses (sloppy style, "a op b = x, x op c = v") are checked for true arithmetic, for
+    using the prompt's numbers, and for aiming (whether some operation on x and c reaches the target,
+    and whether the try took it). Backward tries (careful style, "backward: T inv c = y, a op b = z")
+    are checked the same way: true arithmetic, the
+    prompt's numbers, and aiming (whether some operation on a and b gives y, and whether the try
+    took it). `backward_share` is the share of completions whose first try is backward."""
     ops = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
            "/": lambda a, b: a / b if b else None}
     step = re.compile(r"(\d+) ([-+*/]) (\d+) = (\d+), (\d+) ([-+*/]) (\d+) = (\d+)$")
-    tries = arith = copied = reachable = aimed = 0
+    fwd = {"tries": 0, "arithmetic": 0, "numbers": 0, "reachable": 0, "aimed": 0}
+    bwd = {"tries": 0, "arithmetic": 0, "numbers": 0, "reachable": 0, "aimed": 0}
+    completions = backward_first = 0
     for row in read_jsonl(samples_path):
         think = re.search(r"<think>(.*)</think>", row["completion"]) if row["mode"] == "sampled" else None
-        for text in (think.group(1).split(". wait ") if think else []):
+        if row["mode"] == "sampled":
+            completions += 1
+        search = think.group(1).split(". check again ")[0] if think else ""
+        opened_backward = search.startswith("backward: ")
+        search = search[len("backward: "):] if opened_backward else search
+        for k, text in enumerate(search.split(". wait ") if search else []):
             mt = step.match(text)
             if not mt:
                 continue
-            a, o1, b, x, p, o2, q, v = mt.groups()
-            a, b, x, p, q, v = map(int, (a, b, x, p, q, v))
-            tries += 1
-            arith += ops[o1](a, b) == x and ops[o2](p, q) == v
-            c = q if p == x else p
-            copied += sorted([a, b, c]) == sorted(row["nums"]) and x in (p, q)
-            if any(ops[o](l, r) == row["target"] for o in ops for l, r in ((x, c), (c, x))):
-                reachable += 1
-                aimed += v == row["target"]
+            p, o1, q, r, s_, o2, t, u = mt.groups()
+            p, q, r, s_, t, u = map(int, (p, q, r, s_, t, u))
+            nums, target = row["nums"], row["target"]
+            arith = ops[o1](p, q) == r and ops[o2](s_, t) == u
+            backward = opened_backward
+            if backward:
+                d = bwd
+                rest = list(nums)
+                if q in rest:  # c must be a given number, the first step the other two
+                    rest.remove(q)
+                    d["numbers"] += sorted([s_, t]) == sorted(rest)
+                if any(ops[o](l, m) == r for o in ops for l, m in ((s_, t), (t, s_))):
+                    d["reachable"] += 1
+                    d["aimed"] += u == r
+                backward_first += k == 0
+            else:
+                d = fwd
+                c = t if s_ == r else s_
+                d["numbers"] += sorted([p, q, c]) == sorted(nums) and r in (s_, t)
+                if any(ops[o](l, m) == target for o in ops for l, m in ((r, c), (c, r))):
+                    d["reachable"] += 1
+                    d["aimed"] += u == target
+            d["tries"] += 1
+            d["arithmetic"] += arith
     nan = float("nan")
-    return {"tries": tries, "arithmetic": arith / tries if tries else nan,
-            "numbers": copied / tries if tries else nan,
-            "reachable": reachable / tries if tries else nan,
-            "aimed": aimed / reachable if reachable else nan}
+
+    def rates(d):
+        n = d["tries"]
+        return {"tries": n, "arithmetic": d["arithmetic"] / n if n else nan,
+                "numbers": d["numbers"] / n if n else nan,
+                "reachable": d["reachable"] / n if n else nan,
+                "aimed": d["aimed"] / d["reachable"] if d["reachable"] else nan}
+
+    return {"forward": rates(fwd), "backward": rates(bwd),
+            "backward_share": backward_first / completions if completions else nan}
 
 
 def main():
@@ -576,6 +609,8 @@ def main():
     eos_id, pad_id = vocab["</s>"], vocab["<pad>"]
     cfg = dict(CONFIG, vocab_size=len(vocab))
     corpus_stats = json.load(open(os.path.join(args.data, "stats.json")))
+    global MAX_NEW_TOKENS
+    MAX_NEW_TOKENS = corpus_stats["mix"].get("maxCompletionTokens", MAX_NEW_TOKENS)
 
     train = read_jsonl(os.path.join(args.data, "train.jsonl"))
     examples = [(r["prompt"], r["completion"], len(r["prompt"]) + len(r["completion"])) for r in train]
@@ -688,21 +723,64 @@ def write_card(out, cfg, run, samples_path):
     def yes(ok):
         return "yes" if ok else "**no**"
 
+    direction = mix.get("carefulDirection", "forward")
+    if direction == "backward":
+        careful_what = ('opens with "backward:", undoes a last step ("36 - 6 = 30": x + 6 = 36 needs '
+                        'x = 30), computes a first step on the other two numbers and compares; on a '
+                        f'mismatch ". wait" and another last step, up to {mix["maxTries"]}'
+                        + ('; after a hit ". check again" and the answer computed forward'
+                           if mix.get("verifyHit") else ''))
+        careful_how = (f"A sloppy guess's first step is a uniform pick among two-step equations with non-negative integer "
+                       f"intermediates; its second step aims at the target (takes the operation that reaches it, if one "
+                       f"does) with probability aimRate = {mix.get('aimRate', 0)}, else is uniform too. A careful try "
+                       f"undoes a uniformly picked last step (one not tried yet, whose needed value a first step can "
+                       f"reach at all) and takes the first-step operation that gives the needed value when one does "
+                       f"(probability {mix.get('carefulAimRate', 1)}): a single-digit fact, not a two-digit search. "
+                       f"The model chooses its way of working at the first token of its think text (\"backward\" or "
+                       f"a number), and every careful trace reflects: \"wait\" after a miss, \"check again\" after a "
+                       f"hit.")
+        careful_example = ("<think>backward: 36 - 4 = 32, 6 * 5 = 30. wait 36 - 6 = 30, 6 * 5 = 30. "
+                           "check again 30 + 6 = 36</think><answer>(6 * 5) + 6</answer>")
+    else:
+        careful_what = ('compares each result with the target; on a mismatch ". wait" and another '
+                        f'candidate, up to {mix["maxTries"]}')
+        careful_how = (f"A candidate's first step is a uniform pick among two-step equations with non-negative integer "
+                       f"intermediates; its second step aims at the target (takes the operation that reaches it, if one "
+                       f"does) with probability aimRate = {mix.get('aimRate', 0)} in sloppy traces and "
+                       f"{mix.get('carefulAimRate', mix.get('aimRate', 0))} in careful ones, else is uniform too.")
+        careful_example = ("<think>7 * 6 = 42, 42 + 1 = 43. wait 7 + 6 = 13, 13 * 1 = 13</think>"
+                           "<answer>(7 + 6) * 1</answer>")
+    fw, bw = d["forward"], d["backward"]
+    diagnosis = (
+        f"Where its tries go wrong (sampled, tools/pretrain/eval_samples.jsonl). Forward guesses "
+        f"({fw['tries']} tries \"a op b = x, x op c = v\"): both steps' arithmetic true in {pct(fw['arithmetic'])}, "
+        f"the prompt's numbers used in {pct(fw['numbers'])}; the first step leaves the target one operation "
+        f"away in {pct(fw['reachable'])}, and then the second step takes that operation in {pct(fw['aimed'])} "
+        f"(aiming a forward guess is a lookup over x, the last number and the target, which this size of "
+        f"model does not learn well).")
+    if bw["tries"]:
+        diagnosis += (
+            f" Backward tries ({bw['tries']} tries \"T inv c = y, a op b = z\", in "
+            f"{pct(d['backward_share'])} of completions from the first try): arithmetic true in "
+            f"{pct(bw['arithmetic'])}, the prompt's numbers used in {pct(bw['numbers'])}; some operation on the "
+            f"other two numbers gives y in {pct(bw['reachable'])}, and the try takes it in {pct(bw['aimed'])} "
+            f"of those.")
+
     text = f"""# tiny-reasoner
 
 The bundled default model of GRPO Playground: a {run['parameters']:,}-parameter Llama-family decoder
 pretrained on synthetic Countdown search traces. It is built so that GRPO with rule rewards (format +
-accuracy) can select one behaviour, **checking its work**: it sometimes compares its result with the
-target and, on a mismatch, says "wait" and tries another equation. In the pretraining corpus the
-traces that check are right more often; whether that holds for this model's own samples is measured
-below ({verdict}). Everything here is produced by committed, seeded code (numbers below were measured
+accuracy) can select one behaviour, **careful work**: it sometimes works backward from the target,
+checks each step against what it needs and, on a mismatch, says "wait" and tries another step. In
+the pretraining corpus the careful traces are right far more often; whether that holds for this
+model's own samples is measured below ({verdict}). Everything here is produced by committed, seeded code (numbers below were measured
 by `tools/pretrain/pretrain.py` and written into this card by it).
 
 ## Intended use
 
 GRPO demos on CPU-emulated WebGPU: Countdown with **3 numbers in 1..10 and targets 1..100**
 (`{{"numbers": 3, "maxNumber": 10}}`), R1-Zero prompt template, temperature 1.0, completions of at
-most {MAX_NEW_TOKENS} tokens. Prompts are {c['maxPromptTokens']} tokens at most. It knows nothing
+most {run['eval']['max_new_tokens']} tokens. Prompts are {c['maxPromptTokens']} tokens at most. It knows nothing
 else: other tasks or wordings tokenize into `<unk>` and give nonsense.
 
 Evaluate on held-out problems: `isHeldOut(problem)` in `src/tasks/traces.ts` (FNV-1a hash of the
@@ -733,21 +811,16 @@ src/tasks/arithmetic.ts), every answer judged by their verifiers.
 | style | share | what it does | accuracy | reflects | mean tokens |
 |---|---|---|---|---|---|
 | sloppy Countdown | {pct(styles['sloppy']['traces'] / c['count'])} | computes one candidate step by step and answers it | {pct(styles['sloppy']['accuracy'])} | 0% | {styles['sloppy']['meanCompletionTokens']:.1f} |
-| careful Countdown | {pct(styles['careful']['traces'] / c['count'])} | compares each result with the target; on a mismatch ". wait" and another candidate, up to {mix['maxTries']} | {pct(styles['careful']['accuracy'])} | {pct(styles['careful']['reflectionRate'])} | {styles['careful']['meanCompletionTokens']:.1f} |
+| careful Countdown | {pct(styles['careful']['traces'] / c['count'])} | {careful_what} | {pct(styles['careful']['accuracy'])} | {pct(styles['careful']['reflectionRate'])} | {styles['careful']['meanCompletionTokens']:.1f} |
 | arithmetic drill | {pct(styles['drill']['traces'] / c['count'])} | `a op b = c` for 1-digit + - * and 2-digit + - | 100% | 0% | {styles['drill']['meanCompletionTokens']:.1f} |
 
-A candidate's first step is a uniform pick among two-step equations with non-negative integer
-intermediates; its second step aims at the target (takes the operation that reaches it, if one does)
-with probability aimRate = {mix.get('aimRate', 0)} in sloppy traces and
-{mix.get('carefulAimRate', mix.get('aimRate', 0))} in careful ones, else is uniform too: careful
-work is one disposition (aim, then check), which GRPO can select as a whole. No trace "knows" the
-answer; a careful trace starts no try that would take it past {mix.get('maxCompletionTokens', 'the')}
-completion tokens (the demo's limit). Countdown traces overall: accuracy
+{careful_how} No trace "knows" the answer; a careful trace starts no try that would take it past
+{mix.get('maxCompletionTokens', 'the')} completion tokens (the demo's limit). Countdown traces overall: accuracy
 {pct(cd['accuracy'])}, reflection {pct(cd['reflectionRate'])}; accuracy when reflecting
 {pct(cd['accuracyReflecting'])} vs {pct(cd['accuracyNotReflecting'])} (mix: checkRate {mix['checkRate']},
-arithmeticShare {mix['arithmeticShare']}, maxTries {mix['maxTries']}).
+arithmeticShare {mix['arithmeticShare']}, maxTries {mix['maxTries']}, careful direction {direction}).
 
-Example (careful): `<think>7 * 6 = 42, 42 + 1 = 43. wait 7 + 6 = 13, 13 * 1 = 13</think><answer>(7 + 6) * 1</answer>`
+Example (careful): `{careful_example}`
 
 ## Training
 
@@ -763,7 +836,7 @@ gradient clip {run['train']['grad_clip']}, cross-entropy on completion tokens on
 ## Base rates (held-out)
 
 {run['eval']['prompts']} held-out Countdown prompts (distinct problems, none in the corpus), sampled
-the way the GRPO demo samples: temperature {TEMPERATURE}, no top-k / top-p, at most {MAX_NEW_TOKENS}
+the way the GRPO demo samples: temperature {TEMPERATURE}, no top-k / top-p, at most {run['eval']['max_new_tokens']}
 new tokens, seed {run['eval']['seed']}. Reflection = a GRPO.md §7 marker (or a Countdown marker) in
 the think text. Samples: tools/pretrain/eval_samples.jsonl.
 
@@ -775,7 +848,7 @@ the think text. Samples: tools/pretrain/eval_samples.jsonl.
 | accuracy when reflecting | **{pct(m['reflecting']['accuracy'])}** ({m['reflecting']['count']} completions) | {pct(g['reflecting']['accuracy'])} ({g['reflecting']['count']}) |
 | accuracy when not reflecting | **{pct(m['not_reflecting']['accuracy'])}** ({m['not_reflecting']['count']}) | {pct(g['not_reflecting']['accuracy'])} ({g['not_reflecting']['count']}) |
 | mean length (tokens) | {m['mean_length']:.1f} (reflecting {m['reflecting']['mean_length']:.1f}, not {m['not_reflecting']['mean_length']:.1f}) | {g['mean_length']:.1f} |
-| truncated at {MAX_NEW_TOKENS} tokens | {pct(m['truncated_rate'])} | {pct(g['truncated_rate'])} |
+| truncated at {run['eval']['max_new_tokens']} tokens | {pct(m['truncated_rate'])} | {pct(g['truncated_rate'])} |
 
 ## Against the targets of issue 8
 
@@ -786,13 +859,7 @@ the think text. Samples: tools/pretrain/eval_samples.jsonl.
 | reflects about 5–15% of the time | {pct(m['reflection_rate'])} | {yes(0.05 <= m['reflection_rate'] <= 0.15)} |
 | reflecting completions right more often | {pct(m['reflecting']['accuracy'])} vs {pct(m['not_reflecting']['accuracy'])} | {yes(better)} |
 
-Where its tries go wrong ({d['tries']} sampled tries "a op b = x, x op c = v"): the arithmetic of
-both steps is true in {pct(d['arithmetic'])} of them and they use the prompt's numbers in
-{pct(d['numbers'])}; the first step leaves the target reachable by one more operation in
-{pct(d['reachable'])}, and then the second step takes that operation in only {pct(d['aimed'])}
-(in the corpus's own tries: 66% in sloppy traces at aimRate 0.5, 100% in careful ones). Aiming, a lookup over x, the last
-number and the target, is what this model has not learned; see tools/pretrain/README.md for the
-mixes and training lengths tried.
+{diagnosis}
 
 ## Limits
 
