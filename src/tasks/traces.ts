@@ -169,6 +169,8 @@ export interface Candidate {
   value: number;
 }
 
+const OPS = ['+', '-', '*', '/'] as const;
+
 function apply(a: number, op: string, b: number): number | null {
   // Non-negative integer intermediates only, as the task generator builds its solutions: every
   // step of a trace is then a plain integer fact.
@@ -194,10 +196,10 @@ export function countdownCandidates(nums: readonly number[]): Candidate[] {
     for (let j = 0; j < 3; j++) {
       if (i === j) continue;
       const [a, b, c] = [nums[i], nums[j], nums[3 - i - j]];
-      for (const op1 of ['+', '-', '*', '/']) {
+      for (const op1 of OPS) {
         const x = apply(a, op1, b);
         if (x === null) continue;
-        for (const op2 of ['+', '-', '*', '/']) {
+        for (const op2 of OPS) {
           for (const xFirst of [true, false]) {
             const value = xFirst ? apply(x, op2, c) : apply(c, op2, x);
             if (value === null) continue;
@@ -301,7 +303,6 @@ export function countdownTrace(
 
 /** The operation that undoes each last step "x op c = T": x = T (inverse op) c. */
 const INVERSE_OP: Record<string, string> = { '+': '-', '-': '+', '*': '/', '/': '*' };
-const OPS = ['+', '-', '*', '/'] as const;
 
 /** A last step to undo: "x op2 c = T" needs x = y, computed as "T (inverse op2) c = y". */
 export interface LastStep {
