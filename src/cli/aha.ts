@@ -1,9 +1,12 @@
-// `npm run aha -- [--seeds 1,2,3] [--out docs/aha] [--k 4] [--model <folder>] [--option value …]`
+// `npm run aha -- [--seeds 1,2,3] [--out docs/aha] [--k 4] [--model <folder>] [--prompts selection]
+//                 [--option value …]`
 // The "aha moment" demo, measured as ../shared/GRPO.md §7 asks: runs the 'aha' preset (the bundled
 // tiny reasoner, Countdown, format + accuracy rewards only) headless on Node WebGPU for each seed,
 // evaluates the base and the trained model on the same held-out prompts (never in the pretraining
 // corpus nor in the RL prompts), and writes report.json, README.md and SVG plots to the out folder.
 // The claim is the pair: reflection rises AND reflecting completions are right more often.
+// `--prompts selection` evaluates on a second, disjoint held-out set instead: the preset's options
+// are chosen there, so the reported prompts never steer a choice.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -13,12 +16,16 @@ import { PRESETS } from '../grpo/presets';
 import { GrpoTrainer, type StepReport } from '../grpo/trainer';
 import { lineChartSvg, type ChartSeries } from '../io/svg-chart';
 import { createTask } from '../tasks/index';
-import { heldOutCountdownProblems, TINY_COUNTDOWN_OPTIONS } from '../tasks/traces';
+import {
+  AHA_REPORT_SEED,
+  AHA_SELECTION_PROMPTS,
+  ahaPrompts,
+  TINY_COUNTDOWN_OPTIONS,
+  type AhaPromptSet,
+} from '../tasks/traces';
 import type { Problem } from '../tasks/types';
 import { loadModel, openEngine, rewardFunctions, takeFlag } from './_session';
 
-/** The held-out prompt set is the same for every seed and for base vs trained. */
-const EVAL_SEED = 20261122;
 const COLORS = ['#2563eb', '#dc2626', '#16a34a', '#9333ea', '#ea580c'];
 
 interface SeedResult {
@@ -45,12 +52,24 @@ async function main(args: string[]) {
   const argv = args.slice();
   const seeds = (takeFlag(argv, '--seeds') ?? '1,2,3').split(',').map(Number);
   const outDir = resolve(takeFlag(argv, '--out') ?? 'docs/aha');
-  const k = Number(takeFlag(argv, '--k') ?? 2);
+  const promptSet = (takeFlag(argv, '--prompts') ?? 'report') as AhaPromptSet;
+  if (promptSet !== 'report' && promptSet !== 'selection') {
+    throw new Error(`--prompts must be 'report' or 'selection', not '${String(promptSet)}'`);
+  }
+  // The selection set holds half as many prompts (all the held-out pool has left), so twice the
+  // samples each: both evaluations score 400 completions.
+  const k = Number(takeFlag(argv, '--k') ?? (promptSet === 'selection' ? 4 : 2));
   const evalBatch = Number(takeFlag(argv, '--eval-batch') ?? 200);
   const overrides = parseCliArgs(argv);
   const started = performance.now();
   // The preset's model unless `--model <folder>` names another (a candidate model, say).
-  const model = await loadModel(resolveConfig({ ...PRESETS.aha, ...overrides }).model);
+  const presetConfig = resolveConfig({ ...PRESETS.aha, ...overrides });
+  const model = await loadModel(presetConfig.model);
+  // The same held-out prompts for every seed and for base vs trained.
+  const heldOut = ahaPrompts(
+    promptSet,
+    promptSet === 'selection' ? AHA_SELECTION_PROMPTS : presetConfig.evalPrompts,
+  );
   const engine = await openEngine();
   // Scores and verifies the held-out evaluation; training uses the preset's task, whose
   // excludeHeldOut option keeps the held-out problems out of the RL prompts (as in the browser).
@@ -62,7 +81,6 @@ async function main(args: string[]) {
   let base: EvalReport | null = null;
   for (const seed of seeds) {
     config = resolveConfig({ ...PRESETS.aha, ...overrides, seed });
-    const heldOut = heldOutCountdownProblems(EVAL_SEED, config.evalPrompts);
     const trainer = new GrpoTrainer({
       engine,
       config,
@@ -76,7 +94,7 @@ async function main(args: string[]) {
       k,
       temperature: config.temperature,
       maxCompletionLength: config.maxCompletionLength,
-      seed: EVAL_SEED,
+      seed: AHA_REPORT_SEED,
       batchSize: evalBatch,
     };
     const ctx = {
@@ -152,7 +170,8 @@ async function main(args: string[]) {
       adapter: engine.gpu.adapter,
     },
     durationSeconds: seconds,
-    heldOutPrompts: config?.evalPrompts,
+    heldOutPrompts: heldOut.length,
+    promptSet,
     samplesPerPrompt: k,
     perSeed,
     summary,
@@ -232,6 +251,7 @@ function markdownReport(
     machine: { cpu: string; cores: number; adapter: { vendor: string; architecture: string } };
     command: string;
     heldOutPrompts?: number;
+    promptSet: AhaPromptSet;
     samplesPerPrompt: number;
     targets: Record<string, boolean>;
   },
@@ -253,7 +273,7 @@ function markdownReport(
 
 Command: \`${report.command}\` — ${(report.durationSeconds / 60).toFixed(1)} minutes on ${report.machine.cores} × ${report.machine.cpu},
 WebGPU adapter ${report.machine.adapter.vendor} ${report.machine.adapter.architecture}.
-${report.heldOutPrompts} held-out Countdown prompts (never in the pretraining corpus or the RL prompts), ${report.samplesPerPrompt} samples each at temperature 1.
+${report.heldOutPrompts} held-out Countdown prompts (never in the pretraining corpus or the RL prompts${report.promptSet === 'selection' ? "; the selection set, disjoint from the reported one, on which the preset's options are chosen" : ''}), ${report.samplesPerPrompt} samples each at temperature 1.
 
 | seed | accuracy (base → trained) | reflection rate | trained: accuracy reflecting vs not | mean length |
 | --- | --- | --- | --- | --- |

@@ -6,7 +6,7 @@
 // 35 steps. Learning rate from earlier single-seed trials on the previous model (1e-3 × 20 steps
 // broke its arithmetic, 1e-4 × 20 barely moved it, 3e-4 × 40 moved it most); not re-tuned for
 // this model.
-import { TINY_COUNTDOWN_OPTIONS } from '../tasks/traces';
+import { AHA_REPORT_PROMPTS, TINY_COUNTDOWN_OPTIONS } from '../tasks/traces';
 import type { ConfigInput } from './config';
 
 export const PRESETS = {
@@ -31,7 +31,7 @@ export const PRESETS = {
     maxGradNorm: 1.0,
     steps: 35,
     saveSteps: 10,
-    evalPrompts: 200,
+    evalPrompts: AHA_REPORT_PROMPTS,
     seed: 1,
   },
 } satisfies Record<string, Partial<ConfigInput>>;

@@ -500,7 +500,6 @@ export function generateTraces(
   return rng.shuffle(traces);
 }
 
-/** `count` distinct held-out Countdown problems (never in any corpus) for evaluation. */
 /** The task with every held-out problem removed from its stream (prefix-stable, as Task requires). */
 export function withoutHeldOut(task: Task): Task {
   return {
@@ -519,16 +518,21 @@ export function withoutHeldOut(task: Task): Task {
   };
 }
 
+/** `count` distinct held-out Countdown problems (never in any corpus) for evaluation, none of them
+ * in `exclude`. */
 export function heldOutCountdownProblems(
   seed: number,
   count: number,
   options: Partial<CountdownOptions> = TINY_COUNTDOWN_OPTIONS,
+  exclude: readonly Problem[] = [],
 ): Problem[] {
   const task = createCountdownTask(options);
-  const seen = new Set<string>();
+  const seen = new Set<string>(exclude.map(problemKey));
   const out: Problem[] = [];
   for (let chunk = 0; out.length < count; chunk++) {
-    if (chunk > 200) throw new Error(`only ${out.length} distinct held-out problems found`);
+    if (chunk > 200) {
+      throw new Error(`only ${out.length} distinct held-out problems found, ${count} asked for`);
+    }
     for (const p of task.generate(mixSeeds(seed, chunk), 4096)) {
       const key = problemKey(p);
       if (!isHeldOut(p) || seen.has(key)) continue;
@@ -538,6 +542,28 @@ export function heldOutCountdownProblems(
     }
   }
   return out;
+}
+
+/** The seeds of the aha demo's two held-out prompt sets (see ahaPrompts). */
+export const AHA_REPORT_SEED = 20261122;
+export const AHA_SELECTION_SEED = 20261124;
+/** How many prompts the aha report evaluates on (the preset's evalPrompts). */
+export const AHA_REPORT_PROMPTS = 200;
+/** The tiny Countdown setting has only ~300 distinct held-out problems, so the selection set is
+ * what is left beside the reported 200. */
+export const AHA_SELECTION_PROMPTS = 100;
+export type AhaPromptSet = 'report' | 'selection';
+
+/**
+ * The aha demo's prompts, both held out (never in the pretraining corpus nor in the RL prompts):
+ * 'report' is the set `npm run aha` reports on (the first `count` of it); 'selection' is a set
+ * disjoint from all AHA_REPORT_PROMPTS reported ones, on which the preset's options (its learning
+ * rate) are chosen, so that no reported number steered a choice.
+ */
+export function ahaPrompts(set: AhaPromptSet, count: number): Problem[] {
+  if (set === 'report') return heldOutCountdownProblems(AHA_REPORT_SEED, count);
+  const report = heldOutCountdownProblems(AHA_REPORT_SEED, AHA_REPORT_PROMPTS);
+  return heldOutCountdownProblems(AHA_SELECTION_SEED, count, TINY_COUNTDOWN_OPTIONS, report);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -18,6 +18,10 @@ import {
   completionTokenCount,
   countdownCandidates,
   countdownTrace,
+  ahaPrompts,
+  AHA_REPORT_PROMPTS,
+  AHA_REPORT_SEED,
+  AHA_SELECTION_PROMPTS,
   DEFAULT_TRACE_MIX,
   firstStepOpsReaching,
   generateTraces,
@@ -262,6 +266,22 @@ describe('traces', () => {
     if (q.verifier.kind !== 'countdown') throw new Error('countdown expected');
     const swapped = { ...q, verifier: { ...q.verifier, nums: [...q.verifier.nums].reverse() } };
     expect(problemKey(swapped)).toBe(problemKey(q));
+  });
+
+  it("the aha demo's selection prompts are held out and disjoint from its reported prompts", () => {
+    const report = ahaPrompts('report', AHA_REPORT_PROMPTS);
+    const selection = ahaPrompts('selection', AHA_SELECTION_PROMPTS);
+    // The reported set is the plain held-out draw (so earlier reports stay comparable).
+    expect(report.map(problemKey)).toEqual(
+      heldOutCountdownProblems(AHA_REPORT_SEED, 200).map(problemKey),
+    );
+    expect(selection).toHaveLength(100);
+    expect(selection.every(isHeldOut)).toBe(true);
+    const reported = new Set(report.map(problemKey));
+    expect(selection.filter((p) => reported.has(problemKey(p)))).toEqual([]);
+    expect(new Set(selection.map(problemKey)).size).toBe(100);
+    // The held-out pool of this setting is small: asking for more than it holds says so.
+    expect(() => ahaPrompts('selection', 400)).toThrow(/only \d+ distinct held-out problems/);
   });
 
   it("countdown's excludeHeldOut option drops exactly the held-out problems, prefix-stably", () => {
