@@ -21,14 +21,19 @@ await build({
     emptyOutDir: true,
     target: 'node20',
     rollupOptions: {
-      input: { cli: 'bench/cli.ts', engine: 'bench/node/engine.ts' },
+      input: {
+        cli: 'bench/cli.ts',
+        engine: 'bench/node/engine.ts',
+        profile: 'bench/node/profile.ts',
+      },
       output: { format: 'es', entryFileNames: '[name].js' },
     },
   },
   ssr: { external: ['webgpu', 'vite', '@playwright/test', 'playwright-core'] },
 });
 
-const result = spawnSync(process.execPath, [resolve(outDir, 'cli.js'), ...process.argv.slice(2)], {
+const entry = process.argv[2] === '--profile' ? 'profile.js' : 'cli.js';
+const result = spawnSync(process.execPath, [resolve(outDir, entry), ...process.argv.slice(2)], {
   stdio: 'inherit',
   cwd: root,
 });

@@ -117,7 +117,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
       }
       workgroupBarrier();
     }
-  } else {
+  } else if (row0 < params.M && col0 < params.N) {
+    // A thread whose whole 4×4 block lies outside C skips the loop: with no barrier to meet it may
+    // leave early, and on SwiftShader (where invocations are CPU SIMD lanes) the loads and FMAs of
+    // such threads are real work: a 32-row product in a 64-row tile spent half its time there.
     for (var k = 0u; k < params.K; k = k + 1u) {
       let av = vec4<f32>(load_a(a_base, row0, k), load_a(a_base, row0 + 1u, k),
                          load_a(a_base, row0 + 2u, k), load_a(a_base, row0 + 3u, k));

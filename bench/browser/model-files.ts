@@ -25,7 +25,8 @@ export interface ModelFiles {
   files: Map<string, Uint8Array>;
 }
 
-function loadWeights(
+/** The model's config and weights: the bundled files, or seeded random weights. */
+export function buildModelWeights(
   root: string,
   model: BenchModel,
 ): { config: LlamaConfig; tensors: Map<string, Float32Array> } {
@@ -44,7 +45,7 @@ function loadWeights(
 }
 
 export function buildModelFiles(root: string, model: BenchModel): ModelFiles {
-  const { config, tensors } = loadWeights(root, model);
+  const { config, tensors } = buildModelWeights(root, model);
   const files = new Map<string, Uint8Array>();
   const at = (name: string) => `/bench-models/${model.id}/${name}`;
   // config.json, generation_config.json and onnx/model.onnx (with past_key_values).

@@ -21,7 +21,14 @@ export class PassProfiler {
   private readonly querySet: GPUQuerySet;
   private readonly resolve: GPUBuffer;
 
-  constructor(private readonly device: GPUDevice) {
+  /**
+   * byDispatch: key each pass by its label and its dispatch grid ("matmul 12×1×1"), so one kernel's
+   * time splits by shape.
+   */
+  constructor(
+    private readonly device: GPUDevice,
+    private readonly options: { byDispatch?: boolean } = {},
+  ) {
     if (!device.features.has('timestamp-query'))
       throw new Error('PassProfiler needs the timestamp-query feature');
     this.querySet = device.createQuerySet({ type: 'timestamp', count: 2 * MAX_PASSES });
@@ -54,7 +61,7 @@ export class PassProfiler {
           }
           const i = labels.length;
           labels.push(desc.label ?? '(unlabelled)');
-          return begin({
+          const pass = begin({
             ...desc,
             timestampWrites: {
               querySet: this.querySet,
@@ -62,6 +69,14 @@ export class PassProfiler {
               endOfPassWriteIndex: 2 * i + 1,
             },
           });
+          if (this.options.byDispatch) {
+            const dispatch = pass.dispatchWorkgroups.bind(pass);
+            pass.dispatchWorkgroups = (x: number, y = 1, z = 1) => {
+              labels[i] += ` ${x}×${y}×${z}`;
+              dispatch(x, y, z);
+            };
+          }
+          return pass;
         };
         await record(encoder);
         const n = labels.length;
