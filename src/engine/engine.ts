@@ -21,6 +21,7 @@ export async function createEngine(options: EngineOptions = {}): Promise<Engine>
   const device = gpu.device;
   const tuning: KernelTuning = {
     avoidBarriers: gpu.adapter.isSoftware,
+    vectorLoads: true,
     ...options.tuning,
   };
   return {

@@ -22,9 +22,14 @@ export interface KernelTuning {
    * cooperative variants, which spread a row over many threads.
    */
   avoidBarriers: boolean;
+  /**
+   * With avoidBarriers: aligned matmuls read their operands as vec4 (shaders/matmul_vec4.wgsl,
+   * same bits). Off only to measure or test the scalar-load kernel beside it.
+   */
+  vectorLoads: boolean;
 }
 
-export const DEFAULT_TUNING: KernelTuning = { avoidBarriers: false };
+export const DEFAULT_TUNING: KernelTuning = { avoidBarriers: false, vectorLoads: true };
 
 export class PipelineCache {
   // source → constants key → pipeline. The source string itself is the key: V8 caches a string's

@@ -50,6 +50,26 @@ export interface MatmulArgs {
   offsetC?: number;
 }
 
+/**
+ * Whether shaders/matmul_vec4.wgsl can run this product: every vec4 it reads must start at a
+ * multiple of 4 floats (see its header). Most of a Llama's products qualify (y = x·Wᵀ and its
+ * input gradient with hidden sizes that are multiples of 4); the rest take matmul.wgsl.
+ */
+export function vec4Aligned(
+  args: Pick<
+    MatmulArgs,
+    'M' | 'N' | 'K' | 'transA' | 'transB' | 'ldA' | 'offsetA' | 'strideA' | 'strideB'
+  >,
+): boolean {
+  const { M, N, K, transA = false, transB = false } = args;
+  const aligned = (...xs: number[]) => xs.every((x) => x % 4 === 0);
+  return (
+    !transA &&
+    aligned(K, args.ldA ?? K, args.offsetA ?? 0, args.strideA ?? M * K) &&
+    (transB ? aligned(args.strideB ?? K * N) : aligned(N, args.strideB ?? K * N))
+  );
+}
+
 export class MatmulKernel {
   constructor(
     private readonly device: GPUDevice,
@@ -73,14 +93,22 @@ export class MatmulKernel {
     if (args.continueSum && (args.accumulate || (args.alpha ?? 1) !== 1)) {
       throw new RangeError('matmul: continueSum needs alpha 1 and no accumulate');
     }
-    const pipeline = await this.pipelines.get('matmul', shaderSource('matmul'), {
-      WG_X: MATMUL_WG_X,
-      WG_Y: wgY,
-      TILE_K: MATMUL_TILE_K,
-      TRANS_A: transA,
-      TRANS_B: transB,
-      STAGE_TILES: !this.pipelines.tuning.avoidBarriers,
-    });
+    const { avoidBarriers, vectorLoads } = this.pipelines.tuning;
+    const pipeline =
+      avoidBarriers && vectorLoads && vec4Aligned(args)
+        ? await this.pipelines.get('matmul_vec4', shaderSource('matmul_vec4'), {
+            WG_X: MATMUL_WG_X,
+            WG_Y: wgY,
+            TRANS_B: transB,
+          })
+        : await this.pipelines.get('matmul', shaderSource('matmul'), {
+            WG_X: MATMUL_WG_X,
+            WG_Y: wgY,
+            TILE_K: MATMUL_TILE_K,
+            TRANS_A: transA,
+            TRANS_B: transB,
+            STAGE_TILES: !avoidBarriers,
+          });
     const params = createUniformBuffer(
       this.device,
       [

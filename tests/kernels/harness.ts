@@ -31,8 +31,8 @@ export function testEngineWith(tuning: KernelTuning): Promise<Engine> {
 
 /** Both sides of KernelTuning.avoidBarriers, named for test titles. */
 export const BARRIER_VARIANTS = [
-  { name: 'cooperative', tuning: { avoidBarriers: false } },
-  { name: 'barrier-free', tuning: { avoidBarriers: true } },
+  { name: 'cooperative', tuning: { avoidBarriers: false, vectorLoads: true } },
+  { name: 'barrier-free', tuning: { avoidBarriers: true, vectorLoads: true } },
 ] as const;
 
 /** Deterministic uniform values in [lo, hi) from a 32-bit seed (mulberry32). */

@@ -1,9 +1,10 @@
 // shaders/matmul.wgsl against src/ref/matmul.ts on a shape sweep, every transpose combination,
-// batching and accumulation, for both kernel variants (KernelTuning.avoidBarriers), which must also
-// agree bit for bit (same k order).
+// batching and accumulation, for both kernel variants (KernelTuning.avoidBarriers) and, for aligned
+// shapes, the barrier-free variant's vec4 loads (shaders/matmul_vec4.wgsl), which must all agree
+// bit for bit (same k order).
 import { describe, expect, it } from 'vitest';
 import { readF32, uploadStorageBuffer, createStorageBuffer } from '../../src/engine/buffers';
-import { MatmulKernel, MATMUL_TILE_M, MATMUL_TILE_N } from '../../src/kernels/matmul';
+import { MatmulKernel, MATMUL_TILE_M, MATMUL_TILE_N, vec4Aligned } from '../../src/kernels/matmul';
 import { matmulRef, type MatmulShape } from '../../src/ref/matmul';
 import type { KernelTuning } from '../../src/engine/pipelines';
 import {
@@ -52,9 +53,21 @@ const SHAPES: Array<[number, number, number]> = [
   [256, 300, 129], // several tiles, ≥ 256
 ];
 
+/** The barrier-free kernel without its vec4 loads: matmul.wgsl for every shape. */
+const SCALAR_LOADS: KernelTuning = { avoidBarriers: true, vectorLoads: false };
+
+// Shapes whose K (and N) are multiples of 4, so the barrier-free variant reads vec4s: a decode
+// step of 8 sequences, a partial tile in every dimension, a 32-row product in a 64-row tile.
+const VEC4_SHAPES: Array<[number, number, number]> = [
+  [8, 96, 64],
+  [33, 68, 36],
+  [32, 136, 200],
+  [MATMUL_TILE_M + 3, MATMUL_TILE_N + 4, 4],
+];
+
 for (const { name, tuning } of BARRIER_VARIANTS) {
   describe(`matmul.wgsl (${name})`, () => {
-    for (const [M, N, K] of SHAPES) {
+    for (const [M, N, K] of [...SHAPES, ...VEC4_SHAPES]) {
       for (const [transA, transB] of [
         [false, false],
         [false, true],
@@ -114,4 +127,41 @@ it('the staged and the barrier-free variant give the same bits', async () => {
       expect(Array.from(direct.gpu)).toEqual(Array.from(staged.gpu));
     }
   }
+});
+
+it("vec4 loads: aligned products take matmul_vec4.wgsl and give the scalar kernel's bits", async () => {
+  for (const [M, N, K] of VEC4_SHAPES) {
+    for (const transB of [false, true]) {
+      const shape = { M, N, K, transB };
+      // The shapes above are the ones the vec4 kernel runs (else this would compare a kernel
+      // with itself).
+      expect(vec4Aligned(shape)).toBe(true);
+      const [vec4, scalar] = await Promise.all([
+        runMatmul({ avoidBarriers: true, vectorLoads: true }, shape, M + N + K),
+        runMatmul(SCALAR_LOADS, shape, M + N + K),
+      ]);
+      expect(worstMismatch(vec4.gpu, vec4.ref, FORWARD_TOLERANCE)).toBeNull();
+      expect(Array.from(vec4.gpu)).toEqual(Array.from(scalar.gpu));
+    }
+  }
+  // Accumulating, batched with strides and alpha: same bits again (model-split.test.ts covers
+  // windows of a wider A, aligned and not).
+  const batched = { M: 9, N: 12, K: 20, batch: 3, transB: true, alpha: 0.5 };
+  const init = seededUniform(3 * 9 * 12, 5);
+  const [v, sc] = await Promise.all([
+    runMatmul({ avoidBarriers: true, vectorLoads: true }, batched, 3, init),
+    runMatmul(SCALAR_LOADS, batched, 3, init),
+  ]);
+  expect(worstMismatch(v.gpu, v.ref, FORWARD_TOLERANCE)).toBeNull();
+  expect(Array.from(v.gpu)).toEqual(Array.from(sc.gpu));
+});
+
+it('vec4 loads are skipped exactly where an operand is misaligned', () => {
+  expect(vec4Aligned({ M: 8, N: 68, K: 64 })).toBe(true);
+  expect(vec4Aligned({ M: 8, N: 67, K: 64 })).toBe(false); // B's rows
+  expect(vec4Aligned({ M: 8, N: 67, K: 64, transB: true })).toBe(true);
+  expect(vec4Aligned({ M: 8, N: 68, K: 63, transB: true })).toBe(false);
+  expect(vec4Aligned({ M: 8, N: 68, K: 64, transA: true })).toBe(false);
+  expect(vec4Aligned({ M: 8, N: 68, K: 64, ldA: 69, transB: true })).toBe(false);
+  expect(vec4Aligned({ M: 8, N: 68, K: 64, offsetA: 2, transB: true })).toBe(false);
 });

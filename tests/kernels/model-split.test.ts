@@ -6,7 +6,7 @@
 // CPU reference.
 import { describe, expect, it } from 'vitest';
 import { createStorageBuffer, readF32, uploadStorageBuffer } from '../../src/engine/buffers';
-import { MATMUL_TILE_K, MatmulKernel } from '../../src/kernels/matmul';
+import { MATMUL_TILE_K, MatmulKernel, vec4Aligned } from '../../src/kernels/matmul';
 import { packBatch } from '../../src/model/batch';
 import { numel, parseHfConfig, type LlamaConfig } from '../../src/model/config';
 import { initLlamaWeights } from '../../src/model/init';
@@ -285,96 +285,109 @@ describe('matmul windows used by the split head (vs CPU reference)', () => {
     }
   });
 
-  it('reads a block of columns of a wider A, plain and transposed (ldA, offsetA)', async () => {
-    const engine = await testEngine();
-    const kernel = new MatmulKernel(engine.device, engine.pipelines);
-    const [rows, width, c0, w, n] = [23, 70, 16, 37, 19];
-    const wide = seededUniform(rows * width, 4); // (rows, width)
-    const block = columns(wide, rows, width, c0, w); // (rows, w)
-    const other = seededUniform(w * n, 5); // (w, n)
-    const other2 = seededUniform(rows * n, 6); // (rows, n)
-    const bufs = [wide, other, other2].map((x) => uploadStorageBuffer(engine.device, x));
-    const c1 = createStorageBuffer(engine.device, rows * n * 4);
-    const c2 = createStorageBuffer(engine.device, w * n * 4);
-    await engine.run(async (enc) => {
-      // (rows, w)·(w, n): A read with row pitch `width` from column c0.
-      await kernel.encode(enc, {
-        a: bufs[0],
-        b: bufs[1],
-        c: c1,
-        M: rows,
-        N: n,
-        K: w,
-        ldA: width,
-        offsetA: c0,
-      });
-      // (w, rows)·(rows, n): A stored (rows, w) inside the wide matrix, used transposed.
-      await kernel.encode(enc, {
-        a: bufs[0],
-        b: bufs[2],
-        c: c2,
-        M: w,
-        N: n,
-        K: rows,
-        transA: true,
-        ldA: width,
-        offsetA: c0,
-      });
-    });
-    const ref1 = matmulRef(block, other, { M: rows, N: n, K: w });
-    const ref2 = matmulRef(block, other2, { M: w, N: n, K: rows, transA: true });
-    expect(
-      worstMismatch(await readF32(engine.device, c1, rows * n), ref1, FORWARD_TOLERANCE),
-    ).toBeNull();
-    expect(
-      worstMismatch(await readF32(engine.device, c2, w * n), ref2, FORWARD_TOLERANCE),
-    ).toBeNull();
-  });
-
-  it('continueSum: a K split into tile-multiple calls gives the bits of one call', async () => {
-    const engine = await testEngine();
-    const kernel = new MatmulKernel(engine.device, engine.pipelines);
-    const [M, N, K] = [19, 41, 3 * MATMUL_TILE_K + 7];
-    const a = seededUniform(M * K, 7);
-    const b = seededUniform(K * N, 8);
-    const [aBuf, bBuf] = [a, b].map((x) => uploadStorageBuffer(engine.device, x));
-    const one = createStorageBuffer(engine.device, M * N * 4);
-    const parts = createStorageBuffer(engine.device, M * N * 4);
-    const cuts = [0, MATMUL_TILE_K, 3 * MATMUL_TILE_K, K];
-    await engine.run(async (enc) => {
-      await kernel.encode(enc, { a: aBuf, b: bBuf, c: one, M, N, K });
-      for (let i = 0; i + 1 < cuts.length; i++) {
-        // Rows cuts[i]… of B (K, N) and columns cuts[i]… of A (M, K): offsets into both buffers.
-        const k0 = cuts[i];
-        const kLen = cuts[i + 1] - k0;
-        const bPart = uploadStorageBuffer(engine.device, b.subarray(k0 * N, (k0 + kLen) * N));
+  // Odd sizes take matmul.wgsl; multiples of 4 take matmul_vec4.wgsl on software adapters.
+  it.each([
+    [23, 70, 16, 37, 19],
+    [23, 72, 16, 36, 20],
+  ])(
+    'reads a block of columns of a wider A, plain and transposed (ldA, offsetA): rows=%i width=%i',
+    async (rows, width, c0, w, n) => {
+      const engine = await testEngine();
+      const kernel = new MatmulKernel(engine.device, engine.pipelines);
+      expect(vec4Aligned({ M: rows, N: n, K: w, ldA: width, offsetA: c0 })).toBe(width % 4 === 0);
+      const wide = seededUniform(rows * width, 4); // (rows, width)
+      const block = columns(wide, rows, width, c0, w); // (rows, w)
+      const other = seededUniform(w * n, 5); // (w, n)
+      const other2 = seededUniform(rows * n, 6); // (rows, n)
+      const bufs = [wide, other, other2].map((x) => uploadStorageBuffer(engine.device, x));
+      const c1 = createStorageBuffer(engine.device, rows * n * 4);
+      const c2 = createStorageBuffer(engine.device, w * n * 4);
+      await engine.run(async (enc) => {
+        // (rows, w)·(w, n): A read with row pitch `width` from column c0.
         await kernel.encode(enc, {
+          a: bufs[0],
+          b: bufs[1],
+          c: c1,
+          M: rows,
+          N: n,
+          K: w,
+          ldA: width,
+          offsetA: c0,
+        });
+        // (w, rows)·(rows, n): A stored (rows, w) inside the wide matrix, used transposed.
+        await kernel.encode(enc, {
+          a: bufs[0],
+          b: bufs[2],
+          c: c2,
+          M: w,
+          N: n,
+          K: rows,
+          transA: true,
+          ldA: width,
+          offsetA: c0,
+        });
+      });
+      const ref1 = matmulRef(block, other, { M: rows, N: n, K: w });
+      const ref2 = matmulRef(block, other2, { M: w, N: n, K: rows, transA: true });
+      expect(
+        worstMismatch(await readF32(engine.device, c1, rows * n), ref1, FORWARD_TOLERANCE),
+      ).toBeNull();
+      expect(
+        worstMismatch(await readF32(engine.device, c2, w * n), ref2, FORWARD_TOLERANCE),
+      ).toBeNull();
+    },
+  );
+
+  it.each([
+    [19, 41, 3 * MATMUL_TILE_K + 7],
+    [19, 44, 3 * MATMUL_TILE_K + 8],
+  ])(
+    'continueSum: a K split into tile-multiple calls gives the bits of one call: M=%i N=%i K=%i',
+    async (M, N, K) => {
+      const engine = await testEngine();
+      const kernel = new MatmulKernel(engine.device, engine.pipelines);
+      expect(vec4Aligned({ M, N, K })).toBe(K % 4 === 0 && N % 4 === 0);
+      const a = seededUniform(M * K, 7);
+      const b = seededUniform(K * N, 8);
+      const [aBuf, bBuf] = [a, b].map((x) => uploadStorageBuffer(engine.device, x));
+      const one = createStorageBuffer(engine.device, M * N * 4);
+      const parts = createStorageBuffer(engine.device, M * N * 4);
+      const cuts = [0, MATMUL_TILE_K, 3 * MATMUL_TILE_K, K];
+      await engine.run(async (enc) => {
+        await kernel.encode(enc, { a: aBuf, b: bBuf, c: one, M, N, K });
+        for (let i = 0; i + 1 < cuts.length; i++) {
+          // Rows cuts[i]… of B (K, N) and columns cuts[i]… of A (M, K): offsets into both buffers.
+          const k0 = cuts[i];
+          const kLen = cuts[i + 1] - k0;
+          const bPart = uploadStorageBuffer(engine.device, b.subarray(k0 * N, (k0 + kLen) * N));
+          await kernel.encode(enc, {
+            a: aBuf,
+            b: bPart,
+            c: parts,
+            M,
+            N,
+            K: kLen,
+            ldA: K,
+            offsetA: k0,
+            continueSum: i > 0,
+          });
+        }
+      });
+      const whole = await readF32(engine.device, one, M * N);
+      expect(same(await readF32(engine.device, parts, M * N), whole)).toBe(true);
+      expect(worstMismatch(whole, matmulRef(a, b, { M, N, K }), FORWARD_TOLERANCE)).toBeNull();
+      await expect(() =>
+        kernel.encode(engine.device.createCommandEncoder(), {
           a: aBuf,
-          b: bPart,
-          c: parts,
+          b: bBuf,
+          c: one,
           M,
           N,
-          K: kLen,
-          ldA: K,
-          offsetA: k0,
-          continueSum: i > 0,
-        });
-      }
-    });
-    const whole = await readF32(engine.device, one, M * N);
-    expect(same(await readF32(engine.device, parts, M * N), whole)).toBe(true);
-    expect(worstMismatch(whole, matmulRef(a, b, { M, N, K }), FORWARD_TOLERANCE)).toBeNull();
-    await expect(() =>
-      kernel.encode(engine.device.createCommandEncoder(), {
-        a: aBuf,
-        b: bBuf,
-        c: one,
-        M,
-        N,
-        K,
-        continueSum: true,
-        alpha: 0.5,
-      }),
-    ).rejects.toThrow('continueSum needs alpha 1');
-  });
+          K,
+          continueSum: true,
+          alpha: 0.5,
+        }),
+      ).rejects.toThrow('continueSum needs alpha 1');
+    },
+  );
 });

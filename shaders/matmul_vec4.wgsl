@@ -1,0 +1,146 @@
+// matmul_vec4.wgsl — the barrier-free variant of matmul.wgsl (KernelTuning.avoidBarriers) for
+// aligned operands, reading A and B four floats at a time.
+//
+// Same contract, uniforms, bindings and dispatch as matmul.wgsl, restricted to what vec4 reads
+// allow (src/kernels/matmul.ts checks it): A not transposed, K, ldA, offsetA and strideA multiples
+// of 4; B transposed with strideB a multiple of 4, or B not transposed with N and strideB multiples
+// of 4. Each thread still owns a 4×4 block of C and adds the products in the same order, one k at a
+// time with the same fma, so its results are bit-identical to matmul.wgsl's (tests check it).
+// What changes is the loads: per 4 values of k, a thread reads 4 vec4 of A (one per row) and 4
+// vec4 of B (one per column of Bᵀ, transposed in registers, or one per row of B) instead of 32
+// scalars, each with its own bounds check and address arithmetic. On SwiftShader, where the loads
+// of every SIMD lane are emulated, that is most of a decode-shaped product's time.
+// Why not in matmul.wgsl: a binding has one element type, and vec4 arrays would drop the last
+// 1–3 floats of buffers whose length is not a multiple of 4 (primes are legal shapes there).
+
+override WG_X: u32 = 16;
+override WG_Y: u32 = 16;
+override TRANS_B: bool = false;
+
+struct Params {
+  M: u32,
+  N: u32,
+  K: u32,
+  accumulate: u32, // 1: C += alpha·op(A)·op(B); 2: the sums start from C (see matmul.wgsl)
+  strideA: u32,
+  strideB: u32,
+  strideC: u32,
+  alpha: f32,
+  ldA: u32,
+  ldC: u32,
+  offsetA: u32,
+  offsetC: u32,
+}
+
+@group(0) @binding(0) var<storage, read> a: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read> b: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read_write> c: array<f32>;
+@group(0) @binding(3) var<uniform> params: Params;
+
+/** A[row, k..k+3] (element offsets, all multiples of 4); zero past the last row (never stored). */
+fn load_a4(base: u32, row: u32, k: u32) -> vec4<f32> {
+  if (row >= params.M) { return vec4<f32>(0.0); }
+  return a[(base + row * params.ldA + k) / 4u];
+}
+
+/** TRANS_B: op(B)[k..k+3, col] (a row of the stored (N, K) matrix), zero past the last column. */
+fn load_bt4(base: u32, k: u32, col: u32) -> vec4<f32> {
+  if (col >= params.N) { return vec4<f32>(0.0); }
+  return b[(base + col * params.K + k) / 4u];
+}
+
+/** The dot products' starting values for row `row`, columns col..col+3 (accumulate 2). */
+fn load_c_row(base: u32, row: u32, col: u32) -> vec4<f32> {
+  var v = vec4<f32>(0.0);
+  if (row >= params.M) { return v; }
+  for (var j = 0u; j < 4u; j = j + 1u) {
+    if (col + j < params.N) { v[j] = c[base + row * params.ldC + col + j]; }
+  }
+  return v;
+}
+
+/** Writes alpha·v (+ C when accumulating) to row `row`, columns col..col+3, inside C only. */
+fn store_c_row(base: u32, row: u32, col: u32, v: vec4<f32>) {
+  if (row >= params.M) { return; }
+  for (var j = 0u; j < 4u; j = j + 1u) {
+    if (col + j >= params.N) { return; }
+    let index = base + row * params.ldC + col + j;
+    var value = params.alpha * v[j];
+    if (params.accumulate == 1u) { value = value + c[index]; }
+    c[index] = value;
+  }
+}
+
+@compute @workgroup_size(WG_X, WG_Y, 1)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
+  let row0 = (wid.y * WG_Y + lid.y) * 4u;
+  let col0 = (wid.x * WG_X + lid.x) * 4u;
+  // No barriers below, so a thread with nothing to compute may leave at once.
+  if (row0 >= params.M || col0 >= params.N) { return; }
+  let a_base = params.offsetA + wid.z * params.strideA;
+  let b_base = wid.z * params.strideB;
+  let c_base = params.offsetC + wid.z * params.strideC;
+
+  // Four named accumulators, not an array: indexed only by constants, they stay in registers.
+  var acc0 = vec4<f32>(0.0);
+  var acc1 = vec4<f32>(0.0);
+  var acc2 = vec4<f32>(0.0);
+  var acc3 = vec4<f32>(0.0);
+  if (params.accumulate == 2u) {
+    acc0 = load_c_row(c_base, row0, col0);
+    acc1 = load_c_row(c_base, row0 + 1u, col0);
+    acc2 = load_c_row(c_base, row0 + 2u, col0);
+    acc3 = load_c_row(c_base, row0 + 3u, col0);
+  }
+  for (var k = 0u; k < params.K; k = k + 4u) {
+    // Rows row0..row0+3 of A over k..k+3: a<i>[kk] = A[row0 + i, k + kk].
+    let a0 = load_a4(a_base, row0, k);
+    let a1 = load_a4(a_base, row0 + 1u, k);
+    let a2 = load_a4(a_base, row0 + 2u, k);
+    let a3 = load_a4(a_base, row0 + 3u, k);
+    // Rows k..k+3 of op(B) over columns col0..col0+3: b<kk>[j] = op(B)[k + kk, col0 + j].
+    var b0: vec4<f32>;
+    var b1: vec4<f32>;
+    var b2: vec4<f32>;
+    var b3: vec4<f32>;
+    if (TRANS_B) {
+      let c0 = load_bt4(b_base, k, col0);
+      let c1 = load_bt4(b_base, k, col0 + 1u);
+      let c2 = load_bt4(b_base, k, col0 + 2u);
+      let c3 = load_bt4(b_base, k, col0 + 3u);
+      b0 = vec4<f32>(c0.x, c1.x, c2.x, c3.x);
+      b1 = vec4<f32>(c0.y, c1.y, c2.y, c3.y);
+      b2 = vec4<f32>(c0.z, c1.z, c2.z, c3.z);
+      b3 = vec4<f32>(c0.w, c1.w, c2.w, c3.w);
+    } else {
+      // N is a multiple of 4 and col0 < N, so each vec4 is inside its row.
+      let at = (b_base + k * params.N + col0) / 4u;
+      let pitch = params.N / 4u;
+      b0 = b[at];
+      b1 = b[at + pitch];
+      b2 = b[at + 2u * pitch];
+      b3 = b[at + 3u * pitch];
+    }
+    // matmul.wgsl's order: for each k, every row's fma.
+    acc0 = fma(vec4<f32>(a0.x), b0, acc0);
+    acc1 = fma(vec4<f32>(a1.x), b0, acc1);
+    acc2 = fma(vec4<f32>(a2.x), b0, acc2);
+    acc3 = fma(vec4<f32>(a3.x), b0, acc3);
+    acc0 = fma(vec4<f32>(a0.y), b1, acc0);
+    acc1 = fma(vec4<f32>(a1.y), b1, acc1);
+    acc2 = fma(vec4<f32>(a2.y), b1, acc2);
+    acc3 = fma(vec4<f32>(a3.y), b1, acc3);
+    acc0 = fma(vec4<f32>(a0.z), b2, acc0);
+    acc1 = fma(vec4<f32>(a1.z), b2, acc1);
+    acc2 = fma(vec4<f32>(a2.z), b2, acc2);
+    acc3 = fma(vec4<f32>(a3.z), b2, acc3);
+    acc0 = fma(vec4<f32>(a0.w), b3, acc0);
+    acc1 = fma(vec4<f32>(a1.w), b3, acc1);
+    acc2 = fma(vec4<f32>(a2.w), b3, acc2);
+    acc3 = fma(vec4<f32>(a3.w), b3, acc3);
+  }
+  store_c_row(c_base, row0, col0, acc0);
+  store_c_row(c_base, row0 + 1u, col0, acc1);
+  store_c_row(c_base, row0 + 2u, col0, acc2);
+  store_c_row(c_base, row0 + 3u, col0, acc3);
+}
