@@ -2,19 +2,19 @@
 // aligned operands, reading A and B four floats at a time.
 //
 // Same contract, uniforms, bindings and dispatch as matmul.wgsl, restricted to what vec4 reads
-// allow (src/kernels/matmul.ts checks it): A not transposed, K, ldA, offsetA and strideA multiples
-// of 4; B transposed with strideB a multiple of 4, or B not transposed with N and strideB multiples
-// of 4. Each thread still owns a 4×4 block of C and adds the products in the same order, one k at a
+// allow (src/kernels/matmul.ts vec4Aligned checks it): K, ldA, offsetA, strideA and strideB
+// multiples of 4, and M too when A is transposed, N too when B is not. Each thread still owns a 4×4 block of C and adds the products in the same order, one k at a
 // time with the same fma, so its results are bit-identical to matmul.wgsl's (tests check it).
-// What changes is the loads: per 4 values of k, a thread reads 4 vec4 of A (one per row) and 4
-// vec4 of B (one per column of Bᵀ, transposed in registers, or one per row of B) instead of 32
-// scalars, each with its own bounds check and address arithmetic. On SwiftShader, where the loads
-// of every SIMD lane are emulated, that is most of a decode-shaped product's time.
+// What changes is the loads: per 4 values of k, a thread reads 4 vec4 of A and 4 vec4 of B (4×4
+// blocks, transposed in registers where the stored layout runs the other way) instead of 32
+// scalars, each with its own bounds check and address arithmetic, and the 4×4 block of C lives in
+// four named vec4 (matmul.wgsl's indexed array is kept in memory by SwiftShader's compiler).
 // Why not in matmul.wgsl: a binding has one element type, and vec4 arrays would drop the last
 // 1–3 floats of buffers whose length is not a multiple of 4 (primes are legal shapes there).
 
 override WG_X: u32 = 16;
 override WG_Y: u32 = 16;
+override TRANS_A: bool = false;
 override TRANS_B: bool = false;
 
 struct Params {
@@ -93,11 +93,29 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
     acc3 = load_c_row(c_base, row0 + 3u, col0);
   }
   for (var k = 0u; k < params.K; k = k + 4u) {
-    // Rows row0..row0+3 of A over k..k+3: a<i>[kk] = A[row0 + i, k + kk].
-    let a0 = load_a4(a_base, row0, k);
-    let a1 = load_a4(a_base, row0 + 1u, k);
-    let a2 = load_a4(a_base, row0 + 2u, k);
-    let a3 = load_a4(a_base, row0 + 3u, k);
+    // Rows row0..row0+3 of op(A) over k..k+3: a<i>[kk] = op(A)[row0 + i, k + kk].
+    var a0: vec4<f32>;
+    var a1: vec4<f32>;
+    var a2: vec4<f32>;
+    var a3: vec4<f32>;
+    if (TRANS_A) {
+      // M is a multiple of 4 and row0 < M: each vec4 (4 rows at one k) is inside A's row k.
+      let at = (a_base + k * params.ldA + row0) / 4u;
+      let pitch = params.ldA / 4u;
+      let r0 = a[at];
+      let r1 = a[at + pitch];
+      let r2 = a[at + 2u * pitch];
+      let r3 = a[at + 3u * pitch];
+      a0 = vec4<f32>(r0.x, r1.x, r2.x, r3.x);
+      a1 = vec4<f32>(r0.y, r1.y, r2.y, r3.y);
+      a2 = vec4<f32>(r0.z, r1.z, r2.z, r3.z);
+      a3 = vec4<f32>(r0.w, r1.w, r2.w, r3.w);
+    } else {
+      a0 = load_a4(a_base, row0, k);
+      a1 = load_a4(a_base, row0 + 1u, k);
+      a2 = load_a4(a_base, row0 + 2u, k);
+      a3 = load_a4(a_base, row0 + 3u, k);
+    }
     // Rows k..k+3 of op(B) over columns col0..col0+3: b<kk>[j] = op(B)[k + kk, col0 + j].
     var b0: vec4<f32>;
     var b1: vec4<f32>;

@@ -52,8 +52,8 @@ export interface MatmulArgs {
 
 /**
  * Whether shaders/matmul_vec4.wgsl can run this product: every vec4 it reads must start at a
- * multiple of 4 floats (see its header). Most of a Llama's products qualify (y = x·Wᵀ and its
- * input gradient with hidden sizes that are multiples of 4); the rest take matmul.wgsl.
+ * multiple of 4 floats (see its header). A Llama's products qualify when its sizes and the batch's
+ * token count are multiples of 4; the rest take matmul.wgsl.
  */
 export function vec4Aligned(
   args: Pick<
@@ -64,9 +64,10 @@ export function vec4Aligned(
   const { M, N, K, transA = false, transB = false } = args;
   const aligned = (...xs: number[]) => xs.every((x) => x % 4 === 0);
   return (
-    !transA &&
-    aligned(K, args.ldA ?? K, args.offsetA ?? 0, args.strideA ?? M * K) &&
-    (transB ? aligned(args.strideB ?? K * N) : aligned(N, args.strideB ?? K * N))
+    aligned(K, args.ldA ?? (transA ? M : K), args.offsetA ?? 0, args.strideA ?? M * K) &&
+    aligned(args.strideB ?? K * N) &&
+    (!transA || aligned(M)) &&
+    (transB || aligned(N))
   );
 }
 
@@ -99,6 +100,7 @@ export class MatmulKernel {
         ? await this.pipelines.get('matmul_vec4', shaderSource('matmul_vec4'), {
             WG_X: MATMUL_WG_X,
             WG_Y: wgY,
+            TRANS_A: transA,
             TRANS_B: transB,
           })
         : await this.pipelines.get('matmul', shaderSource('matmul'), {

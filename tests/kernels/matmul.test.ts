@@ -60,9 +60,9 @@ const SCALAR_LOADS: KernelTuning = { avoidBarriers: true, vectorLoads: false };
 // step of 8 sequences, a partial tile in every dimension, a 32-row product in a 64-row tile.
 const VEC4_SHAPES: Array<[number, number, number]> = [
   [8, 96, 64],
-  [33, 68, 36],
+  [36, 68, 36],
   [32, 136, 200],
-  [MATMUL_TILE_M + 3, MATMUL_TILE_N + 4, 4],
+  [MATMUL_TILE_M + 4, MATMUL_TILE_N + 4, 4],
 ];
 
 for (const { name, tuning } of BARRIER_VARIANTS) {
@@ -131,8 +131,13 @@ it('the staged and the barrier-free variant give the same bits', async () => {
 
 it("vec4 loads: aligned products take matmul_vec4.wgsl and give the scalar kernel's bits", async () => {
   for (const [M, N, K] of VEC4_SHAPES) {
-    for (const transB of [false, true]) {
-      const shape = { M, N, K, transB };
+    for (const [transA, transB] of [
+      [false, false],
+      [false, true],
+      [true, false],
+      [true, true],
+    ]) {
+      const shape = { M, N, K, transA, transB };
       // The shapes above are the ones the vec4 kernel runs (else this would compare a kernel
       // with itself).
       expect(vec4Aligned(shape)).toBe(true);
@@ -161,7 +166,9 @@ it('vec4 loads are skipped exactly where an operand is misaligned', () => {
   expect(vec4Aligned({ M: 8, N: 67, K: 64 })).toBe(false); // B's rows
   expect(vec4Aligned({ M: 8, N: 67, K: 64, transB: true })).toBe(true);
   expect(vec4Aligned({ M: 8, N: 68, K: 63, transB: true })).toBe(false);
-  expect(vec4Aligned({ M: 8, N: 68, K: 64, transA: true })).toBe(false);
+  expect(vec4Aligned({ M: 8, N: 68, K: 64, transA: true })).toBe(true);
+  expect(vec4Aligned({ M: 9, N: 68, K: 64, transA: true })).toBe(false); // A's rows
+  expect(vec4Aligned({ M: 9, N: 68, K: 64 })).toBe(true);
   expect(vec4Aligned({ M: 8, N: 68, K: 64, ldA: 69, transB: true })).toBe(false);
   expect(vec4Aligned({ M: 8, N: 68, K: 64, offsetA: 2, transB: true })).toBe(false);
 });
