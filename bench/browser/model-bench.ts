@@ -8,13 +8,11 @@ import '@tensorflow/tfjs-backend-webgpu';
 import * as ort from 'onnxruntime-web/webgpu';
 import { AutoModelForCausalLM, env as hfEnv, Tensor as HfTensor } from '@huggingface/transformers';
 import { createEngine, type Engine } from '../../src/engine/engine';
-import { createStorageBuffer, readF32, writeBuffer } from '../../src/engine/buffers';
+import { readF32 } from '../../src/engine/buffers';
 import { parseSafetensors } from '../../src/io/safetensors';
-import { CrossEntropyKernel, crossEntropyRowWeights } from '../../src/kernels/cross-entropy';
 import { parameterCount, parseHfConfig, type LlamaConfig } from '../../src/model/config';
 import { GpuLlama } from '../../src/model/llama';
 import { Sampler } from '../../src/model/sampler';
-import { GpuAdamW } from '../../src/optim/adamw';
 import {
   LOGITS_REL_TOLERANCE,
   LOSS_REL_TOLERANCE,
@@ -27,6 +25,7 @@ import {
   type TrainingWorkload,
 } from './models';
 import { TfjsLlama } from './tfjs-llama';
+import { ourTrainStep } from '../lib/our-train-step';
 
 const log = (line: string) => console.log(`[page] ${line}`);
 
@@ -377,57 +376,8 @@ async function oursTrainer(
   targets: Uint32Array,
   w: TrainingWorkload,
 ): Promise<TrainRunner> {
-  const eng = await ourEngine();
-  const { device } = eng;
-  const { N, T } = w;
-  const R = N * T;
-  const V = m.config.vocabSize;
-  const model = GpuLlama.load(eng, m.config, m.tensors);
-  // As GrpoTrainer: GpuAdamW (global grad norm, here without clipping, then AdamW).
-  const optimizer = new GpuAdamW(eng, model, {
-    beta1: 0.9,
-    beta2: 0.999,
-    eps: 1e-8,
-    weightDecay: 0,
-    maxGradNorm: 0,
-  });
-  const crossEntropy = new CrossEntropyKernel(device, eng.pipelines);
-  const buffers = {
-    targets: createStorageBuffer(device, R * 4, 'bench.targets'),
-    rowWeights: createStorageBuffer(device, R * 4, 'bench.rowWeights'),
-    loss: createStorageBuffer(device, 4, 'bench.loss'),
-    dLogits: createStorageBuffer(device, R * V * 4, 'bench.dLogits'),
-    logp: createStorageBuffer(device, R * 4, 'bench.logp'),
-    entropy: createStorageBuffer(device, R * 4, 'bench.entropy'),
-    lse: createStorageBuffer(device, R * 4, 'bench.lse'),
-  };
-  const keyStart = new Uint32Array(N);
-  const positions = new Uint32Array(R).map((_, i) => i % T);
-  const rowWeights = crossEntropyRowWeights(new Float32Array(R).fill(1));
-  return {
-    async step() {
-      // What the trainer uploads per step: the batch, the targets and the row weights.
-      const batch = model.uploadBatch(inputs, keyStart, positions, N, T);
-      writeBuffer(device, buffers.targets, targets);
-      writeBuffer(device, buffers.rowWeights, rowWeights);
-      await eng.run(async (enc) => {
-        model.zeroGradients(enc);
-        const state = await model.forward(enc, batch, { start: 0, count: T });
-        await crossEntropy.encode(enc, { ...buffers, logits: state.logits, R, V });
-        await model.backward(enc, state, buffers.dLogits);
-        await optimizer.encodeStep(enc, w.learningRate);
-      }, 'bench.train');
-      const stats = await optimizer.readStats();
-      if (!stats.finite) throw new Error(`non-finite gradient norm ${stats.norm}`);
-      optimizer.commitStep();
-      return (await readF32(device, buffers.loss, 1))[0];
-    },
-    dispose() {
-      for (const b of Object.values(buffers)) b.destroy();
-      optimizer.destroy();
-      model.destroy();
-    },
-  };
+  const trainer = ourTrainStep(await ourEngine(), m, inputs, targets, w);
+  return { step: () => trainer.step(), dispose: () => trainer.dispose() };
 }
 
 async function tfjsTrainer(

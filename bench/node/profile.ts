@@ -5,13 +5,11 @@
 // so the table says which kernels to make faster to move those ratios.
 //
 // Usage: `npm run bench -- --only profile [--models tiny-reasoner]` (bench/run.mjs bundles it).
-import { createStorageBuffer, readF32, writeBuffer } from '../../src/engine/buffers';
 import { createEngine } from '../../src/engine/engine';
-import { CrossEntropyKernel, crossEntropyRowWeights } from '../../src/kernels/cross-entropy';
 import { GpuLlama } from '../../src/model/llama';
 import { Sampler } from '../../src/model/sampler';
-import { GpuAdamW } from '../../src/optim/adamw';
 import { PassProfiler, type PassTotals } from '../lib/gpu-profile';
+import { ourTrainStep } from '../lib/our-train-step';
 import { buildModelWeights } from '../browser/model-files';
 import { BENCH_MODELS } from '../browser/models';
 
@@ -45,69 +43,36 @@ export async function profileModel(root: string, id: string): Promise<ProfileRes
   }
   const profiler = new PassProfiler(engine.device, { byDispatch: true });
   const profiled = profiler.wrap(engine);
-  const llama = GpuLlama.load(engine, config, tensors);
 
-  // (d)'s training step: forward, cross-entropy, backward, AdamW; one warm-up, one profiled.
-  const { N, T, learningRate } = model.training;
-  const R = N * T;
+  // (d)'s training step (the browser benchmark's own code), one warm-up step, one profiled.
+  const { N, T } = model.training;
   const V = config.vocabSize;
-  const optimizer = new GpuAdamW(engine, llama, {
-    beta1: 0.9,
-    beta2: 0.999,
-    eps: 1e-8,
-    weightDecay: 0,
-    maxGradNorm: 0,
-  });
-  const crossEntropy = new CrossEntropyKernel(engine.device, engine.pipelines);
-  const device = engine.device;
-  const buffers = {
-    targets: createStorageBuffer(device, R * 4, 'profile.targets'),
-    rowWeights: createStorageBuffer(device, R * 4, 'profile.rowWeights'),
-    loss: createStorageBuffer(device, 4, 'profile.loss'),
-    dLogits: createStorageBuffer(device, R * V * 4, 'profile.dLogits'),
-    logp: createStorageBuffer(device, R * 4, 'profile.logp'),
-    entropy: createStorageBuffer(device, R * 4, 'profile.entropy'),
-    lse: createStorageBuffer(device, R * 4, 'profile.lse'),
-  };
-  const tokens = new Uint32Array(R).map((_, i) => (i * 7919 + 13) % V);
-  writeBuffer(
-    device,
-    buffers.targets,
+  const tokens = new Uint32Array(N * T).map((_, i) => (i * 7919 + 13) % V);
+  const trainer = ourTrainStep(
+    engine,
+    { config, tensors },
+    tokens,
     tokens.map((t) => (t + 1) % V),
+    model.training,
   );
-  writeBuffer(device, buffers.rowWeights, crossEntropyRowWeights(new Float32Array(R).fill(1)));
-  const positions = new Uint32Array(R).map((_, i) => i % T);
-  const trainStep = async (run: typeof engine.run) => {
-    const batch = llama.uploadBatch(tokens, new Uint32Array(N), positions, N, T);
-    await run(async (enc) => {
-      llama.zeroGradients(enc);
-      const state = await llama.forward(enc, batch, { start: 0, count: T });
-      await crossEntropy.encode(enc, { ...buffers, logits: state.logits, R, V });
-      await llama.backward(enc, state, buffers.dLogits);
-      await optimizer.encodeStep(enc, learningRate);
-    }, 'profile.train');
-    await optimizer.readStats();
-    optimizer.commitStep();
-    return (await readF32(device, buffers.loss, 1))[0];
-  };
-  await trainStep(engine.run);
+  await trainer.step();
   profiler.reset();
   let t0 = performance.now();
-  const loss = await trainStep(profiled.run);
+  const loss = await trainer.step(profiled);
   const training = {
     wallMs: performance.now() - t0,
     busyMs: profiler.totals.busyMs,
     kernels: rows(profiler.totals),
   };
   if (!Number.isFinite(loss)) throw new Error(`training loss ${loss}`);
-  optimizer.destroy();
-  for (const b of Object.values(buffers)) b.destroy();
+  trainer.dispose();
 
   // (c)'s decoding: B prompts × G completions with the KV cache.
   const { B, G, promptTokens, newTokens } = model.sampling;
   const prompts = Array.from({ length: B * G }, (_, n) =>
     Array.from({ length: promptTokens }, (_, i) => (Math.floor(n / G) * 31 + i * 17 + 5) % V),
   );
+  const llama = GpuLlama.load(engine, config, tensors);
   const generate = (sampler: Sampler) =>
     sampler.generate(prompts, {
       maxNewTokens: newTokens,
