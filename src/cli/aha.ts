@@ -163,7 +163,7 @@ async function main(args: string[]) {
   const report = {
     preset: 'aha',
     config,
-    command: `npm run aha -- ${args.join(' ')}`.trim(),
+    command: args.length ? `npm run aha -- ${args.join(' ')}` : 'npm run aha',
     machine: {
       cpu: cpus()[0]?.model ?? 'unknown',
       cores: cpus().length,
@@ -279,7 +279,7 @@ ${report.heldOutPrompts} held-out Countdown prompts (never in the pretraining co
 | --- | --- | --- | --- | --- |
 ${rows.join('\n')}
 
-Targets (every seed): accuracy +25 points: **${report.targets.accuracyUp25Points ? 'met' : 'not met'}**; reflection rate at least doubled: **${report.targets.reflectionDoubled ? 'met' : 'not met'}**; reflecting completions more accurate at the end: **${report.targets.reflectingMoreAccurate ? 'met' : 'not met'}**.
+${report.promptSet === 'report' ? "The preset's learning rate was chosen beforehand on other held-out prompts and another seed: [selection.md](selection.md).\n\n" : ''}Targets (every seed): accuracy +25 points: **${report.targets.accuracyUp25Points ? 'met' : 'not met'}**; reflection rate at least doubled: **${report.targets.reflectionDoubled ? 'met' : 'not met'}**; reflecting completions more accurate at the end: **${report.targets.reflectingMoreAccurate ? 'met' : 'not met'}**.
 
 ![accuracy](accuracy.svg) ![reflection](reflection.svg)
 ![reflecting vs not](reflect-accuracy.svg) ![length](length.svg)
