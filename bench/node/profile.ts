@@ -2,10 +2,15 @@
 // shape: the llama-100m benchmark model (bench/browser/models.ts, seeded random weights) on Node
 // WebGPU, each compute pass timed with timestamp queries (bench/lib/gpu-profile.ts) and keyed by
 // its label and dispatch grid. The workloads are the side-by-side benchmark's (issue 9 (c), (d)),
-// so the table says which kernels to make faster to move those ratios.
+// so the table says which kernels to make faster to move those ratios. Then the barrier-free matmul
+// at llama-100m's shapes with scalar loads (matmul.wgsl) and with vec4 loads (matmul_vec4.wgsl),
+// side by side in one process.
 //
 // Usage: `npm run bench -- --only profile [--models tiny-reasoner]` (bench/run.mjs bundles it).
-import { createEngine } from '../../src/engine/engine';
+import { createStorageBuffer, uploadStorageBuffer } from '../../src/engine/buffers';
+import { createEngine, type Engine } from '../../src/engine/engine';
+import { PipelineCache } from '../../src/engine/pipelines';
+import { MatmulKernel, type MatmulArgs } from '../../src/kernels/matmul';
 import { GpuLlama } from '../../src/model/llama';
 import { Sampler } from '../../src/model/sampler';
 import { PassProfiler, type PassTotals } from '../lib/gpu-profile';
@@ -98,6 +103,59 @@ export async function profileModel(root: string, id: string): Promise<ProfileRes
   return { bench: 'profile', model: id, training, sampling };
 }
 
+type MatmulShape = Pick<MatmulArgs, 'M' | 'N' | 'K' | 'transA' | 'transB'> & { name: string };
+
+/** llama-100m's matmul shapes in (c) decoding (8 rows) and (d) training (32 rows). */
+const LOAD_SHAPES: MatmulShape[] = [
+  { name: 'decode x·Wᵀ, gate/up', M: 8, N: 2048, K: 768, transB: true },
+  { name: 'decode x·Wᵀ, down', M: 8, N: 768, K: 2048, transB: true },
+  { name: 'train x·Wᵀ, q/o', M: 32, N: 768, K: 768, transB: true },
+  { name: 'train dX = dY·W, down', M: 32, N: 768, K: 2048 },
+  { name: 'train dW = dYᵀ·X, gate/up', M: 2048, N: 768, K: 32, transA: true },
+  { name: 'train dW, tied embedding', M: 32000, N: 768, K: 32, transA: true },
+];
+
+export interface LoadRow {
+  shape: string;
+  scalarGflops: number;
+  vec4Gflops: number;
+}
+
+/** GFLOP/s (median of 3 submissions of 5 products) of the scalar- and vec4-load kernels. */
+export async function compareMatmulLoads(engine: Engine): Promise<LoadRow[]> {
+  const out: LoadRow[] = [];
+  for (const { name, ...shape } of LOAD_SHAPES) {
+    const a = uploadStorageBuffer(engine.device, new Float32Array(shape.M * shape.K).fill(0.5));
+    const b = uploadStorageBuffer(engine.device, new Float32Array(shape.N * shape.K).fill(0.25));
+    const c = createStorageBuffer(engine.device, shape.M * shape.N * 4);
+    const gflops: number[] = [];
+    for (const vectorLoads of [false, true]) {
+      const pipelines = new PipelineCache(engine.device, { avoidBarriers: true, vectorLoads });
+      const kernel = new MatmulKernel(engine.device, pipelines);
+      const run = () =>
+        engine.run(async (enc) => {
+          for (let i = 0; i < 5; i++) await kernel.encode(enc, { a, b, c, ...shape });
+        });
+      await run();
+      const ms: number[] = [];
+      for (let r = 0; r < 3; r++) {
+        const t0 = performance.now();
+        await run();
+        ms.push((performance.now() - t0) / 5);
+      }
+      ms.sort((x, y) => x - y);
+      gflops.push((2 * shape.M * shape.N * shape.K) / (ms[1] * 1e6));
+    }
+    for (const buf of [a, b, c]) buf.destroy();
+    out.push({
+      shape: `${name} (${shape.M}×${shape.N}×${shape.K})`,
+      scalarGflops: gflops[0],
+      vec4Gflops: gflops[1],
+    });
+  }
+  return out;
+}
+
 function printProfile(r: ProfileResult, top: number): void {
   for (const [name, part] of [
     ['training step', r.training],
@@ -120,6 +178,14 @@ async function main(argv: string[]) {
   const id = modelIndex >= 0 ? argv[modelIndex + 1] : 'llama-100m';
   const result = await profileModel(process.cwd(), id);
   printProfile(result, 25);
+  const engine = await createEngine();
+  console.log('\nbarrier-free matmul, llama-100m shapes   scalar loads   vec4 loads   GFLOP/s');
+  for (const r of await compareMatmulLoads(engine)) {
+    console.log(
+      `${r.shape.padEnd(44)} ${r.scalarGflops.toFixed(2).padStart(8)} ${r.vec4Gflops.toFixed(2).padStart(12)}   ×${(r.vec4Gflops / r.scalarGflops).toFixed(2)}`,
+    );
+  }
+  engine.destroy();
 }
 
 main(process.argv.slice(2)).then(
