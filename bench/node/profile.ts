@@ -15,6 +15,7 @@ import { GpuLlama } from '../../src/model/llama';
 import { Sampler } from '../../src/model/sampler';
 import { PassProfiler, type PassTotals } from '../lib/gpu-profile';
 import { ourTrainStep } from '../lib/our-train-step';
+import { summarize, timeRuns } from '../lib/stats';
 import { buildModelWeights } from '../browser/model-files';
 import { BENCH_MODELS } from '../browser/models';
 
@@ -136,15 +137,8 @@ export async function compareMatmulLoads(engine: Engine): Promise<LoadRow[]> {
         engine.run(async (enc) => {
           for (let i = 0; i < 5; i++) await kernel.encode(enc, { a, b, c, ...shape });
         });
-      await run();
-      const ms: number[] = [];
-      for (let r = 0; r < 3; r++) {
-        const t0 = performance.now();
-        await run();
-        ms.push((performance.now() - t0) / 5);
-      }
-      ms.sort((x, y) => x - y);
-      gflops.push((2 * shape.M * shape.N * shape.K) / (ms[1] * 1e6));
+      const seconds = summarize(await timeRuns(1, 3, run), 's').median / 5;
+      gflops.push((2 * shape.M * shape.N * shape.K) / (seconds * 1e9));
     }
     for (const buf of [a, b, c]) buf.destroy();
     out.push({

@@ -1,6 +1,6 @@
 // The engine handle every kernel wrapper receives: the device context plus the pipeline cache.
 import { acquireGpu, type AcquireOptions, type GpuContext } from './device';
-import { PipelineCache, type KernelTuning } from './pipelines';
+import { DEFAULT_TUNING, PipelineCache, type KernelTuning } from './pipelines';
 
 export interface Engine {
   gpu: GpuContext;
@@ -20,8 +20,8 @@ export async function createEngine(options: EngineOptions = {}): Promise<Engine>
   const gpu = await acquireGpu(options);
   const device = gpu.device;
   const tuning: KernelTuning = {
+    ...DEFAULT_TUNING,
     avoidBarriers: gpu.adapter.isSoftware,
-    vectorLoads: true,
     ...options.tuning,
   };
   return {
