@@ -1,7 +1,7 @@
 // `node dist-cli/make-corpus.js --out <dir> [--seed 1] [--count 60000] [--eval 256]
 //   [--check-rate 0.25] [--arithmetic-share 0.1] [--max-tries 3] [--aim-rate 0.5]
 //   [--careful-aim-rate 1] [--max-completion-tokens 80] [--careful-direction backward]
-//   [--verify-hit 1]`
+//   [--verify-hit 1] [--whole-numbers 0]`
 // Writes the tiny reasoner's pretraining data (src/tasks/traces.ts) for tools/pretrain/pretrain.py:
 //   tokenizer.json, tokenizer_config.json   the model's tokenizer
 //   train.jsonl    one trace per line: prompt ids (with BOS), completion ids (with EOS), its style,
@@ -30,7 +30,8 @@ import {
 const USAGE = `usage: make-corpus --out <dir> [--seed 1] [--count 60000] [--eval 256]
   [--check-rate ${DEFAULT_TRACE_MIX.checkRate}] [--arithmetic-share ${DEFAULT_TRACE_MIX.arithmeticShare}] [--max-tries ${DEFAULT_TRACE_MIX.maxTries}] [--aim-rate ${DEFAULT_TRACE_MIX.aimRate}]
   [--careful-aim-rate ${DEFAULT_TRACE_MIX.carefulAimRate}] [--max-completion-tokens ${DEFAULT_TRACE_MIX.maxCompletionTokens}]
-  [--careful-direction ${DEFAULT_TRACE_MIX.carefulDirection}] [--verify-hit ${DEFAULT_TRACE_MIX.verifyHit ? 1 : 0}]`;
+  [--careful-direction ${DEFAULT_TRACE_MIX.carefulDirection}] [--verify-hit ${DEFAULT_TRACE_MIX.verifyHit ? 1 : 0}]
+  [--whole-numbers ${DEFAULT_TRACE_MIX.wholeNumbersUpTo}]  (numbers up to N are one token; 0: one token per digit)`;
 
 function parseArgs(args: string[]): Map<string, string> {
   const out = new Map<string, string>();
@@ -93,10 +94,11 @@ async function main(argv: string[]): Promise<void> {
     ),
     carefulDirection: directionArg(args),
     verifyHit: numberArg(args, 'verify-hit', DEFAULT_TRACE_MIX.verifyHit ? 1 : 0) !== 0,
+    wholeNumbersUpTo: numberArg(args, 'whole-numbers', DEFAULT_TRACE_MIX.wholeNumbersUpTo),
   };
   if (args.size > 0) throw new Error(`unknown option --${[...args.keys()][0]}\n${USAGE}`);
 
-  const files = tinyTokenizerFiles();
+  const files = tinyTokenizerFiles(mix.wholeNumbersUpTo);
   const tok = await createTokenizer(files.tokenizerJson, files.tokenizerConfig);
   const eos = tok.tokenToId(SPECIAL_TOKENS.eos);
   const unk = tok.tokenToId(SPECIAL_TOKENS.unk);
@@ -127,10 +129,10 @@ async function main(argv: string[]): Promise<void> {
   for (const t of traces) {
     const prompt = encodeExact(t.prompt, true);
     const completion = [...encodeExact(t.completion, false), eos];
-    if (completion.length !== completionTokenCount(t.completion)) {
+    if (completion.length !== completionTokenCount(t.completion, mix.wholeNumbersUpTo)) {
       // The generator budgets tries with completionTokenCount; it must agree with the tokenizer.
       throw new Error(
-        `completionTokenCount says ${completionTokenCount(t.completion)} tokens, the tokenizer ${completion.length}: ${t.completion}`,
+        `completionTokenCount says ${completionTokenCount(t.completion, mix.wholeNumbersUpTo)} tokens, the tokenizer ${completion.length}: ${t.completion}`,
       );
     }
     maxPrompt = Math.max(maxPrompt, prompt.length);

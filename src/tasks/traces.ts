@@ -83,6 +83,9 @@ export interface TraceMix {
    * (". check again 30 + 6 = 36"), so every careful trace reflects: with "wait" after a miss, with
    * "check again" (GRPO.md §7 markers both) after a hit. */
   verifyHit: boolean;
+  /** How the tiny tokenizer cuts numbers: 0, one token per digit; N > 0, every whole number up to
+   * N is one token (" 36"), larger ones fall apart into digits. Traces budget their tries by it. */
+  wholeNumbersUpTo: number;
 }
 
 /** The mix of the shipped model (tools/pretrain/README.md tells how it was chosen). */
@@ -97,6 +100,7 @@ export const DEFAULT_TRACE_MIX: TraceMix = {
   maxCompletionTokens: 80,
   carefulDirection: 'backward',
   verifyHit: true,
+  wholeNumbersUpTo: 0,
 };
 
 export const REFLECTION_WORD = 'wait';
@@ -229,16 +233,32 @@ export function candidateAnswer(k: Candidate): string {
 const completionText = (think: string, answer: string) =>
   `<think>${think}</think><answer>${answer}</answer>`;
 
-/** The tiny tokenizer's pre-tokenizer split (see tinyTokenizerFiles): every piece is one token. */
-const PIECE_PATTERN = / ?[0-9]| ?[A-Za-z]+| ?[^ 0-9A-Za-z]/g;
+/** The tiny tokenizer's pre-tokenizer split (see tinyTokenizerFiles), digits one by one or whole
+ * numbers together. */
+const piecePattern = (wholeNumbers: boolean) =>
+  wholeNumbers ? / ?[0-9]+| ?[A-Za-z]+| ?[^ 0-9A-Za-z]/g : / ?[0-9]| ?[A-Za-z]+| ?[^ 0-9A-Za-z]/g;
+
+/** Tokens of a piece: one, unless it is a number beyond the whole-number tokens, which the
+ * tokenizer's BPE (no merges) cuts into its characters (" 720" → " ", "7", "2", "0"). */
+function pieceTokens(piece: string, wholeNumbersUpTo: number): number {
+  const m = /^( ?)([0-9]+)$/.exec(piece);
+  if (!m || wholeNumbersUpTo === 0 || Number(m[2]) <= wholeNumbersUpTo) return 1;
+  return m[1].length + m[2].length;
+}
 
 /** Tokens of a completion under the tiny tokenizer, EOS included: the four tags are one token
- * each, everything else one token per pre-tokenizer piece. */
-export function completionTokenCount(completion: string): number {
+ * each, everything else one token per pre-tokenizer piece (see pieceTokens). */
+export function completionTokenCount(
+  completion: string,
+  wholeNumbersUpTo = DEFAULT_TRACE_MIX.wholeNumbersUpTo,
+): number {
   let count = 1; // EOS
+  const pattern = piecePattern(wholeNumbersUpTo > 0);
   for (const part of completion.split(/(<\/?(?:think|answer)>)/)) {
     if (part === '') continue;
-    count += /^<\/?(?:think|answer)>$/.test(part) ? 1 : (part.match(PIECE_PATTERN) ?? []).length;
+    if (/^<\/?(?:think|answer)>$/.test(part)) count += 1;
+    else
+      for (const piece of part.match(pattern) ?? []) count += pieceTokens(piece, wholeNumbersUpTo);
   }
   return count;
 }
@@ -260,6 +280,7 @@ export function countdownTrace(
   maxTries: number,
   aimRate = 0,
   maxCompletionTokens = Infinity,
+  wholeNumbersUpTo = DEFAULT_TRACE_MIX.wholeNumbersUpTo,
 ): Trace {
   const v = problem.verifier;
   if (v.kind !== 'countdown') throw new RangeError(`not a Countdown problem: ${problem.id}`);
@@ -279,7 +300,7 @@ export function countdownTrace(
     if (tried.length > 0) {
       const think = [...tried, cand].map(candidateSteps).join(`. ${REFLECTION_WORD} `);
       const text = completionText(think, candidateAnswer(cand));
-      if (completionTokenCount(text) > maxCompletionTokens) break;
+      if (completionTokenCount(text, wholeNumbersUpTo) > maxCompletionTokens) break;
     }
     tried.push(cand);
     used.add(candidateAnswer(cand));
@@ -370,6 +391,7 @@ export function backwardCountdownTrace(
   maxNumber: number,
   maxCompletionTokens = Infinity,
   verifyHit = false,
+  wholeNumbersUpTo = DEFAULT_TRACE_MIX.wholeNumbersUpTo,
 ): Trace {
   const v = problem.verifier;
   if (v.kind !== 'countdown') throw new RangeError(`not a Countdown problem: ${problem.id}`);
@@ -396,7 +418,7 @@ export function backwardCountdownTrace(
     const attempt: BackwardTry = { ...last, op1, z: apply(last.a, op1, last.b) as number };
     if (tried.length > 0) {
       const text = completionText(think([...tried, attempt]), backwardTryAnswer(attempt));
-      if (completionTokenCount(text) > maxCompletionTokens) break;
+      if (completionTokenCount(text, wholeNumbersUpTo) > maxCompletionTokens) break;
     }
     tried.push(attempt);
     if (attempt.z === attempt.y) break;
@@ -457,6 +479,9 @@ export function generateTraces(
   }
   if (!Number.isInteger(mix.maxTries) || mix.maxTries < 1) throw new RangeError('maxTries < 1');
   if (!(mix.aimRate >= 0 && mix.aimRate <= 1)) throw new RangeError('aimRate ∉ [0, 1]');
+  if (!Number.isInteger(mix.wholeNumbersUpTo) || mix.wholeNumbersUpTo < 0) {
+    throw new RangeError('wholeNumbersUpTo must be a non-negative integer');
+  }
   if (!(mix.carefulAimRate >= 0 && mix.carefulAimRate <= 1)) {
     throw new RangeError('carefulAimRate ∉ [0, 1]');
   }
@@ -482,13 +507,23 @@ export function generateTraces(
           maxNumber,
           mix.maxCompletionTokens,
           mix.verifyHit,
+          mix.wholeNumbersUpTo,
         ),
       );
       continue;
     }
     const aimRate = careful ? mix.carefulAimRate : mix.aimRate;
     traces.push(
-      countdownTrace(cd, problem, rng, careful, mix.maxTries, aimRate, mix.maxCompletionTokens),
+      countdownTrace(
+        cd,
+        problem,
+        rng,
+        careful,
+        mix.maxTries,
+        aimRate,
+        mix.maxCompletionTokens,
+        mix.wholeNumbersUpTo,
+      ),
     );
   }
   drills.forEach((task, i) => {
@@ -607,11 +642,14 @@ export interface TokenizerFiles {
   tokenizerConfig: Record<string, unknown>;
 }
 
-export function tinyTokenizerFiles(): TokenizerFiles {
+export function tinyTokenizerFiles(
+  wholeNumbersUpTo = DEFAULT_TRACE_MIX.wholeNumbersUpTo,
+): TokenizerFiles {
   const specials = [SPECIAL_TOKENS.pad, SPECIAL_TOKENS.bos, SPECIAL_TOKENS.eos, SPECIAL_TOKENS.unk];
   const added = [...specials, ...TAG_TOKENS, ...promptPhrases()];
   const pieces: string[] = [];
-  for (const d of '0123456789') pieces.push(d, ` ${d}`);
+  // Digits always (numbers beyond the whole-number tokens fall apart into them), then 10..N.
+  for (let n = 0; n <= Math.max(9, wholeNumbersUpTo); n++) pieces.push(String(n), ` ${n}`);
   for (const c of PIECE_CHARS) pieces.push(c, ` ${c}`);
   for (const w of WORDS) pieces.push(w, ` ${w}`);
   pieces.push(' ', '\n');
@@ -637,7 +675,7 @@ export function tinyTokenizerFiles(): TokenizerFiles {
     normalizer: null,
     pre_tokenizer: {
       type: 'Split',
-      pattern: { Regex: ' ?[0-9]| ?[A-Za-z]+| ?[^ 0-9A-Za-z]' },
+      pattern: { Regex: piecePattern(wholeNumbersUpTo > 0).source },
       behavior: 'Isolated',
       invert: false,
     },

@@ -341,3 +341,41 @@ describe('tiny tokenizer', () => {
     ]);
   });
 });
+
+describe('tiny tokenizer with whole-number tokens', () => {
+  it('makes each number up to N one token, cuts larger ones into digits, and counts as it cuts', async () => {
+    const files = tinyTokenizerFiles(199);
+    const tok = await createTokenizer(files.tokenizerJson, files.tokenizerConfig);
+    // 20 digit pieces become 400 number pieces (0..199, with and without a leading space).
+    const digitsOnly = await createTokenizer(
+      tinyTokenizerFiles(0).tokenizerJson,
+      tinyTokenizerFiles(0).tokenizerConfig,
+    );
+    expect(tok.vocabSize).toBe(digitsOnly.vocabSize + 380);
+    expect(
+      tok.tokenStrings(tok.encode('36 - 6 = 30. wait 720', { addSpecialTokens: false })),
+    ).toEqual(['36', ' -', ' 6', ' =', ' 30', '.', ' wait', ' ', '7', '2', '0']);
+    expect(
+      completionTokenCount(
+        '<think>9 * 10 = 90, 90 * 8 = 720</think><answer>(9 * 10) * 8</answer>',
+        199,
+      ),
+    ).toBe(
+      // <think> 9 ␣* ␣10 ␣= ␣90 , ␣90 ␣* ␣8 ␣= ␣ 7 2 0 </think> <answer> ( 9 ␣* ␣10 ) ␣* ␣8 </answer> EOS
+      26,
+    );
+    const mix = { ...DEFAULT_TRACE_MIX, wholeNumbersUpTo: 199 };
+    const unk = tok.tokenToId('<unk>');
+    for (const t of generateTraces(5, 300, mix)) {
+      const completion = tok.encode(t.completion, { addSpecialTokens: false });
+      expect(completion).not.toContain(unk);
+      expect(completionTokenCount(t.completion, 199)).toBe(completion.length + 1);
+      expect(completion.length + 1).toBeLessThanOrEqual(mix.maxCompletionTokens);
+      expect(tok.decode(completion)).toBe(t.completion);
+      const prompt = tok.encode(t.prompt);
+      expect(tok.decode(prompt, { skipSpecialTokens: true })).toBe(t.prompt);
+    }
+    // The digit tokenizer is the shipped model's, unchanged by the option's existence.
+    expect(digitsOnly.vocabSize).toBe(69);
+  });
+});

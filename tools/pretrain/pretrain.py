@@ -583,6 +583,14 @@ def main():
     ap.add_argument("--samples-out", default=os.path.join(HERE, "eval_samples.jsonl"))
     ap.add_argument("--run-out", default=os.path.join(HERE, "run.json"),
                     help="where the run's settings, loss log and measured rates go")
+    ap.add_argument("--hidden-size", type=int, default=CONFIG["hidden_size"])
+    ap.add_argument("--intermediate-size", type=int, default=CONFIG["intermediate_size"])
+    ap.add_argument("--layers", type=int, default=CONFIG["num_hidden_layers"])
+    ap.add_argument("--heads", type=int, default=CONFIG["num_attention_heads"],
+                    help="attention heads (and key/value heads); head_dim = hidden size / heads")
+    ap.add_argument("--lr", type=float, default=TRAIN["lr"])
+    ap.add_argument("--threads", type=int, default=1,
+                    help="torch threads: results are reproducible for a given count, not across counts")
     ap.add_argument("--card-only", action="store_true",
                     help="rewrite the model card from run.json and config.json, without training")
     args = ap.parse_args()
@@ -593,7 +601,8 @@ def main():
             write_card(args.out, json.load(f), run, args.samples_out)
         return
 
-    torch.set_num_threads(1)  # other work shares the cores; one thread also fixes reduction order
+    # One thread by default: other work shares the cores, and the thread count fixes the reduction order.
+    torch.set_num_threads(args.threads)
     torch.use_deterministic_algorithms(True)
     torch.manual_seed(TRAIN["seed"])
     rng = random.Random(TRAIN["seed"])
@@ -607,7 +616,12 @@ def main():
         if t in specials:
             id_to_token[i] = ""  # decode as the app does with skipSpecialTokens
     eos_id, pad_id = vocab["</s>"], vocab["<pad>"]
-    cfg = dict(CONFIG, vocab_size=len(vocab))
+    if args.hidden_size % args.heads != 0:
+        raise SystemExit(f"--hidden-size {args.hidden_size} is not a multiple of --heads {args.heads}")
+    cfg = dict(CONFIG, vocab_size=len(vocab), hidden_size=args.hidden_size,
+               intermediate_size=args.intermediate_size, num_hidden_layers=args.layers,
+               num_attention_heads=args.heads, num_key_value_heads=args.heads,
+               head_dim=args.hidden_size // args.heads)
     corpus_stats = json.load(open(os.path.join(args.data, "stats.json")))
     global MAX_NEW_TOKENS
     MAX_NEW_TOKENS = corpus_stats["mix"].get("maxCompletionTokens", MAX_NEW_TOKENS)
@@ -624,16 +638,16 @@ def main():
     no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
     opt = torch.optim.AdamW(
         [{"params": decay, "weight_decay": TRAIN["weight_decay"]}, {"params": no_decay, "weight_decay": 0.0}],
-        lr=TRAIN["lr"], betas=TRAIN["betas"],
+        lr=args.lr, betas=TRAIN["betas"],
     )
     steps = args.steps
 
     def lr_at(step):
         if step < TRAIN["warmup_steps"]:
-            return TRAIN["lr"] * (step + 1) / TRAIN["warmup_steps"]
+            return args.lr * (step + 1) / TRAIN["warmup_steps"]
         progress = (step - TRAIN["warmup_steps"]) / max(1, steps - TRAIN["warmup_steps"])
         floor = TRAIN["min_lr_ratio"]
-        return TRAIN["lr"] * (floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi * progress)))
+        return args.lr * (floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi * progress)))
 
     log = []
     it = batches(examples, TRAIN["batch_size"], rng)
@@ -692,7 +706,7 @@ def main():
     run = {
         "torch_version": torch.__version__,
         "parameters": n_params,
-        "train": dict(TRAIN, steps=steps),
+        "train": dict(TRAIN, steps=steps, lr=args.lr, threads=args.threads),
         "train_seconds": round(train_seconds, 1),
         "total_seconds": round(total_seconds, 1),
         "completion_tokens_seen": tokens_seen,
