@@ -14,8 +14,14 @@
 //
 // Shapes: logits (N, V) f32; tokens, logps written at [row · outStride + outOffset] (u32, f32).
 // Bindings: 0 logits (read), 1 tokens, 2 logps (read_write), 3 params (uniform).
-// Dispatch: one workgroup of WG threads per row, N workgroups laid out by splitGrid (flat index
-// wid.x + wid.y · nwg.x). All reductions are fixed-order trees; no atomics.
+// Dispatch (entry point main): one workgroup of WG threads per row, N workgroups laid out by
+// splitGrid (flat index wid.x + wid.y · nwg.x). All reductions are fixed-order trees; no atomics.
+// Entry point main_row_per_thread (CPU-emulated adapters, small V): one thread per row, WG rows a
+// workgroup, the same steps as loops in one thread and no barrier (SwiftShader runs a barrier as a
+// switch between the workgroup's threads: the tree version spent ~7 ms a call on a 69-token
+// vocabulary). Same semantics; the softmax sums run in index order instead of trees, so log-probs
+// agree with main to rounding; the inverse CDF repeats main's chunked arithmetic, so the token is
+// main's (top-p's threshold could differ only where a mass sum ties p · mass within rounding).
 
 override WG: u32 = 256; // a power of two (tree reduction)
 
@@ -250,4 +256,108 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     tokens[out] = chosen;
     logps[out] = (x_at(base, chosen) - max_x) - log_s;
   }
+}
+
+// ---- one thread per row (no barriers) ----
+// main's workgroup size for this V: the number of chunks its inverse CDF walks.
+override CHUNKS: u32 = 256;
+
+// Σ kept weights of chunk t, summed as main's thread t sums it.
+fn chunk_mass(base: u32, t: u32, chunk: u32, m: f32, tau: u32) -> f32 {
+  var acc = 0.0;
+  for (var v = t * chunk; v < min(t * chunk + chunk, params.V); v = v + 1u) {
+    acc = acc + kept_weight(base, v, m, tau);
+  }
+  return acc;
+}
+
+fn mass_at_least_serial(base: u32, m: f32, tau: u32) -> f32 {
+  var acc = 0.0;
+  for (var v = 0u; v < params.V; v = v + 1u) { acc = acc + kept_weight(base, v, m, tau); }
+  return acc;
+}
+
+@compute @workgroup_size(WG)
+fn main_row_per_thread(@builtin(workgroup_id) wid: vec3<u32>,
+                       @builtin(num_workgroups) nwg: vec3<u32>,
+                       @builtin(local_invocation_index) lid: u32) {
+  let row = (wid.x + wid.y * nwg.x) * WG + lid;
+  if (row >= params.N) { return; }
+  let V = params.V;
+  let base = row * V;
+
+  // Pass 1: online max / Σ exp of x, and argmax of z (first max).
+  var m = NEG_BIG;
+  var s = 0.0;
+  var best_z = NEG_BIG;
+  var best_i = 0u;
+  for (var v = 0u; v < V; v = v + 1u) {
+    let z = logits[base + v];
+    let x = z * params.invTemperature;
+    if (x > m) {
+      s = s * exp(m - x) + 1.0;
+      m = x;
+    } else {
+      s = s + exp(x - m);
+    }
+    if (v == 0u || z > best_z) { best_z = z; best_i = v; }
+  }
+  let max_x = m;
+  let log_s = log(s);
+
+  var chosen = best_i;
+  if (params.greedy == 0u) {
+    var tau = 0u;
+    if (params.topK > 0u && params.topK < V) {
+      for (var bit = 31; bit >= 0; bit = bit - 1) {
+        let cand = tau | (1u << u32(bit));
+        var count = 0u;
+        for (var v = 0u; v < V; v = v + 1u) {
+          count = count + select(0u, 1u, order_key(x_at(base, v)) >= cand);
+        }
+        if (count >= params.topK) { tau = cand; }
+      }
+    }
+    if (params.topP < 1.0) {
+      let mass_goal = params.topP * mass_at_least_serial(base, max_x, tau);
+      var tau_p = 0u;
+      for (var bit = 31; bit >= 0; bit = bit - 1) {
+        let cand = tau_p | (1u << u32(bit));
+        if (mass_at_least_serial(base, max_x, cand) >= mass_goal) { tau_p = cand; }
+      }
+      tau = max(tau, tau_p);
+    }
+    // Inverse CDF in index order, in main's CHUNKS chunks and with its arithmetic (chunk sums,
+    // their total, the residual walk), so the token is main's whenever tau is.
+    let chunk = (V + CHUNKS - 1u) / CHUNKS;
+    var total = 0.0;
+    for (var t = 0u; t < CHUNKS; t = t + 1u) { total = total + chunk_mass(base, t, chunk, max_x, tau); }
+    let r = philox4x32(vec4<u32>(params.step, params.sequenceOffset + row, 0u, 0u),
+                       vec2<u32>(params.seedLo, params.seedHi));
+    var rest = uniform_from_bits(r.x) * total;
+    var c = CHUNKS;
+    var last_c = CHUNKS;
+    for (var t = 0u; t < CHUNKS; t = t + 1u) {
+      let mass = chunk_mass(base, t, chunk, max_x, tau);
+      if (mass > 0.0) { last_c = t; }
+      if (mass > rest) { c = t; break; }
+      rest = rest - mass;
+    }
+    if (c == CHUNKS) { c = last_c; rest = 3.0e38; } // rounding put the target past the end
+    var acc = 0.0;
+    var pick = 0xffffffffu;
+    var last_kept = 0xffffffffu;
+    for (var v = c * chunk; v < min(c * chunk + chunk, V); v = v + 1u) {
+      let w = kept_weight(base, v, max_x, tau);
+      if (w > 0.0) { last_kept = v; }
+      acc = acc + w;
+      if (acc > rest) { pick = v; break; }
+    }
+    if (pick == 0xffffffffu) { pick = last_kept; }
+    chosen = pick;
+  }
+
+  let out = row * params.outStride + params.outOffset;
+  tokens[out] = chosen;
+  logps[out] = (x_at(base, chosen) - max_x) - log_s;
 }

@@ -3,7 +3,7 @@
 // under the full tempered softmax. CPU mirror: src/ref/sampling.ts + src/ref/rng.ts.
 import { createUniformBuffer } from '../engine/buffers';
 import { reductionWorkgroupSize, splitGrid } from '../engine/dispatch';
-import { bindBuffers, type PipelineCache } from '../engine/pipelines';
+import { bindBuffers, type KernelTuning, type PipelineCache } from '../engine/pipelines';
 import { shaderSource } from '../engine/shaders';
 import { seedKey } from '../ref/rng';
 import type { SamplingOptions } from '../ref/sampling';
@@ -12,6 +12,19 @@ export type { SamplingOptions } from '../ref/sampling';
 
 /** Threads per row for large vocabularies. */
 export const SAMPLE_WG = 256;
+
+/** Rows per workgroup of the one-thread-per-row entry point (SwiftShader's SIMD width). */
+export const SAMPLE_ROWS_PER_WG = 4;
+
+/** The largest vocabulary sampled one thread per row on CPU-emulated adapters: beyond it one
+ * thread's loops over V (three passes, 64 more with top-k and top-p) cost more than the tree's
+ * barriers. */
+export const SAMPLE_ROW_PER_THREAD_MAX_V = 4096;
+
+/** Whether rows of a V-token vocabulary are sampled one per thread (no barriers). */
+export function sampleRowPerThread(V: number, tuning: KernelTuning): boolean {
+  return tuning.avoidBarriers && V <= SAMPLE_ROW_PER_THREAD_MAX_V;
+}
 
 /** Threads per row for a vocabulary of V (tiny vocabularies do not pay for idle threads). */
 export function sampleWorkgroupSize(V: number): number {
@@ -53,9 +66,15 @@ export class SampleKernel {
     }
     const greedy = options.greedy || !(options.temperature > 0);
     const [seedLo, seedHi] = seedKey(args.seed);
-    const pipeline = await this.pipelines.get('sample', shaderSource('sample'), {
-      WG: sampleWorkgroupSize(V),
-    });
+    const rowPerThread = sampleRowPerThread(V, this.pipelines.tuning);
+    const pipeline = rowPerThread
+      ? await this.pipelines.get(
+          'sample',
+          shaderSource('sample'),
+          { WG: SAMPLE_ROWS_PER_WG, CHUNKS: sampleWorkgroupSize(V) },
+          'main_row_per_thread',
+        )
+      : await this.pipelines.get('sample', shaderSource('sample'), { WG: sampleWorkgroupSize(V) });
     const params = createUniformBuffer(
       this.device,
       [
@@ -80,7 +99,8 @@ export class SampleKernel {
       0,
       bindBuffers(this.device, pipeline, [args.logits, args.tokens, args.logps, params]),
     );
-    const [x, y, z] = splitGrid(N, args.maxWorkgroupsPerDim);
+    const workgroups = rowPerThread ? Math.ceil(N / SAMPLE_ROWS_PER_WG) : N;
+    const [x, y, z] = splitGrid(workgroups, args.maxWorkgroupsPerDim);
     if (x > 0) pass.dispatchWorkgroups(x, y, z);
     pass.end();
   }

@@ -1,12 +1,27 @@
 // shaders/sample.wgsl against src/ref/sampling.ts + src/ref/rng.ts: the same token for the same
 // (seed, sequence, step) on many rows and options, log-probs within tolerance, ties, greedy,
-// output layout, split grids, and a frequency check against the filtered distribution.
+// output layout, split grids, and a frequency check against the filtered distribution; for both
+// entry points (a workgroup per row with tree reductions, and one thread per row without barriers,
+// which the barrier-free tuning takes for V ≤ SAMPLE_ROW_PER_THREAD_MAX_V).
 import { describe, expect, it } from 'vitest';
 import { readF32, readU32, uploadStorageBuffer } from '../../src/engine/buffers';
-import { SAMPLE_WG, SampleKernel, type SamplingOptions } from '../../src/kernels/sampling';
+import type { KernelTuning } from '../../src/engine/pipelines';
+import {
+  SAMPLE_ROW_PER_THREAD_MAX_V,
+  SAMPLE_WG,
+  SampleKernel,
+  sampleRowPerThread,
+  type SamplingOptions,
+} from '../../src/kernels/sampling';
 import { philox4x32, sampleUniform, uniformFromBits } from '../../src/ref/rng';
 import { filteredDistributionRef, sampleRef } from '../../src/ref/sampling';
-import { seededUniform, testEngine, worstMismatch, type Tolerance } from './harness';
+import {
+  BARRIER_VARIANTS,
+  seededUniform,
+  testEngineWith,
+  worstMismatch,
+  type Tolerance,
+} from './harness';
 
 // Log-prob of the chosen token: f32 online softmax vs f64 (as in logprob.test.ts).
 const LOGP_TOLERANCE: Tolerance = { atol: 2e-5, rtol: 2e-5 };
@@ -14,6 +29,7 @@ const LOGP_TOLERANCE: Tolerance = { atol: 2e-5, rtol: 2e-5 };
 const PLAIN: SamplingOptions = { temperature: 1, topK: 0, topP: 1, greedy: false };
 
 async function runSample(
+  tuning: KernelTuning,
   logits: Float32Array,
   N: number,
   V: number,
@@ -27,7 +43,7 @@ async function runSample(
     maxWorkgroupsPerDim?: number;
   } = {},
 ) {
-  const engine = await testEngine();
+  const engine = await testEngineWith(tuning);
   const d = engine.device;
   const outLength = N * (extra.outStride ?? 1) + (extra.outOffset ?? 0);
   const logitsBuf = uploadStorageBuffer(d, logits);
@@ -94,96 +110,131 @@ const OPTIONS: Array<[string, SamplingOptions]> = [
   ['greedy', { ...PLAIN, greedy: true }],
 ];
 
-describe('sample.wgsl vs reference (same uniform → same token)', () => {
-  for (const [N, V] of SHAPES) {
-    for (const [name, options] of OPTIONS) {
-      it(`N=${N} V=${V} ${name}`, async () => {
-        const seed = N * 1009 + V;
-        const logits = seededUniform(N * V, seed, -3, 3);
-        for (const step of [0, 11]) {
-          const gpu = await runSample(logits, N, V, options, seed, step);
-          const ref = sampleRef(logits, N, V, options, seed, step);
+for (const { name: variant, tuning } of BARRIER_VARIANTS) {
+  describe(`sample.wgsl vs reference (same uniform → same token), ${variant}`, () => {
+    for (const [N, V] of SHAPES) {
+      for (const [name, options] of OPTIONS) {
+        it(`N=${N} V=${V} ${name}`, async () => {
+          const seed = N * 1009 + V;
+          const logits = seededUniform(N * V, seed, -3, 3);
+          for (const step of [0, 11]) {
+            const gpu = await runSample(tuning, logits, N, V, options, seed, step);
+            const ref = sampleRef(logits, N, V, options, seed, step);
+            expect(Array.from(gpu.tokens)).toEqual(Array.from(ref.tokens));
+            expect(worstMismatch(gpu.logps, ref.logps, LOGP_TOLERANCE)).toBeNull();
+          }
+        });
+      }
+    }
+
+    it('ties: top-k keeps a whole tie group, greedy takes the lowest index', async () => {
+      const V = 12;
+      // Values 2 (×3 at 4, 7, 9), 1 (×4), 0 (rest): top-2 keeps all three 2s.
+      const row = new Float32Array(V);
+      for (const i of [1, 2, 5, 11]) row[i] = 1;
+      for (const i of [4, 7, 9]) row[i] = 2;
+      const N = 64;
+      const logits = new Float32Array(N * V);
+      for (let n = 0; n < N; n++) logits.set(row, n * V);
+      const topK = { ...PLAIN, topK: 2 };
+      const gpu = await runSample(tuning, logits, N, V, topK, 3, 0);
+      expect(Array.from(gpu.tokens)).toEqual(
+        Array.from(sampleRef(logits, N, V, topK, 3, 0).tokens),
+      );
+      expect(new Set(gpu.tokens)).toEqual(new Set([4, 7, 9]));
+      const greedy = await runSample(tuning, logits, N, V, { ...PLAIN, greedy: true }, 3, 0);
+      expect(Array.from(greedy.tokens).every((t) => t === 4)).toBe(true);
+      // logp of a 2 under the full softmax: 2 − log(3e² + 4e + 5).
+      const logp = 2 - Math.log(3 * Math.E ** 2 + 4 * Math.E + 5);
+      expect(greedy.logps[0]).toBeCloseTo(logp, 5);
+    });
+
+    it('temperature ≤ 0 is greedy', async () => {
+      const logits = seededUniform(4 * 50, 8, -2, 2);
+      const gpu = await runSample(tuning, logits, 4, 50, { ...PLAIN, temperature: 0 }, 1, 0);
+      const ref = sampleRef(logits, 4, 50, { ...PLAIN, greedy: true }, 1, 0);
+      expect(Array.from(gpu.tokens)).toEqual(Array.from(ref.tokens));
+    });
+
+    // Beyond SAMPLE_ROW_PER_THREAD_MAX_V both tunings take the tree: tested once.
+    if (variant === 'cooperative')
+      it('a 150k vocabulary with top-k and top-p', async () => {
+        const N = 2;
+        const V = 150_001;
+        const logits = seededUniform(N * V, 19, -8, 8);
+        const options = { temperature: 0.9, topK: 1000, topP: 0.95, greedy: false };
+        for (const step of [0, 1, 2]) {
+          const gpu = await runSample(tuning, logits, N, V, options, 5, step);
+          const ref = sampleRef(logits, N, V, options, 5, step);
           expect(Array.from(gpu.tokens)).toEqual(Array.from(ref.tokens));
           expect(worstMismatch(gpu.logps, ref.logps, LOGP_TOLERANCE)).toBeNull();
         }
       });
-    }
-  }
 
-  it('ties: top-k keeps a whole tie group, greedy takes the lowest index', async () => {
-    const V = 12;
-    // Values 2 (×3 at 4, 7, 9), 1 (×4), 0 (rest): top-2 keeps all three 2s.
-    const row = new Float32Array(V);
-    for (const i of [1, 2, 5, 11]) row[i] = 1;
-    for (const i of [4, 7, 9]) row[i] = 2;
-    const N = 64;
-    const logits = new Float32Array(N * V);
-    for (let n = 0; n < N; n++) logits.set(row, n * V);
-    const topK = { ...PLAIN, topK: 2 };
-    const gpu = await runSample(logits, N, V, topK, 3, 0);
-    expect(Array.from(gpu.tokens)).toEqual(Array.from(sampleRef(logits, N, V, topK, 3, 0).tokens));
-    expect(new Set(gpu.tokens)).toEqual(new Set([4, 7, 9]));
-    const greedy = await runSample(logits, N, V, { ...PLAIN, greedy: true }, 3, 0);
-    expect(Array.from(greedy.tokens).every((t) => t === 4)).toBe(true);
-    // logp of a 2 under the full softmax: 2 − log(3e² + 4e + 5).
-    const logp = 2 - Math.log(3 * Math.E ** 2 + 4 * Math.E + 5);
-    expect(greedy.logps[0]).toBeCloseTo(logp, 5);
+    it('output stride/offset, sequence offset and a split grid (limit 4)', async () => {
+      const N = 13;
+      const V = 97;
+      const logits = seededUniform(N * V, 4, -2, 2);
+      const extra = { sequenceOffset: 100, outStride: 3, outOffset: 2, maxWorkgroupsPerDim: 4 };
+      const gpu = await runSample(tuning, logits, N, V, PLAIN, 9, 4, extra);
+      const ref = sampleRef(logits, N, V, PLAIN, 9, 4, 100);
+      for (let n = 0; n < N; n++) {
+        expect(gpu.tokens[n * 3 + 2]).toBe(ref.tokens[n]);
+        expect(gpu.tokens[n * 3]).toBe(0xdeadbeef);
+      }
+    });
   });
 
-  it('temperature ≤ 0 is greedy', async () => {
-    const logits = seededUniform(4 * 50, 8, -2, 2);
-    const gpu = await runSample(logits, 4, 50, { ...PLAIN, temperature: 0 }, 1, 0);
-    const ref = sampleRef(logits, 4, 50, { ...PLAIN, greedy: true }, 1, 0);
-    expect(Array.from(gpu.tokens)).toEqual(Array.from(ref.tokens));
+  describe(`sample.wgsl frequencies, ${variant}`, () => {
+    it('match the filtered distribution (T=0.8, top-k 6, top-p 0.9)', async () => {
+      const V = 8;
+      const N = 2000;
+      const row = new Float32Array([1.2, 0.3, 2.0, -0.5, 1.9, 0.8, -2.0, 1.0]);
+      const options = { temperature: 0.8, topK: 6, topP: 0.9, greedy: false };
+      const { probs } = filteredDistributionRef(row, options);
+      // The case filters something by each rule: two by top-k, more by top-p.
+      expect(probs.filter((p) => p > 0).length).toBeLessThan(6);
+      const logits = new Float32Array(N * V);
+      for (let n = 0; n < N; n++) logits.set(row, n * V);
+      const gpu = await runSample(tuning, logits, N, V, options, 2024, 0);
+      const counts = new Array(V).fill(0);
+      for (const t of gpu.tokens) counts[t]++;
+      let chi2 = 0;
+      for (let v = 0; v < V; v++) {
+        if (probs[v] === 0) expect(counts[v]).toBe(0);
+        else chi2 += (counts[v] - N * probs[v]) ** 2 / (N * probs[v]);
+      }
+      // ≤ 4 degrees of freedom: P(χ² > 18.5) < 0.001.
+      expect(chi2).toBeLessThan(18.5);
+    });
   });
+}
 
-  it('a 150k vocabulary with top-k and top-p', async () => {
-    const N = 2;
-    const V = 150_001;
-    const logits = seededUniform(N * V, 19, -8, 8);
-    const options = { temperature: 0.9, topK: 1000, topP: 0.95, greedy: false };
-    for (const step of [0, 1, 2]) {
-      const gpu = await runSample(logits, N, V, options, 5, step);
-      const ref = sampleRef(logits, N, V, options, 5, step);
-      expect(Array.from(gpu.tokens)).toEqual(Array.from(ref.tokens));
-      expect(worstMismatch(gpu.logps, ref.logps, LOGP_TOLERANCE)).toBeNull();
-    }
-  });
-
-  it('output stride/offset, sequence offset and a split grid (limit 4)', async () => {
-    const N = 13;
-    const V = 97;
-    const logits = seededUniform(N * V, 4, -2, 2);
-    const extra = { sequenceOffset: 100, outStride: 3, outOffset: 2, maxWorkgroupsPerDim: 4 };
-    const gpu = await runSample(logits, N, V, PLAIN, 9, 4, extra);
-    const ref = sampleRef(logits, N, V, PLAIN, 9, 4, 100);
-    for (let n = 0; n < N; n++) {
-      expect(gpu.tokens[n * 3 + 2]).toBe(ref.tokens[n]);
-      expect(gpu.tokens[n * 3]).toBe(0xdeadbeef);
-    }
+describe('sample entry point choice', () => {
+  it('one thread per row only for barrier-free tunings and vocabularies up to the limit', () => {
+    const free = BARRIER_VARIANTS[1].tuning;
+    const cooperative = BARRIER_VARIANTS[0].tuning;
+    expect(sampleRowPerThread(69, free)).toBe(true);
+    expect(sampleRowPerThread(SAMPLE_ROW_PER_THREAD_MAX_V, free)).toBe(true);
+    expect(sampleRowPerThread(SAMPLE_ROW_PER_THREAD_MAX_V + 1, free)).toBe(false);
+    expect(sampleRowPerThread(69, cooperative)).toBe(false);
   });
 });
 
-describe('sample.wgsl frequencies', () => {
-  it('match the filtered distribution (T=0.8, top-k 6, top-p 0.9)', async () => {
-    const V = 8;
-    const N = 2000;
-    const row = new Float32Array([1.2, 0.3, 2.0, -0.5, 1.9, 0.8, -2.0, 1.0]);
-    const options = { temperature: 0.8, topK: 6, topP: 0.9, greedy: false };
-    const { probs } = filteredDistributionRef(row, options);
-    // The case filters something by each rule: two by top-k, more by top-p.
-    expect(probs.filter((p) => p > 0).length).toBeLessThan(6);
-    const logits = new Float32Array(N * V);
-    for (let n = 0; n < N; n++) logits.set(row, n * V);
-    const gpu = await runSample(logits, N, V, options, 2024, 0);
-    const counts = new Array(V).fill(0);
-    for (const t of gpu.tokens) counts[t]++;
-    let chi2 = 0;
-    for (let v = 0; v < V; v++) {
-      if (probs[v] === 0) expect(counts[v]).toBe(0);
-      else chi2 += (counts[v] - N * probs[v]) ** 2 / (N * probs[v]);
+describe('one thread per row vs a workgroup per row', () => {
+  it('draw the same tokens (the same chunked inverse CDF) and log-probs within f32 rounding', async () => {
+    const [cooperative, free] = BARRIER_VARIANTS.map((v) => v.tuning);
+    for (const V of [69, 449]) {
+      const N = 64;
+      const logits = seededUniform(N * V, V, -4, 4);
+      for (const options of [PLAIN, { ...PLAIN, temperature: 0.7, topK: 20 }]) {
+        for (const step of [0, 1, 2, 3]) {
+          const tree = await runSample(cooperative, logits, N, V, options, 77, step);
+          const rows = await runSample(free, logits, N, V, options, 77, step);
+          expect(Array.from(rows.tokens)).toEqual(Array.from(tree.tokens));
+          expect(worstMismatch(rows.logps, tree.logps, { atol: 1e-5, rtol: 1e-5 })).toBeNull();
+        }
+      }
     }
-    // ≤ 4 degrees of freedom: P(χ² > 18.5) < 0.001.
-    expect(chi2).toBeLessThan(18.5);
   });
 });
