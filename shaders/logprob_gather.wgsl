@@ -12,6 +12,11 @@
 // then merge the triples in a fixed tree order, so results are bit-reproducible. Entropy is
 // accumulated relative to the running max (never as lse − E[x]) so |z| ~ 1e4 loses no digits.
 // A target ≥ V gives logp = NaN (loud), never an out-of-bounds read.
+// Entry point main_row_per_thread (CPU-emulated adapters, small V): one thread per row, WG rows a
+// workgroup, no barrier (SwiftShader runs a barrier as a switch between the workgroup's threads:
+// one call over 512 rows of a 69-token vocabulary took ~90 ms). It replays main's arithmetic with
+// TREE = main's workgroup size for this V: TREE strided partial triples, merged in the same tree
+// order, so its results are bit-identical to main's.
 
 override WG: u32 = 256; // a power of two (tree reduction)
 
@@ -30,6 +35,54 @@ struct Params {
 
 const NEG_BIG: f32 = -3.0e38; // "−∞" that stays finite, so (m1 − m2) never makes NaN
 
+// Online: m = running max, s = Σ e^{x−m}, t = Σ e^{x−m}(x − m), over v = first, first + step, …
+struct Triple {
+  m: f32,
+  s: f32,
+  t: f32,
+}
+
+fn strided_triple(base: u32, first: u32, step: u32) -> Triple {
+  var m = NEG_BIG;
+  var s = 0.0;
+  var t = 0.0;
+  for (var v = first; v < params.V; v = v + step) {
+    let x = logits[base + v] * params.invTemperature;
+    if (x > m) {
+      let c = exp(m - x);
+      t = (t + (m - x) * s) * c;
+      s = s * c + 1.0;
+      m = x;
+    } else {
+      let e = exp(x - m);
+      s = s + e;
+      t = t + e * (x - m);
+    }
+  }
+  return Triple(m, s, t);
+}
+
+fn merge(a: Triple, b: Triple) -> Triple {
+  let mm = max(a.m, b.m);
+  let c1 = exp(a.m - mm);
+  let c2 = exp(b.m - mm);
+  return Triple(mm, a.s * c1 + b.s * c2, (a.t + (a.m - mm) * a.s) * c1 + (b.t + (b.m - mm) * b.s) * c2);
+}
+
+fn write_row(row: u32, base: u32, total: Triple) {
+  let log_s = log(total.s);
+  lse[row] = total.m + log_s;
+  entropy[row] = log_s - total.t / total.s;
+  let o = targets[row];
+  if (o < params.V) {
+    // (x_o − m) − log s rather than x_o − lse: the first difference is exact when x_o ≈ m.
+    logp[row] = (logits[base + o] * params.invTemperature - total.m) - log_s;
+  } else {
+    // NaN built from a runtime value: a constant NaN is rejected by the WGSL compiler.
+    logp[row] = bitcast<f32>(0x7fc00000u | (o & 0u));
+  }
+}
+
 var<workgroup> sh_m: array<f32, WG>;
 var<workgroup> sh_s: array<f32, WG>;
 var<workgroup> sh_t: array<f32, WG>;
@@ -43,58 +96,43 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let V = params.V;
   let base = row * V;
 
-  // Online: m = running max, s = Σ e^{x−m}, t = Σ e^{x−m}(x − m).
-  var m = NEG_BIG;
-  var s = 0.0;
-  var t = 0.0;
-  for (var v = lid; v < V; v = v + WG) {
-    let x = logits[base + v] * params.invTemperature;
-    if (x > m) {
-      let c = exp(m - x);
-      t = (t + (m - x) * s) * c;
-      s = s * c + 1.0;
-      m = x;
-    } else {
-      let e = exp(x - m);
-      s = s + e;
-      t = t + e * (x - m);
-    }
-  }
-  sh_m[lid] = m;
-  sh_s[lid] = s;
-  sh_t[lid] = t;
+  // Each thread's strided triple, then the triples merged in a fixed tree order.
+  let own = strided_triple(base, lid, WG);
+  sh_m[lid] = own.m;
+  sh_s[lid] = own.s;
+  sh_t[lid] = own.t;
   workgroupBarrier();
 
   for (var stride = WG / 2u; stride > 0u; stride = stride / 2u) {
     if (lid < stride) {
-      let m1 = sh_m[lid];
-      let m2 = sh_m[lid + stride];
-      let mm = max(m1, m2);
-      let c1 = exp(m1 - mm);
-      let c2 = exp(m2 - mm);
-      let s1 = sh_s[lid];
-      let s2 = sh_s[lid + stride];
-      sh_t[lid] = (sh_t[lid] + (m1 - mm) * s1) * c1 + (sh_t[lid + stride] + (m2 - mm) * s2) * c2;
-      sh_s[lid] = s1 * c1 + s2 * c2;
-      sh_m[lid] = mm;
+      let merged = merge(Triple(sh_m[lid], sh_s[lid], sh_t[lid]),
+                         Triple(sh_m[lid + stride], sh_s[lid + stride], sh_t[lid + stride]));
+      sh_m[lid] = merged.m;
+      sh_s[lid] = merged.s;
+      sh_t[lid] = merged.t;
     }
     workgroupBarrier();
   }
 
-  if (lid == 0u) {
-    let mm = sh_m[0];
-    let ss = sh_s[0];
-    let log_s = log(ss);
-    let l = mm + log_s;
-    lse[row] = l;
-    entropy[row] = log_s - sh_t[0] / ss;
-    let o = targets[row];
-    if (o < V) {
-      // (x_o − m) − log s rather than x_o − lse: the first difference is exact when x_o ≈ m.
-      logp[row] = (logits[base + o] * params.invTemperature - mm) - log_s;
-    } else {
-      // NaN built from a runtime value: a constant NaN is rejected by the WGSL compiler.
-      logp[row] = bitcast<f32>(0x7fc00000u | (o & 0u));
-    }
+  if (lid == 0u) { write_row(row, base, Triple(sh_m[0], sh_s[0], sh_t[0])); }
+}
+
+// ---- one thread per row (no barriers) ----
+// main's workgroup size for this V (a power of two ≤ TREE_MAX).
+override TREE: u32 = 256;
+const TREE_MAX: u32 = 256u;
+
+@compute @workgroup_size(WG)
+fn main_row_per_thread(@builtin(workgroup_id) wid: vec3<u32>,
+                       @builtin(num_workgroups) nwg: vec3<u32>,
+                       @builtin(local_invocation_index) lid: u32) {
+  let row = (wid.x + wid.y * nwg.x) * WG + lid;
+  if (row >= params.R) { return; }
+  let base = row * params.V;
+  var partial: array<Triple, TREE_MAX>;
+  for (var k = 0u; k < TREE; k = k + 1u) { partial[k] = strided_triple(base, k, TREE); }
+  for (var stride = TREE / 2u; stride > 0u; stride = stride / 2u) {
+    for (var k = 0u; k < stride; k = k + 1u) { partial[k] = merge(partial[k], partial[k + stride]); }
   }
+  write_row(row, base, partial[0]);
 }

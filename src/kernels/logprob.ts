@@ -2,11 +2,22 @@
 // shaders/logprob_gather_backward.wgsl (fused ∂logp/∂logits times the upstream gradient).
 import { createUniformBuffer } from '../engine/buffers';
 import { ceilDiv, splitGrid, reductionWorkgroupSize } from '../engine/dispatch';
-import { bindBuffers, type PipelineCache } from '../engine/pipelines';
+import { bindBuffers, type KernelTuning, type PipelineCache } from '../engine/pipelines';
 import { shaderSource } from '../engine/shaders';
 
 /** Threads per row in the forward (a power of two: tree reduction). */
 export const LOGPROB_GATHER_WG = 256;
+/** Rows per workgroup of the forward's one-thread-per-row entry point (SwiftShader's SIMD width). */
+export const LOGPROB_ROWS_PER_WG = 4;
+/** The largest vocabulary whose forward runs one thread per row on CPU-emulated adapters: beyond
+ * it one thread's loop over V costs more than the tree's barriers. */
+export const LOGPROB_ROW_PER_THREAD_MAX_V = 4096;
+
+/** Whether the forward over a V-token vocabulary runs one thread per row (no barriers). */
+export function logprobRowPerThread(V: number, tuning: KernelTuning): boolean {
+  return tuning.avoidBarriers && V <= LOGPROB_ROW_PER_THREAD_MAX_V;
+}
+
 /** Threads per workgroup of the elementwise backward. */
 export const LOGPROB_BACKWARD_WG = 256;
 
@@ -48,9 +59,17 @@ export class LogprobGatherKernel {
   async encode(encoder: GPUCommandEncoder, args: LogprobGatherArgs): Promise<void> {
     const { R, V } = args;
     if (R > 0 && V === 0) throw new RangeError('logprob gather needs V ≥ 1');
-    const pipeline = await this.pipelines.get('logprob_gather', shaderSource('logprob_gather'), {
-      WG: reductionWorkgroupSize(V, LOGPROB_GATHER_WG),
-    });
+    // The tree's size for this V; the one-thread-per-row entry point replays that tree.
+    const tree = reductionWorkgroupSize(V, LOGPROB_GATHER_WG);
+    const rowPerThread = logprobRowPerThread(V, this.pipelines.tuning);
+    const pipeline = rowPerThread
+      ? await this.pipelines.get(
+          'logprob_gather',
+          shaderSource('logprob_gather'),
+          { WG: LOGPROB_ROWS_PER_WG, TREE: tree },
+          'main_row_per_thread',
+        )
+      : await this.pipelines.get('logprob_gather', shaderSource('logprob_gather'), { WG: tree });
     const params = createUniformBuffer(
       this.device,
       [
@@ -73,7 +92,8 @@ export class LogprobGatherKernel {
         params,
       ]),
     );
-    const [x, y, z] = splitGrid(R, args.maxWorkgroupsPerDim);
+    const workgroups = rowPerThread ? Math.ceil(R / LOGPROB_ROWS_PER_WG) : R;
+    const [x, y, z] = splitGrid(workgroups, args.maxWorkgroupsPerDim);
     if (x > 0) pass.dispatchWorkgroups(x, y, z);
     pass.end();
   }

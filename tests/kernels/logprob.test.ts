@@ -6,11 +6,21 @@ import { createStorageBuffer, readF32, uploadStorageBuffer } from '../../src/eng
 import { CrossEntropyKernel, crossEntropyRowWeights } from '../../src/kernels/cross-entropy';
 import {
   LOGPROB_GATHER_WG,
+  LOGPROB_ROW_PER_THREAD_MAX_V,
   LogprobGatherBackwardKernel,
   LogprobGatherKernel,
+  logprobRowPerThread,
 } from '../../src/kernels/logprob';
 import { crossEntropyRef, logprobGatherBackwardRef, logprobGatherRef } from '../../src/ref/logprob';
-import { seededUniform, testEngine, worstMismatch, type Tolerance } from './harness';
+import type { KernelTuning } from '../../src/engine/pipelines';
+import {
+  BARRIER_VARIANTS,
+  seededUniform,
+  testEngine,
+  testEngineWith,
+  worstMismatch,
+  type Tolerance,
+} from './harness';
 
 // f32 online softmax over up to 150k terms vs f64: relative error of the sum ~1e-6.
 const FORWARD_TOLERANCE: Tolerance = { atol: 2e-5, rtol: 2e-5 };
@@ -33,8 +43,9 @@ async function runGather(
   g?: Float32Array,
   accumulateInto?: Float32Array,
   maxWorkgroupsPerDim?: number,
+  tuning?: KernelTuning,
 ) {
-  const engine = await testEngine();
+  const engine = await (tuning ? testEngineWith(tuning) : testEngine());
   const d = engine.device;
   const logitsBuf = uploadStorageBuffer(d, logits);
   const targetsBuf = uploadStorageBuffer(d, targets);
@@ -193,6 +204,34 @@ describe('logprob_gather.wgsl', () => {
     const gpu = await runGather(logits, targets, R, V, 1.25, g, init);
     const ref = logprobGatherBackwardRef(logits, targets, g, R, V, 1.25, init);
     expect(worstMismatch(gpu.dz!, ref, GRADIENT_TOLERANCE)).toBeNull();
+  });
+});
+
+describe('logprob_gather.wgsl: one thread per row vs a workgroup per row', () => {
+  it('the barrier-free tuning takes it up to the vocabulary limit only', () => {
+    const [cooperative, free] = BARRIER_VARIANTS.map((v) => v.tuning);
+    expect(logprobRowPerThread(69, free)).toBe(true);
+    expect(logprobRowPerThread(LOGPROB_ROW_PER_THREAD_MAX_V, free)).toBe(true);
+    expect(logprobRowPerThread(LOGPROB_ROW_PER_THREAD_MAX_V + 1, free)).toBe(false);
+    expect(logprobRowPerThread(69, cooperative)).toBe(false);
+  });
+
+  it('gives bit-identical logp, entropy and lse (it replays the same tree)', async () => {
+    const [cooperative, free] = BARRIER_VARIANTS.map((v) => v.tuning);
+    for (const V of [1, 7, 69, 129, 449, 4096]) {
+      for (const invTemperature of [1, 1 / 0.7]) {
+        const R = 37; // not a multiple of the 4 rows per workgroup
+        const logits = seededUniform(R * V, V + 3, -5, 5);
+        const targets = seededTargets(R, V, V + 4);
+        const run = (tuning: KernelTuning) =>
+          runGather(logits, targets, R, V, invTemperature, undefined, undefined, undefined, tuning);
+        const tree = await run(cooperative);
+        const rows = await run(free);
+        expect(Array.from(rows.logp), `V=${V} logp`).toEqual(Array.from(tree.logp));
+        expect(Array.from(rows.entropy), `V=${V} entropy`).toEqual(Array.from(tree.entropy));
+        expect(Array.from(rows.lse), `V=${V} lse`).toEqual(Array.from(tree.lse));
+      }
+    }
   });
 });
 
