@@ -131,20 +131,21 @@ fn mass_at_least(lid: u32, base: u32, m: f32, tau: u32) -> f32 {
   return sum_f32(lid, acc);
 }
 
-@compute @workgroup_size(WG)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) lid: u32) {
-  let row = wid.x + wid.y * nwg.x;
-  if (row >= params.N) { return; } // uniform per workgroup
-  let V = params.V;
-  let base = row * V;
+// Pass 1 over v = first, first + step, …: online max m and Σ exp(x − m) of the tempered logits,
+// and the first index of the largest z (best_i = 0xffffffff when there is no v).
+struct FirstPass {
+  m: f32,
+  s: f32,
+  best_z: f32,
+  best_i: u32,
+}
 
-  // Pass 1: online max / Σ exp of x (the full tempered softmax), and argmax of z.
+fn first_pass(base: u32, first: u32, step: u32) -> FirstPass {
   var m = NEG_BIG;
   var s = 0.0;
   var best_z = NEG_BIG;
   var best_i = 0xffffffffu;
-  for (var v = lid; v < V; v = v + WG) {
+  for (var v = first; v < params.V; v = v + step) {
     let z = logits[base + v];
     let x = z * params.invTemperature;
     if (x > m) {
@@ -155,6 +156,47 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     }
     if (z > best_z || best_i == 0xffffffffu) { best_z = z; best_i = v; } // ascending v: first max
   }
+  return FirstPass(m, s, best_z, best_i);
+}
+
+// How many of v = first, first + step, … have key(x) ≥ tau.
+fn count_at_least(base: u32, first: u32, step: u32, tau: u32) -> u32 {
+  var count = 0u;
+  for (var v = first; v < params.V; v = v + step) {
+    count = count + select(0u, 1u, order_key(x_at(base, v)) >= tau);
+  }
+  return count;
+}
+
+// The token of chunk c where the kept weights' running sum first exceeds `rest` (what is left of
+// u · total after the chunks before c); the chunk's last kept token if rounding never gets there.
+fn walk_chunk(base: u32, c: u32, chunk: u32, m: f32, tau: u32, rest: f32) -> u32 {
+  var acc = 0.0;
+  var pick = 0xffffffffu;
+  var last_kept = 0xffffffffu;
+  for (var v = c * chunk; v < min(c * chunk + chunk, params.V); v = v + 1u) {
+    let w = kept_weight(base, v, m, tau);
+    if (w > 0.0) { last_kept = v; }
+    acc = acc + w;
+    if (acc > rest) { pick = v; break; }
+  }
+  return select(pick, last_kept, pick == 0xffffffffu);
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+  let row = wid.x + wid.y * nwg.x;
+  if (row >= params.N) { return; } // uniform per workgroup
+  let V = params.V;
+  let base = row * V;
+
+  // Pass 1: online max / Σ exp of x (the full tempered softmax), and argmax of z.
+  let own = first_pass(base, lid, WG);
+  let m = own.m;
+  let s = own.s;
+  let best_z = own.best_z;
+  let best_i = own.best_i;
   red_a[lid] = m;
   red_b[lid] = s;
   red_c[lid] = best_z;
@@ -191,11 +233,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     if (params.topK > 0u && params.topK < V) {
       for (var bit = 31; bit >= 0; bit = bit - 1) {
         let cand = tau | (1u << u32(bit));
-        var count = 0u;
-        for (var v = lid; v < V; v = v + WG) {
-          count = count + select(0u, 1u, order_key(x_at(base, v)) >= cand);
-        }
-        if (sum_u32(lid, count) >= params.topK) { tau = cand; }
+        if (sum_u32(lid, count_at_least(base, lid, WG, cand)) >= params.topK) { tau = cand; }
       }
     }
     // Top-p: the largest key with mass(key ≥ τ) ≥ p · mass(top-k set); never below the top-k τ.
@@ -235,17 +273,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         rest = rest - chunk_mass;
       }
       if (c == WG) { c = last_c; rest = 3.0e38; } // rounding put the target past the end
-      var acc = 0.0;
-      var pick = 0xffffffffu;
-      var last_kept = 0xffffffffu;
-      for (var v = c * chunk; v < min(c * chunk + chunk, V); v = v + 1u) {
-        let w = kept_weight(base, v, max_x, tau);
-        if (w > 0.0) { last_kept = v; }
-        acc = acc + w;
-        if (acc > rest) { pick = v; break; }
-      }
-      if (pick == 0xffffffffu) { pick = last_kept; }
-      red_u[0] = pick;
+      red_u[0] = walk_chunk(base, c, chunk, max_x, tau, rest);
     }
     workgroupBarrier();
     chosen = red_u[0];
@@ -286,22 +314,11 @@ fn main_row_per_thread(@builtin(workgroup_id) wid: vec3<u32>,
   let V = params.V;
   let base = row * V;
 
-  // Pass 1: online max / Σ exp of x, and argmax of z (first max).
-  var m = NEG_BIG;
-  var s = 0.0;
-  var best_z = NEG_BIG;
-  var best_i = 0u;
-  for (var v = 0u; v < V; v = v + 1u) {
-    let z = logits[base + v];
-    let x = z * params.invTemperature;
-    if (x > m) {
-      s = s * exp(m - x) + 1.0;
-      m = x;
-    } else {
-      s = s + exp(x - m);
-    }
-    if (v == 0u || z > best_z) { best_z = z; best_i = v; }
-  }
+  // Pass 1, as main's threads do it, over the whole row.
+  let pass1 = first_pass(base, 0u, 1u);
+  let m = pass1.m;
+  let s = pass1.s;
+  let best_i = pass1.best_i;
   let max_x = m;
   let log_s = log(s);
 
@@ -311,11 +328,7 @@ fn main_row_per_thread(@builtin(workgroup_id) wid: vec3<u32>,
     if (params.topK > 0u && params.topK < V) {
       for (var bit = 31; bit >= 0; bit = bit - 1) {
         let cand = tau | (1u << u32(bit));
-        var count = 0u;
-        for (var v = 0u; v < V; v = v + 1u) {
-          count = count + select(0u, 1u, order_key(x_at(base, v)) >= cand);
-        }
-        if (count >= params.topK) { tau = cand; }
+        if (count_at_least(base, 0u, 1u, cand) >= params.topK) { tau = cand; }
       }
     }
     if (params.topP < 1.0) {
@@ -344,17 +357,7 @@ fn main_row_per_thread(@builtin(workgroup_id) wid: vec3<u32>,
       rest = rest - mass;
     }
     if (c == CHUNKS) { c = last_c; rest = 3.0e38; } // rounding put the target past the end
-    var acc = 0.0;
-    var pick = 0xffffffffu;
-    var last_kept = 0xffffffffu;
-    for (var v = c * chunk; v < min(c * chunk + chunk, V); v = v + 1u) {
-      let w = kept_weight(base, v, max_x, tau);
-      if (w > 0.0) { last_kept = v; }
-      acc = acc + w;
-      if (acc > rest) { pick = v; break; }
-    }
-    if (pick == 0xffffffffu) { pick = last_kept; }
-    chosen = pick;
+    chosen = walk_chunk(base, c, chunk, max_x, tau, rest);
   }
 
   let out = row * params.outStride + params.outOffset;
