@@ -6,7 +6,12 @@
 // at llama-100m's shapes with scalar loads (matmul.wgsl) and with vec4 loads (matmul_vec4.wgsl),
 // side by side in one process.
 //
-// Usage: `npm run bench -- --only profile [--models tiny-reasoner]` (bench/run.mjs bundles it).
+// With --aha: real GRPO steps of the aha preset (src/grpo/presets.ts) on the bundled model, or on the
+// Hugging Face folder after --model-dir (a candidate base model), kernel by kernel: what `npm run
+// aha`'s 45 minutes are spent on.
+//
+// Usage: `node bench/run.mjs --profile [--model tiny-reasoner]`,
+//        `node bench/run.mjs --profile --aha [--model-dir <folder>] [--steps 3]`.
 import { createStorageBuffer, uploadStorageBuffer } from '../../src/engine/buffers';
 import { createEngine, type Engine } from '../../src/engine/engine';
 import { PipelineCache } from '../../src/engine/pipelines';
@@ -18,6 +23,13 @@ import { ourTrainStep } from '../lib/our-train-step';
 import { summarize, timeRuns } from '../lib/stats';
 import { buildModelWeights } from '../browser/model-files';
 import { BENCH_MODELS } from '../browser/models';
+import { MatmulTileVariant } from '../kernels/matmul-tiles';
+import { loadModel, rewardFunctions } from '../../src/cli/_session';
+import { resolveConfig } from '../../src/grpo/config';
+import { PRESETS } from '../../src/grpo/presets';
+import { GrpoTrainer } from '../../src/grpo/trainer';
+import { createTask } from '../../src/tasks/index';
+import { TINY_COUNTDOWN_OPTIONS } from '../../src/tasks/traces';
 
 export interface KernelRow {
   pass: string;
@@ -150,24 +162,117 @@ export async function compareMatmulLoads(engine: Engine): Promise<LoadRow[]> {
   return out;
 }
 
+/**
+ * `steps` GRPO steps of the aha preset after one warm-up step, all kernels of sampling and update
+ * together (the wall time also holds tokenizing, rewards and the readbacks).
+ */
+export async function profileAhaSteps(
+  modelDir: string,
+  steps: number,
+): Promise<{ model: string; part: ProfilePart }> {
+  const config = resolveConfig({ ...PRESETS.aha, model: modelDir });
+  const model = await loadModel(config.model);
+  const engine = await createEngine();
+  const profiler = new PassProfiler(engine.device, { byDispatch: true });
+  const trainer = new GrpoTrainer({
+    engine: profiler.wrap(engine),
+    config,
+    modelConfig: model.hf.config,
+    weights: model.hf.tensors,
+    tokenizer: model.tokenizer,
+    task: createTask(config.task, config.taskOptions),
+    rewardFunctions: rewardFunctions(config, createTask('countdown', TINY_COUNTDOWN_OPTIONS)),
+  });
+  await trainer.trainStep();
+  profiler.reset();
+  const t0 = performance.now();
+  for (let i = 0; i < steps; i++) await trainer.trainStep();
+  const part = {
+    wallMs: (performance.now() - t0) / steps,
+    busyMs: profiler.totals.busyMs / steps,
+    kernels: rows(profiler.totals).map((k) => ({ ...k, ms: k.ms / steps, count: k.count / steps })),
+  };
+  profiler.destroy();
+  engine.destroy();
+  return { model: model.folder, part };
+}
+
+type ProfilePart = ProfileResult['training'];
+
+function printPart(title: string, part: ProfilePart, top: number): void {
+  console.log(
+    `\n${title}: wall ${part.wallMs.toFixed(0)} ms, kernels busy ${part.busyMs.toFixed(0)} ms`,
+  );
+  console.log('pass (dispatch grid)                        ms   count  share');
+  for (const k of part.kernels.slice(0, top)) {
+    console.log(
+      `${k.pass.padEnd(40)} ${k.ms.toFixed(1).padStart(8)} ${String(Math.round(k.count)).padStart(6)} ${(100 * k.share).toFixed(1).padStart(5)}%`,
+    );
+  }
+}
+
+/** The tiny reasoner's products in an aha step (B·G = 32 rows decoding, 2688 = 32 × 84 training). */
+const AHA_SHAPES: MatmulShape[] = [
+  { name: 'decode q/k/v/o', M: 32, N: 64, K: 64, transB: true },
+  { name: 'decode gate/up', M: 32, N: 176, K: 64, transB: true },
+  { name: 'decode down', M: 32, N: 64, K: 176, transB: true },
+  { name: 'train x·Wᵀ, q', M: 2688, N: 64, K: 64, transB: true },
+  { name: 'train dX, down', M: 2688, N: 64, K: 176 },
+  { name: 'train dW, q', M: 64, N: 64, K: 2688, transA: true },
+  { name: 'train dW, gate', M: 176, N: 64, K: 2688, transA: true },
+];
+
+/** Milliseconds per product (median of 3 submissions of 10) for each barrier-free tile shape. */
+async function compareTiles(engine: Engine): Promise<void> {
+  const tiles = [16, 8, 4].flatMap((wgY) => [16, 8, 4].map((wgX) => [wgX, wgY] as const));
+  console.log(
+    `shape (M×N×K)                  ${tiles.map(([x, y]) => `${4 * y}×${4 * x}`.padStart(7)).join('')}`,
+  );
+  for (const { name, ...shape } of AHA_SHAPES) {
+    const a = uploadStorageBuffer(engine.device, new Float32Array(shape.M * shape.K).fill(0.5));
+    const b = uploadStorageBuffer(engine.device, new Float32Array(shape.N * shape.K).fill(0.25));
+    const c = createStorageBuffer(engine.device, shape.M * shape.N * 4);
+    const cells: string[] = [];
+    for (const [wgX, wgY] of tiles) {
+      const kernel = new MatmulTileVariant(engine.device, engine.pipelines, wgX, wgY);
+      const run = () =>
+        engine.run(async (enc) => {
+          for (let i = 0; i < 10; i++) await kernel.encode(enc, { a, b, c, ...shape });
+        });
+      const ms = (summarize(await timeRuns(1, 3, run), 's').median / 10) * 1000;
+      cells.push(ms.toFixed(3).padStart(7));
+    }
+    for (const buf of [a, b, c]) buf.destroy();
+    console.log(`${`${name} (${shape.M}×${shape.N}×${shape.K})`.padEnd(31)}${cells.join('')}`);
+  }
+}
+
 function printProfile(r: ProfileResult, top: number): void {
   for (const [name, part] of [
     ['training step', r.training],
     ['sampling', r.sampling],
   ] as const) {
-    console.log(
-      `\n${r.model}, ${name}: wall ${part.wallMs.toFixed(0)} ms, kernels busy ${part.busyMs.toFixed(0)} ms`,
-    );
-    console.log('pass (dispatch grid)                        ms   count  share');
-    for (const k of part.kernels.slice(0, top)) {
-      console.log(
-        `${k.pass.padEnd(40)} ${k.ms.toFixed(1).padStart(8)} ${String(k.count).padStart(6)} ${(100 * k.share).toFixed(1).padStart(5)}%`,
-      );
-    }
+    printPart(`${r.model}, ${name}`, part, top);
   }
 }
 
 async function main(argv: string[]) {
+  if (argv.includes('--aha')) {
+    const flag = (name: string) => {
+      const i = argv.indexOf(name);
+      return i >= 0 ? argv[i + 1] : undefined;
+    };
+    const steps = Number(flag('--steps') ?? 3);
+    const { model, part } = await profileAhaSteps(flag('--model-dir') ?? 'bundled', steps);
+    printPart(`aha preset, ${model}, one GRPO step (mean of ${steps})`, part, 30);
+    return;
+  }
+  if (argv.includes('--tiles')) {
+    const engine = await createEngine();
+    await compareTiles(engine);
+    engine.destroy();
+    return;
+  }
   const modelIndex = argv.indexOf('--model');
   const id = modelIndex >= 0 ? argv[modelIndex + 1] : 'llama-100m';
   const result = await profileModel(process.cwd(), id);
