@@ -60,6 +60,10 @@ var<workgroup> v_tile: array<vec4<f32>, TILE * D4>; // (TILE, D4)
 
 // Elements 4c … 4c+3 of the row starting at `base`, zero past HEAD_DIM.
 fn gather_q(base: u32, c: u32) -> vec4<f32> {
+  if (HEAD_DIM % 4u == 0u) {
+    let i = base + c * 4u;
+    return vec4<f32>(q[i], q[i + 1u], q[i + 2u], q[i + 3u]);
+  }
   var x = vec4<f32>();
   for (var e = 0u; e < 4u; e = e + 1u) {
     if (c * 4u + e < HEAD_DIM) { x[e] = q[base + c * 4u + e]; }
@@ -68,6 +72,10 @@ fn gather_q(base: u32, c: u32) -> vec4<f32> {
 }
 
 fn gather_k(base: u32, c: u32) -> vec4<f32> {
+  if (HEAD_DIM % 4u == 0u) {
+    let i = base + c * 4u;
+    return vec4<f32>(k[i], k[i + 1u], k[i + 2u], k[i + 3u]);
+  }
   var x = vec4<f32>();
   for (var e = 0u; e < 4u; e = e + 1u) {
     if (c * 4u + e < HEAD_DIM) { x[e] = k[base + c * 4u + e]; }
@@ -76,6 +84,10 @@ fn gather_k(base: u32, c: u32) -> vec4<f32> {
 }
 
 fn gather_v(base: u32, c: u32) -> vec4<f32> {
+  if (HEAD_DIM % 4u == 0u) {
+    let i = base + c * 4u;
+    return vec4<f32>(v[i], v[i + 1u], v[i + 2u], v[i + 3u]);
+  }
   var x = vec4<f32>();
   for (var e = 0u; e < 4u; e = e + 1u) {
     if (c * 4u + e < HEAD_DIM) { x[e] = v[base + c * 4u + e]; }
