@@ -50,7 +50,9 @@ var<workgroup> do_tile: array<vec4<f32>, TILE * D4>; // (TILE, D4)
 var<workgroup> lse_tile: array<f32, TILE>;
 var<workgroup> delta_tile: array<f32, TILE>;
 
-// Elements 4c … 4c+3 of the row starting at `base`, zero past HEAD_DIM.
+// Elements 4c … 4c+3 of the row starting at `base`, zero past HEAD_DIM. When HEAD_DIM is a multiple
+// of 4 (every head size of the supported models) the guard is dropped: SwiftShader ran the guarded
+// loop element by element, branches included (decode attention 1.8× faster without it).
 fn gather_do(base: u32, c: u32) -> vec4<f32> {
   if (HEAD_DIM % 4u == 0u) {
     let i = base + c * 4u;
