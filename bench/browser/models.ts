@@ -4,7 +4,8 @@
 // Two models, each served by the driver from memory under /bench-models/<id>/ (weights as
 // safetensors for our engine, the same weights exported by src/io/onnx-export.ts as a plain ONNX
 // graph for onnxruntime-web and as a transformers.js folder with past_key_values):
-//  - tiny-reasoner: the bundled model (public/models/tiny-reasoner, 205K parameters);
+//  - tiny-reasoner: the bundled model (public/models/tiny-reasoner; 354K parameters, 205K in the
+//    committed results of 2026-11-24 and before);
 //  - llama-100m: a ~100M-parameter Llama config (C = 768, 12 layers, 12 heads over 4 kv-heads,
 //    I = 2048, V = 32000, tied embeddings) with seeded random weights (src/model/init.ts).
 // Workloads are small because WebGPU may be SwiftShader (CPU emulation) on the benchmark machine;

@@ -1,7 +1,7 @@
 // `node dist-cli/make-corpus.js --out <dir> [--seed 1] [--count 60000] [--eval 256]
 //   [--check-rate 0.25] [--arithmetic-share 0.1] [--max-tries 3] [--aim-rate 0.5]
 //   [--careful-aim-rate 1] [--max-completion-tokens 80] [--careful-direction backward]
-//   [--verify-hit 1] [--whole-numbers 0]`
+//   [--verify-hit 1] [--whole-numbers 199]`
 // Writes the tiny reasoner's pretraining data (src/tasks/traces.ts) for tools/pretrain/pretrain.py:
 //   tokenizer.json, tokenizer_config.json   the model's tokenizer
 //   train.jsonl    one trace per line: prompt ids (with BOS), completion ids (with EOS), its style,

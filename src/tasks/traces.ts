@@ -100,7 +100,7 @@ export const DEFAULT_TRACE_MIX: TraceMix = {
   maxCompletionTokens: 80,
   carefulDirection: 'backward',
   verifyHit: true,
-  wholeNumbersUpTo: 0,
+  wholeNumbersUpTo: 199,
 };
 
 export const REFLECTION_WORD = 'wait';

@@ -32,7 +32,7 @@ describe('CPU fallback API', { timeout: 120_000 }, () => {
   it('loads the bundled model once, with progress events', async () => {
     const [a, b] = await Promise.all([api.loadModel(), api.loadModel()]);
     expect(a).toEqual(b);
-    expect(a.config).toMatchObject({ hiddenSize: 64, numLayers: 4 });
+    expect(a.config).toMatchObject({ hiddenSize: 80, numLayers: 4 });
     expect(a.parameterCount).toBeGreaterThan(200_000);
     expect(events).toContain('weights:model.safetensors');
   });

@@ -98,11 +98,11 @@ describe('tiny-reasoner model folder', () => {
     const c = loaded.config;
     expect(c).toMatchObject({
       architecture: 'LlamaForCausalLM',
-      hiddenSize: 64,
-      intermediateSize: 176,
+      hiddenSize: 80,
+      intermediateSize: 224,
       numLayers: 4,
-      numHeads: 4,
-      numKvHeads: 4,
+      numHeads: 5,
+      numKvHeads: 5,
       headDim: 16,
       tieWordEmbeddings: true,
       attentionBias: false,
@@ -111,7 +111,7 @@ describe('tiny-reasoner model folder', () => {
     });
     expect(c.vocabSize).toBe(tok.vocabSize);
     const n = parameterCount(c);
-    expect(n).toBe(4 * (4 * 64 * 64 + 3 * 64 * 176 + 2 * 64) + 64 + c.vocabSize * 64);
+    expect(n).toBe(4 * (4 * 80 * 80 + 3 * 80 * 224 + 2 * 80) + 80 + c.vocabSize * 80);
     expect(n).toBeGreaterThan(200_000);
     expect(n).toBeLessThan(500_000);
     expect(statSync(`${DIR}/model.safetensors`).size).toBeLessThan(20 * 1024 * 1024);

@@ -298,11 +298,12 @@ describe('traces', () => {
   });
 });
 
-describe('tiny tokenizer', () => {
+describe('tiny tokenizer with digit tokens', () => {
   it('keeps each fixed prompt span one token, prompts short, and round-trips traces', async () => {
-    const files = tinyTokenizerFiles();
+    const files = tinyTokenizerFiles(0);
     const tok = await createTokenizer(files.tokenizerJson, files.tokenizerConfig);
-    expect(tok.vocabSize).toBeLessThan(100);
+    const digitMix = { ...DEFAULT_TRACE_MIX, wholeNumbersUpTo: 0 };
+    expect(tok.vocabSize).toBe(69);
     expect(tok.bosTokenId).toBe(1);
     expect(tok.eosTokenIds).toEqual([2]);
     expect(tok.padTokenId).toBe(0);
@@ -310,7 +311,7 @@ describe('tiny tokenizer', () => {
       expect(tok.encode(phrase, { addSpecialTokens: false }), phrase).toHaveLength(1);
     }
     const unk = tok.tokenToId('<unk>');
-    for (const t of generateTraces(3, 200)) {
+    for (const t of generateTraces(3, 200, digitMix)) {
       const prompt = tok.encode(t.prompt);
       expect(prompt[0]).toBe(1);
       expect(prompt.length).toBeLessThanOrEqual(20);
@@ -318,7 +319,7 @@ describe('tiny tokenizer', () => {
       const completion = tok.encode(t.completion, { addSpecialTokens: false });
       expect(completion).not.toContain(unk);
       // The generator's own count (which budgets a careful trace's tries) agrees, EOS added.
-      expect(completionTokenCount(t.completion)).toBe(completion.length + 1);
+      expect(completionTokenCount(t.completion, 0)).toBe(completion.length + 1);
       expect(completion.length + 1).toBeLessThanOrEqual(DEFAULT_TRACE_MIX.maxCompletionTokens);
       expect(tok.decode(completion)).toBe(t.completion);
     }
@@ -342,9 +343,11 @@ describe('tiny tokenizer', () => {
   });
 });
 
-describe('tiny tokenizer with whole-number tokens', () => {
+describe("tiny tokenizer with whole-number tokens (the shipped model's)", () => {
   it('makes each number up to N one token, cuts larger ones into digits, and counts as it cuts', async () => {
-    const files = tinyTokenizerFiles(199);
+    expect(DEFAULT_TRACE_MIX.wholeNumbersUpTo).toBe(199);
+    const files = tinyTokenizerFiles();
+    expect(files).toEqual(tinyTokenizerFiles(199));
     const tok = await createTokenizer(files.tokenizerJson, files.tokenizerConfig);
     // 20 digit pieces become 400 number pieces (0..199, with and without a leading space).
     const digitsOnly = await createTokenizer(
@@ -364,18 +367,18 @@ describe('tiny tokenizer with whole-number tokens', () => {
       // <think> 9 ␣* ␣10 ␣= ␣90 , ␣90 ␣* ␣8 ␣= ␣ 7 2 0 </think> <answer> ( 9 ␣* ␣10 ) ␣* ␣8 </answer> EOS
       26,
     );
-    const mix = { ...DEFAULT_TRACE_MIX, wholeNumbersUpTo: 199 };
+    const mix = DEFAULT_TRACE_MIX;
     const unk = tok.tokenToId('<unk>');
     for (const t of generateTraces(5, 300, mix)) {
       const completion = tok.encode(t.completion, { addSpecialTokens: false });
       expect(completion).not.toContain(unk);
-      expect(completionTokenCount(t.completion, 199)).toBe(completion.length + 1);
+      expect(completionTokenCount(t.completion)).toBe(completion.length + 1);
       expect(completion.length + 1).toBeLessThanOrEqual(mix.maxCompletionTokens);
       expect(tok.decode(completion)).toBe(t.completion);
       const prompt = tok.encode(t.prompt);
       expect(tok.decode(prompt, { skipSpecialTokens: true })).toBe(t.prompt);
     }
-    // The digit tokenizer is the shipped model's, unchanged by the option's existence.
+    // The digit tokenizer (the earlier shipped model's) is unchanged by the option.
     expect(digitsOnly.vocabSize).toBe(69);
   });
 });

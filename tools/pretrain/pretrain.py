@@ -44,11 +44,11 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 CONFIG = {
     "architectures": ["LlamaForCausalLM"],
     "model_type": "llama",
-    "hidden_size": 64,
-    "intermediate_size": 176,
+    "hidden_size": 80,
+    "intermediate_size": 224,
     "num_hidden_layers": 4,
-    "num_attention_heads": 4,
-    "num_key_value_heads": 4,
+    "num_attention_heads": 5,
+    "num_key_value_heads": 5,
     "head_dim": 16,
     "vocab_size": None,  # from the tokenizer
     "max_position_embeddings": 128,
@@ -764,6 +764,9 @@ def write_card(out, cfg, run, samples_path):
                        f"{mix.get('carefulAimRate', mix.get('aimRate', 0))} in careful ones, else is uniform too.")
         careful_example = ("<think>7 * 6 = 42, 42 + 1 = 43. wait 7 + 6 = 13, 13 * 1 = 13</think>"
                            "<answer>(7 + 6) * 1</answer>")
+    whole = mix.get("wholeNumbersUpTo", 0)
+    numbers_how = (f"every whole number 0..{whole} as one token (larger numbers fall apart into digits)"
+                   if whole else "digits (a number is one token per digit)")
     fw, bw = d["forward"], d["backward"]
     diagnosis = (
         f"Where its tries go wrong (sampled, tools/pretrain/eval_samples.jsonl). Forward guesses "
@@ -813,8 +816,10 @@ Tokenizer (tokenizer.json, Hugging Face format, loads in transformers.js): {cfg[
 `<pad>` (0), `<s>` (1, BOS, added to every prompt), `</s>` (2, EOS), `<unk>` (3); the tags
 `<think>` `</think>` `<answer>` `</answer>`; each fixed span of the R1-Zero template and of the
 Countdown / arithmetic questions as one token (the template's text is unchanged, only cut into a few
-pieces); digits, operators and the word "wait", each with and without one leading space. Decoding
-is concatenation, so text round-trips exactly.
+pieces);
+{numbers_how};
+operators and the words of the traces ("wait", "backward", "check again"), each with and without
+one leading space. Decoding is concatenation, so text round-trips exactly.
 
 ## Data
 
