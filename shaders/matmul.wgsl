@@ -57,16 +57,26 @@ struct Params {
 var<workgroup> a_tile: array<vec4<f32>, TILE_K * TILE_M_VEC>;
 var<workgroup> b_tile: array<vec4<f32>, TILE_K * TILE_N_VEC>;
 
-fn load_a(base: u32, row: u32, k: u32) -> f32 {
-  if (row >= params.M || k >= params.K) { return 0.0; }
+// Unguarded op(A)[row, k] and op(B)[k, col], for indices known to be inside.
+fn a_at(base: u32, row: u32, k: u32) -> f32 {
   if (TRANS_A) { return a[base + k * params.ldA + row]; }
   return a[base + row * params.ldA + k];
 }
 
-fn load_b(base: u32, k: u32, col: u32) -> f32 {
-  if (k >= params.K || col >= params.N) { return 0.0; }
+fn b_at(base: u32, k: u32, col: u32) -> f32 {
   if (TRANS_B) { return b[base + col * params.K + k]; }
   return b[base + k * params.N + col];
+}
+
+// op(A)[row, k] and op(B)[k, col], zero outside the matrices (the staged tiles' padding).
+fn load_a(base: u32, row: u32, k: u32) -> f32 {
+  if (row >= params.M || k >= params.K) { return 0.0; }
+  return a_at(base, row, k);
+}
+
+fn load_b(base: u32, k: u32, col: u32) -> f32 {
+  if (k >= params.K || col >= params.N) { return 0.0; }
+  return b_at(base, k, col);
 }
 
 @compute @workgroup_size(WG_X, WG_Y, 1)
@@ -121,11 +131,21 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
     // A thread whose whole 4×4 block lies outside C skips the loop: with no barrier to meet it may
     // leave early, and on SwiftShader (where invocations are CPU SIMD lanes) the loads and FMAs of
     // such threads are real work: a 32-row product in a 64-row tile spent half its time there.
+    // No bounds checks in the loop (SwiftShader runs each as a masked branch): k < K by the loop,
+    // and rows / columns past C's edge re-read the last one; their sums are never stored.
+    let r0 = row0;
+    let r1 = min(row0 + 1u, params.M - 1u);
+    let r2 = min(row0 + 2u, params.M - 1u);
+    let r3 = min(row0 + 3u, params.M - 1u);
+    let c0 = col0;
+    let c1 = min(col0 + 1u, params.N - 1u);
+    let c2 = min(col0 + 2u, params.N - 1u);
+    let c3 = min(col0 + 3u, params.N - 1u);
     for (var k = 0u; k < params.K; k = k + 1u) {
-      let av = vec4<f32>(load_a(a_base, row0, k), load_a(a_base, row0 + 1u, k),
-                         load_a(a_base, row0 + 2u, k), load_a(a_base, row0 + 3u, k));
-      let bv = vec4<f32>(load_b(b_base, k, col0), load_b(b_base, k, col0 + 1u),
-                         load_b(b_base, k, col0 + 2u), load_b(b_base, k, col0 + 3u));
+      let av = vec4<f32>(a_at(a_base, r0, k), a_at(a_base, r1, k), a_at(a_base, r2, k),
+                         a_at(a_base, r3, k));
+      let bv = vec4<f32>(b_at(b_base, k, c0), b_at(b_base, k, c1), b_at(b_base, k, c2),
+                         b_at(b_base, k, c3));
       acc[0] = fma(vec4<f32>(av.x), bv, acc[0]);
       acc[1] = fma(vec4<f32>(av.y), bv, acc[1]);
       acc[2] = fma(vec4<f32>(av.z), bv, acc[2]);
