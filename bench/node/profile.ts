@@ -211,7 +211,8 @@ function printPart(title: string, part: ProfilePart, top: number): void {
   }
 }
 
-/** The tiny reasoner's products in an aha step (B·G = 32 rows decoding, 2688 = 32 × 84 training). */
+/** The 205K tiny reasoner's products in an aha step (C = 64, I = 176; B·G = 32 rows decoding, 2688 =
+ * 32 × 84 training): the shapes the tile comparison of bench/README.md was measured at. */
 const AHA_SHAPES: MatmulShape[] = [
   { name: 'decode q/k/v/o', M: 32, N: 64, K: 64, transB: true },
   { name: 'decode gate/up', M: 32, N: 176, K: 64, transB: true },
