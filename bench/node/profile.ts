@@ -24,10 +24,9 @@ import { summarize, timeRuns } from '../lib/stats';
 import { buildModelWeights } from '../browser/model-files';
 import { BENCH_MODELS } from '../browser/models';
 import { MatmulTileVariant } from '../kernels/matmul-tiles';
-import { loadModel, rewardFunctions } from '../../src/cli/_session';
+import { createTrainer, loadModel } from '../../src/cli/_session';
 import { resolveConfig } from '../../src/grpo/config';
 import { PRESETS } from '../../src/grpo/presets';
-import { GrpoTrainer } from '../../src/grpo/trainer';
 import { createTask } from '../../src/tasks/index';
 import { TINY_COUNTDOWN_OPTIONS } from '../../src/tasks/traces';
 
@@ -38,11 +37,18 @@ export interface KernelRow {
   share: number;
 }
 
+/** Per-step (or per-run) wall time, GPU busy time and the kernels behind it. */
+export interface ProfilePart {
+  wallMs: number;
+  busyMs: number;
+  kernels: KernelRow[];
+}
+
 export interface ProfileResult {
   bench: 'profile';
   model: string;
-  training: { wallMs: number; busyMs: number; kernels: KernelRow[] };
-  sampling: { wallMs: number; busyMs: number; kernels: KernelRow[] };
+  training: ProfilePart;
+  sampling: ProfilePart;
 }
 
 function rows(totals: PassTotals): KernelRow[] {
@@ -174,15 +180,14 @@ export async function profileAhaSteps(
   const model = await loadModel(config.model);
   const engine = await createEngine();
   const profiler = new PassProfiler(engine.device, { byDispatch: true });
-  const trainer = new GrpoTrainer({
-    engine: profiler.wrap(engine),
+  // As `npm run aha` sets its trainer up (src/cli/aha.ts).
+  const trainer = createTrainer(
+    profiler.wrap(engine),
     config,
-    modelConfig: model.hf.config,
-    weights: model.hf.tensors,
-    tokenizer: model.tokenizer,
-    task: createTask(config.task, config.taskOptions),
-    rewardFunctions: rewardFunctions(config, createTask('countdown', TINY_COUNTDOWN_OPTIONS)),
-  });
+    model,
+    createTask(config.task, config.taskOptions),
+    createTask('countdown', TINY_COUNTDOWN_OPTIONS),
+  );
   await trainer.trainStep();
   profiler.reset();
   const t0 = performance.now();
@@ -196,8 +201,6 @@ export async function profileAhaSteps(
   engine.destroy();
   return { model: model.folder, part };
 }
-
-type ProfilePart = ProfileResult['training'];
 
 function printPart(title: string, part: ProfilePart, top: number): void {
   console.log(
@@ -258,11 +261,11 @@ function printProfile(r: ProfileResult, top: number): void {
 }
 
 async function main(argv: string[]) {
+  const flag = (name: string) => {
+    const i = argv.indexOf(name);
+    return i >= 0 ? argv[i + 1] : undefined;
+  };
   if (argv.includes('--aha')) {
-    const flag = (name: string) => {
-      const i = argv.indexOf(name);
-      return i >= 0 ? argv[i + 1] : undefined;
-    };
     const steps = Number(flag('--steps') ?? 3);
     const { model, part } = await profileAhaSteps(flag('--model-dir') ?? 'bundled', steps);
     printPart(`aha preset, ${model}, one GRPO step (mean of ${steps})`, part, 30);
@@ -274,9 +277,7 @@ async function main(argv: string[]) {
     engine.destroy();
     return;
   }
-  const modelIndex = argv.indexOf('--model');
-  const id = modelIndex >= 0 ? argv[modelIndex + 1] : 'llama-100m';
-  const result = await profileModel(process.cwd(), id);
+  const result = await profileModel(process.cwd(), flag('--model') ?? 'llama-100m');
   printProfile(result, 25);
   const engine = await createEngine();
   console.log('\nbarrier-free matmul, llama-100m shapes   scalar loads   vec4 loads   GFLOP/s');

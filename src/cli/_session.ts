@@ -8,6 +8,7 @@ import { createCustomRewards, customRewardResolver } from '../grpo/custom-reward
 import { nodeSandboxFactory } from '../grpo/reward-sandbox-node';
 import { createRewardFunctions, type RewardFunction } from '../grpo/rewards';
 import type { Config } from '../grpo/config';
+import { GrpoTrainer } from '../grpo/trainer';
 import { loadHfFolder, type LoadedHfModel } from '../io/hf-folder';
 import { folderSource } from '../io/model-source';
 import { loadTokenizer, type Tokenizer } from '../io/tokenizer';
@@ -68,6 +69,28 @@ export function rewardFunctions(config: Config, task: Task): RewardFunction[] {
     sandboxFactory: nodeSandboxFactory(),
   });
   return createRewardFunctions(config.rewards, task, customRewardResolver(custom));
+}
+
+/**
+ * A trainer for `model` on `task`; the rewards score with `rewardTask` (the aha command scores with
+ * the plain Countdown task while training on the preset's, whose options hold out its eval prompts).
+ */
+export function createTrainer(
+  engine: Engine,
+  config: Config,
+  model: LoadedModel,
+  task: Task,
+  rewardTask: Task = task,
+): GrpoTrainer {
+  return new GrpoTrainer({
+    engine,
+    config,
+    modelConfig: model.hf.config,
+    weights: model.hf.tensors,
+    tokenizer: model.tokenizer,
+    task,
+    rewardFunctions: rewardFunctions(config, rewardTask),
+  });
 }
 
 export async function openEngine(): Promise<Engine> {

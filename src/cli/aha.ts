@@ -13,7 +13,7 @@ import { join, resolve } from 'node:path';
 import { parseCliArgs, resolveConfig, type Config } from '../grpo/config';
 import { evaluate, type EvalReport } from '../grpo/evaluate';
 import { PRESETS } from '../grpo/presets';
-import { GrpoTrainer, type StepReport } from '../grpo/trainer';
+import type { StepReport } from '../grpo/trainer';
 import { lineChartSvg, type ChartSeries } from '../io/svg-chart';
 import { createTask } from '../tasks/index';
 import {
@@ -24,7 +24,7 @@ import {
   type AhaPromptSet,
 } from '../tasks/traces';
 import type { Problem } from '../tasks/types';
-import { loadModel, openEngine, rewardFunctions, takeFlag } from './_session';
+import { createTrainer, loadModel, openEngine, takeFlag } from './_session';
 
 const COLORS = ['#2563eb', '#dc2626', '#16a34a', '#9333ea', '#ea580c'];
 
@@ -81,15 +81,13 @@ async function main(args: string[]) {
   let base: EvalReport | null = null;
   for (const seed of seeds) {
     config = resolveConfig({ ...PRESETS.aha, ...overrides, seed });
-    const trainer = new GrpoTrainer({
+    const trainer = createTrainer(
       engine,
       config,
-      modelConfig: model.hf.config,
-      weights: model.hf.tensors,
-      tokenizer: model.tokenizer,
-      task: createTask(config.task, config.taskOptions),
-      rewardFunctions: rewardFunctions(config, countdown),
-    });
+      model,
+      createTask(config.task, config.taskOptions),
+      countdown,
+    );
     const evalOptions = {
       k,
       temperature: config.temperature,

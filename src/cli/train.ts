@@ -21,11 +21,11 @@ import {
   type Config,
 } from '../grpo/config';
 import { evaluate } from '../grpo/evaluate';
-import { GrpoTrainer, type StepReport, type TrainerSnapshot } from '../grpo/trainer';
+import type { GrpoTrainer, StepReport, TrainerSnapshot } from '../grpo/trainer';
 import { exportHfFolder } from '../io/hf-export';
 import { parseSafetensors, writeSafetensors } from '../io/safetensors';
 import { planMemory, deviceMemoryLimits, formatBytes } from '../model/memory-plan';
-import { loadModel, loadTask, openEngine, rewardFunctions, takeFlag } from './_session';
+import { createTrainer, loadModel, loadTask, openEngine, takeFlag } from './_session';
 
 const USAGE = `usage: npm run train -- [--model <folder|bundled>] [--out <run folder>] [--config <config.json>]
                        [--resume <run>/checkpoint-<step>] [--option value …]
@@ -179,15 +179,7 @@ async function main(args: string[]) {
   console.log(`memory plan: ${formatBytes(plan.peakBytes)} at peak`);
   if (!plan.fits) throw new Error(plan.message);
 
-  const trainer = new GrpoTrainer({
-    engine,
-    config,
-    modelConfig: model.hf.config,
-    weights: model.hf.tensors,
-    tokenizer: model.tokenizer,
-    task,
-    rewardFunctions: rewardFunctions(config, task),
-  });
+  const trainer = createTrainer(engine, config, model, task);
   if (resume) {
     trainer.restore(resume.snapshot);
     console.log(`resumed from ${resumeFrom} at step ${trainer.step}`);
