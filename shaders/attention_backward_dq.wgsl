@@ -15,6 +15,11 @@
 // (n, kv head), K/V staged TILE keys at a time in workgroup memory, rows held as zero-padded vec4.
 // Each thread sums its own dq row over keys in ascending order, so there are no atomics and the
 // result is deterministic.
+//
+// Entry point main_direct (barrier-free variant, KernelTuning.avoidBarriers): threads share
+// nothing, the rows of all (n, kv head) pairs pack densely, WG per workgroup, in
+// ceil(N·H·T / WG) workgroups, and each thread reads keys and values straight from storage. The
+// per-tile arithmetic (dq_tile) and its order are main's, so both give the same bits.
 
 override WG: u32 = 32; // query rows (threads) per workgroup
 override TILE: u32 = 8; // keys staged per tile (≤ MAX_TILE)
@@ -113,6 +118,80 @@ fn hsum(x: vec4<f32>) -> f32 {
   return (x.x + x.y) + (x.z + x.w);
 }
 
+// Per-invocation row state shared by both entry points: the scaled q row, the dO row, the dq
+// accumulator, Δ_i and lse_i.
+var<private> q_row: array<vec4<f32>, MAX_D4>;
+var<private> do_row: array<vec4<f32>, MAX_D4>;
+var<private> dq_row: array<vec4<f32>, MAX_D4>;
+var<private> delta_i: f32;
+var<private> lse_i: f32;
+
+fn begin_row(row_base: u32, lse_index: u32, in_range: bool) {
+  var delta4 = vec4<f32>();
+  for (var c = 0u; c < D4; c = c + 1u) {
+    q_row[c] = select(vec4<f32>(), gather_q(row_base, c) * params.scale, in_range);
+    do_row[c] = select(vec4<f32>(), gather_do(row_base, c), in_range);
+    delta4 = fma(do_row[c], select(vec4<f32>(), gather_o(row_base, c), in_range), delta4);
+    dq_row[c] = vec4<f32>();
+  }
+  delta_i = hsum(delta4);
+  lse_i = select(0.0, lse[lse_index], in_range);
+}
+
+// Vector c of key/value t of the tile at j0: from the staged tile, or straight from storage
+// (`row` = the key's first element); keys past key_end are zero, as in the staged tile.
+fn tile_key(staged: bool, row: u32, valid: bool, t: u32, c: u32) -> vec4<f32> {
+  if (staged) { return k_tile[t * D4 + c]; }
+  if (!valid) { return vec4<f32>(); }
+  return gather_k(row, c);
+}
+
+fn tile_value(staged: bool, row: u32, valid: bool, t: u32, c: u32) -> vec4<f32> {
+  if (staged) { return v_tile[t * D4 + c]; }
+  if (!valid) { return vec4<f32>(); }
+  return gather_v(row, c);
+}
+
+// dq_row += Σ_t dS_it·k_t over keys j0 … j0 + TILE − 1 (this row sees those before row_end).
+fn dq_tile(staged: bool, j0: u32, row_end: u32, key_end: u32, kv_base: u32, kv_row_stride: u32) {
+  var ds: array<f32, MAX_TILE>;
+  var any_visible = false;
+  for (var t = 0u; t < TILE; t = t + 1u) {
+    ds[t] = 0.0;
+    if (j0 + t < row_end) {
+      let row = kv_base + (j0 + t) * kv_row_stride;
+      var score = vec4<f32>();
+      var dp = vec4<f32>();
+      for (var c = 0u; c < D4; c = c + 1u) {
+        score = fma(q_row[c], tile_key(staged, row, true, t, c), score);
+        dp = fma(do_row[c], tile_value(staged, row, true, t, c), dp);
+      }
+      ds[t] = exp(hsum(score) - lse_i) * (hsum(dp) - delta_i);
+      any_visible = true;
+    }
+  }
+  if (any_visible) {
+    for (var c = 0u; c < D4; c = c + 1u) {
+      var a = dq_row[c];
+      for (var t = 0u; t < TILE; t = t + 1u) {
+        let row = kv_base + (j0 + t) * kv_row_stride;
+        a = fma(vec4<f32>(ds[t]), tile_key(staged, row, j0 + t < key_end, t, c), a);
+      }
+      dq_row[c] = a;
+    }
+  }
+}
+
+fn end_row(row_base: u32, lse_index: u32) {
+  for (var c = 0u; c < D4; c = c + 1u) {
+    let x = dq_row[c] * params.scale;
+    for (var e = 0u; e < 4u; e = e + 1u) {
+      if (c * 4u + e < HEAD_DIM) { dq[row_base + c * 4u + e] = x[e]; }
+    }
+  }
+  delta[lse_index] = delta_i;
+}
+
 @compute @workgroup_size(WG, 1, 1)
 fn main(
   @builtin(workgroup_id) wid: vec3<u32>,
@@ -140,18 +219,7 @@ fn main(
 
   let row_base = ((n * params.T + i) * params.H + h) * HEAD_DIM;
   let lse_index = (n * params.H + h) * params.T + i;
-  var q_row: array<vec4<f32>, MAX_D4>;
-  var do_row: array<vec4<f32>, MAX_D4>;
-  var dq_row: array<vec4<f32>, MAX_D4>;
-  var delta4 = vec4<f32>();
-  for (var c = 0u; c < D4; c = c + 1u) {
-    q_row[c] = select(vec4<f32>(), gather_q(row_base, c) * params.scale, in_range);
-    do_row[c] = select(vec4<f32>(), gather_do(row_base, c), in_range);
-    delta4 = fma(do_row[c], select(vec4<f32>(), gather_o(row_base, c), in_range), delta4);
-    dq_row[c] = vec4<f32>();
-  }
-  let delta_i = hsum(delta4);
-  let lse_i = select(0.0, lse[lse_index], in_range);
+  begin_row(row_base, lse_index, in_range);
 
   let kv_row_stride = params.Hkv * HEAD_DIM;
   let kv_base = n * params.T * kv_row_stride + g * HEAD_DIM;
@@ -168,40 +236,39 @@ fn main(
       v_tile[slot] = vx;
     }
     workgroupBarrier();
-
-    var ds: array<f32, MAX_TILE>;
-    var any_visible = false;
-    for (var t = 0u; t < TILE; t = t + 1u) {
-      ds[t] = 0.0;
-      if (j0 + t < row_end) {
-        var score = vec4<f32>();
-        var dp = vec4<f32>();
-        for (var c = 0u; c < D4; c = c + 1u) {
-          score = fma(q_row[c], k_tile[t * D4 + c], score);
-          dp = fma(do_row[c], v_tile[t * D4 + c], dp);
-        }
-        ds[t] = exp(hsum(score) - lse_i) * (hsum(dp) - delta_i);
-        any_visible = true;
-      }
-    }
-    if (any_visible) {
-      for (var c = 0u; c < D4; c = c + 1u) {
-        var a = dq_row[c];
-        for (var t = 0u; t < TILE; t = t + 1u) {
-          a = fma(vec4<f32>(ds[t]), k_tile[t * D4 + c], a);
-        }
-        dq_row[c] = a;
-      }
-    }
+    dq_tile(true, j0, row_end, key_end, kv_base, kv_row_stride);
     workgroupBarrier();
   }
 
   if (!in_range) { return; }
-  for (var c = 0u; c < D4; c = c + 1u) {
-    let x = dq_row[c] * params.scale;
-    for (var e = 0u; e < 4u; e = e + 1u) {
-      if (c * 4u + e < HEAD_DIM) { dq[row_base + c * 4u + e] = x[e]; }
-    }
+  end_row(row_base, lse_index);
+}
+
+@compute @workgroup_size(WG, 1, 1)
+fn main_direct(
+  @builtin(workgroup_id) wid: vec3<u32>,
+  @builtin(num_workgroups) nwg: vec3<u32>,
+  @builtin(local_invocation_id) lid: vec3<u32>,
+) {
+  let R = params.H / params.Hkv;
+  let rows = R * params.T;
+  let thread = (wid.x + wid.y * nwg.x) * WG + lid.x;
+  if (thread >= params.N * params.Hkv * rows) { return; }
+  let n = thread / (params.Hkv * rows);
+  let g = (thread / rows) % params.Hkv;
+  let r = thread % rows;
+  let i = r / R;
+  let h = g * R + r % R;
+
+  let row_base = ((n * params.T + i) * params.H + h) * HEAD_DIM;
+  let lse_index = (n * params.H + h) * params.T + i;
+  begin_row(row_base, lse_index, true);
+  let kv_row_stride = params.Hkv * HEAD_DIM;
+  let kv_base = n * params.T * kv_row_stride + g * HEAD_DIM;
+  // The same tiles as main (from keyStart, TILE keys each), so the same summation order; main's
+  // tiles past this row's last key add nothing to it.
+  for (var j0 = keyStart[n]; j0 <= i; j0 = j0 + TILE) {
+    dq_tile(false, j0, i + 1u, i + 1u, kv_base, kv_row_stride);
   }
-  delta[lse_index] = delta_i;
+  end_row(row_base, lse_index);
 }

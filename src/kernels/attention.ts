@@ -11,6 +11,14 @@ import { bindBuffers, type PipelineCache } from '../engine/pipelines';
 import { shaderSource } from '../engine/shaders';
 
 /** Rows (threads) per workgroup of the forward, dq and dkv kernels: one thread per query/key row. */
+// Each kernel has two entry points with the same per-tile arithmetic, hence the same bits: `main`
+// stages K/V (or Q/dO) tiles in workgroup memory, `main_direct` (KernelTuning.avoidBarriers, i.e.
+// SwiftShader) has every thread read straight from storage and packs rows densely. Barriers are
+// what a CPU emulation pays for: on the aha preset's real steps (`node bench/run.mjs --profile
+// --aha`, Node without Dawn's robustness) direct took the training forward 390 → 245 ms, dq 514 →
+// 391 ms, dkv 699 → 554 ms per step, and a decode step's forward (N·H rows in a few workgroups
+// instead of N·Hkv mostly idle ones) 69 → 11 ms; with robustness on (as in Chromium) the training
+// kernels come out even.
 export const ATTENTION_WG = 32;
 /**
  * Largest head dim the kernels take: each thread keeps up to four D-long rows in private vec4
@@ -90,10 +98,7 @@ export class AttentionForwardKernel {
     const S = args.S ?? qOffset + Tq;
     const sCap = args.sCap ?? S;
     if (S > sCap) throw new RangeError(`attention_forward: S (${S}) exceeds S_cap (${sCap})`);
-    // The barrier-free entry point wins on SwiftShader only when the staged one would leave its
-    // workgroups mostly idle (decoding: R·Tq rows per kv head ≪ ATTENTION_WG; measured at N = 64,
-    // H = 4, D = 16: 69 → 11 ms per decode step, but 221 → 596 ms for a 80-token training forward).
-    const direct = this.pipelines.tuning.avoidBarriers && (H / Hkv) * Tq < ATTENTION_WG;
+    const direct = this.pipelines.tuning.avoidBarriers;
     const pipeline = await this.pipelines.get(
       'attention_forward',
       shaderSource('attention_forward'),
@@ -186,17 +191,22 @@ export class AttentionBackwardKernel {
     const { N, T, H, Hkv, D } = args;
     checkHeads('attention_backward', H, Hkv, D);
     const delta = args.delta ?? this.deltaScratch(N * H * T * 4);
+    const direct = this.pipelines.tuning.avoidBarriers;
+    const entry = direct ? 'main_direct' : 'main';
+    const constants = { WG: ATTENTION_WG, TILE: ATTENTION_TILE, HEAD_DIM: D };
     const [dqPipeline, dkvPipeline] = await Promise.all([
-      this.pipelines.get('attention_backward_dq', shaderSource('attention_backward_dq'), {
-        WG: ATTENTION_WG,
-        TILE: ATTENTION_TILE,
-        HEAD_DIM: D,
-      }),
-      this.pipelines.get('attention_backward_dkv', shaderSource('attention_backward_dkv'), {
-        WG: ATTENTION_WG,
-        TILE: ATTENTION_TILE,
-        HEAD_DIM: D,
-      }),
+      this.pipelines.get(
+        'attention_backward_dq',
+        shaderSource('attention_backward_dq'),
+        constants,
+        entry,
+      ),
+      this.pipelines.get(
+        'attention_backward_dkv',
+        shaderSource('attention_backward_dkv'),
+        constants,
+        entry,
+      ),
     ]);
     const params = createUniformBuffer(
       this.device,
@@ -227,7 +237,9 @@ export class AttentionBackwardKernel {
         params,
       ]),
     );
-    const [qx, qy, qz] = splitGrid(N * Hkv * ceilDiv((H / Hkv) * T, ATTENTION_WG));
+    const [qx, qy, qz] = splitGrid(
+      direct ? ceilDiv(N * H * T, ATTENTION_WG) : N * Hkv * ceilDiv((H / Hkv) * T, ATTENTION_WG),
+    );
     if (qx > 0) dqPass.dispatchWorkgroups(qx, qy, qz);
     dqPass.end();
 
@@ -248,7 +260,9 @@ export class AttentionBackwardKernel {
         params,
       ]),
     );
-    const [kx, ky, kz] = splitGrid(N * Hkv * ceilDiv(T, ATTENTION_WG));
+    const [kx, ky, kz] = splitGrid(
+      direct ? ceilDiv(N * Hkv * T, ATTENTION_WG) : N * Hkv * ceilDiv(T, ATTENTION_WG),
+    );
     if (kx > 0) dkvPass.dispatchWorkgroups(kx, ky, kz);
     dkvPass.end();
   }

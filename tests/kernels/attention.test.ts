@@ -1,7 +1,8 @@
 // The attention kernels (forward, backward dq/dkv, kv_cache_write) against src/ref/attention.ts on
 // a shape sweep (T = 1, primes, rows past one workgroup, GQA with Hkv = 1, Hkv < H and Hkv = H,
-// left padding, D up to 128), the reference backward against central finite differences, and
-// decoding one query at a time from a KV cache against the full-sequence forward.
+// left padding, D up to 128), the reference backward against central finite differences,
+// decoding one query at a time from a KV cache against the full-sequence forward, and the
+// barrier-free training kernels against the cooperative ones bit for bit.
 import { describe, expect, it } from 'vitest';
 import { readF32, uploadStorageBuffer, createStorageBuffer } from '../../src/engine/buffers';
 import {
@@ -259,6 +260,31 @@ for (const { name, tuning } of BARRIER_VARIANTS) {
     });
   });
 }
+
+describe('attention training kernels: barrier-free (main_direct) vs cooperative (main)', () => {
+  // The two entry points walk the same tiles with the same per-tile arithmetic, so the Node engine
+  // on SwiftShader (barrier-free) and a browser on a real GPU (cooperative) train the same bits.
+  const [cooperative, barrierFree] = BARRIER_VARIANTS;
+  const cases: Case[] = [
+    { N: 2, T: 37, H: 4, Hkv: 2, D: 16, keyStart: [0, 11] }, // GQA, tiles cut by keyStart
+    { N: 3, T: 70, H: 5, Hkv: 5, D: 16, keyStart: [3, 0, 33] }, // keys past two workgroups
+    { N: 1, T: 23, H: 2, Hkv: 1, D: 5, keyStart: [2] }, // D not a multiple of 4
+  ];
+  for (const c of cases) {
+    it(caseName(c), async () => {
+      const a = await runTraining(c, 77, cooperative.tuning);
+      const b = await runTraining(c, 77, barrierFree.tuning);
+      for (const key of ['o', 'lse', 'dq', 'dk', 'dv'] as const) {
+        expect(
+          a.gpu[key].some((v) => v !== 0),
+          key,
+        ).toBe(true);
+        const firstDiff = a.gpu[key].findIndex((v, i) => !Object.is(v, b.gpu[key][i]));
+        expect(firstDiff, `${key}: first differing element`).toBe(-1);
+      }
+    });
+  }
+});
 
 describe('attention reference', () => {
   it('backward matches central finite differences of Σ dO∘o (f64)', () => {
