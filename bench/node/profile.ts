@@ -214,21 +214,27 @@ function printPart(title: string, part: ProfilePart, top: number): void {
   }
 }
 
-/** The 205K tiny reasoner's products in an aha step (C = 64, I = 176; B·G = 32 rows decoding, 2688 =
- * 32 × 84 training): the shapes the tile comparison of bench/README.md was measured at. */
+/** The bundled 354K tiny reasoner's products in an aha step (C = 80, I = 224; B·G = 32 rows
+ * decoding, 2432 = 32 × 76 training): the shapes the tile comparison of bench/README.md was measured
+ * at. (The earlier comparison, at the 205K model's C = 64, found no better tile than 64×64.) */
 const AHA_SHAPES: MatmulShape[] = [
-  { name: 'decode q/k/v/o', M: 32, N: 64, K: 64, transB: true },
-  { name: 'decode gate/up', M: 32, N: 176, K: 64, transB: true },
-  { name: 'decode down', M: 32, N: 64, K: 176, transB: true },
-  { name: 'train x·Wᵀ, q', M: 2688, N: 64, K: 64, transB: true },
-  { name: 'train dX, down', M: 2688, N: 64, K: 176 },
-  { name: 'train dW, q', M: 64, N: 64, K: 2688, transA: true },
-  { name: 'train dW, gate', M: 176, N: 64, K: 2688, transA: true },
+  { name: 'decode q/k/v/o', M: 32, N: 80, K: 80, transB: true },
+  { name: 'decode gate/up', M: 32, N: 224, K: 80, transB: true },
+  { name: 'decode down', M: 32, N: 80, K: 224, transB: true },
+  { name: 'train x·Wᵀ, q', M: 2432, N: 80, K: 80, transB: true },
+  { name: 'train x·Wᵀ, gate', M: 2432, N: 224, K: 80, transB: true },
+  { name: 'train dX, down', M: 2432, N: 80, K: 224 },
+  { name: 'train dW, q', M: 80, N: 80, K: 2432, transA: true },
+  { name: 'train dW, gate', M: 224, N: 80, K: 2432, transA: true },
 ];
 
 /** Milliseconds per product (median of 3 submissions of 10) for each barrier-free tile shape. */
 async function compareTiles(engine: Engine): Promise<void> {
-  const tiles = [16, 8, 4].flatMap((wgY) => [16, 8, 4].map((wgX) => [wgX, wgY] as const));
+  // 20 threads across: 80-column tiles, C = 80 with no clamped columns (≤ 256 threads in all).
+  const tiles = [
+    ...[16, 8, 4].flatMap((wgY) => [16, 8, 4].map((wgX) => [wgX, wgY] as const)),
+    ...[12, 8, 4].map((wgY) => [20, wgY] as const),
+  ];
   console.log(
     `shape (M×N×K)                  ${tiles.map(([x, y]) => `${4 * y}×${4 * x}`.padStart(7)).join('')}`,
   );
