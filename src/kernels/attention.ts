@@ -10,7 +10,6 @@ import { ceilDiv, dispatch1D, splitGrid } from '../engine/dispatch';
 import { bindBuffers, type PipelineCache } from '../engine/pipelines';
 import { shaderSource } from '../engine/shaders';
 
-/** Rows (threads) per workgroup of the forward, dq and dkv kernels: one thread per query/key row. */
 // Each kernel has two entry points with the same per-tile arithmetic, hence the same bits: `main`
 // stages K/V (or Q/dO) tiles in workgroup memory, `main_direct` (KernelTuning.avoidBarriers, i.e.
 // SwiftShader) has every thread read straight from storage and packs rows densely. Barriers are
@@ -19,6 +18,8 @@ import { shaderSource } from '../engine/shaders';
 // 391 ms, dkv 699 → 554 ms per step, and a decode step's forward (N·H rows in a few workgroups
 // instead of N·Hkv mostly idle ones) 69 → 11 ms; with robustness on (as in Chromium) the training
 // kernels come out even.
+
+/** Rows (threads) per workgroup of the forward, dq and dkv kernels: one thread per query/key row. */
 export const ATTENTION_WG = 32;
 /**
  * Largest head dim the kernels take: each thread keeps up to four D-long rows in private vec4
@@ -36,6 +37,14 @@ export const ATTENTION_MAX_HEAD_DIM = 128;
 export const ATTENTION_TILE = 8;
 /** Threads per workgroup of kv_cache_write (one element each). */
 export const KV_CACHE_WRITE_WG = 256;
+
+/**
+ * Workgroups for `rows` rows per (n, kv head): `main` gives each (n, kv head) its own workgroups,
+ * `main_direct` packs the rows of all of them densely.
+ */
+function rowWorkgroups(direct: boolean, N: number, Hkv: number, rows: number): number {
+  return direct ? ceilDiv(N * Hkv * rows, ATTENTION_WG) : N * Hkv * ceilDiv(rows, ATTENTION_WG);
+}
 
 function checkHeads(kernel: string, H: number, Hkv: number, D: number): void {
   for (const [name, value] of [
@@ -133,11 +142,7 @@ export class AttentionForwardKernel {
         params,
       ]),
     );
-    // main: workgroups per (n, kv head); main_direct: all N·H·Tq rows packed (see the shader).
-    const workgroups = direct
-      ? ceilDiv(N * H * Tq, ATTENTION_WG)
-      : N * Hkv * ceilDiv((H / Hkv) * Tq, ATTENTION_WG);
-    const [x, y, z] = splitGrid(workgroups);
+    const [x, y, z] = splitGrid(rowWorkgroups(direct, N, Hkv, (H / Hkv) * Tq));
     if (x > 0) pass.dispatchWorkgroups(x, y, z);
     pass.end();
   }
@@ -237,9 +242,7 @@ export class AttentionBackwardKernel {
         params,
       ]),
     );
-    const [qx, qy, qz] = splitGrid(
-      direct ? ceilDiv(N * H * T, ATTENTION_WG) : N * Hkv * ceilDiv((H / Hkv) * T, ATTENTION_WG),
-    );
+    const [qx, qy, qz] = splitGrid(rowWorkgroups(direct, N, Hkv, (H / Hkv) * T));
     if (qx > 0) dqPass.dispatchWorkgroups(qx, qy, qz);
     dqPass.end();
 
@@ -260,9 +263,7 @@ export class AttentionBackwardKernel {
         params,
       ]),
     );
-    const [kx, ky, kz] = splitGrid(
-      direct ? ceilDiv(N * Hkv * T, ATTENTION_WG) : N * Hkv * ceilDiv(T, ATTENTION_WG),
-    );
+    const [kx, ky, kz] = splitGrid(rowWorkgroups(direct, N, Hkv, T));
     if (kx > 0) dkvPass.dispatchWorkgroups(kx, ky, kz);
     dkvPass.end();
   }
