@@ -4,6 +4,7 @@
 import type { CompletionRecord, GroupRecord, StepReport } from '../grpo/trainer';
 import type { Config, ConfigInput } from '../grpo/config';
 import type { EvalReport } from '../grpo/evaluate';
+import type { BestEval, EvalRecord } from '../grpo/eval-during-training';
 import type { LlamaConfig } from '../model/config';
 import type { MemoryCategory } from '../model/memory-plan';
 import type { DeletionCandidate } from '../storage/errors';
@@ -96,6 +97,10 @@ export type TrainerEvent =
       /** An automatic save during training (true) or the user's Save (false). */
       automatic: boolean;
     }
+  /** An evaluation during training (evalSteps) and the best one so far. */
+  | { type: 'eval'; record: EvalRecord; best: BestEval }
+  /** loadBestModelAtEnd: the policy now holds the weights of evaluation `best`, not of `lastStep`. */
+  | { type: 'best-loaded'; best: BestEval; lastStep: number }
   | { type: 'error'; message: string; diverged: boolean }
   | { type: 'device-lost'; message: string; lastCheckpoint: CheckpointInfo | null };
 

@@ -10,6 +10,7 @@ import {
   type Config,
   type ConfigInput,
 } from '../grpo/config';
+import type { BestEval, EvalRecord } from '../grpo/eval-during-training';
 import { PRESETS, type PresetName } from '../grpo/presets';
 import { CUSTOM_REWARD_PREFIX } from '../grpo/rewards';
 import { parseJsonlDataset, type JsonlDataset } from '../tasks/jsonl';
@@ -110,6 +111,11 @@ export class Session {
   runName: string | null = $state(null);
   step = $state(0);
   history: MetricsRow[] = $state.raw([]);
+  /** Evaluations during training of the current run (evalSteps > 0) and the best of them. */
+  evals: EvalRecord[] = $state.raw([]);
+  bestEval: BestEval | null = $state.raw(null);
+  /** Set once loadBestModelAtEnd has put the best evaluation's weights back in the policy. */
+  bestLoaded: BestEval | null = $state.raw(null);
   reports: UiStepReport[] = $state.raw([]);
   stepMs: number[] = $state.raw([]);
   busy: string | null = $state(null);
@@ -288,6 +294,19 @@ export class Session {
           this.notify('warn', `Step ${e.report.step}: update skipped`, e.report.skipped);
         break;
       }
+      case 'eval':
+        this.evals = [...this.evals, e.record];
+        this.bestEval = e.best;
+        break;
+      case 'best-loaded':
+        this.bestLoaded = e.best;
+        if (e.best.step !== e.lastStep)
+          this.notify(
+            'info',
+            `Loaded the weights of step ${e.best.step}`,
+            `loadBestModelAtEnd: step ${e.best.step} had the best eval accuracy (${(100 * e.best.evalAccuracy).toFixed(1)}%); Chat, Compare and Export now use those weights. The checkpoint of step ${e.lastStep} keeps the last step's.`,
+          );
+        break;
       case 'checkpoint-saved':
         this.lastSaved = e.checkpoint;
         void this.refreshCheckpoints();
@@ -381,6 +400,10 @@ export class Session {
     this.applied = run.config;
     this.step = run.step;
     this.history = run.history;
+    // The worker builds a new run here: its evaluations start over.
+    this.evals = [];
+    this.bestEval = null;
+    this.bestLoaded = null;
     if (fresh || run.step === 0) {
       this.reports = [];
       this.stepMs = [];

@@ -13,6 +13,7 @@ import {
   customRewardResolver,
   disposeCustomRewards,
 } from '../grpo/custom-reward';
+import { EvalDuringTraining } from '../grpo/eval-during-training';
 import { evaluate, type EvalReport } from '../grpo/evaluate';
 import { browserSandboxFactory } from '../grpo/reward-sandbox-browser';
 import type { SandboxFactory } from '../grpo/reward-sandbox';
@@ -90,6 +91,8 @@ interface Run {
   rewards: RewardFunction[];
   trainer: GrpoTrainer;
   history: MetricsRow[];
+  /** Evaluations during training (evalSteps) and the best weights (loadBestModelAtEnd). */
+  evals: EvalDuringTraining;
   /** Wall time of the step before checkpointing, for the page's ETA. */
   lastCheckpoint: CheckpointInfo | null;
 }
@@ -256,7 +259,17 @@ export function createTrainerApi(options: TrainerApiOptions = {}) {
       rewardFunctions: rewards,
       recordLogpAfterUpdate: true,
     });
-    return { ...ids, config, task, rewards, trainer, history: [], lastCheckpoint: null };
+    const evals = new EvalDuringTraining(
+      trainer,
+      {
+        sampler: trainer.sampler,
+        tokenizer: model.tokenizer,
+        task,
+        renderPrompt: (p) => trainer.renderPrompt(p),
+      },
+      config,
+    );
+    return { ...ids, config, task, rewards, trainer, history: [], evals, lastCheckpoint: null };
   }
 
   async function runState(r: Run): Promise<RunState> {
@@ -347,6 +360,15 @@ export function createTrainerApi(options: TrainerApiOptions = {}) {
     r.history.push({ step: report.step, metrics: report.metrics });
     emit({ type: 'step', report: ui });
     if (report.step % r.config.saveSteps === 0) await saveCheckpoint(r, true);
+    if (r.evals.due(report.step)) {
+      const record = await r.evals.run(report.step);
+      emit({ type: 'eval', record, best: r.evals.best! });
+    }
+    // After the last step's checkpoint (the final weights stay saved) and evaluation.
+    if (report.step === r.config.steps) {
+      const loaded = r.evals.loadBest();
+      if (loaded) emit({ type: 'best-loaded', best: loaded, lastStep: report.step });
+    }
     return ui;
   }
 

@@ -11,12 +11,14 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseCliArgs, resolveConfig, type Config } from '../grpo/config';
-import { evaluate, type EvalReport } from '../grpo/evaluate';
+import { EvalDuringTraining, type BestEval, type EvalRecord } from '../grpo/eval-during-training';
+import { evaluate, type EvalItem, type EvalReport } from '../grpo/evaluate';
 import { PRESETS } from '../grpo/presets';
 import type { StepReport } from '../grpo/trainer';
 import { lineChartSvg, type ChartSeries } from '../io/svg-chart';
 import { createTask } from '../tasks/index';
 import {
+  AHA_REPORT_PROMPTS,
   AHA_REPORT_SEED,
   AHA_SELECTION_PROMPTS,
   ahaPrompts,
@@ -33,6 +35,9 @@ interface SeedResult {
   base: EvalReport['metrics'];
   final: EvalReport['metrics'];
   history: { step: number; metrics: Record<string, number> }[];
+  /** Evaluations during training on the run's eval prompts (evalSteps > 0), and the one loaded. */
+  evals: EvalRecord[];
+  loadedBest: BestEval | null;
   examples: {
     question: string;
     before: string;
@@ -42,6 +47,9 @@ interface SeedResult {
   }[];
   trainSeconds: number;
 }
+
+/** The completion an example shows: the first sample, or the greedy one when k = 0. */
+const shown = (item: EvalItem) => item.samples[0] ?? item.greedy ?? { text: '', correct: null };
 
 const stats = (xs: number[]) => {
   const mean = xs.reduce((a, b) => a + b, 0) / xs.length;
@@ -68,7 +76,7 @@ async function main(args: string[]) {
   // The same held-out prompts for every seed and for base vs trained.
   const heldOut = ahaPrompts(
     promptSet,
-    promptSet === 'selection' ? AHA_SELECTION_PROMPTS : presetConfig.evalPrompts,
+    promptSet === 'selection' ? AHA_SELECTION_PROMPTS : AHA_REPORT_PROMPTS,
   );
   const engine = await openEngine();
   // Scores and verifies the held-out evaluation; training uses the preset's task, whose
@@ -107,6 +115,8 @@ async function main(args: string[]) {
     }
     const before: EvalReport = base;
     const history: SeedResult['history'] = [];
+    // On the run's eval split (disjoint from its training prompts and from both held-out sets).
+    const duringTraining = new EvalDuringTraining(trainer, ctx, config);
     const t0 = performance.now();
     while (trainer.step < config.steps) {
       const report: StepReport = await trainer.trainStep();
@@ -115,6 +125,19 @@ async function main(args: string[]) {
       console.log(
         `seed ${seed} step ${report.step}/${config.steps} reward ${m.reward.toFixed(3)} acc ${m.accuracy.toFixed(3)} ` +
           `refl ${m.reflection_rate.toFixed(3)} len ${m['completions/mean_length'].toFixed(1)} ${m.step_time.toFixed(1)}s`,
+      );
+      if (duringTraining.due(report.step)) {
+        const e = await duringTraining.run(report.step);
+        console.log(
+          `seed ${seed} step ${e.step} eval_accuracy ${e.metrics.eval_accuracy.toFixed(3)} ` +
+            `(${trainer.evalProblems.length} prompts × ${config.evalGenerations}, ${e.metrics.eval_time.toFixed(1)}s)`,
+        );
+      }
+    }
+    const loadedBest = duringTraining.loadBest();
+    if (loadedBest) {
+      console.log(
+        `seed ${seed}: loaded the best evaluation's weights, step ${loadedBest.step} (eval_accuracy ${loadedBest.evalAccuracy.toFixed(3)})`,
       );
     }
     const trainSeconds = (performance.now() - t0) / 1000;
@@ -125,12 +148,14 @@ async function main(args: string[]) {
       base: before.metrics,
       final: final.metrics,
       history,
+      evals: duringTraining.history,
+      loadedBest,
       examples: heldOut.slice(0, 5).map((problem, i) => ({
         question: problem.question,
-        before: before.items[i].samples[0]?.text ?? before.items[i].greedy.text,
-        beforeCorrect: before.items[i].samples[0]?.correct ?? before.items[i].greedy.correct,
-        after: final.items[i].samples[0]?.text ?? final.items[i].greedy.text,
-        afterCorrect: final.items[i].samples[0]?.correct ?? final.items[i].greedy.correct,
+        before: shown(before.items[i]).text,
+        beforeCorrect: shown(before.items[i]).correct,
+        after: shown(final.items[i]).text,
+        afterCorrect: shown(final.items[i]).correct,
       })),
       trainSeconds,
     });
@@ -261,6 +286,15 @@ function markdownReport(
       `| ${r.seed} | ${pct(r.base.sample_accuracy)} → ${pct(r.final.sample_accuracy)} | ${pct(r.base.reflection_rate)} → ${pct(r.final.reflection_rate)} | ` +
       `${pct(r.final.accuracy_reflecting)} vs ${pct(r.final.accuracy_not_reflecting)} | ${r.base.mean_length.toFixed(1)} → ${r.final.mean_length.toFixed(1)} |`,
   );
+  const loaded = results.filter((r) => r.loadedBest);
+  const loadedNote = loaded.length
+    ? `With \`loadBestModelAtEnd\` the trained model is the best evaluation during training: ${loaded
+        .map(
+          (r) =>
+            `seed ${r.seed} step ${r.loadedBest!.step} (eval accuracy ${pct(r.loadedBest!.evalAccuracy)})`,
+        )
+        .join(', ')}.\n\n`
+    : '';
   const examples = results[0]?.examples
     .map(
       (e) =>
@@ -277,7 +311,7 @@ ${report.heldOutPrompts} held-out Countdown prompts (never in the pretraining co
 | --- | --- | --- | --- | --- |
 ${rows.join('\n')}
 
-${report.promptSet === 'report' ? "The preset's learning rate was chosen beforehand on other held-out prompts and another seed: [selection.md](selection.md).\n\n" : ''}Targets (every seed): accuracy +25 points: **${report.targets.accuracyUp25Points ? 'met' : 'not met'}**; reflection rate at least doubled: **${report.targets.reflectionDoubled ? 'met' : 'not met'}**; reflecting completions more accurate at the end: **${report.targets.reflectingMoreAccurate ? 'met' : 'not met'}**.
+${loadedNote}${report.promptSet === 'report' ? "The preset's learning rate was chosen beforehand on other held-out prompts and another seed: [selection.md](selection.md).\n\n" : ''}Targets (every seed): accuracy +25 points: **${report.targets.accuracyUp25Points ? 'met' : 'not met'}**; reflection rate at least doubled: **${report.targets.reflectionDoubled ? 'met' : 'not met'}**; reflecting completions more accurate at the end: **${report.targets.reflectingMoreAccurate ? 'met' : 'not met'}**.
 
 ![accuracy](accuracy.svg) ![reflection](reflection.svg)
 ![reflecting vs not](reflect-accuracy.svg) ![length](length.svg)

@@ -20,6 +20,7 @@ import {
   resolveConfig,
   type Config,
 } from '../grpo/config';
+import { EvalDuringTraining } from '../grpo/eval-during-training';
 import { evaluate } from '../grpo/evaluate';
 import type { GrpoTrainer, StepReport, TrainerSnapshot } from '../grpo/trainer';
 import { exportHfFolder } from '../io/hf-export';
@@ -63,6 +64,21 @@ function samplesLine(report: StepReport): string {
   });
 }
 
+/** `weights` as a Hugging Face folder (config, safetensors, tokenizer) in `dir`. */
+function writeHfFolder(
+  dir: string,
+  weights: Map<string, Float32Array>,
+  model: Awaited<ReturnType<typeof loadModel>>,
+) {
+  const files = exportHfFolder({
+    config: model.hf.config,
+    tensors: weights,
+    tokenizerFiles: model.hf.tokenizerFiles,
+    generation: model.hf.generation,
+  });
+  for (const [name, bytes] of files) writeFileSync(join(dir, name), bytes);
+}
+
 async function saveCheckpoint(
   runDir: string,
   trainer: GrpoTrainer,
@@ -74,13 +90,7 @@ async function saveCheckpoint(
   const partial = `${final}.partial`;
   rmSync(partial, { recursive: true, force: true });
   mkdirSync(partial, { recursive: true });
-  const files = exportHfFolder({
-    config: model.hf.config,
-    tensors: snapshot.weights,
-    tokenizerFiles: model.hf.tokenizerFiles,
-    generation: model.hf.generation,
-  });
-  for (const [name, bytes] of files) writeFileSync(join(partial, name), bytes);
+  writeHfFolder(partial, snapshot.weights, model);
   writeFileSync(
     join(partial, 'optimizer.safetensors'),
     writeSafetensors(
@@ -185,9 +195,17 @@ async function main(args: string[]) {
     console.log(`resumed from ${resumeFrom} at step ${trainer.step}`);
   } else {
     writeFileSync(join(runDir, 'config.json'), JSON.stringify(config, null, 2));
-    for (const f of ['metrics.jsonl', 'samples.jsonl']) rmSync(join(runDir, f), { force: true });
+    for (const f of ['metrics.jsonl', 'samples.jsonl', 'evals.jsonl'])
+      rmSync(join(runDir, f), { force: true });
   }
   console.log(`run folder: ${runDir}`);
+  const evalContext = {
+    sampler: trainer.sampler,
+    tokenizer: model.tokenizer,
+    task,
+    renderPrompt: (p: Parameters<GrpoTrainer['renderPrompt']>[0]) => trainer.renderPrompt(p),
+  };
+  const duringTraining = new EvalDuringTraining(trainer, evalContext, config);
   const started = performance.now();
   while (trainer.step < config.steps) {
     const report = await trainer.trainStep();
@@ -200,26 +218,39 @@ async function main(args: string[]) {
     if (report.step % config.saveSteps === 0 || report.step === config.steps) {
       console.log(`saved ${await saveCheckpoint(runDir, trainer, config, model)}`);
     }
+    if (duringTraining.due(report.step)) {
+      const e = await duringTraining.run(report.step);
+      appendFileSync(
+        join(runDir, 'evals.jsonl'),
+        JSON.stringify({ step: e.step, ...e.metrics }) + '\n',
+      );
+      console.log(
+        `eval at step ${e.step}: eval_accuracy ${e.metrics.eval_accuracy.toFixed(3)} ` +
+          `(${trainer.evalProblems.length} prompts × ${config.evalGenerations}, ${e.metrics.eval_time.toFixed(1)} s)`,
+      );
+    }
+  }
+  // The last checkpoint keeps the last step's weights; the best ones go to best-model/.
+  const loaded = duringTraining.loadBest();
+  if (loaded) {
+    const dir = join(runDir, 'best-model');
+    rmSync(dir, { recursive: true, force: true });
+    mkdirSync(dir, { recursive: true });
+    writeHfFolder(dir, await trainer.policy.readParameters(), model);
+    console.log(
+      `loaded the best evaluation's weights (step ${loaded.step}, eval_accuracy ${loaded.evalAccuracy.toFixed(3)}), written to ${dir}`,
+    );
   }
   console.log(
     `trained ${config.steps} steps in ${((performance.now() - started) / 1000).toFixed(1)} s`,
   );
   if (config.evalPrompts > 0 && trainer.evalProblems.length > 0) {
-    const report = await evaluate(
-      {
-        sampler: trainer.sampler,
-        tokenizer: model.tokenizer,
-        task,
-        renderPrompt: (p) => trainer.renderPrompt(p),
-      },
-      trainer.evalProblems,
-      {
-        k: 4,
-        temperature: config.temperature,
-        maxCompletionLength: config.maxCompletionLength,
-        seed: config.seed,
-      },
-    );
+    const report = await evaluate(evalContext, trainer.evalProblems, {
+      k: 4,
+      temperature: config.temperature,
+      maxCompletionLength: config.maxCompletionLength,
+      seed: config.seed,
+    });
     writeFileSync(join(runDir, 'eval.json'), JSON.stringify(report, null, 2));
     console.log(`held-out (${report.prompts} prompts): ${JSON.stringify(report.metrics)}`);
   }

@@ -221,6 +221,27 @@ export const CONFIG_SCHEMA = {
   steps: field(int(1), 200, 'optimizer steps', 'max_steps'),
   saveSteps: field(int(1), 50, 'checkpoint every this many steps', 'save_steps'),
   loggingSteps: field(int(1), 1, 'log metrics every this many steps', 'logging_steps'),
+  evalSteps: field(
+    int(0),
+    0,
+    'evaluate on the eval prompts every this many steps and after the last (0 = off)',
+    null,
+    'exported as eval_strategy="steps", eval_steps (saveSteps when 0)',
+  ),
+  evalGenerations: field(
+    int(1),
+    2,
+    'completions sampled per eval prompt in those evaluations (their eval accuracy)',
+    null,
+    'TRL evaluates with num_generations completions per prompt',
+  ),
+  loadBestModelAtEnd: field(
+    bool(),
+    false,
+    'after the last step, load the weights of the evaluation with the best eval accuracy',
+    null,
+    "not exported: TRL's load_best_model_at_end chooses among saved checkpoints by an eval metric (eval_loss unless metric_for_best_model is set), not by sampled accuracy",
+  ),
   seed: field(int(0), 42, 'seed of prompts, sampling and initialisation', 'seed'),
   rewardTimeoutMs: field(
     int(1),
@@ -393,6 +414,12 @@ export function resolveConfig(partial: unknown = {}): Config {
   }
   if (c.warmupRatio >= 1)
     throw new ConfigError('warmupRatio', `config 'warmupRatio' must be < 1, got ${c.warmupRatio}`);
+  if (c.loadBestModelAtEnd && (c.evalSteps === 0 || c.evalPrompts === 0)) {
+    throw new ConfigError(
+      'loadBestModelAtEnd',
+      `config 'loadBestModelAtEnd' needs periodic evaluation: set evalSteps > 0 and evalPrompts > 0 (got evalSteps = ${c.evalSteps}, evalPrompts = ${c.evalPrompts})`,
+    );
+  }
   const n = c.perStepPrompts * c.numGenerations;
   if (n % c.gradientAccumulationSteps !== 0) {
     throw new ConfigError(

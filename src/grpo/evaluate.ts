@@ -24,13 +24,24 @@ export interface EvalOptions {
   seed: number;
   /** Prompts decoded per generate() call (bounded GPU memory). */
   batchSize?: number;
+  /** Also decode greedily (greedy_accuracy); the evaluations during training skip it to halve
+   * their cost. Default true. */
+  greedy?: boolean;
+}
+
+export interface EvalCompletion {
+  text: string;
+  correct: boolean | null;
+  reflects: boolean;
+  length: number;
 }
 
 export interface EvalItem {
   problem: Problem;
   prompt: string;
-  greedy: { text: string; correct: boolean | null; reflects: boolean; length: number };
-  samples: { text: string; correct: boolean | null; reflects: boolean; length: number }[];
+  /** Null when the evaluation ran without greedy decoding. */
+  greedy: EvalCompletion | null;
+  samples: EvalCompletion[];
   /** Some sample correct. */
   passAtK: boolean;
   /** The most frequent extracted answer (ties: first seen) is correct. */
@@ -59,6 +70,18 @@ export interface EvalReport {
   items: EvalItem[];
 }
 
+const withoutAnswer = ({
+  text,
+  correct,
+  reflects,
+  length,
+}: EvalCompletion & { answer?: unknown }) => ({
+  text,
+  correct,
+  reflects,
+  length,
+});
+
 export interface EvalContext {
   sampler: Sampler;
   tokenizer: TrainerTokenizer;
@@ -82,6 +105,18 @@ export async function evaluate(
   const batchSize = options.batchSize ?? 16;
   const items: EvalItem[] = [];
   const decode = (ids: number[]) => tokenizer.decode(ids, { skipSpecialTokens: true });
+  const completion = (ids: number[], problem: Problem) => {
+    const text = decode(ids);
+    return {
+      text,
+      ...judge(text, problem),
+      reflects: reflects(thinkText(text), markers),
+      length: ids.length,
+    };
+  };
+  if (options.greedy === false && !(options.k > 0)) {
+    throw new Error('evaluate: nothing to decode (greedy is off and k = 0)');
+  }
   for (let start = 0; start < problems.length; start += batchSize) {
     const chunk = problems.slice(start, start + batchSize);
     const rendered = chunk.map((p) => ctx.renderPrompt(p));
@@ -94,10 +129,13 @@ export async function evaluate(
       eosTokenIds: tokenizer.eosTokenIds,
       padTokenId: tokenizer.padTokenId,
     };
-    const greedy = await sampler.generate(
-      rendered.map((r) => r.ids),
-      { ...common, greedy: true, stream: start },
-    );
+    const greedy =
+      options.greedy === false
+        ? null
+        : await sampler.generate(
+            rendered.map((r) => r.ids),
+            { ...common, greedy: true, stream: start },
+          );
     const sampled =
       options.k > 0
         ? await sampler.generate(
@@ -106,17 +144,9 @@ export async function evaluate(
           )
         : null;
     chunk.forEach((problem, b) => {
-      const greedyText = decode(greedy.completions[b]);
-      const samples = Array.from({ length: sampled ? options.k : 0 }, (_, j) => {
-        const ids = sampled!.completions[b * options.k + j];
-        const text = decode(ids);
-        return {
-          text,
-          ...judge(text, problem),
-          reflects: reflects(thinkText(text), markers),
-          length: ids.length,
-        };
-      });
+      const samples = Array.from({ length: sampled ? options.k : 0 }, (_, j) =>
+        completion(sampled!.completions[b * options.k + j], problem),
+      );
       const votes = new Map<string, number>();
       for (const s of samples)
         if (s.answer !== null) votes.set(s.answer.trim(), (votes.get(s.answer.trim()) ?? 0) + 1);
@@ -126,18 +156,8 @@ export async function evaluate(
       items.push({
         problem,
         prompt: rendered[b].text,
-        greedy: {
-          text: greedyText,
-          correct: judge(greedyText, problem).correct,
-          reflects: reflects(thinkText(greedyText), markers),
-          length: greedy.completions[b].length,
-        },
-        samples: samples.map(({ text, correct, reflects: r, length }) => ({
-          text,
-          correct,
-          reflects: r,
-          length,
-        })),
+        greedy: greedy && withoutAnswer(completion(greedy.completions[b], problem)),
+        samples: samples.map(withoutAnswer),
         passAtK: samples.some((s) => s.correct === true),
         consAtK: majority !== null && task.verify(majority, problem) === true,
       });
@@ -146,7 +166,8 @@ export async function evaluate(
   const allSamples = items.flatMap((i) => i.samples);
   const mean = (xs: number[]) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : NaN);
   // Reflection is measured on the samples (the policy's behaviour), or on greedy when k = 0.
-  const measured = allSamples.length ? allSamples : items.map((i) => i.greedy);
+  const greedies = items.flatMap((i) => (i.greedy ? [i.greedy] : []));
+  const measured = allSamples.length ? allSamples : greedies;
   const reflection = reflectionSummary(
     measured.map((s) => ({ completion: s.text, correct: s.correct, length: s.length })),
     markers,
@@ -155,8 +176,8 @@ export async function evaluate(
     prompts: items.length,
     k: options.k,
     metrics: {
-      greedy_accuracy: mean(items.map((i) => (i.greedy.correct ? 1 : 0))),
-      greedy_format_rate: mean(items.map((i) => (formatOk(i.greedy.text) ? 1 : 0))),
+      greedy_accuracy: mean(greedies.map((g) => (g.correct ? 1 : 0))),
+      greedy_format_rate: mean(greedies.map((g) => (formatOk(g.text) ? 1 : 0))),
       sample_accuracy: mean(allSamples.map((s) => (s.correct ? 1 : 0))),
       'pass@k': mean(items.map((i) => (i.passAtK ? 1 : 0))),
       'cons@k': mean(items.map((i) => (i.consAtK ? 1 : 0))),

@@ -192,7 +192,7 @@ export function exportTrl(
       maxPromptLength: c.maxPromptLength,
       conversational: c.template === 'chat',
       hasEval: data.evalPrompts.length > 0,
-      evalSteps: c.saveSteps,
+      evalSteps: c.evalSteps > 0 ? c.evalSteps : c.saveSteps,
     }),
   );
   files.set('rewards.py', rewardsPy({ rewards: c.rewards, custom: stubs }));

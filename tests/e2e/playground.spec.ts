@@ -91,6 +91,10 @@ test('offline: load, train 3 steps, inspect, checkpoint, reload, restore, contin
   await page.locator('summary', { hasText: /^Run$/ }).click();
   await page.locator('#opt-steps').fill('3');
   await page.locator('#opt-saveSteps').fill('3');
+  // Evaluation during training at steps 2 and 3, the best weights loaded after the last.
+  await page.locator('#opt-evalPrompts').fill('2');
+  await page.locator('#opt-evalSteps').fill('2');
+  await page.locator('#opt-loadBestModelAtEnd').check();
   await expect(page.getByTestId('config-error')).toHaveCount(0);
   const t0 = await page.evaluate(() => performance.now());
   await page.getByTestId('run').click();
@@ -102,6 +106,15 @@ test('offline: load, train 3 steps, inspect, checkpoint, reload, restore, contin
   await expect(page.getByTestId('chart-reward')).toHaveAttribute('data-points', '3');
   await expect(page.getByTestId('chart-loss')).toHaveAttribute('data-points', '3');
   await expect(page.getByTestId('chart-length')).toHaveAttribute('data-points', '3');
+  await expect(page.getByTestId('chart-eval')).toHaveAttribute('data-points', '2', {
+    timeout: STEP_TIMEOUT,
+  });
+  // Equal eval accuracies keep the first: a banner says which step's weights are loaded.
+  const loaded = page.getByTestId('banner').filter({ hasText: /Loaded the weights of step/ });
+  const evalHelp = await page.getByTestId('chart-eval').locator('.title').getAttribute('title');
+  expect(evalHelp ?? '').toContain('best so far: step');
+  if (/best so far: step 2\b/.test(evalHelp ?? '')) await expect(loaded).toHaveCount(1);
+  else await expect(loaded).toHaveCount(0);
   await shoot(page, 'train');
 
   // Inspector: every group's advantages sum to ~0; the throwing reward's error is in the report.

@@ -152,6 +152,36 @@ describe('command line', { timeout: 600_000 }, () => {
     expect(compare.out).toMatch(/greedy_accuracy\s+\d\.\d{4}\s+\d\.\d{4}/);
   });
 
+  it('train --eval-steps logs evals.jsonl; --load-best-model-at-end writes the best weights', () => {
+    const dir = join(runDir, '..', 'best-run');
+    const options = ['--eval-steps', '1', '--eval-generations', '1', '--load-best-model-at-end'];
+    const saveEveryStep = TRAIN.map((v, i) => (TRAIN[i - 1] === '--save-steps' ? '1' : v));
+    const train = cli('train', [
+      ...['--model', modelDir, '--out', dir, '--steps', '2'],
+      ...saveEveryStep,
+      ...options,
+    ]);
+    expect(train.status, train.err).toBe(0);
+    const evals = readFileSync(join(dir, 'evals.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    expect(evals.map((e) => e.step)).toEqual([1, 2]);
+    for (const e of evals) {
+      expect(e.eval_accuracy).toBeGreaterThanOrEqual(0);
+      expect(e.eval_accuracy).toBeLessThanOrEqual(1);
+      expect(e.eval_mean_length).toBeGreaterThan(0);
+    }
+    const top = Math.max(...evals.map((e) => e.eval_accuracy));
+    const best = evals.find((e) => e.eval_accuracy === top).step;
+    expect(train.out).toContain(`loaded the best evaluation's weights (step ${best},`);
+    // best-model/ holds exactly the weights saved at that step's checkpoint. (This random model earns
+    // no reward, so its steps may not move the weights; tests/kernels/eval-during-training.test.ts
+    // checks the loaded weights against a step whose weights differ from the last.)
+    const weights = (folder: string) => readFileSync(join(dir, folder, 'model.safetensors'));
+    expect(weights('best-model').equals(weights(`checkpoint-${best}`))).toBe(true);
+  });
+
   it('an unknown option or a wrong type fails with a message naming it', () => {
     const unknown = cli('train', ['--model', modelDir, '--numm-generations', '4']);
     expect(unknown.status).toBe(1);

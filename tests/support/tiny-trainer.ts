@@ -76,6 +76,7 @@ export async function makeTrainer(
   overrides: Partial<ConfigInput> = {},
   reward: RewardFunction | RewardFunction[] = startsWithA,
   recordLogpAfterUpdate = false,
+  task: Task = echoTask,
 ) {
   const engine = await testEngine();
   return new GrpoTrainer({
@@ -84,7 +85,7 @@ export async function makeTrainer(
     modelConfig,
     weights: initLlamaWeights(modelConfig, 1),
     tokenizer,
-    task: echoTask,
+    task,
     rewardFunctions: Array.isArray(reward) ? reward : [reward],
     recordLogpAfterUpdate,
   });

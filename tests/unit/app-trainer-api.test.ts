@@ -171,4 +171,41 @@ describe('trainer worker API', { timeout: 600_000 }, () => {
     expect(r1.metrics.reward_error_frac).toBe(1);
     expect(events.filter((e) => e.type === 'step')).toHaveLength(2);
   });
+
+  it('evaluates during training and loads the best evaluation at the end (loadBestModelAtEnd)', async () => {
+    const folder = await tinyFolder();
+    const events: TrainerEvent[] = [];
+    const api = createTrainerApi({
+      createEngine: testEngine,
+      sandboxFactory: () => nodeSandboxFactory(),
+      openStorage: () => GrpoStorage.open({ indexedDB: new IDBFactory() }),
+      modelSource: () => filesSource(folder.blobs, 'tiny test model'),
+    });
+    api.setListener((e) => events.push(e));
+    await api.loadModel(
+      { kind: 'bundled' },
+      runConfig({ steps: 3, evalSteps: 2, evalGenerations: 1, loadBestModelAtEnd: true }),
+    );
+    expect(await api.run()).toEqual({ step: 3, stopped: 'finished' });
+    const evals = events.flatMap((e) => (e.type === 'eval' ? [e] : []));
+    // Every evalSteps steps and after the last one.
+    expect(evals.map((e) => e.record.step)).toEqual([2, 3]);
+    for (const e of evals) {
+      expect(e.record.metrics.eval_accuracy).toBeGreaterThanOrEqual(0);
+      expect(e.record.metrics.eval_accuracy).toBeLessThanOrEqual(1);
+      expect(e.record.metrics.eval_mean_length).toBeGreaterThan(0);
+    }
+    // The best is the first evaluation with the highest accuracy, and it is what gets loaded.
+    const top = Math.max(...evals.map((e) => e.record.metrics.eval_accuracy));
+    const bestStep = evals.find((e) => e.record.metrics.eval_accuracy === top)!.record.step;
+    const loaded = events.flatMap((e) => (e.type === 'best-loaded' ? [e] : []));
+    expect(loaded).toEqual([
+      { type: 'best-loaded', best: { step: bestStep, evalAccuracy: top }, lastStep: 3 },
+    ]);
+    // An event order the page relies on: the last step's report, its evaluation, then the load.
+    const order = events
+      .filter((e) => e.type === 'step' || e.type === 'eval' || e.type === 'best-loaded')
+      .map((e) => e.type);
+    expect(order).toEqual(['step', 'step', 'eval', 'step', 'eval', 'best-loaded']);
+  });
 });

@@ -68,6 +68,12 @@ describe('resolveConfig', () => {
       /must divide perStepPrompts·numGenerations = 9/,
     ],
     [{ warmupRatio: 1 }, /'warmupRatio' must be < 1/],
+    [{ loadBestModelAtEnd: true }, /'loadBestModelAtEnd' needs periodic evaluation.*evalSteps = 0/],
+    [
+      { loadBestModelAtEnd: true, evalSteps: 5, evalPrompts: 0 },
+      /'loadBestModelAtEnd' needs periodic evaluation.*evalPrompts = 0/,
+    ],
+    [{ evalGenerations: 0 }, /'evalGenerations' must be ≥ 1/],
     [{ epsilonHigh: 'x' }, /'epsilonHigh' must be a number or null/],
     [[], /must be a JSON object/],
   ])('rejects %j', (partial, message) => {

@@ -209,6 +209,16 @@ describe('exported project', () => {
     expect(py).toContain('        epsilon_high=0.28,');
     expect(py).toContain('        reward_weights=[0.5, 1, 0.25],');
     expect(py).toContain('        loss_type="dapo",');
+    // evalSteps = 0: the exported run evaluates at its checkpoints (saveSteps).
+    expect(py).toContain('        eval_strategy="steps",\n        eval_steps=50,');
+  });
+
+  it('exports evalSteps as eval_steps', () => {
+    const config = resolveConfig({ steps: 2, perStepPrompts: 1, evalPrompts: 2, evalSteps: 7 });
+    const task = createTask(config.task, config.taskOptions);
+    const { train, eval: held } = trainEvalProblems(task, config.seed, 2, 2);
+    const py = exportTrl(config, { trainPrompts: train, evalPrompts: held }).get('train_grpo.py');
+    expect(py).toContain('        eval_strategy="steps",\n        eval_steps=7,');
   });
 
   it('writes the exact prompts and verifier data, and lists unmapped options in the README', () => {

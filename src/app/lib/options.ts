@@ -50,7 +50,17 @@ export const OPTION_GROUPS: OptionGroup[] = [
   },
   {
     title: 'Run',
-    keys: ['steps', 'saveSteps', 'seed', 'evalPrompts', 'rewardTimeoutMs', 'loggingSteps'],
+    keys: [
+      'steps',
+      'saveSteps',
+      'seed',
+      'evalPrompts',
+      'evalSteps',
+      'evalGenerations',
+      'loadBestModelAtEnd',
+      'rewardTimeoutMs',
+      'loggingSteps',
+    ],
   },
 ];
 
