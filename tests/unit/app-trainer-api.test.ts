@@ -60,6 +60,20 @@ async function tinyFolder() {
   };
 }
 
+/** The worker API on the tiny model, in fresh fake IndexedDB, recording every event. */
+async function tinyApi() {
+  const folder = await tinyFolder();
+  const events: TrainerEvent[] = [];
+  const api = createTrainerApi({
+    createEngine: testEngine,
+    sandboxFactory: () => nodeSandboxFactory(),
+    openStorage: () => GrpoStorage.open({ indexedDB: new IDBFactory() }),
+    modelSource: () => filesSource(folder.blobs, 'tiny test model'),
+  });
+  api.setListener((e) => events.push(e));
+  return { folder, events, api };
+}
+
 const runConfig = (overrides: Partial<ConfigInput> = {}): Partial<ConfigInput> => ({
   task: 'countdown',
   taskOptions: { numbers: 3, maxNumber: 10, maxTarget: 100 },
@@ -77,15 +91,7 @@ const runConfig = (overrides: Partial<ConfigInput> = {}): Partial<ConfigInput> =
 
 describe('trainer worker API', { timeout: 600_000 }, () => {
   it('plans, loads, steps, checkpoints and continues a run exactly', async () => {
-    const folder = await tinyFolder();
-    const events: TrainerEvent[] = [];
-    const api = createTrainerApi({
-      createEngine: testEngine,
-      sandboxFactory: () => nodeSandboxFactory(),
-      openStorage: () => GrpoStorage.open({ indexedDB: new IDBFactory() }),
-      modelSource: () => filesSource(folder.blobs, 'tiny test model'),
-    });
-    api.setListener((e) => events.push(e));
+    const { folder, events, api } = await tinyApi();
     expect((await api.probeAdapter()).ok).toBe(true);
 
     const preview = await api.previewModel({ kind: 'bundled' }, runConfig());
@@ -145,15 +151,7 @@ describe('trainer worker API', { timeout: 600_000 }, () => {
   });
 
   it('a custom reward that throws is reported per completion and training continues', async () => {
-    const folder = await tinyFolder();
-    const events: TrainerEvent[] = [];
-    const api = createTrainerApi({
-      createEngine: testEngine,
-      sandboxFactory: () => nodeSandboxFactory(),
-      openStorage: () => GrpoStorage.open({ indexedDB: new IDBFactory() }),
-      modelSource: () => filesSource(folder.blobs, 'tiny test model'),
-    });
-    api.setListener((e) => events.push(e));
+    const { events, api } = await tinyApi();
     await api.loadModel(
       { kind: 'bundled' },
       runConfig({
@@ -173,15 +171,7 @@ describe('trainer worker API', { timeout: 600_000 }, () => {
   });
 
   it('evaluates during training and loads the best evaluation at the end (loadBestModelAtEnd)', async () => {
-    const folder = await tinyFolder();
-    const events: TrainerEvent[] = [];
-    const api = createTrainerApi({
-      createEngine: testEngine,
-      sandboxFactory: () => nodeSandboxFactory(),
-      openStorage: () => GrpoStorage.open({ indexedDB: new IDBFactory() }),
-      modelSource: () => filesSource(folder.blobs, 'tiny test model'),
-    });
-    api.setListener((e) => events.push(e));
+    const { events, api } = await tinyApi();
     await api.loadModel(
       { kind: 'bundled' },
       runConfig({ steps: 3, evalSteps: 2, evalGenerations: 1, loadBestModelAtEnd: true }),
