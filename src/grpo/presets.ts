@@ -38,7 +38,9 @@ export const PRESETS = {
     maxCompletionLength: 80,
     temperature: 1.0,
     learningRate: 6e-4,
-    lrScheduler: 'constant',
+    // Linear decay to 0 (TRL's default), chosen over 'constant' on the selection prompts by the
+    // worst seed's accuracy gain (docs/aha/selection.md).
+    lrScheduler: 'linear',
     warmupSteps: 0,
     beta: 0,
     lossType: 'dapo',
