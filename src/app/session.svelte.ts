@@ -114,8 +114,6 @@ export class Session {
   /** Evaluations during training of the current run (evalSteps > 0) and the best of them. */
   evals: EvalRecord[] = $state.raw([]);
   bestEval: BestEval | null = $state.raw(null);
-  /** Set once loadBestModelAtEnd has put the best evaluation's weights back in the policy. */
-  bestLoaded: BestEval | null = $state.raw(null);
   reports: UiStepReport[] = $state.raw([]);
   stepMs: number[] = $state.raw([]);
   busy: string | null = $state(null);
@@ -299,7 +297,6 @@ export class Session {
         this.bestEval = e.best;
         break;
       case 'best-loaded':
-        this.bestLoaded = e.best;
         if (e.best.step !== e.lastStep)
           this.notify(
             'info',
@@ -403,7 +400,6 @@ export class Session {
     // The worker builds a new run here: its evaluations start over.
     this.evals = [];
     this.bestEval = null;
-    this.bestLoaded = null;
     if (fresh || run.step === 0) {
       this.reports = [];
       this.stepMs = [];

@@ -367,7 +367,7 @@ export function createTrainerApi(options: TrainerApiOptions = {}) {
     // After the last step's checkpoint (the final weights stay saved) and evaluation.
     if (report.step === r.config.steps) {
       const loaded = r.evals.loadBest();
-      if (loaded) emit({ type: 'best-loaded', best: loaded, lastStep: report.step });
+      if (loaded) emit({ type: 'best-loaded', best: loaded.best, lastStep: report.step });
     }
     return ui;
   }

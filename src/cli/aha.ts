@@ -134,7 +134,7 @@ async function main(args: string[]) {
         );
       }
     }
-    const loadedBest = duringTraining.loadBest();
+    const loadedBest = duringTraining.loadBest()?.best ?? null;
     if (loadedBest) {
       console.log(
         `seed ${seed}: loaded the best evaluation's weights, step ${loadedBest.step} (eval_accuracy ${loadedBest.evalAccuracy.toFixed(3)})`,

@@ -236,9 +236,9 @@ async function main(args: string[]) {
     const dir = join(runDir, 'best-model');
     rmSync(dir, { recursive: true, force: true });
     mkdirSync(dir, { recursive: true });
-    writeHfFolder(dir, await trainer.policy.readParameters(), model);
+    writeHfFolder(dir, loaded.weights, model);
     console.log(
-      `loaded the best evaluation's weights (step ${loaded.step}, eval_accuracy ${loaded.evalAccuracy.toFixed(3)}), written to ${dir}`,
+      `loaded the best evaluation's weights (step ${loaded.best.step}, eval_accuracy ${loaded.best.evalAccuracy.toFixed(3)}), written to ${dir}`,
     );
   }
   console.log(

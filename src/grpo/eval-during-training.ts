@@ -95,12 +95,13 @@ export class EvalDuringTraining {
 
   /**
    * Writes the best evaluation's weights back into the policy (loadBestModelAtEnd). Returns the
-   * evaluation loaded, or null when there is nothing to load (option off, or no evaluation yet).
-   * Only the weights change: the step count and optimizer state stay those of the last step.
+   * evaluation loaded with its weights (the CPU copy: no need to read them back from the GPU), or
+   * null when there is nothing to load (option off, or no evaluation yet). Only the weights change:
+   * the step count and optimizer state stay those of the last step.
    */
-  loadBest(): BestEval | null {
+  loadBest(): { best: BestEval; weights: Map<string, Float32Array> } | null {
     if (!this.config.loadBestModelAtEnd || !this.bestWeights || !this.bestRecord) return null;
     this.trainer.policy.writeParameters(this.bestWeights);
-    return this.bestRecord;
+    return { best: this.bestRecord, weights: this.bestWeights };
   }
 }
