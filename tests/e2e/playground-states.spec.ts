@@ -375,8 +375,8 @@ test('the Aha view puts the aha preset (what `npm run aha` runs) in the options'
   await page.getByTestId('use-aha-preset').click();
   await expect(page.getByText("The 'aha' preset is in the options")).toBeVisible();
   await page.getByTestId('nav-train').click();
-  // PRESETS.aha: 4 prompts × 8 completions, completions ≤ 80 tokens, prompts ≤ 32 tokens.
-  await expect(page.getByLabel('num generations', { exact: true })).toHaveValue('8');
-  await expect(page.getByLabel('per step prompts', { exact: true })).toHaveValue('4');
+  // PRESETS.aha: 2 prompts × 16 completions, completions ≤ 80 tokens, prompts ≤ 32 tokens.
+  await expect(page.getByLabel('num generations', { exact: true })).toHaveValue('16');
+  await expect(page.getByLabel('per step prompts', { exact: true })).toHaveValue('2');
   await expect(page.getByLabel('max prompt length', { exact: true })).toHaveValue('32');
 });
