@@ -1,8 +1,8 @@
 // Named configurations. 'aha' is the bundled tiny reasoner on its Countdown setting with rule
 // rewards only (format + accuracy), as R1-Zero: the preset `npm run aha` and the playground use.
 // Sized so that `npm run aha` (three seeds, held-out evaluation included) finishes within 45
-// minutes on a 2-core machine without a GPU: 32 completions per step (2 prompts × 16), completions up to
-// 80 tokens (the model's careful traces take up to 80; a step then takes 5–12 s on SwiftShader),
+// minutes on a 2-core machine without a GPU: 32 completions per step (2 prompts × 16), completions
+// up to 80 tokens (the model's careful traces take up to 80; a step then takes 5–12 s on SwiftShader),
 // 95 steps (35, then 60 with the earlier model: 60 chosen on the selection prompts by the rule below,
 // reflection 12.5% → 53.3% vs 30.5% at 35, accuracy 5.75% vs 7.25%, both above the base's 5.0%;
 // 80, then 95 with the current model, below).
