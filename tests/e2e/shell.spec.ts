@@ -29,3 +29,28 @@ test('shows the WebGPU adapter and makes no cross-origin request', async ({ page
   expect(foreign).toEqual([]);
   expect(consoleErrors).toEqual([]);
 });
+
+test('a section link of a long-form view lands its heading below the sticky header', async ({
+  page,
+}) => {
+  await page.goto('/');
+  await page.getByTestId('nav-paper').click();
+  await page
+    .getByRole('navigation', { name: 'Paper sections' })
+    .getByRole('link', { name: 'rewards' })
+    .click();
+  const heading = page.getByRole('heading', { name: '2. Rule rewards' });
+  await expect(heading).toBeInViewport();
+  // The anchor scroll is instant; measure once it has settled.
+  await expect
+    .poll(() => page.evaluate(() => window.scrollY), { timeout: 5_000 })
+    .toBeGreaterThan(100);
+  // The app's sticky header comes first in the document, before the views' own headers.
+  const headerBottom = await page
+    .locator('header')
+    .first()
+    .evaluate((el) => el.getBoundingClientRect().bottom);
+  const headingTop = await heading.evaluate((el) => el.getBoundingClientRect().top);
+  expect(headerBottom).toBeGreaterThan(30);
+  expect(headingTop).toBeGreaterThanOrEqual(headerBottom);
+});
