@@ -96,7 +96,7 @@ export function chartSpecs(rewardNames: readonly string[]): ChartSpec[] {
     {
       id: 'reflection',
       title: 'Reflection rate',
-      help: 'Share of completions that re-check themselves (“wait”, “let me check” …).',
+      help: 'Share of completions with a reflection marker (“wait”, “recheck”, “check again” …).',
       learn: '#aha',
       series: [{ key: 'reflection_rate', label: 'reflecting' }],
     },
