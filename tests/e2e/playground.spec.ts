@@ -142,6 +142,21 @@ test('offline: load, train 3 steps, inspect, checkpoint, reload, restore, contin
       // Learn mode recomputes the live step's values and checks each against the trainer's own.
       await expect(page.getByText('✓ matches the trainer').first()).toBeVisible();
       await expect(page.getByText('✗ differs from the trainer')).toHaveCount(0);
+      // A section link is an address of Learn's section: the heading lands below the sticky header.
+      await page
+        .getByRole('navigation', { name: 'Learn sections' })
+        .getByRole('link', { name: 'KL' })
+        .click();
+      await expect(page).toHaveURL(/#learn\/kl$/);
+      const kl = page.getByRole('heading', { name: '5. KL to the reference' });
+      await expect(kl).toBeInViewport();
+      const headerBottom = await page
+        .locator('header')
+        .first()
+        .evaluate((el) => el.getBoundingClientRect().bottom);
+      await expect
+        .poll(() => kl.evaluate((el) => el.getBoundingClientRect().top))
+        .toBeGreaterThanOrEqual(headerBottom);
     }
     await shoot(page, view);
   }

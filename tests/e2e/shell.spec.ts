@@ -54,3 +54,13 @@ test('a section link of a long-form view lands its heading below the sticky head
   expect(headerBottom).toBeGreaterThan(30);
   expect(headingTop).toBeGreaterThanOrEqual(headerBottom);
 });
+
+test('links from The paper in brief into Learn open the Learn view', async ({ page }) => {
+  await page.goto('/');
+  await page.getByTestId('nav-paper').click();
+  await page.locator('#paper-ppo').getByRole('link', { name: 'KL' }).click();
+  await expect(page).toHaveURL(/#learn\/kl$/);
+  await expect(page.getByTestId('nav-learn')).toHaveAttribute('aria-current', 'page');
+  // No step has run, so Learn says what it needs instead of its sections.
+  await expect(page.getByText('Learn mode explains GRPO on the live model')).toBeVisible();
+});
