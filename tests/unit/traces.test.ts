@@ -282,7 +282,9 @@ describe('traces', () => {
     expect(new Set(selection.map(problemKey)).size).toBe(100);
     // The held-out pool of this setting is small: asking for more than it holds says so.
     expect(() => ahaPrompts('selection', 400)).toThrow(/only \d+ distinct held-out problems/);
-  });
+    // Exhausting the held-out pool scans the whole problem stream: ~4 s alone, over vitest's default
+    // 5 s when the kernel tests share the two cores (it timed out once in CI at 5.5 s).
+  }, 30_000);
 
   it("countdown's excludeHeldOut option drops exactly the held-out problems, prefix-stably", () => {
     const plain = createTask('countdown', TINY_COUNTDOWN_OPTIONS).generate(9, 400);
