@@ -1,5 +1,5 @@
 // `node dist-cli/make-corpus.js --out <dir> [--seed 1] [--count 60000] [--eval 256]
-//   [--check-rate 0.25] [--arithmetic-share 0.1] [--max-tries 3] [--aim-rate 0.5]
+//   [--check-rate 0.2] [--arithmetic-share 0.1] [--max-tries 4] [--aim-rate 0.5]
 //   [--careful-aim-rate 1] [--max-completion-tokens 80] [--careful-direction backward]
 //   [--verify-hit 1] [--whole-numbers 199]`
 // Writes the tiny reasoner's pretraining data (src/tasks/traces.ts) for tools/pretrain/pretrain.py:

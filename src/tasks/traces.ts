@@ -93,7 +93,7 @@ export const DEFAULT_TRACE_MIX: TraceMix = {
   countdown: TINY_COUNTDOWN_OPTIONS,
   arithmetic: TINY_ARITHMETIC_OPTIONS,
   arithmeticShare: 0.1,
-  checkRate: 0.25,
+  checkRate: 0.2,
   maxTries: 4,
   aimRate: 0.5,
   carefulAimRate: 1,

@@ -67,7 +67,7 @@ CONFIG = {
 
 TRAIN = {
     "seed": 1234,
-    "steps": 6000,
+    "steps": 12000,
     "batch_size": 64,
     "lr": 3e-3,
     "min_lr_ratio": 0.1,
