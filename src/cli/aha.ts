@@ -276,11 +276,20 @@ function markdownReport(
     heldOutPrompts?: number;
     promptSet: AhaPromptSet;
     samplesPerPrompt: number;
+    summary: Record<string, { mean: number; min: number; max: number }>;
     targets: Record<string, boolean>;
   },
   results: SeedResult[],
 ): string {
   const pct = (x: number) => (Number.isFinite(x) ? `${(100 * x).toFixed(1)}%` : 'n/a');
+  // The targets are judged per seed; the mean and the spread show how far a seed can land from it.
+  const { accuracyGainPoints: gain, reflectionRatio: ratio } = report.summary;
+  const { finalAccuracyReflecting: reflecting, finalAccuracyNotReflecting: notReflecting } =
+    report.summary;
+  const meanLine =
+    results.length > 1
+      ? `Over the ${results.length} seeds, mean (lowest to highest): accuracy gain +${gain.mean.toFixed(1)} points (+${gain.min.toFixed(1)} to +${gain.max.toFixed(1)}); reflection rate ×${ratio.mean.toFixed(2)} (×${ratio.min.toFixed(2)} to ×${ratio.max.toFixed(2)}); trained accuracy of reflecting completions ${pct(reflecting.mean)} (${pct(reflecting.min)} to ${pct(reflecting.max)}) vs ${pct(notReflecting.mean)} (${pct(notReflecting.min)} to ${pct(notReflecting.max)}) for the rest.\n\n`
+      : '';
   const rows = results.map(
     (r) =>
       `| ${r.seed} | ${pct(r.base.sample_accuracy)} → ${pct(r.final.sample_accuracy)} | ${pct(r.base.reflection_rate)} → ${pct(r.final.reflection_rate)} | ` +
@@ -311,7 +320,7 @@ ${report.heldOutPrompts} held-out Countdown prompts (never in the pretraining co
 | --- | --- | --- | --- | --- |
 ${rows.join('\n')}
 
-${loadedNote}${report.promptSet === 'report' ? "The preset's learning rate was chosen beforehand on other held-out prompts and another seed: [selection.md](selection.md).\n\n" : ''}Targets (every seed): accuracy +25 points: **${report.targets.accuracyUp25Points ? 'met' : 'not met'}**; reflection rate at least doubled: **${report.targets.reflectionDoubled ? 'met' : 'not met'}**; reflecting completions more accurate at the end: **${report.targets.reflectingMoreAccurate ? 'met' : 'not met'}**.
+${meanLine}${loadedNote}${report.promptSet === 'report' ? "The preset's learning rate was chosen beforehand on other held-out prompts and another seed: [selection.md](selection.md).\n\n" : ''}Targets (every seed): accuracy +25 points: **${report.targets.accuracyUp25Points ? 'met' : 'not met'}**; reflection rate at least doubled: **${report.targets.reflectionDoubled ? 'met' : 'not met'}**; reflecting completions more accurate at the end: **${report.targets.reflectingMoreAccurate ? 'met' : 'not met'}**.
 
 ![accuracy](accuracy.svg) ![reflection](reflection.svg)
 ![reflecting vs not](reflect-accuracy.svg) ![length](length.svg)
