@@ -1,7 +1,7 @@
-// Trainer worker: owns the GPU device. Thin comlink wrapper; the logic lives in src/app/trainer-api.ts.
+// Trainer worker: owns the GPU device. Thin comlink wrapper; the logic lives in src/worker/trainer-api.ts.
 // Exports cross back with Comlink.transfer so large weight files are moved, not copied.
 import * as Comlink from 'comlink';
-import { createTrainerApi } from '../src/app/trainer-api';
+import { createTrainerApi } from '../src/worker/trainer-api';
 
 const api = createTrainerApi();
 

@@ -9,8 +9,8 @@ import * as ort from 'onnxruntime-web/webgpu';
 import { AutoModelForCausalLM, env as hfEnv, Tensor as HfTensor } from '@huggingface/transformers';
 import { createEngine, type Engine } from '../../src/engine/engine';
 import { readF32 } from '../../src/engine/buffers';
-import { parseSafetensors } from '../../src/io/safetensors';
-import { parameterCount, parseHfConfig, type LlamaConfig } from '../../src/model/config';
+import { parseSafetensors } from '../../src/formats/safetensors';
+import { parameterCount, parseHfConfig, type LlamaConfig } from '../../src/core/model-config';
 import { GpuLlama } from '../../src/model/llama';
 import { Sampler } from '../../src/model/sampler';
 import {

@@ -7,14 +7,14 @@
 // Both ONNX files hold the same f32 weights as model.safetensors.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { exportOnnx, exportOnnxFolder } from '../../src/io/onnx-export';
-import { parseSafetensors, writeSafetensors } from '../../src/io/safetensors';
+import { exportOnnx, exportOnnxFolder } from '../../src/export/onnx-export';
+import { parseSafetensors, writeSafetensors } from '../../src/formats/safetensors';
 import {
   parameterCount,
   parameterSpecs,
   parseHfConfig,
   type LlamaConfig,
-} from '../../src/model/config';
+} from '../../src/core/model-config';
 import { initLlamaWeights } from '../../src/model/init';
 import type { BenchModel } from './models';
 

@@ -2,7 +2,7 @@
 // the page and the Node driver: which models, which workloads, and the shape of the results.
 //
 // Two models, each served by the driver from memory under /bench-models/<id>/ (weights as
-// safetensors for our engine, the same weights exported by src/io/onnx-export.ts as a plain ONNX
+// safetensors for our engine, the same weights exported by src/export/onnx-export.ts as a plain ONNX
 // graph for onnxruntime-web and as a transformers.js folder with past_key_values):
 //  - tiny-reasoner: the bundled model (public/models/tiny-reasoner; 354K parameters, 205K in the
 //    committed results of 2026-11-24 and before);

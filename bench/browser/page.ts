@@ -14,7 +14,7 @@ import {
   nodeProto,
   valueInfoProto,
   OnnxDataType,
-} from '../../src/io/onnx-proto';
+} from '../../src/formats/onnx-proto';
 import * as tf from '@tensorflow/tfjs';
 import '@tensorflow/tfjs-backend-webgpu';
 import * as ort from 'onnxruntime-web/webgpu';

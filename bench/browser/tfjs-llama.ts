@@ -7,7 +7,7 @@
 // Legend: N sequences, T tokens, C hidden, I intermediate, V vocab, H heads, Hkv kv-heads,
 // R = H / Hkv, D head dim.
 import * as tf from '@tensorflow/tfjs';
-import { parameterSpecs, type LlamaConfig } from '../../src/model/config';
+import { parameterSpecs, type LlamaConfig } from '../../src/core/model-config';
 
 export class TfjsLlama {
   readonly vars = new Map<string, tf.Variable>();

@@ -5,7 +5,7 @@
 import { createStorageBuffer, readF32, writeBuffer } from '../../src/engine/buffers';
 import type { Engine } from '../../src/engine/engine';
 import { CrossEntropyKernel, crossEntropyRowWeights } from '../../src/kernels/cross-entropy';
-import type { LlamaConfig } from '../../src/model/config';
+import type { LlamaConfig } from '../../src/core/model-config';
 import { GpuLlama } from '../../src/model/llama';
 import { GpuAdamW } from '../../src/optim/adamw';
 

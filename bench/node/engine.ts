@@ -10,7 +10,7 @@ import { createEngine, type Engine } from '../../src/engine/engine';
 import { resolveConfig } from '../../src/grpo/config';
 import type { RewardFunction } from '../../src/grpo/rewards';
 import { GrpoTrainer, type TrainerTokenizer } from '../../src/grpo/trainer';
-import { parameterCount, type LlamaConfig } from '../../src/model/config';
+import { parameterCount, type LlamaConfig } from '../../src/core/model-config';
 import { initLlamaWeights } from '../../src/model/init';
 import { GpuLlama } from '../../src/model/llama';
 import { Sampler } from '../../src/model/sampler';

@@ -1,6 +1,6 @@
 // Page-side handle on the CPU worker (comlink proxy), started only when WebGPU is missing.
 import * as Comlink from 'comlink';
-import type { CpuApi } from './cpu-api';
+import type { CpuApi } from '../worker/cpu-api';
 
 let cpu: Comlink.Remote<CpuApi> | null = null;
 

@@ -2,8 +2,8 @@
 // (cpu-api.ts), the last sampled groups with their rewards, and a chat log. The task and its
 // options come from the Train view's draft config, so the same task panel drives both.
 import * as Comlink from 'comlink';
-import type { CpuApi, CpuEvent, CpuModelInfo, CpuSampleResult } from './cpu-api';
-import type { ChatReply } from './protocol';
+import type { CpuApi, CpuEvent, CpuModelInfo, CpuSampleResult } from '../worker/cpu-api';
+import type { ChatReply } from '../worker/protocol';
 import type { Session } from './session.svelte';
 
 function msg(err: unknown): string {

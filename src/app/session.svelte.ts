@@ -17,7 +17,7 @@ import { parseJsonlDataset, type JsonlDataset } from '../tasks/jsonl';
 import type { DeletionCandidate } from '../storage/errors';
 import { estimate } from './lib/format';
 import { splitTestHooks } from './lib/test-hooks';
-import { CHECKPOINT_FAILURE_REPORTED } from './protocol';
+import { CHECKPOINT_FAILURE_REPORTED } from '../worker/protocol';
 import type {
   ChatOptions,
   ChatReply,
@@ -31,9 +31,9 @@ import type {
   TrainerEvent,
   TrainerStatus,
   UiStepReport,
-} from './protocol';
-import type { AdapterProbe, TrainerApi } from './trainer-api';
-import type { MetricsRow } from './types';
+} from '../worker/protocol';
+import type { AdapterProbe, TrainerApi } from '../worker/trainer-api';
+import type { MetricsRow } from '../worker/types';
 
 /** Step reports kept in memory for the inspector (the metrics history keeps every step). */
 export const MAX_REPORTS = 300;

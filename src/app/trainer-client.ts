@@ -1,6 +1,6 @@
 // Page-side handle on the trainer worker (comlink proxy). The UI never touches the GPU itself.
 import * as Comlink from 'comlink';
-import type { TrainerApi } from './trainer-api';
+import type { TrainerApi } from '../worker/trainer-api';
 
 let trainer: Comlink.Remote<TrainerApi> | null = null;
 

@@ -9,9 +9,9 @@ import { nodeSandboxFactory } from '../grpo/reward-sandbox-node';
 import { createRewardFunctions, type RewardFunction } from '../grpo/rewards';
 import type { Config } from '../grpo/config';
 import { GrpoTrainer } from '../grpo/trainer';
-import { loadHfFolder, type LoadedHfModel } from '../io/hf-folder';
-import { folderSource } from '../io/model-source';
-import { loadTokenizer, type Tokenizer } from '../io/tokenizer';
+import { loadHfFolder, type LoadedHfModel } from '../formats/hf-folder';
+import { folderSource } from '../formats/model-source';
+import { loadTokenizer, type Tokenizer } from '../formats/tokenizer';
 import { createTask } from '../tasks/index';
 import type { Task } from '../tasks/types';
 

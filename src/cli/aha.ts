@@ -15,7 +15,7 @@ import { EvalDuringTraining, type BestEval, type EvalRecord } from '../grpo/eval
 import { evaluate, type EvalItem, type EvalReport } from '../grpo/evaluate';
 import { PRESETS } from '../grpo/presets';
 import type { StepReport } from '../grpo/trainer';
-import { lineChartSvg, type ChartSeries } from '../io/svg-chart';
+import { lineChartSvg, type ChartSeries } from '../formats/svg-chart';
 import { createTask } from '../tasks/index';
 import {
   AHA_REPORT_PROMPTS,

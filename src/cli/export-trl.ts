@@ -1,5 +1,5 @@
 // `node dist-cli/export-trl.js --config <config.json> --out <dir>` (or `--run <run folder>`): writes the
-// experiment as a TRL project (see src/io/trl-export.ts). Further --options override the config.
+// experiment as a TRL project (see src/export/trl-export.ts). Further --options override the config.
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import {
@@ -9,7 +9,7 @@ import {
   parseCliArgs,
   resolveConfig,
 } from '../grpo/config';
-import { trlExportFiles } from '../io/trl-archive';
+import { trlExportFiles } from '../export/trl-archive';
 
 const USAGE = `usage: export-trl (--config <config.json> | --run <run folder>) --out <dir> [--option value …]
 

@@ -9,11 +9,11 @@
 //   eval.jsonl     held-out Countdown problems (never in train.jsonl): prompt ids, numbers, target
 //   samples.txt    the first traces as text, for people
 //   stats.json     the mix, rates and token lengths
-// Every prompt and completion is tokenized with the project's tokenizer loader (src/io/tokenizer.ts)
+// Every prompt and completion is tokenized with the project's tokenizer loader (src/formats/tokenizer.ts)
 // and must decode back to the same text without <unk>, so the corpus is exactly what the app sees.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { createTokenizer } from '../io/tokenizer';
+import { createTokenizer } from '../formats/tokenizer';
 import { createCountdownTask } from '../tasks/countdown';
 import {
   completionTokenCount,

@@ -23,8 +23,8 @@ import {
 import { EvalDuringTraining } from '../grpo/eval-during-training';
 import { evaluate } from '../grpo/evaluate';
 import type { GrpoTrainer, StepReport, TrainerSnapshot } from '../grpo/trainer';
-import { exportHfFolder } from '../io/hf-export';
-import { parseSafetensors, writeSafetensors } from '../io/safetensors';
+import { exportHfFolder } from '../export/hf-export';
+import { parseSafetensors, writeSafetensors } from '../formats/safetensors';
 import { planMemory, deviceMemoryLimits, formatBytes } from '../model/memory-plan';
 import { createTrainer, loadModel, loadTask, openEngine, takeFlag } from './_session';
 

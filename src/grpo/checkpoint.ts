@@ -5,7 +5,7 @@
 import { EXP_AVG_PREFIX, EXP_AVG_SQ_PREFIX } from '../optim/adamw';
 import type { Config } from './config';
 import type { TrainerSnapshot } from './trainer';
-import { numel, parameterSpecs, type LlamaConfig } from '../model/config';
+import { numel, parameterSpecs, type LlamaConfig } from '../core/model-config';
 import type { CheckpointPayload, CheckpointTensor } from '../storage/checkpoints';
 import type { Identity, MetricsRow } from '../storage/db';
 

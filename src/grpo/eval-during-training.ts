@@ -9,7 +9,7 @@
 // evaluation takes exactly the same training steps as one without.
 import type { Config } from './config';
 import { evaluate, type EvalContext, type EvalReport } from './evaluate';
-import { mixSeeds } from '../tasks/rng';
+import { mixSeeds } from '../core/rng';
 import type { GrpoTrainer } from './trainer';
 
 /** One evaluation during training, as logged (TRL prefixes eval metrics with "eval_"). */

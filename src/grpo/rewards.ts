@@ -3,7 +3,7 @@
 // ("not applicable": counted 0 in the total, reported); one that throws, times out or returns
 // NaN/±Inf/a non-number gives 0 and an error record, and training goes on.
 //
-// Built-in semantics are mirrored line for line by rewards.py in the TRL export (src/io/trl-export.ts):
+// Built-in semantics are mirrored line for line by rewards.py in the TRL export (src/export/trl-export.ts):
 // the regexes use the ASCII whitespace set [ \t\n\v\f\r] explicitly because JavaScript's and Python's
 // \s differ on Unicode spaces.
 

@@ -12,14 +12,14 @@ import { CrossEntropyKernel, crossEntropyRowWeights } from '../kernels/cross-ent
 import { decodeGrpoLossOut, GRPO_LOSS_OUT, GrpoLossKernel } from '../kernels/grpo-loss';
 import { LogprobGatherBackwardKernel, LogprobGatherKernel } from '../kernels/logprob';
 import { packBatch, type PackedBatch } from '../model/batch';
-import type { LlamaConfig } from '../model/config';
+import type { LlamaConfig } from '../core/model-config';
 import { GpuLlama } from '../model/llama';
 import { Sampler, type SampleResult } from '../model/sampler';
 import { GpuAdamW } from '../optim/adamw';
 import { learningRateAt } from '../optim/schedule';
 import type { Problem, PromptTemplate, Task } from '../tasks/types';
 import { trainEvalProblems } from '../tasks/index';
-import { mixSeeds } from '../tasks/rng';
+import { mixSeeds } from '../core/rng';
 import { computeAdvantages } from './advantages';
 import type { Config } from './config';
 import {
@@ -34,7 +34,7 @@ import { rewardMetrics, type CompletionReward, type RewardFunction } from './rew
 
 const F32 = 4;
 
-/** The part of a tokenizer the trainer needs (src/io/tokenizer.ts implements it). */
+/** The part of a tokenizer the trainer needs (src/formats/tokenizer.ts implements it). */
 export interface TrainerTokenizer {
   readonly eosTokenIds: number[];
   readonly padTokenId: number;

@@ -1,8 +1,8 @@
 // Seeded random initialisation of a Llama-family model, as transformers' _init_weights does:
 // Linear and embedding weights ~ N(0, initializerRange²), biases 0, RMSNorm weights 1. Used for
 // from-scratch models (tests, the learning check, benchmarks with random weights).
-import { createRng } from '../tasks/rng';
-import { numel, parameterSpecs, type LlamaConfig } from './config';
+import { createRng } from '../core/rng';
+import { numel, parameterSpecs, type LlamaConfig } from '../core/model-config';
 
 export function initLlamaWeights(
   config: LlamaConfig,

@@ -36,7 +36,7 @@ import {
 } from '../kernels/rmsnorm';
 import { RopeKernel } from '../kernels/rope';
 import { SwigluBackwardKernel, SwigluForwardKernel } from '../kernels/swiglu';
-import { numel, parameterSpecs, type LlamaConfig, type ParameterSpec } from './config';
+import { numel, parameterSpecs, type LlamaConfig, type ParameterSpec } from '../core/model-config';
 
 const F32 = 4;
 

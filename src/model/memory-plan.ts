@@ -15,7 +15,7 @@
 // gradient is a separate buffer. Sampling and training never run at the same time, so their
 // transient buffers share memory: peak = persistent + max(sampling, training).
 
-import { numel, parameterSpecs, type LlamaConfig } from './config';
+import { numel, parameterSpecs, type LlamaConfig } from '../core/model-config';
 
 const F32 = 4;
 

@@ -3,7 +3,7 @@
 // with the bundled model still work, slowly) and as the oracle in tests.
 import type { RefLlama } from '../ref/llama';
 import { sampleRef } from '../ref/sampling';
-import { mixSeeds } from '../tasks/rng';
+import { mixSeeds } from '../core/rng';
 import {
   collectCompletions,
   leftPadPrompts,

@@ -8,7 +8,7 @@
 import { createStorageBuffer, readF32, readU32, writeBuffer } from '../engine/buffers';
 import type { Engine } from '../engine/engine';
 import { SampleKernel } from '../kernels/sampling';
-import { mixSeeds } from '../tasks/rng';
+import { mixSeeds } from '../core/rng';
 import type { GpuLlama } from './llama';
 
 export interface SampleOptions {

@@ -6,7 +6,7 @@ import { createStorageBuffer, readF32 } from '../engine/buffers';
 import type { Engine } from '../engine/engine';
 import { AdamWKernel } from '../kernels/adamw';
 import { GRAD_CLIP_OUT, GradNormKernel, gradNormPartialsLength } from '../kernels/grad-norm';
-import { numel } from '../model/config';
+import { numel } from '../core/model-config';
 import type { GpuLlama } from '../model/llama';
 
 export interface AdamWOptions {

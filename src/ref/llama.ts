@@ -16,7 +16,7 @@
 // Legend: N sequences, T time (columns), C hidden, I intermediate, V vocab, H heads, Hkv kv-heads,
 // D head dim, L layers, S_cap KV-cache capacity (columns).
 
-import { numel, parameterSpecs, type LlamaConfig } from '../model/config';
+import { numel, parameterSpecs, type LlamaConfig } from '../core/model-config';
 import { logprobGatherBackwardRef, logprobGatherRef } from './logprob';
 
 type ParamInput = Float32Array | Float64Array;

@@ -8,7 +8,7 @@
 // earlier checkpoint; the pending chunks are deleted on failure, and chunks that still have no
 // manifest (the tab closed mid-save) are garbage-collected when the database is next opened.
 
-import { numel, parameterSpecs, type LlamaConfig } from '../model/config';
+import { numel, parameterSpecs, type LlamaConfig } from '../core/model-config';
 import type {
   CheckpointDetailRecord,
   CheckpointRecord,

@@ -7,7 +7,7 @@
 // IDB classes, so in Node the globals must exist (`import 'fake-indexeddb/auto'`).
 
 import { wrap, type DBSchema, type IDBPDatabase, type IDBPTransaction, type StoreNames } from 'idb';
-import type { LlamaConfig } from '../model/config';
+import type { LlamaConfig } from '../core/model-config';
 
 export const DB_NAME = 'grpo-playground';
 export const DB_VERSION = 1;

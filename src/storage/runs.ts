@@ -1,7 +1,7 @@
 // Runs and their per-step metrics and samples. A run row is the unit the UI lists, renames and
 // deletes; deleting a run deletes its metrics, samples and checkpoints in the same transaction.
 
-import type { LlamaConfig } from '../model/config';
+import type { LlamaConfig } from '../core/model-config';
 import type {
   GrpoDatabase,
   Identity,

@@ -17,8 +17,8 @@ import {
   numel,
   type LlamaConfig,
   type SupportedArchitecture,
-} from '../model/config';
-import { parseSafetensors, writeSafetensors } from '../io/safetensors';
+} from '../core/model-config';
+import { parseSafetensors, writeSafetensors } from '../formats/safetensors';
 import type { CheckpointRecord, GrpoDatabase, Identity, MetricsRow, RunRecord } from './db';
 import { CheckpointImportError } from './errors';
 import {

@@ -2,7 +2,7 @@
 // answer is an integer (bigint: 12-digit products exceed 2^53), checked exactly.
 
 import { formatPrompt } from './prompt';
-import { createRng, type Rng } from './rng';
+import { createRng, type Rng } from '../core/rng';
 import type { Problem, Task } from './types';
 import { verifyAnswer } from './verify';
 

@@ -4,7 +4,7 @@
 // rules with exact rational arithmetic.
 
 import { formatPrompt } from './prompt';
-import { createRng, type Rng } from './rng';
+import { createRng, type Rng } from '../core/rng';
 import type { Problem, Task } from './types';
 import { verifyAnswer } from './verify';
 

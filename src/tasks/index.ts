@@ -4,7 +4,7 @@
 import { ARITHMETIC_DEFAULTS, createArithmeticTask } from './arithmetic';
 import { COUNTDOWN_DEFAULTS, createCountdownTask } from './countdown';
 import { createJsonlTask, JSONL_CHECKERS, JSONL_DEFAULTS } from './jsonl';
-import { mixSeeds } from './rng';
+import { mixSeeds } from '../core/rng';
 import { withoutHeldOut } from './traces';
 import type { Problem, Task } from './types';
 

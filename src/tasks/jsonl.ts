@@ -6,7 +6,7 @@
 // A line without an answer is kept; its accuracy is "not applicable" (null).
 
 import { formatPrompt } from './prompt';
-import { createRng, mixSeeds } from './rng';
+import { createRng, mixSeeds } from '../core/rng';
 import type { ChatMessage, Problem, Task } from './types';
 import { asciiTrim, choiceLetter, isNumericText, type VerifierSpec, verifyAnswer } from './verify';
 

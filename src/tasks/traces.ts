@@ -38,7 +38,7 @@ import {
   type CountdownOptions,
 } from './countdown';
 import { R1_ZERO_TEMPLATE } from './prompt';
-import { createRng, mixSeeds, type Rng } from './rng';
+import { createRng, mixSeeds, type Rng } from '../core/rng';
 import type { Problem, Task } from './types';
 
 /** The Countdown setting the tiny reasoner is trained for: 3 numbers in 1..10, targets 1..100.

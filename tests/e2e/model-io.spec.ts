@@ -1,5 +1,5 @@
-// Loading a model folder from a URL in real Chromium: src/io/model-source.ts (urlSource) and
-// src/io/hf-folder.ts (loadHfFolder) are bundled with vite's build() API and served under /__e2e__/
+// Loading a model folder from a URL in real Chromium: src/formats/model-source.ts (urlSource) and
+// src/formats/hf-folder.ts (loadHfFolder) are bundled with vite's build() API and served under /__e2e__/
 // on the app's origin; a tiny sharded BF16 model folder written by exportHfFolder is served at
 // /models/e2e-tiny/ on the same origin via page.route (streamed by a Node server). Checks: the first load reads every file
 // with progress and gives the weights a Node load of the same files gives; a second load with the
@@ -12,12 +12,12 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { resolve } from 'node:path';
 import { build, type Rollup } from 'vite';
-import { exportHfFolder } from '../../src/io/hf-export';
-import { loadHfFolder, type LoadedHfModel } from '../../src/io/hf-folder';
-import { filesSource, MODEL_CACHE_NAME } from '../../src/io/model-source';
-import { parameterSpecs, parseHfConfig } from '../../src/model/config';
-import type * as HfFolder from '../../src/io/hf-folder';
-import type * as ModelSource from '../../src/io/model-source';
+import { exportHfFolder } from '../../src/export/hf-export';
+import { loadHfFolder, type LoadedHfModel } from '../../src/formats/hf-folder';
+import { filesSource, MODEL_CACHE_NAME } from '../../src/formats/model-source';
+import { parameterSpecs, parseHfConfig } from '../../src/core/model-config';
+import type * as HfFolder from '../../src/formats/hf-folder';
+import type * as ModelSource from '../../src/formats/model-source';
 
 const ROOT = resolve('.');
 const BASE = '/__e2e__/';
@@ -138,8 +138,8 @@ test.beforeAll(async () => {
           if (id !== '\0' + ENTRY) return null;
           const src = (p: string) => JSON.stringify(resolve(ROOT, p));
           return `
-import { urlSource } from ${src('src/io/model-source.ts')};
-import { loadHfFolder } from ${src('src/io/hf-folder.ts')};
+import { urlSource } from ${src('src/formats/model-source.ts')};
+import { loadHfFolder } from ${src('src/formats/hf-folder.ts')};
 globalThis.__modelIoE2E = { urlSource, loadHfFolder };
 `;
         },

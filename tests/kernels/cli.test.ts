@@ -13,8 +13,8 @@ import {
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { exportHfFolder } from '../../src/io/hf-export';
-import type { LlamaConfig } from '../../src/model/config';
+import { exportHfFolder } from '../../src/export/hf-export';
+import type { LlamaConfig } from '../../src/core/model-config';
 import { initLlamaWeights } from '../../src/model/init';
 
 const TOKENIZER_DIR = 'tests/fixtures/tiny-tokenizer';

@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { createStorageBuffer, readF32, uploadStorageBuffer } from '../../src/engine/buffers';
 import { MATMUL_TILE_K, MatmulKernel, vec4Aligned } from '../../src/kernels/matmul';
 import { packBatch } from '../../src/model/batch';
-import { numel, parseHfConfig, type LlamaConfig } from '../../src/model/config';
+import { numel, parseHfConfig, type LlamaConfig } from '../../src/core/model-config';
 import { initLlamaWeights } from '../../src/model/init';
 import { GpuLlama, planParameterChunks } from '../../src/model/llama';
 import { Sampler } from '../../src/model/sampler';

@@ -3,7 +3,7 @@
 import { resolveConfig, type ConfigInput } from '../../src/grpo/config';
 import type { RewardFunction } from '../../src/grpo/rewards';
 import { GrpoTrainer, type StepReport } from '../../src/grpo/trainer';
-import type { LlamaConfig } from '../../src/model/config';
+import type { LlamaConfig } from '../../src/core/model-config';
 import { initLlamaWeights } from '../../src/model/init';
 import type { Problem, Task } from '../../src/tasks/types';
 import { testEngine } from '../kernels/harness';

@@ -11,7 +11,7 @@ import {
   seriesOf,
   windowStats,
 } from '../../src/app/aha/derive';
-import type { MetricsRow } from '../../src/app/types';
+import type { MetricsRow } from '../../src/worker/types';
 import { reflectionMetrics, reflectionSummary } from '../../src/grpo/reflection';
 import type { CompletionRecord, StepReport } from '../../src/grpo/trainer';
 

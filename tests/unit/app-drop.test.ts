@@ -9,7 +9,7 @@ import {
   type DropItemLike,
 } from '../../src/app/lib/drop';
 import { splitTestHooks } from '../../src/app/lib/test-hooks';
-import { filesSource } from '../../src/io/model-source';
+import { filesSource } from '../../src/formats/model-source';
 
 const file = (name: string, text = name) => new File([text], name);
 

@@ -1,18 +1,18 @@
-// The trainer worker's API (src/app/trainer-api.ts) driven directly in Node: a tiny random Llama
+// The trainer worker's API (src/worker/trainer-api.ts) driven directly in Node: a tiny random Llama
 // served as an in-memory Hugging Face folder, fake IndexedDB, custom rewards in worker_threads.
 // Checks the memory plan before loading, events, steps (advantages per group sum to 0), a checkpoint
 // round trip that continues the run bit for bit, a throwing custom reward, chat, compare, export.
 import 'fake-indexeddb/auto';
 import { IDBFactory } from 'fake-indexeddb';
 import { describe, expect, it } from 'vitest';
-import { createTrainerApi } from '../../src/app/trainer-api';
-import type { TrainerEvent } from '../../src/app/protocol';
+import { createTrainerApi } from '../../src/worker/trainer-api';
+import type { TrainerEvent } from '../../src/worker/protocol';
 import type { ConfigInput } from '../../src/grpo/config';
 import { nodeSandboxFactory } from '../../src/grpo/reward-sandbox-node';
-import { exportHfFolder } from '../../src/io/hf-export';
-import { filesSource } from '../../src/io/model-source';
-import { loadTokenizer } from '../../src/io/tokenizer';
-import { parameterCount, type LlamaConfig } from '../../src/model/config';
+import { exportHfFolder } from '../../src/export/hf-export';
+import { filesSource } from '../../src/formats/model-source';
+import { loadTokenizer } from '../../src/formats/tokenizer';
+import { parameterCount, type LlamaConfig } from '../../src/core/model-config';
 import { initLlamaWeights } from '../../src/model/init';
 import { GrpoStorage } from '../../src/storage/index';
 import { tinyTokenizerFiles } from '../../src/tasks/traces';

@@ -1,11 +1,11 @@
-// The CPU fallback (src/app/cpu-api.ts) on the real bundled model, read from public/ with the app's
+// The CPU fallback (src/worker/cpu-api.ts) on the real bundled model, read from public/ with the app's
 // loaders: sampled completions are real text whose rewards are what the built-in reward functions
 // give that text, the same draw reproduces the same text, greedy decoding of the bundled model
 // writes the reward format, and the chat answers.
 import { describe, expect, it } from 'vitest';
-import { createCpuApi, renderCpuPrompt, rewardMeans, type CpuGroup } from '../../src/app/cpu-api';
+import { createCpuApi, renderCpuPrompt, rewardMeans, type CpuGroup } from '../../src/worker/cpu-api';
 import { extractAnswer, formatOk } from '../../src/grpo/rewards';
-import { folderSource } from '../../src/io/model-source';
+import { folderSource } from '../../src/formats/model-source';
 import { formatPrompt } from '../../src/tasks/prompt';
 import type { Problem } from '../../src/tasks/types';
 import { verifyCountdown } from '../../src/tasks/verify';

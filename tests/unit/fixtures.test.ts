@@ -2,7 +2,7 @@
 // reproduce the independent PyTorch float64 fixtures (tests/fixtures/make_fixtures.py): logits, the
 // four losses, every parameter gradient, and the parameters after 3 clipped AdamW steps.
 import { describe, expect, it } from 'vitest';
-import { parameterSpecs } from '../../src/model/config';
+import { parameterSpecs } from '../../src/core/model-config';
 import { computeAdvantages } from '../../src/grpo/advantages';
 import { adamwStepRef, gradClipRef } from '../../src/ref/adamw';
 import { grpoLossRef, LOSS_TYPES, type LossType } from '../../src/ref/grpo_loss';

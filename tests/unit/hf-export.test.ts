@@ -2,11 +2,11 @@
 // generation defaults and tokenizer files (F32 exactly; BF16 to bf16 precision; sharded).
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { exportHfFolder } from '../../src/io/hf-export';
-import { loadHfFolder } from '../../src/io/hf-folder';
-import { filesSource } from '../../src/io/model-source';
-import { ModelFileError } from '../../src/io/errors';
-import { parameterSpecs, parseHfConfig, type LlamaConfig } from '../../src/model/config';
+import { exportHfFolder } from '../../src/export/hf-export';
+import { loadHfFolder } from '../../src/formats/hf-folder';
+import { filesSource } from '../../src/formats/model-source';
+import { ModelFileError } from '../../src/formats/errors';
+import { parameterSpecs, parseHfConfig, type LlamaConfig } from '../../src/core/model-config';
 
 const qwen = parseHfConfig({
   architectures: ['Qwen2ForCausalLM'],

@@ -7,11 +7,11 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadHfFolder } from '../../src/io/hf-folder';
-import { filesSource, folderSource, urlSource, type ModelSource } from '../../src/io/model-source';
-import { writeSafetensors, type SafetensorsDtype } from '../../src/io/safetensors';
-import { ModelFileError, ModelSourceError } from '../../src/io/errors';
-import { ModelConfigError, parameterSpecs, parseHfConfig } from '../../src/model/config';
+import { loadHfFolder } from '../../src/formats/hf-folder';
+import { filesSource, folderSource, urlSource, type ModelSource } from '../../src/formats/model-source';
+import { writeSafetensors, type SafetensorsDtype } from '../../src/formats/safetensors';
+import { ModelFileError, ModelSourceError } from '../../src/formats/errors';
+import { ModelConfigError, parameterSpecs, parseHfConfig } from '../../src/core/model-config';
 
 const enc = new TextEncoder();
 const json = (v: unknown) => enc.encode(JSON.stringify(v));

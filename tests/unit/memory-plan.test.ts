@@ -2,7 +2,7 @@
 // suggestion really fits (and is the largest that does), and the buffers flagged for splitting.
 import { describe, expect, it } from 'vitest';
 import { formatBytes, planMemory, type DeviceMemoryLimits } from '../../src/model/memory-plan';
-import { parameterCount, parseHfConfig } from '../../src/model/config';
+import { parameterCount, parseHfConfig } from '../../src/core/model-config';
 
 // C=8, I=12, V=272, L=2, H=2, Hkv=1, D=4, untied:
 // P = 2·V·C + L·(C + H·D·C + 2·Hkv·D·C + C·H·D + C + 3·I·C) + C

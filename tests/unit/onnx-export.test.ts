@@ -11,9 +11,9 @@ import {
   pastValueName,
   presentKeyName,
   presentValueName,
-} from '../../src/io/onnx-export';
-import { ProtoMessage, nodeProto } from '../../src/io/onnx-proto';
-import { parameterSpecs, parseHfConfig, type LlamaConfig } from '../../src/model/config';
+} from '../../src/export/onnx-export';
+import { ProtoMessage, nodeProto } from '../../src/formats/onnx-proto';
+import { parameterSpecs, parseHfConfig, type LlamaConfig } from '../../src/core/model-config';
 import { RefLlama } from '../../src/ref/llama';
 
 /** onnxruntime computes in f32, the reference in f64: |ort − ref| ≤ ATOL + RTOL·|ref|. */

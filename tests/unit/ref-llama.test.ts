@@ -2,7 +2,7 @@
 // (every parameter tensor, both architectures), KV-cache decode against the full forward, and left
 // padding leaving the valid tokens of a sequence unchanged.
 import { describe, expect, it } from 'vitest';
-import { numel, parameterSpecs, type LlamaConfig } from '../../src/model/config';
+import { numel, parameterSpecs, type LlamaConfig } from '../../src/core/model-config';
 import {
   RefLlama,
   completionLogprobsBackwardRef,

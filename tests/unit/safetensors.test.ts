@@ -6,8 +6,8 @@ import {
   f32ToF16Bits,
   parseSafetensors,
   writeSafetensors,
-} from '../../src/io/safetensors';
-import { ModelFileError } from '../../src/io/errors';
+} from '../../src/formats/safetensors';
+import { ModelFileError } from '../../src/formats/errors';
 
 /** A safetensors file from a header object and raw data bytes, exactly as the spec lays it out. */
 function rawFile(header: unknown, data: Uint8Array, pad = true): Uint8Array {

@@ -3,9 +3,9 @@
 // rejected with its own message while the database stays exactly as it was.
 import 'fake-indexeddb/auto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { parseSafetensors, writeSafetensors } from '../../src/io/safetensors';
-import type { LlamaConfig } from '../../src/model/config';
-import { parameterSpecs } from '../../src/model/config';
+import { parseSafetensors, writeSafetensors } from '../../src/formats/safetensors';
+import type { LlamaConfig } from '../../src/core/model-config';
+import { parameterSpecs } from '../../src/core/model-config';
 import {
   CheckpointImportError,
   GrpoStorage,

@@ -3,8 +3,8 @@
 // retention, runs/metrics/samples, and storage usage without navigator.storage.
 import 'fake-indexeddb/auto';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import type { LlamaConfig } from '../../src/model/config';
-import { parameterSpecs } from '../../src/model/config';
+import type { LlamaConfig } from '../../src/core/model-config';
+import { parameterSpecs } from '../../src/core/model-config';
 import {
   CheckpointIntegrityError,
   CheckpointValidationError,

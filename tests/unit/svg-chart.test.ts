@@ -1,6 +1,6 @@
 // SVG line charts: coordinates map the data range onto the plot, gaps break lines, text is escaped.
 import { describe, expect, it } from 'vitest';
-import { lineChartSvg } from '../../src/io/svg-chart';
+import { lineChartSvg } from '../../src/formats/svg-chart';
 
 describe('lineChartSvg', () => {
   it('draws each series as polylines with one vertex per finite point, split at gaps', () => {

@@ -7,10 +7,10 @@ import { readFileSync, statSync } from 'node:fs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { reflectionMarkers, reflects, thinkText } from '../../src/grpo/reflection';
 import { extractAnswer, formatOk } from '../../src/grpo/rewards';
-import { loadHfFolder, type LoadedHfModel } from '../../src/io/hf-folder';
-import { folderSource } from '../../src/io/model-source';
-import { loadTokenizer, type Tokenizer } from '../../src/io/tokenizer';
-import { parameterCount } from '../../src/model/config';
+import { loadHfFolder, type LoadedHfModel } from '../../src/formats/hf-folder';
+import { folderSource } from '../../src/formats/model-source';
+import { loadTokenizer, type Tokenizer } from '../../src/formats/tokenizer';
+import { parameterCount } from '../../src/core/model-config';
 import { RefLlama } from '../../src/ref/llama';
 import {
   COUNTDOWN_REFLECTION_MARKERS,

@@ -3,8 +3,8 @@
 // from the fixture's layout: 0-2 specials, 3 + byte for single bytes, 259+ one per merge.
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { loadTokenizer, type Tokenizer } from '../../src/io/tokenizer';
-import { ModelFileError } from '../../src/io/errors';
+import { loadTokenizer, type Tokenizer } from '../../src/formats/tokenizer';
+import { ModelFileError } from '../../src/formats/errors';
 
 const dir = 'tests/fixtures/tiny-tokenizer';
 const files = new Map<string, Uint8Array>([

@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { extractAnswer, formatOk } from '../../src/grpo/rewards';
 import { reflectionMarkers, reflects, thinkText } from '../../src/grpo/reflection';
-import { createTokenizer } from '../../src/io/tokenizer';
+import { createTokenizer } from '../../src/formats/tokenizer';
 import { createArithmeticTask } from '../../src/tasks/arithmetic';
 import { COUNTDOWN_REFLECTION_MARKERS, createCountdownTask } from '../../src/tasks/countdown';
 import {
@@ -35,7 +35,7 @@ import {
   VERIFY_PHRASE,
 } from '../../src/tasks/traces';
 import { createTask } from '../../src/tasks/index';
-import { createRng } from '../../src/tasks/rng';
+import { createRng } from '../../src/core/rng';
 import { verifyCountdown } from '../../src/tasks/verify';
 
 const MARKERS = reflectionMarkers(COUNTDOWN_REFLECTION_MARKERS);

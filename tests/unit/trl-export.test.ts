@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { configSchemaRows, resolveConfig } from '../../src/grpo/config';
 import { accuracyReward, formatReward } from '../../src/grpo/rewards';
-import { exportTrl } from '../../src/io/trl-export';
+import { exportTrl } from '../../src/export/trl-export';
 import { createTask, trainEvalProblems } from '../../src/tasks/index';
 import { formatPrompt } from '../../src/tasks/prompt';
 import type { Problem } from '../../src/tasks/types';

@@ -5,7 +5,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { crc32, zipFiles } from '../../src/io/zip';
+import { crc32, zipFiles } from '../../src/formats/zip';
 
 describe('zipFiles', () => {
   it('CRC-32 of "123456789" is the standard check value', () => {
@@ -45,7 +45,7 @@ print(json.dumps({i.filename: list(z.read(i.filename)) for i in z.infolist()}))`
 describe('trlExportArchive', () => {
   it('zips every file of the TRL export under the run folder', async () => {
     const { resolveConfig } = await import('../../src/grpo/config');
-    const { trlExportArchive, trlExportFiles } = await import('../../src/io/trl-archive');
+    const { trlExportArchive, trlExportFiles } = await import('../../src/export/trl-archive');
     const config = resolveConfig({ steps: 2, perStepPrompts: 2, evalPrompts: 3 });
     const files = trlExportFiles(config);
     expect([...files.keys()]).toEqual(

@@ -5,7 +5,7 @@
 import { DEFAULT_REFLECTION_MARKERS, findReflectionMarkers } from '../../grpo/reflection';
 import type { StepReport } from '../../grpo/trainer';
 import type { Point } from '../teach/plot';
-import type { MetricsRow } from '../types';
+import type { MetricsRow } from '../../worker/types';
 
 /** The metric keys the panel reads: src/grpo/reflection.ts reflectionMetrics and GRPO.md §6. */
 export const AHA_METRICS = {

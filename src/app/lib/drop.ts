@@ -1,6 +1,6 @@
 // Files and folders dropped on the model picker, as File objects with their paths inside the drop
 // (a dropped folder 'tiny/' gives 'tiny/config.json' …), so they cross to the trainer worker like the
-// file inputs' File lists and filesSource (src/io/model-source.ts) strips the common top folder.
+// file inputs' File lists and filesSource (src/formats/model-source.ts) strips the common top folder.
 // Entries come from webkitGetAsEntry() where the browser gives them (real drags from the desktop);
 // plain files (getAsFile()) otherwise, e.g. a DataTransfer built by a script.
 

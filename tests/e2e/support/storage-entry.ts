@@ -4,7 +4,7 @@
 // generated and hashed inside the page so that tens of MB never cross the DevTools protocol.
 
 import * as storage from '../../../src/storage';
-import { parameterSpecs, type LlamaConfig } from '../../../src/model/config';
+import { parameterSpecs, type LlamaConfig } from '../../../src/core/model-config';
 import type { CheckpointPayload, CheckpointTensor, LoadedCheckpoint } from '../../../src/storage';
 
 /** A Llama config of the requested size (H = C / 64 heads of D = 64, Hkv = H / 2). */

@@ -5,7 +5,7 @@ import type { CompletionRecord, GroupRecord, StepReport } from '../grpo/trainer'
 import type { Config, ConfigInput } from '../grpo/config';
 import type { EvalReport } from '../grpo/evaluate';
 import type { BestEval, EvalRecord } from '../grpo/eval-during-training';
-import type { LlamaConfig } from '../model/config';
+import type { LlamaConfig } from '../core/model-config';
 import type { MemoryCategory } from '../model/memory-plan';
 import type { DeletionCandidate } from '../storage/errors';
 import type { MetricsRow } from './types';

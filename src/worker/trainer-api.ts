@@ -19,18 +19,18 @@ import { browserSandboxFactory } from '../grpo/reward-sandbox-browser';
 import type { SandboxFactory } from '../grpo/reward-sandbox';
 import { createRewardFunctions, type RewardFunction } from '../grpo/rewards';
 import { GrpoTrainer, TrainingDivergedError, type StepReport } from '../grpo/trainer';
-import { exportHfFolder } from '../io/hf-export';
-import { CONFIG_FILE, loadHfFolder, type LoadedHfModel } from '../io/hf-folder';
+import { exportHfFolder } from '../export/hf-export';
+import { CONFIG_FILE, loadHfFolder, type LoadedHfModel } from '../formats/hf-folder';
 import {
   filesSource,
   parseJsonFile,
   urlSource,
   type ModelSource,
   type ReadProgress,
-} from '../io/model-source';
-import { exportOnnx } from '../io/onnx-export';
-import { loadTokenizer, type Tokenizer } from '../io/tokenizer';
-import { parameterCount, parseHfConfig, type LlamaConfig } from '../model/config';
+} from '../formats/model-source';
+import { exportOnnx } from '../export/onnx-export';
+import { loadTokenizer, type Tokenizer } from '../formats/tokenizer';
+import { parameterCount, parseHfConfig, type LlamaConfig } from '../core/model-config';
 import { deviceMemoryLimits, planMemory } from '../model/memory-plan';
 import { GrpoStorage } from '../storage/index';
 import type { Identity, MetricsRow as StoredMetricsRow } from '../storage/db';

@@ -15,10 +15,10 @@
 // Legend: N batch, T new tokens, P cached (past) columns, S = P + T mask columns, C hidden,
 // I intermediate, V vocab, H heads, Hkv kv-heads, R = H / Hkv heads per kv-head, D head dim.
 
-import { numel, parameterSpecs, toHfConfig, type LlamaConfig } from '../model/config';
-import { ModelFileError } from './errors';
+import { numel, parameterSpecs, toHfConfig, type LlamaConfig } from '../core/model-config';
+import { ModelFileError } from '../formats/errors';
 import { generationConfig } from './hf-export';
-import type { GenerationDefaults } from './hf-folder';
+import type { GenerationDefaults } from '../formats/hf-folder';
 import {
   OnnxDataType,
   graphProto,
@@ -28,7 +28,7 @@ import {
   valueInfoProto,
   type AttributeValue,
   type ProtoMessage,
-} from './onnx-proto';
+} from '../formats/onnx-proto';
 
 export const ONNX_OPSET = 17;
 /** IR version 8 is the one that goes with opset 17. */

@@ -3,7 +3,7 @@
 import type { Config } from '../grpo/config';
 import { createTask, trainEvalProblems } from '../tasks/index';
 import { exportTrl } from './trl-export';
-import { zipFiles } from './zip';
+import { zipFiles } from '../formats/zip';
 
 /** Every file of the TRL project for `config` (a JSONL task needs its text in `sources.text`). */
 export function trlExportFiles(

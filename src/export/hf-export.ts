@@ -3,10 +3,10 @@
 // (or shards + model.safetensors.index.json) and the tokenizer files copied unchanged. Returns the
 // files as bytes; the caller zips them, writes them to disk or hands them to a download.
 
-import { numel, parameterSpecs, toHfConfig, type LlamaConfig } from '../model/config';
-import { ModelFileError } from './errors';
-import type { GenerationDefaults } from './hf-folder';
-import { writeSafetensors, type SafetensorsDtype } from './safetensors';
+import { numel, parameterSpecs, toHfConfig, type LlamaConfig } from '../core/model-config';
+import { ModelFileError } from '../formats/errors';
+import type { GenerationDefaults } from '../formats/hf-folder';
+import { writeSafetensors, type SafetensorsDtype } from '../formats/safetensors';
 
 export interface HfExportInput {
   config: LlamaConfig;

@@ -6,10 +6,10 @@
 import { resolveConfig, type Config, type ConfigInput } from '../grpo/config';
 import { reflectionMarkers, reflects, thinkText } from '../grpo/reflection';
 import { createRewardFunctions, scoreCompletionSync } from '../grpo/rewards';
-import { loadHfFolder, type LoadedHfModel } from '../io/hf-folder';
-import { urlSource, type ModelSource, type ReadProgress } from '../io/model-source';
-import { loadTokenizer, type Tokenizer } from '../io/tokenizer';
-import { parameterCount, type LlamaConfig } from '../model/config';
+import { loadHfFolder, type LoadedHfModel } from '../formats/hf-folder';
+import { urlSource, type ModelSource, type ReadProgress } from '../formats/model-source';
+import { loadTokenizer, type Tokenizer } from '../formats/tokenizer';
+import { parameterCount, type LlamaConfig } from '../core/model-config';
 import { RefSampler } from '../model/ref-sampler';
 import { RefLlama } from '../ref/llama';
 import { createTask, formatPrompt } from '../tasks/index';

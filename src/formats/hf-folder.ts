@@ -4,7 +4,7 @@
 // say which file and which tensor. Cheap checks (config, tokenizer) run before any weights are read,
 // so a bad folder fails before a large download.
 
-import { parseHfConfig, parameterSpecs, type LlamaConfig } from '../model/config';
+import { parseHfConfig, parameterSpecs, type LlamaConfig } from '../core/model-config';
 import { ModelFileError, ModelSourceError } from './errors';
 import { parseJsonFile, readOptional, type ModelSource, type ReadProgress } from './model-source';
 import { parseSafetensors, type SafetensorsDtype } from './safetensors';
