@@ -8,7 +8,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadHfFolder } from '../../src/formats/hf-folder';
-import { filesSource, folderSource, urlSource, type ModelSource } from '../../src/formats/model-source';
+import {
+  filesSource,
+  folderSource,
+  urlSource,
+  type ModelSource,
+} from '../../src/formats/model-source';
 import { writeSafetensors, type SafetensorsDtype } from '../../src/formats/safetensors';
 import { ModelFileError, ModelSourceError } from '../../src/formats/errors';
 import { ModelConfigError, parameterSpecs, parseHfConfig } from '../../src/core/model-config';
