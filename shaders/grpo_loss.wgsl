@@ -1,4 +1,4 @@
-// grpo_loss.wgsl — per-token GRPO loss gradient and per-sequence partial sums (GRPO.md §3–5).
+// grpo_loss.wgsl — per-token GRPO loss gradient and per-sequence partial sums (docs/grpo.md §3–5).
 //
 //   ρ = exp(logp − old),  surrogate = min(ρ·A, clip(ρ, 1 − ε_low, 1 + ε_high)·A)
 //   kl = exp(ref − logp) − (ref − logp) − 1,   ℓ = −surrogate + β·kl

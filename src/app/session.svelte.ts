@@ -6,9 +6,12 @@ import * as Comlink from 'comlink';
 import {
   configFromUrlParams,
   configToUrlParams,
+  draftFromConfig,
   resolveConfig,
+  resolveDraft,
   type Config,
   type ConfigInput,
+  type DraftConfig,
 } from '../grpo/config';
 import type { BestEval, EvalRecord } from '../grpo/eval-during-training';
 import { PRESETS, type PresetName } from '../grpo/presets';
@@ -79,87 +82,217 @@ export interface JsonlImport {
   preview: JsonlDataset;
 }
 
+export interface LoadProgress {
+  phase: string;
+  file: string;
+  loaded: number;
+  total: number | null;
+}
+
+export interface DeviceLost {
+  message: string;
+  lastCheckpoint: CheckpointInfo | null;
+}
+
 function msg(err: unknown): string {
   const m = err instanceof Error ? err.message : String(err);
   return m.replace(/^Error: /, '');
 }
 
-const clone = <T>(v: T): T => JSON.parse(JSON.stringify(v)) as T;
+/** The draft as the worker takes it: nulls kept, the imported JSONL file named in taskOptions. */
+function draftForWorker(draft: DraftConfig, jsonl: JsonlImport | null): Partial<ConfigInput> {
+  const d = $state.snapshot(draft);
+  if (d.task !== 'jsonl') return d;
+  return { ...d, taskOptions: { ...d.taskOptions, path: jsonl?.name ?? '' } };
+}
 
+/**
+ * One playground session. State lives in private `$state` fields behind getters (the components
+ * read them; only the session's actions write them), computed values are `$derived`, as in
+ * svelte.dev's REPL Workspace class. The draft is the exception the forms need: its object is a
+ * deep `$state` proxy that the option, task and reward panels edit in place (bind:value on its
+ * fields).
+ */
 export class Session {
   readonly api: Comlink.Remote<TrainerApi>;
 
-  probe: AdapterProbe | null = $state(null);
-  status: TrainerStatus = $state('no-model');
-  view: View = $state('train');
-  learnTopic: string | null = $state(null);
+  #probe: AdapterProbe | null = $state(null);
+  #status: TrainerStatus = $state('no-model');
+  #view: View = $state('train');
+  #learnTopic: string | null = $state(null);
 
-  /** The form's config; applied to the worker when a run starts or is reset. */
-  draft: ConfigInput = $state(resolveConfig(PLAYGROUND_DEFAULTS) as unknown as ConfigInput);
-  /** The config of the run the worker holds. */
-  applied: Config | null = $state.raw(null);
-  jsonl: JsonlImport | null = $state.raw(null);
+  /** The form's config, nulls kept (DraftConfig); applied when a run starts or is reset. */
+  #draft: DraftConfig = $state(resolveDraft(PLAYGROUND_DEFAULTS));
+  #applied: Config | null = $state.raw(null);
+  #jsonl: JsonlImport | null = $state.raw(null);
 
-  modelChoice: ModelChoice = $state.raw({ kind: 'bundled' });
-  preview: ModelPreview | null = $state.raw(null);
-  previewError: string | null = $state(null);
-  model: ModelInfo | null = $state.raw(null);
-  loadProgress: { phase: string; file: string; loaded: number; total: number | null } | null =
-    $state.raw(null);
+  #modelChoice: ModelChoice = $state.raw({ kind: 'bundled' });
+  #preview: ModelPreview | null = $state.raw(null);
+  #previewError: string | null = $state(null);
+  #model: ModelInfo | null = $state.raw(null);
+  #loadProgress: LoadProgress | null = $state.raw(null);
 
-  runId: string | null = $state(null);
-  runName: string | null = $state(null);
-  step = $state(0);
-  history: MetricsRow[] = $state.raw([]);
-  /** Evaluations during training of the current run (evalSteps > 0) and the best of them. */
-  evals: EvalRecord[] = $state.raw([]);
-  bestEval: BestEval | null = $state.raw(null);
-  reports: UiStepReport[] = $state.raw([]);
-  stepMs: number[] = $state.raw([]);
-  busy: string | null = $state(null);
+  #runId: string | null = $state(null);
+  #runName: string | null = $state(null);
+  #step = $state(0);
+  #history: MetricsRow[] = $state.raw([]);
+  #evals: EvalRecord[] = $state.raw([]);
+  #bestEval: BestEval | null = $state.raw(null);
+  #reports: UiStepReport[] = $state.raw([]);
+  #stepMs: number[] = $state.raw([]);
+  #busy: string | null = $state(null);
 
-  checkpoints: CheckpointInfo[] = $state.raw([]);
-  storage: StorageInfo | null = $state.raw(null);
-  lastSaved: CheckpointInfo | null = $state.raw(null);
-  deviceLost: { message: string; lastCheckpoint: CheckpointInfo | null } | null = $state.raw(null);
-  banners: Banner[] = $state([]);
-  /** A shared URL's config that carries custom reward code, waiting for the user's consent. */
-  pendingShared: Partial<ConfigInput> | null = $state.raw(null);
+  #checkpoints: CheckpointInfo[] = $state.raw([]);
+  #storage: StorageInfo | null = $state.raw(null);
+  #lastSaved: CheckpointInfo | null = $state.raw(null);
+  #deviceLost: DeviceLost | null = $state.raw(null);
+  #banners: Banner[] = $state([]);
+  #pendingShared: Partial<ConfigInput> | null = $state.raw(null);
 
-  private bannerId = 0;
+  #bannerId = 0;
+
+  /** The draft resolved, or why it does not resolve; follows the draft and the imported JSONL. */
+  #resolved: { config: Config; error: null } | { config: null; error: string } = $derived.by(() => {
+    try {
+      return { config: resolveConfig(draftForWorker(this.#draft, this.#jsonl)), error: null };
+    } catch (err) {
+      return { config: null, error: msg(err) };
+    }
+  });
+
+  #configError: string | null = $derived(
+    this.#resolved.error ??
+      (this.#draft.task === 'jsonl' && !this.#jsonl ? 'Import a JSONL dataset first.' : null),
+  );
+
+  #dirty: boolean = $derived(
+    !this.#applied ||
+      !this.#resolved.config ||
+      JSON.stringify(this.#resolved.config) !== JSON.stringify(this.#applied),
+  );
+
+  #timing = $derived(
+    estimate(this.#stepMs, (this.#applied?.steps ?? this.#draft.steps) - this.#step),
+  );
+
+  #rewardNames: string[] = $derived((this.#applied ?? this.#draft).rewards);
 
   constructor(api: Comlink.Remote<TrainerApi>) {
     this.api = api;
   }
 
+  // ---- state (read-only outside the session, except the view and the form's draft) -----
+  get probe() {
+    return this.#probe;
+  }
+  get status() {
+    return this.#status;
+  }
+  get view() {
+    return this.#view;
+  }
+  set view(view: View) {
+    this.#view = view;
+  }
+  /** The Learn section the URL points at (#learn/<topic>). */
+  get learnTopic() {
+    return this.#learnTopic;
+  }
+  set learnTopic(topic: string | null) {
+    this.#learnTopic = topic;
+  }
+  /** The form's config (a deep $state proxy the panels edit in place); nulls keep their meaning:
+   * epsilonHigh null follows epsilon, rewardWeights null = 1 each. */
+  get draft(): DraftConfig {
+    return this.#draft;
+  }
+  /** The config of the run the worker holds. */
+  get applied() {
+    return this.#applied;
+  }
+  get jsonl() {
+    return this.#jsonl;
+  }
+  get modelChoice() {
+    return this.#modelChoice;
+  }
+  get preview() {
+    return this.#preview;
+  }
+  get previewError() {
+    return this.#previewError;
+  }
+  get model() {
+    return this.#model;
+  }
+  get loadProgress() {
+    return this.#loadProgress;
+  }
+  get runId() {
+    return this.#runId;
+  }
+  get runName() {
+    return this.#runName;
+  }
+  get step() {
+    return this.#step;
+  }
+  get history() {
+    return this.#history;
+  }
+  /** Evaluations during training of the current run (evalSteps > 0) and the best of them. */
+  get evals() {
+    return this.#evals;
+  }
+  get bestEval() {
+    return this.#bestEval;
+  }
+  get reports() {
+    return this.#reports;
+  }
+  get stepMs() {
+    return this.#stepMs;
+  }
+  get busy() {
+    return this.#busy;
+  }
+  get checkpoints() {
+    return this.#checkpoints;
+  }
+  get storage() {
+    return this.#storage;
+  }
+  get lastSaved() {
+    return this.#lastSaved;
+  }
+  get deviceLost() {
+    return this.#deviceLost;
+  }
+  get banners() {
+    return this.#banners;
+  }
+  /** A shared URL's config that carries custom reward code, waiting for the user's consent. */
+  get pendingShared() {
+    return this.#pendingShared;
+  }
+
   // ---- derived -------------------------------------------------------------------------
+  /** Why the draft cannot start a run, or null. */
   get configError(): string | null {
-    try {
-      resolveConfig(this.draftForWorker());
-      if (this.draft.task === 'jsonl' && !this.jsonl) return 'Import a JSONL dataset first.';
-      return null;
-    } catch (err) {
-      return msg(err);
-    }
+    return this.#configError;
   }
 
   /** The draft differs from the run's config (applies on Reset, or on Step at step 0). */
   get dirty(): boolean {
-    if (!this.applied) return true;
-    try {
-      return JSON.stringify(resolveConfig(this.draftForWorker())) !== JSON.stringify(this.applied);
-    } catch {
-      return true;
-    }
+    return this.#dirty;
   }
 
   get timing() {
-    const steps = this.applied?.steps ?? this.draft.steps;
-    return estimate(this.stepMs, steps - this.step);
+    return this.#timing;
   }
 
   get rewardNames(): string[] {
-    return (this.applied ?? this.draft).rewards;
+    return this.#rewardNames;
   }
 
   // ---- setup ---------------------------------------------------------------------------
@@ -167,15 +300,15 @@ export class Session {
     this.readUrl();
     await this.api.setListener(Comlink.proxy((e: TrainerEvent) => this.onEvent(e)));
     try {
-      this.probe = await this.api.probeAdapter();
+      this.#probe = await this.api.probeAdapter();
     } catch (err) {
-      this.probe = {
+      this.#probe = {
         ok: false,
         reason: `The trainer worker failed to start: ${msg(err)}`,
         remedy: 'Reload the page. If it keeps failing, your browser may block module workers.',
       };
     }
-    if (this.probe.ok) void this.previewModel();
+    if (this.#probe.ok) void this.previewModel();
     void this.refreshCheckpoints();
   }
 
@@ -189,10 +322,10 @@ export class Session {
       const shared = configFromUrlParams(search);
       const custom = shared.customRewards && Object.keys(shared.customRewards).length > 0;
       if (custom) {
-        this.pendingShared = shared;
+        this.#pendingShared = shared;
         this.applyShared(false);
       } else {
-        this.draft = resolveConfig({ ...PLAYGROUND_DEFAULTS, ...shared }) as unknown as ConfigInput;
+        this.#draft = resolveDraft({ ...PLAYGROUND_DEFAULTS, ...shared });
       }
     } catch (err) {
       this.notify('error', 'The shared link has an invalid configuration', msg(err));
@@ -204,13 +337,13 @@ export class Session {
     (globalThis as { __grpoTest?: unknown }).__grpoTest = {
       loseDevice: () => this.api.loseDevice(),
       /** The metrics of every step so far, as the charts get them. */
-      history: () => $state.snapshot(this.history),
+      history: () => $state.snapshot(this.#history),
     };
   }
 
   /** Applies a shared config; without consent its custom reward code is left out. */
   applyShared(allowCustomCode: boolean) {
-    const shared = this.pendingShared;
+    const shared = this.#pendingShared;
     if (!shared) return;
     const next: Partial<ConfigInput> = { ...PLAYGROUND_DEFAULTS, ...shared };
     if (!allowCustomCode) {
@@ -227,28 +360,28 @@ export class Session {
       next.customRewards = {};
     }
     try {
-      this.draft = resolveConfig(next) as unknown as ConfigInput;
+      this.#draft = resolveDraft(next);
     } catch (err) {
       this.notify('error', 'The shared configuration could not be applied', msg(err));
     }
-    if (allowCustomCode) this.pendingShared = null;
+    if (allowCustomCode) this.#pendingShared = null;
   }
 
   declineShared() {
     this.applyShared(false);
-    this.pendingShared = null;
+    this.#pendingShared = null;
   }
 
   shareUrl(): string {
     const params = configToUrlParams(resolveConfig(this.draftForWorker()));
     const q = params.toString();
-    return `${location.origin}${location.pathname}${q ? `?${q}` : ''}#${this.view}`;
+    return `${location.origin}${location.pathname}${q ? `?${q}` : ''}#${this.#view}`;
   }
 
   /** Replaces the draft with a named preset (src/grpo/presets.ts), exactly as the CLI runs it;
    * like any draft change it applies on Reset, or on the first Step of a fresh run. */
   usePreset(name: PresetName) {
-    this.draft = resolveConfig({ ...PRESETS[name] }) as unknown as ConfigInput;
+    this.#draft = resolveDraft({ ...PRESETS[name] });
     this.notify(
       'info',
       `The '${name}' preset is in the options`,
@@ -258,43 +391,41 @@ export class Session {
 
   /** The draft as the worker takes it (epsilonHigh / rewardWeights keep their null meaning). */
   draftForWorker(): Partial<ConfigInput> {
-    const d = clone($state.snapshot(this.draft)) as ConfigInput;
-    if (d.task !== 'jsonl') return d;
-    return { ...d, taskOptions: { ...d.taskOptions, path: this.jsonl?.name ?? '' } };
+    return draftForWorker(this.#draft, this.#jsonl);
   }
 
   importJsonl(name: string, text: string) {
-    const options = this.draft.task === 'jsonl' ? this.draft.taskOptions : {};
+    const options = this.#draft.task === 'jsonl' ? this.#draft.taskOptions : {};
     const preview = parseJsonlDataset(text, {
       checker: (options.checker as 'exact' | 'numeric' | 'choice') ?? 'exact',
       tolerance: Number(options.tolerance ?? 1e-6),
     });
-    this.jsonl = { name, text, preview };
+    this.#jsonl = { name, text, preview };
   }
 
   // ---- events from the worker ----------------------------------------------------------
   private onEvent(e: TrainerEvent) {
     switch (e.type) {
       case 'load-progress':
-        this.loadProgress = e;
+        this.#loadProgress = e;
         break;
       case 'status':
-        this.status = e.status;
-        this.step = e.step;
+        this.#status = e.status;
+        this.#step = e.step;
         break;
       case 'step': {
-        this.step = e.report.step;
-        this.history = [...this.history, { step: e.report.step, metrics: e.report.metrics }];
-        const reports = [...this.reports, e.report];
-        this.reports = reports.length > MAX_REPORTS ? reports.slice(-MAX_REPORTS) : reports;
-        this.stepMs = [...this.stepMs.slice(-50), e.report.elapsedMs];
+        this.#step = e.report.step;
+        this.#history = [...this.#history, { step: e.report.step, metrics: e.report.metrics }];
+        const reports = [...this.#reports, e.report];
+        this.#reports = reports.length > MAX_REPORTS ? reports.slice(-MAX_REPORTS) : reports;
+        this.#stepMs = [...this.#stepMs.slice(-50), e.report.elapsedMs];
         if (e.report.skipped)
           this.notify('warn', `Step ${e.report.step}: update skipped`, e.report.skipped);
         break;
       }
       case 'eval':
-        this.evals = [...this.evals, e.record];
-        this.bestEval = e.best;
+        this.#evals = [...this.#evals, e.record];
+        this.#bestEval = e.best;
         break;
       case 'best-loaded':
         if (e.best.step !== e.lastStep)
@@ -305,13 +436,13 @@ export class Session {
           );
         break;
       case 'checkpoint-saved':
-        this.lastSaved = e.checkpoint;
+        this.#lastSaved = e.checkpoint;
         void this.refreshCheckpoints();
         break;
       case 'checkpoint-failed':
         // The storage names runs by id; the page knows the current run's name.
-        if (this.runId && this.runName)
-          e.message = e.message.replaceAll(`'${this.runId}'`, `'${this.runName}'`);
+        if (this.#runId && this.#runName)
+          e.message = e.message.replaceAll(`'${this.#runId}'`, `'${this.#runName}'`);
         this.notify(
           e.quota ? 'warn' : 'error',
           (e.quota
@@ -332,7 +463,7 @@ export class Session {
         );
         break;
       case 'device-lost':
-        this.deviceLost = { message: e.message, lastCheckpoint: e.lastCheckpoint };
+        this.#deviceLost = { message: e.message, lastCheckpoint: e.lastCheckpoint };
         break;
     }
   }
@@ -344,82 +475,83 @@ export class Session {
     candidates?: DeletionCandidate[],
     storageFull = false,
   ) {
-    this.banners = [
-      ...this.banners,
-      { id: ++this.bannerId, kind, title, message, candidates, storageFull },
+    this.#banners = [
+      ...this.#banners,
+      { id: ++this.#bannerId, kind, title, message, candidates, storageFull },
     ];
   }
 
   dismiss(id: number) {
-    this.banners = this.banners.filter((b) => b.id !== id);
+    this.#banners = this.#banners.filter((b) => b.id !== id);
   }
 
   private async task<T>(label: string, fn: () => Promise<T>, title = label): Promise<T | null> {
-    this.busy = label;
+    this.#busy = label;
     try {
       return await fn();
     } catch (err) {
       this.notify('error', title, msg(err));
       return null;
     } finally {
-      if (this.busy === label) this.busy = null;
+      if (this.#busy === label) this.#busy = null;
     }
   }
 
   // ---- model ---------------------------------------------------------------------------
-  async previewModel(choice: ModelChoice = this.modelChoice): Promise<void> {
-    this.modelChoice = choice;
-    this.preview = null;
-    this.previewError = null;
+  async previewModel(choice: ModelChoice = this.#modelChoice): Promise<void> {
+    this.#modelChoice = choice;
+    this.#preview = null;
+    this.#previewError = null;
     try {
-      this.preview = await this.api.previewModel(choice, this.draftForWorker());
+      this.#preview = await this.api.previewModel(choice, this.draftForWorker());
     } catch (err) {
-      this.previewError = msg(err);
+      this.#previewError = msg(err);
     }
   }
 
   async loadModel(): Promise<void> {
-    this.loadProgress = null;
+    this.#loadProgress = null;
     const out = await this.task(
       'Loading the model',
-      () => this.api.loadModel(this.modelChoice, this.draftForWorker(), this.jsonl?.text),
+      () => this.api.loadModel(this.#modelChoice, this.draftForWorker(), this.#jsonl?.text),
       'The model could not be loaded',
     );
-    this.loadProgress = null;
+    this.#loadProgress = null;
     if (!out) return;
-    this.model = out.model;
+    this.#model = out.model;
     this.adoptRun(out.run, true);
   }
 
   private adoptRun(run: RunState, fresh: boolean) {
-    this.runId = run.runId;
-    this.runName = run.runName;
-    this.applied = run.config;
-    this.step = run.step;
-    this.history = run.history;
+    const sameRun = run.runId === this.#runId;
+    this.#runId = run.runId;
+    this.#runName = run.runName;
+    this.#applied = run.config;
+    this.#step = run.step;
+    this.#history = run.history;
     // The worker builds a new run here: its evaluations start over.
-    this.evals = [];
-    this.bestEval = null;
+    this.#evals = [];
+    this.#bestEval = null;
     if (fresh || run.step === 0) {
-      this.reports = [];
-      this.stepMs = [];
+      this.#reports = [];
+      this.#stepMs = [];
     } else {
-      this.reports = this.reports.filter((r) => r.step <= run.step && run.runId === this.runId);
+      this.#reports = sameRun ? this.#reports.filter((r) => r.step <= run.step) : [];
     }
-    this.preview = this.preview ? { ...this.preview, plan: run.plan } : this.preview;
+    this.#preview = this.#preview ? { ...this.#preview, plan: run.plan } : this.#preview;
   }
 
   // ---- training ------------------------------------------------------------------------
   /** Applies the draft as a new run when it changed and nothing was trained yet. */
   private async ensureConfigured(): Promise<boolean> {
-    if (!this.model) {
+    if (!this.#model) {
       this.notify('info', 'No model loaded', 'Load a model first (the bundled one is ready).');
       return false;
     }
-    if (this.dirty && this.step === 0) {
+    if (this.dirty && this.#step === 0) {
       const run = await this.task(
         'Configuring',
-        () => this.api.configure(this.draftForWorker(), this.jsonl?.text),
+        () => this.api.configure(this.draftForWorker(), this.#jsonl?.text),
         'The configuration was refused',
       );
       if (!run) return false;
@@ -448,10 +580,10 @@ export class Session {
 
   /** A new run from the loaded weights with the draft config. */
   async reset(): Promise<void> {
-    if (!this.model) return;
+    if (!this.#model) return;
     const run = await this.task(
       'Resetting',
-      () => this.api.configure(this.draftForWorker(), this.jsonl?.text),
+      () => this.api.configure(this.draftForWorker(), this.#jsonl?.text),
       'The run could not be reset',
     );
     if (run) this.adoptRun(run, true);
@@ -464,58 +596,58 @@ export class Session {
         this.api.listCheckpoints(),
         this.api.storageInfo(),
       ]);
-      this.checkpoints = list;
-      this.storage = storage;
+      this.#checkpoints = list;
+      this.#storage = storage;
     } catch (err) {
       this.notify('warn', 'Checkpoints are unavailable', msg(err));
     }
   }
 
   async save(): Promise<void> {
-    this.busy = 'Saving';
+    this.#busy = 'Saving';
     try {
-      this.lastSaved = await this.api.saveCheckpoint();
+      this.#lastSaved = await this.api.saveCheckpoint();
     } catch (err) {
       // A failure the worker already reported with its 'checkpoint-failed' event is not repeated.
       if ((err as { name?: string }).name !== CHECKPOINT_FAILURE_REPORTED)
         this.notify('error', 'Not saved', msg(err));
     } finally {
-      if (this.busy === 'Saving') this.busy = null;
+      if (this.#busy === 'Saving') this.#busy = null;
     }
   }
 
   async restore(id: string): Promise<void> {
     const run = await this.task(
       'Restoring',
-      () => this.api.restoreCheckpoint(id, this.jsonl?.text),
+      () => this.api.restoreCheckpoint(id, this.#jsonl?.text),
       'The checkpoint could not be restored',
     );
     if (!run) return;
-    this.draft = clone(run.config) as unknown as ConfigInput;
-    this.reports = [];
-    this.stepMs = [];
-    this.deviceLost = null;
+    this.#draft = draftFromConfig(run.config);
+    this.#reports = [];
+    this.#stepMs = [];
+    this.#deviceLost = null;
     this.adoptRun(run, true);
   }
 
   async recover(): Promise<void> {
     const out = await this.task(
       'Recovering',
-      async () => ({ run: await this.api.recover(this.jsonl?.text) }),
+      async () => ({ run: await this.api.recover(this.#jsonl?.text) }),
       'Could not recover from the device loss',
     );
     if (!out) return;
-    this.deviceLost = null;
+    this.#deviceLost = null;
     // No model was loaded on the lost device: the new device is ready for one.
     const run = out.run;
     if (!run) return;
     this.adoptRun(run, false);
-    this.history = run.history;
+    this.#history = run.history;
   }
 
   async rename(runId: string, name: string): Promise<void> {
     await this.task('Renaming', () => this.api.renameRun(runId, name), 'Not renamed');
-    if (runId === this.runId) this.runName = name.trim();
+    if (runId === this.#runId) this.#runName = name.trim();
     await this.refreshCheckpoints();
   }
 

@@ -1,4 +1,5 @@
-// Group-relative advantages, GRPO.md §2 (DeepSeek-R1 Eq. 3), and the `frac_reward_zero_std` metric.
+// Group-relative advantages, docs/grpo.md §2 (DeepSeek-R1 Eq. 3), and the `frac_reward_zero_std`
+// metric.
 //
 // Legend: B prompts per step, G completions per prompt (the group), N = B·G rewards, laid out
 // group-major: rewards[g·G + j] is completion j of prompt g (the order rollout produces them).
@@ -88,7 +89,7 @@ export function groupStats(rewards: ArrayLike<number>, groupSize: number): Group
 }
 
 /**
- * A_i = (r_i − mean_g(r)) / (std + 1e-4), GRPO.md §2.
+ * A_i = (r_i − mean_g(r)) / (std + 1e-4), docs/grpo.md §2.
  *   'group': std of the group (default); 'batch': std over all N rewards, mean still per group;
  *   'none':  A_i = r_i − mean_g(r) (Dr. GRPO).
  * A group whose rewards are all identical gives exactly 0 for each member (computed explicitly,

@@ -3,6 +3,7 @@
 // project's own (model, task, rewards …). Everything — the Config type, the defaults, validation,
 // CLI flags, --help, URL parameters and the TRL mapping — comes from the single CONFIG_SCHEMA table.
 
+import { LOSS_TYPES } from '../ref/grpo_loss';
 import { resolveTaskOptions, TASK_NAMES } from '../tasks/index';
 import { PROMPT_TEMPLATES } from '../tasks/types';
 import { SCALE_REWARDS } from './advantages';
@@ -67,7 +68,6 @@ const field = <T>(
 });
 
 export const LR_SCHEDULERS = ['constant', 'cosine', 'linear'] as const;
-export const LOSS_TYPES = ['grpo', 'bnpo', 'dr_grpo', 'dapo'] as const;
 
 /** The schema: order here is the order of --help and of the UI form. */
 export const CONFIG_SCHEMA = {
@@ -96,7 +96,7 @@ export const CONFIG_SCHEMA = {
   template: field(
     oneOf(PROMPT_TEMPLATES),
     'r1-zero',
-    "prompt format: 'r1-zero' (base models, GRPO.md §8) or 'chat' (instruct models)",
+    "prompt format: 'r1-zero' (base models, docs/grpo.md §8) or 'chat' (instruct models)",
     null,
     "'r1-zero' exports text prompts, 'chat' conversational prompts (TRL applies the tokenizer's chat template)",
   ),
@@ -204,7 +204,7 @@ export const CONFIG_SCHEMA = {
     'epsilon_high',
   ),
   numIterations: field(int(1), 1, 'μ: optimizer passes per sampled batch', 'num_iterations'),
-  lossType: field(oneOf(LOSS_TYPES), 'dapo', 'loss aggregation (GRPO.md §4)', 'loss_type'),
+  lossType: field(oneOf(LOSS_TYPES), 'dapo', 'loss aggregation (docs/grpo.md §4)', 'loss_type'),
   scaleRewards: field(
     oneOf(SCALE_REWARDS),
     'group',
@@ -244,7 +244,8 @@ export const CONFIG_SCHEMA = {
   ),
   seed: field(int(0), 42, 'seed of prompts, sampling and initialisation', 'seed'),
   rewardTimeoutMs: field(
-    int(1),
+    // At most a minute per call: a longer limit lets one reward stall a step indefinitely.
+    int(1, 60_000),
     1000,
     'time limit of one custom reward call, in ms',
     null,
@@ -356,10 +357,45 @@ function clone<T>(v: T): T {
 }
 
 /**
+ * What a form edits (the playground's options): every field present, defaults filled in and checked
+ * like resolveConfig's, but with the user's nulls kept: `epsilonHigh: null` keeps following
+ * `epsilon` and `rewardWeights: null` keeps meaning "1 each" while other fields change. A form may
+ * leave a value out of range while it is being typed; resolveConfig(draft) is the check.
+ */
+export type DraftConfig = ConfigInput;
+
+/**
  * Defaults + the given fields, checked. Unknown keys and wrong types throw a ConfigError naming the
  * key; cross-field rules (reward names, weights length, batch divisibility, task options) too.
  */
 export function resolveConfig(partial: unknown = {}): Config {
+  const c = checkConfig(partial);
+  return {
+    ...c,
+    epsilonHigh: c.epsilonHigh ?? c.epsilon,
+    rewardWeights: c.rewardWeights ?? c.rewards.map(() => 1),
+  };
+}
+
+/** Defaults + the given fields, checked as resolveConfig does, with epsilonHigh and rewardWeights
+ * left null when they are not given: the draft a form starts from. */
+export function resolveDraft(partial: unknown = {}): DraftConfig {
+  return checkConfig(partial);
+}
+
+/**
+ * A resolved config back as a draft: ε_high equal to ε and weights all 1 become null again (as in
+ * configToUrlParams), so that the form's ε moves ε_high with it, as it would have in the config
+ * that produced this one.
+ */
+export function draftFromConfig(config: Config): DraftConfig {
+  const draft: DraftConfig = clone(config);
+  if (config.epsilonHigh === config.epsilon) draft.epsilonHigh = null;
+  if (config.rewardWeights.every((w) => w === 1)) draft.rewardWeights = null;
+  return draft;
+}
+
+function checkConfig(partial: unknown): ConfigInput {
   if (partial === null || typeof partial !== 'object' || Array.isArray(partial)) {
     throw new ConfigError('', `config must be a JSON object, got ${JSON.stringify(partial)}`);
   }
@@ -427,11 +463,7 @@ export function resolveConfig(partial: unknown = {}): Config {
       `config 'gradientAccumulationSteps' (${c.gradientAccumulationSteps}) must divide perStepPrompts·numGenerations = ${n}`,
     );
   }
-  return {
-    ...c,
-    epsilonHigh: c.epsilonHigh ?? c.epsilon,
-    rewardWeights: c.rewardWeights ?? c.rewards.map(() => 1),
-  };
+  return c;
 }
 
 export function defaultConfig(): Config {

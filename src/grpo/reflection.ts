@@ -1,9 +1,10 @@
-// Reflection ("aha") measurement, GRPO.md §7, after oat-zero: a completion reflects when its think
-// text contains a reflection marker (case-insensitive, whole words). The per-step summary pairs the
-// reflection rate with the accuracy of reflecting vs non-reflecting completions, because the aha
-// claim is "reflection rises AND reflecting completions are right more often", never length alone.
+// Reflection ("aha") measurement, docs/grpo.md §7, after oat-zero: a completion reflects when its
+// think text contains a reflection marker (case-insensitive, whole words). The per-step summary
+// pairs the reflection rate with the accuracy of reflecting vs non-reflecting completions, because
+// the aha claim is "reflection rises AND reflecting completions are right more often", never length
+// alone.
 
-/** oat-zero's self-reflection keywords, as listed in GRPO.md §7. */
+/** oat-zero's self-reflection keywords, as listed in docs/grpo.md §7. */
 export const DEFAULT_REFLECTION_MARKERS = [
   'wait',
   'recheck',

@@ -1,7 +1,7 @@
-// Rewards, GRPO.md §1: the built-in rule rewards (format, accuracy), their weighted combination, and
-// the per-completion record {total, perFunction, errors}. A reward returns a finite number or null
-// ("not applicable": counted 0 in the total, reported); one that throws, times out or returns
-// NaN/±Inf/a non-number gives 0 and an error record, and training goes on.
+// Rewards, docs/grpo.md §1: the built-in rule rewards (format, accuracy), their weighted
+// combination, and the per-completion record {total, perFunction, errors}. A reward returns a
+// finite number or null ("not applicable": counted 0 in the total, reported); one that throws,
+// times out or returns NaN/±Inf/a non-number gives 0 and an error record, and training goes on.
 //
 // Built-in semantics are mirrored line for line by rewards.py in the TRL export (src/export/trl-export.ts):
 // the regexes use the ASCII whitespace set [ \t\n\v\f\r] explicitly because JavaScript's and Python's
@@ -257,11 +257,12 @@ function meanStdIgnoringNull(values: readonly RewardValue[]): {
 }
 
 /**
- * Step metrics with TRL's names (GRPO.md §6): reward (mean total), reward_std (mean over groups of
- * the unbiased group std), reward/<name>/mean and /std over the completions where the function
- * applied (TRL's nanmean/nanstd), frac_reward_zero_std; plus this project's accuracy and format_rate
- * (the means of those rewards when present), reward/<name>/na_frac and reward_error_frac.
- * NaN where a value is undefined (no applicable completion, or a single one for a std).
+ * Step metrics with TRL's names (docs/grpo.md §6; TRL spells the per-function ones
+ * rewards/<name>/…): reward (mean total), reward_std (mean over groups of the unbiased group std),
+ * reward/<name>/mean and /std over the completions where the function applied (TRL's
+ * nanmean/nanstd), frac_reward_zero_std; plus this project's accuracy and format_rate (the means of
+ * those rewards when present), reward/<name>/na_frac and reward_error_frac. NaN where a value is
+ * undefined (no applicable completion, or a single one for a std).
  */
 export function rewardMetrics(
   results: readonly CompletionReward[],

@@ -46,7 +46,9 @@ export class RefSampler implements TextGenerator {
       done = i + 1;
       if (drawn.tokens.every((t, n) => eos.has(t) || firstEos(tokens, N, i, n, eos))) break;
       if (i + 1 < steps) row = this.model.decodeStep(kv, drawn.tokens);
-      // Yield between tokens so a UI thread hosting this stays responsive.
+      // A microtask yield: other promise continuations run, the event loop does not (no rendering,
+      // no incoming messages). The page stays responsive because this runs in a worker
+      // (workers/cpu.worker.ts).
       await Promise.resolve();
     }
     return collectCompletions(tokens, logps, N, done, eos);

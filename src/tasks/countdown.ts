@@ -24,7 +24,7 @@ export const COUNTDOWN_DEFAULTS: CountdownOptions = {
   maxTarget: 100,
 };
 
-/** Phrases of backtracking in Countdown reasoning, added to the GRPO.md §7 markers. */
+/** Phrases of backtracking in Countdown reasoning, added to the docs/grpo.md §7 markers. */
 export const COUNTDOWN_REFLECTION_MARKERS = [
   "doesn't work",
   'does not work',

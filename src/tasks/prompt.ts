@@ -1,5 +1,5 @@
-// Prompt formatting shared by every task: the R1-Zero template (GRPO.md §8, DeepSeek-R1 Table 1,
-// verbatim) for base models, and chat messages for instruct models, whose tokenizer applies its
+// Prompt formatting shared by every task: the R1-Zero template (docs/grpo.md §8, DeepSeek-R1 Table
+// 1, verbatim) for base models, and chat messages for instruct models, whose tokenizer applies its
 // own chat template.
 
 import type { ChatMessage, FormattedPrompt, Problem, PromptTemplate } from './types';

@@ -11,7 +11,7 @@
 // A "careful" trace works backward from the target and checks (carefulDirection 'backward', the
 // shipped mix): it undoes a last step "x op c = T" in writing ("36 - 6 = 30": x would have to be
 // 30), then computes a first step on the other two numbers and compares ("5 * 6 = 30": a hit).
-// On a mismatch it reflects ("wait", a GRPO.md §7 marker) and tries another last step, up to
+// On a mismatch it reflects ("wait", a docs/grpo.md §7 marker) and tries another last step, up to
 // `maxTries`:
 //   <think>36 - 4 = 32, 6 * 5 = 30. wait 36 - 6 = 30, 6 * 5 = 30</think><answer>(6 * 5) + 6</answer>
 // Every choice a careful try makes is local: the undone step is a random pick among the valid
@@ -19,12 +19,12 @@
 // is the needed value), not the two-digit search that aiming a forward guess needs (a tiny model
 // does not learn that one: tools/pretrain/README.md). No trace knows the answer: working backward
 // and checking is what makes a careful trace right more often, and the base model's lever under
-// GRPO is to work that way more often, a choice it makes at the first token of its think text
-// (copy the target, or a number). That is the research constraint of issue 8: RL mostly selects
-// behaviours the base model already shows sometimes ("Cognitive Behaviors": verification,
-// backtracking, backward chaining). carefulDirection 'forward' keeps the earlier mixes' careful
-// traces (forward guesses, checked) reproducible.
-// Arithmetic drills (arithmetic.ts) teach the single-step sums and products the checks rely on.
+// GRPO is to work that way more often, a choice it makes at the first token of its think text (copy
+// the target, or a number). That is the research constraint the bundled model is built for: RL
+// mostly selects behaviours the base model already shows sometimes ("Cognitive Behaviors":
+// verification, backtracking, backward chaining). carefulDirection 'forward' keeps the earlier
+// mixes' careful traces (forward guesses, checked) reproducible. Arithmetic drills (arithmetic.ts)
+// teach the single-step sums and products the checks rely on.
 //
 // Held-out split: a problem is held out when the FNV-1a hash of its canonical key falls in the
 // first HELD_OUT_PER_MILLE of 1000 buckets; the corpus never contains held-out problems, so any
@@ -81,7 +81,7 @@ export interface TraceMix {
   carefulDirection: 'forward' | 'backward';
   /** A backward careful trace that hits checks its answer forward before answering
    * (". check again 30 + 6 = 36"), so every careful trace reflects: with "wait" after a miss, with
-   * "check again" (GRPO.md §7 markers both) after a hit. */
+   * "check again" (docs/grpo.md §7 markers both) after a hit. */
   verifyHit: boolean;
   /** How the tiny tokenizer cuts numbers: 0, one token per digit; N > 0, every whole number up to
    * N is one token (" 36"), larger ones fall apart into digits. Traces budget their tries by it. */
@@ -104,7 +104,7 @@ export const DEFAULT_TRACE_MIX: TraceMix = {
 };
 
 export const REFLECTION_WORD = 'wait';
-/** What a careful trace says before checking its answer forward (a GRPO.md §7 marker). */
+/** What a careful trace says before checking its answer forward (a docs/grpo.md §7 marker). */
 export const VERIFY_PHRASE = 'check again';
 /** How a careful trace opens ("backward: 36 - 6 = 30, …"): it names its way of working first, so
  * a tiny model keeps the two procedures apart (without it, forward guesses borrowed the backward
@@ -115,7 +115,7 @@ export type TraceStyle = 'drill' | 'sloppy' | 'careful';
 
 export interface Trace {
   problem: Problem;
-  /** The R1-Zero prompt (GRPO.md §8) the completion answers. */
+  /** The R1-Zero prompt (docs/grpo.md §8) the completion answers. */
   prompt: string;
   /** "<think>…</think><answer>…</answer>" (the EOS token is added by the tokenizer's user). */
   completion: string;

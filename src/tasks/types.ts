@@ -38,11 +38,11 @@ export interface Task {
   /** `count` problems from `seed`; the same (seed, count) always gives the same problems, and a
    * shorter count gives a prefix of a longer one. */
   generate(seed: number, count: number): Problem[];
-  /** The prompt the model sees (GRPO.md §8 R1-Zero template, or chat messages). */
+  /** The prompt the model sees (docs/grpo.md §8 R1-Zero template, or chat messages). */
   formatPrompt(problem: Problem, template: PromptTemplate): FormattedPrompt;
   /** Checks the text inside <answer>: true correct, false wrong, null not checkable. */
   verify(answerText: string, problem: Problem): boolean | null;
-  /** Task-specific reflection markers added to the defaults of GRPO.md §7. */
+  /** Task-specific reflection markers added to the defaults of docs/grpo.md §7. */
   reflectionMarkers?: readonly string[];
   /** Disjoint train and eval problems; tasks without it use generate() with two seeds. */
   splits?(

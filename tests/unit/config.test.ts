@@ -8,9 +8,11 @@ import {
   configHelp,
   configToUrlParams,
   defaultConfig,
+  draftFromConfig,
   isHelpRequested,
   parseCliArgs,
   resolveConfig,
+  resolveDraft,
 } from '../../src/grpo/config';
 
 describe('resolveConfig', () => {
@@ -213,5 +215,28 @@ describe('URL parameters', () => {
   it('rejects unknown parameters and bad values', () => {
     expect(() => configFromUrlParams('numGen=4')).toThrow(/unknown URL parameter 'numGen'/);
     expect(() => configFromUrlParams('steps=abc')).toThrow(/'steps' must be an integer/);
+  });
+});
+
+describe('resolveDraft / draftFromConfig (the form draft keeps nulls)', () => {
+  it('fills and checks like resolveConfig but keeps epsilonHigh and rewardWeights null', () => {
+    const draft = resolveDraft({ epsilon: 0.1, numGenerations: 4 });
+    expect(draft.epsilonHigh).toBeNull();
+    expect(draft.rewardWeights).toBeNull();
+    expect(draft.steps).toBe(defaultConfig().steps);
+    expect(draft.taskOptions).toEqual(defaultConfig().taskOptions);
+    expect(() => resolveDraft({ numGen: 4 })).toThrow(/unknown config key 'numGen'/);
+    const edited = { ...draft, epsilon: 0.3 };
+    expect(resolveConfig(edited).epsilonHigh).toBe(0.3);
+  });
+
+  it('turns implicit values of a resolved config back into nulls', () => {
+    const draft = draftFromConfig(resolveConfig({ epsilon: 0.15 }));
+    expect(draft.epsilonHigh).toBeNull();
+    expect(draft.rewardWeights).toBeNull();
+    const explicit = draftFromConfig(resolveConfig({ epsilonHigh: 0.28, rewardWeights: [1, 2] }));
+    expect(explicit.epsilonHigh).toBe(0.28);
+    expect(explicit.rewardWeights).toEqual([1, 2]);
+    expect(resolveConfig(draft)).toEqual(resolveConfig({ epsilon: 0.15 }));
   });
 });

@@ -856,7 +856,7 @@ gradient clip {run['train']['grad_clip']}, cross-entropy on completion tokens on
 
 {run['eval']['prompts']} held-out Countdown prompts (distinct problems, none in the corpus), sampled
 the way the GRPO demo samples: temperature {TEMPERATURE}, no top-k / top-p, at most {run['eval']['max_new_tokens']}
-new tokens, seed {run['eval']['seed']}. Reflection = a GRPO.md §7 marker (or a Countdown marker) in
+new tokens, seed {run['eval']['seed']}. Reflection = a docs/grpo.md §7 marker (or a Countdown marker) in
 the think text. Samples: tools/pretrain/eval_samples.jsonl.
 
 | metric | sampled (T = 1) | greedy |
@@ -869,7 +869,7 @@ the think text. Samples: tools/pretrain/eval_samples.jsonl.
 | mean length (tokens) | {m['mean_length']:.1f} (reflecting {m['reflecting']['mean_length']:.1f}, not {m['not_reflecting']['mean_length']:.1f}) | {g['mean_length']:.1f} |
 | truncated at {run['eval']['max_new_tokens']} tokens | {pct(m['truncated_rate'])} | {pct(g['truncated_rate'])} |
 
-## Against the targets of issue 8
+## Against the base-model targets
 
 | target | measured (sampled) | met |
 |---|---|---|
@@ -885,7 +885,7 @@ the think text. Samples: tools/pretrain/eval_samples.jsonl.
 No "aha" below ~100M parameters has been published, and this model is not evidence of one: it was
 built to already show the behaviour (checking, "wait", retrying) sometimes, and GRPO can at best
 select it more often. Longer answers alone prove nothing; judge a run by reflection rate together
-with the accuracy of reflecting vs non-reflecting completions (GRPO.md §7). The model's arithmetic
+with the accuracy of reflecting vs non-reflecting completions (docs/grpo.md §7). The model's arithmetic
 is learned and imperfect: a check it gets wrong can stop on a wrong answer or reject a right one.
 """
     with open(os.path.join(out, "README.md"), "w") as f:
