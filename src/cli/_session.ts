@@ -1,5 +1,6 @@
 // Shared setup of the Node command lines (train, eval, aha): resolve the model folder, load the
-// model and tokenizer from disk, build the task and the reward functions, and open the GPU.
+// model and tokenizer from disk, read a task's files, and open the GPU. (createTrainer builds a bare
+// trainer for the benchmarks; the commands train through grpo's Run.)
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -52,14 +53,16 @@ export async function loadModel(model: string): Promise<LoadedModel> {
   return { folder, hf, tokenizer };
 }
 
+/** Task 'jsonl': the text of taskOptions.path (relative to the config file's folder). */
+export function taskText(config: Config, configDir = process.cwd()): string | undefined {
+  if (config.task !== 'jsonl') return undefined;
+  const path = String(config.taskOptions.path ?? '');
+  if (!path) throw new Error("task 'jsonl' needs taskOptions.path (a JSONL file)");
+  return readFileSync(resolve(configDir, path), 'utf8');
+}
+
 export function loadTask(config: Config, configDir = process.cwd()): Task {
-  const sources: { text?: string } = {};
-  if (config.task === 'jsonl') {
-    const path = String(config.taskOptions.path ?? '');
-    if (!path) throw new Error("task 'jsonl' needs taskOptions.path (a JSONL file)");
-    sources.text = readFileSync(resolve(configDir, path), 'utf8');
-  }
-  return createTask(config.task, config.taskOptions, sources);
+  return createTask(config.task, config.taskOptions, { text: taskText(config, configDir) });
 }
 
 /** Built-in and custom rewards (custom JS runs in worker_threads with the configured time limit). */

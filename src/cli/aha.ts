@@ -1,6 +1,6 @@
 // `npm run aha -- [--seeds 1,2,3] [--out docs/aha] [--k 4] [--model <folder>] [--prompts selection]
 //                 [--option value …]`
-// The "aha moment" demo, measured as ../shared/GRPO.md §7 asks: runs the 'aha' preset (the bundled
+// The "aha moment" demo, measured as docs/grpo.md §7 asks: runs the 'aha' preset (the bundled
 // tiny reasoner, Countdown, format + accuracy rewards only) headless on Node WebGPU for each seed,
 // evaluates the base and the trained model on the same held-out prompts (never in the pretraining
 // corpus nor in the RL prompts), and writes report.json, README.md and SVG plots to the out folder.
@@ -11,10 +11,11 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseCliArgs, resolveConfig, type Config } from '../grpo/config';
-import { EvalDuringTraining, type BestEval, type EvalRecord } from '../grpo/eval-during-training';
+import type { BestEval, EvalRecord } from '../grpo/eval-during-training';
 import { evaluate, type EvalItem, type EvalReport } from '../grpo/evaluate';
 import { PRESETS } from '../grpo/presets';
-import type { StepReport } from '../grpo/trainer';
+import { nodeSandboxFactory } from '../grpo/reward-sandbox-node';
+import { Run } from '../grpo/run';
 import { lineChartSvg, type ChartSeries } from '../formats/svg-chart';
 import { createTask } from '../tasks/index';
 import {
@@ -25,8 +26,7 @@ import {
   TINY_COUNTDOWN_OPTIONS,
   type AhaPromptSet,
 } from '../tasks/traces';
-import type { Problem } from '../tasks/types';
-import { createTrainer, loadModel, openEngine, takeFlag } from './_session';
+import { loadModel, openEngine, takeFlag } from './_session';
 
 const COLORS = ['#2563eb', '#dc2626', '#16a34a', '#9333ea', '#ea580c'];
 
@@ -89,13 +89,39 @@ async function main(args: string[]) {
   let base: EvalReport | null = null;
   for (const seed of seeds) {
     config = resolveConfig({ ...PRESETS.aha, ...overrides, seed });
-    const trainer = createTrainer(
+    // Evaluations during training are on the run's eval split (disjoint from its training prompts
+    // and from both held-out sets). No checkpoint hook: the demo saves nothing, so the save policy
+    // reads nothing back from the GPU.
+    let loadedBest: BestEval | null = null;
+    const run = new Run({
       engine,
       config,
-      model,
-      createTask(config.task, config.taskOptions),
-      countdown,
-    );
+      model: { config: model.hf.config, weights: model.hf.tensors, tokenizer: model.tokenizer },
+      runId: `aha-seed-${seed}`,
+      scoringTask: countdown,
+      sandboxFactory: nodeSandboxFactory(),
+      hooks: {
+        onStep: (report) => {
+          const m = report.metrics;
+          console.log(
+            `seed ${seed} step ${report.step}/${config!.steps} reward ${m.reward.toFixed(3)} acc ${m.accuracy.toFixed(3)} ` +
+              `refl ${m.reflection_rate.toFixed(3)} len ${m['completions/mean_length'].toFixed(1)} ${m.step_time.toFixed(1)}s`,
+          );
+        },
+        onEval: (e) => {
+          console.log(
+            `seed ${seed} step ${e.step} eval_accuracy ${e.metrics.eval_accuracy.toFixed(3)} ` +
+              `(${run.trainer.evalProblems.length} prompts × ${config!.evalGenerations}, ${e.metrics.eval_time.toFixed(1)}s)`,
+          );
+        },
+        onBestLoaded: ({ best }) => {
+          loadedBest = best;
+          console.log(
+            `seed ${seed}: loaded the best evaluation's weights, step ${best.step} (eval_accuracy ${best.evalAccuracy.toFixed(3)})`,
+          );
+        },
+      },
+    });
     const evalOptions = {
       k,
       temperature: config.temperature,
@@ -103,43 +129,14 @@ async function main(args: string[]) {
       seed: AHA_REPORT_SEED,
       batchSize: evalBatch,
     };
-    const ctx = {
-      sampler: trainer.sampler,
-      tokenizer: model.tokenizer,
-      task: countdown,
-      renderPrompt: (p: Problem) => trainer.renderPrompt(p),
-    };
+    const ctx = run.evalContext;
     if (!base) {
       base = await evaluate(ctx, heldOut, evalOptions);
       console.log(`base (shared by every seed): ${JSON.stringify(base.metrics)}`);
     }
     const before: EvalReport = base;
-    const history: SeedResult['history'] = [];
-    // On the run's eval split (disjoint from its training prompts and from both held-out sets).
-    const duringTraining = new EvalDuringTraining(trainer, ctx, config);
     const t0 = performance.now();
-    while (trainer.step < config.steps) {
-      const report: StepReport = await trainer.trainStep();
-      history.push({ step: report.step, metrics: report.metrics });
-      const m = report.metrics;
-      console.log(
-        `seed ${seed} step ${report.step}/${config.steps} reward ${m.reward.toFixed(3)} acc ${m.accuracy.toFixed(3)} ` +
-          `refl ${m.reflection_rate.toFixed(3)} len ${m['completions/mean_length'].toFixed(1)} ${m.step_time.toFixed(1)}s`,
-      );
-      if (duringTraining.due(report.step)) {
-        const e = await duringTraining.run(report.step);
-        console.log(
-          `seed ${seed} step ${e.step} eval_accuracy ${e.metrics.eval_accuracy.toFixed(3)} ` +
-            `(${trainer.evalProblems.length} prompts × ${config.evalGenerations}, ${e.metrics.eval_time.toFixed(1)}s)`,
-        );
-      }
-    }
-    const loadedBest = duringTraining.loadBest()?.best ?? null;
-    if (loadedBest) {
-      console.log(
-        `seed ${seed}: loaded the best evaluation's weights, step ${loadedBest.step} (eval_accuracy ${loadedBest.evalAccuracy.toFixed(3)})`,
-      );
-    }
+    await run.runUntil();
     const trainSeconds = (performance.now() - t0) / 1000;
     const final = await evaluate(ctx, heldOut, evalOptions);
     console.log(`seed ${seed} final: ${JSON.stringify(final.metrics)}`);
@@ -147,8 +144,8 @@ async function main(args: string[]) {
       seed,
       base: before.metrics,
       final: final.metrics,
-      history,
-      evals: duringTraining.history,
+      history: run.history,
+      evals: run.evals.history,
       loadedBest,
       examples: heldOut.slice(0, 5).map((problem, i) => ({
         question: problem.question,
@@ -159,7 +156,7 @@ async function main(args: string[]) {
       })),
       trainSeconds,
     });
-    trainer.destroy();
+    run.destroy();
   }
   const seconds = (performance.now() - started) / 1000;
   const perSeed = results.map((r) => ({

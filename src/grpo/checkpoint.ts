@@ -1,13 +1,19 @@
-// Trainer snapshots ⇄ storage checkpoints (src/storage). A checkpoint holds the policy weights in
-// Hugging Face names, the AdamW moments, the optimizer step, and the trainer's counters; sampling
-// needs no RNG state because its draws are keyed by (seed, step). Restoring into a trainer built
-// with the run's initial weights (the frozen reference) continues the run exactly.
+// The checkpoint codec shared by the trainer worker and the command line: a trainer snapshot ⇄ a
+// CheckpointPayload (named f32 tensors + JSON fields) ⇄ bytes. A checkpoint holds the policy
+// weights in Hugging Face names, the AdamW moments, the optimizer step, and the trainer's counters;
+// sampling needs no RNG state because its draws are keyed by (seed, step). Restoring into a trainer
+// built with the run's initial weights (the frozen reference) continues the run exactly.
+// The browser stores a payload in IndexedDB (src/storage/checkpoints.ts: its tensors as chunks);
+// the CLI stores it as files (checkpointToFiles: model.safetensors, optimizer.safetensors,
+// trainer_state.json, which with a Hugging Face folder's config and tokenizer PyTorch loads).
 import { EXP_AVG_PREFIX, EXP_AVG_SQ_PREFIX } from '../optim/adamw';
 import type { Config } from './config';
 import type { TrainerSnapshot } from './trainer';
 import { numel, parameterSpecs, type LlamaConfig } from '../core/model-config';
+import { parseSafetensors, writeSafetensors } from '../formats/safetensors';
 import type { CheckpointPayload, CheckpointTensor } from '../storage/checkpoints';
-import type { Identity, MetricsRow } from '../storage/db';
+import type { Identity, MetricsRow as StoredMetricsRow } from '../storage/db';
+import type { MetricsRow } from './run';
 
 /** The trainer's data-order and bookkeeping counters, stored in the checkpoint's `rng` record. */
 type StateKey = 'trainer.promptCursor' | 'trainer.numTokens' | 'trainer.consecutiveSkips';
@@ -21,7 +27,7 @@ export interface CheckpointContext {
   /** The frozen reference policy (the run's initial weights); null when β = 0. */
   referenceIdentity: Identity | null;
   tokenizerIdentity: Identity | null;
-  metricsSoFar?: MetricsRow[];
+  metricsSoFar?: StoredMetricsRow[];
 }
 
 export function snapshotToPayload(
@@ -116,4 +122,117 @@ export async function weightsIdentity(
   }
   const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', joined));
   return { name, sha256: [...digest].map((b) => b.toString(16).padStart(2, '0')).join('') };
+}
+
+/** A run's metrics history as storage rows (one flat object per step) and back. */
+export const toStoredMetrics = (rows: readonly MetricsRow[]): StoredMetricsRow[] =>
+  rows.map((r) => ({ ...r.metrics, step: r.step }));
+
+export const fromStoredMetrics = (
+  rows: readonly StoredMetricsRow[] | null | undefined,
+): MetricsRow[] => (rows ?? []).map(({ step, ...metrics }) => ({ step, metrics }));
+
+/**
+ * Whether a checkpoint belongs on these initial weights: restoring needs the run's base model
+ * loaded (it is the reference policy with β > 0, and the weights a fresh trainer starts from).
+ * Throws a message naming both models when not. A checkpoint without identities (written by the
+ * CLI before it recorded them) is taken on trust.
+ */
+export function checkBaseModel(
+  payload: Pick<CheckpointPayload, 'referenceIdentity' | 'modelIdentity'>,
+  loaded: Identity,
+  loadedLabel = loaded.name,
+): void {
+  const base = payload.referenceIdentity ?? payload.modelIdentity;
+  if (!base?.sha256 || base.sha256 === loaded.sha256) return;
+  throw new Error(
+    `This checkpoint was trained from '${base.name}', not from the loaded model ` +
+      `('${loadedLabel}'): load that model, then restore.`,
+  );
+}
+
+/** The files of a checkpoint on the file system (beside a Hugging Face folder's other files). */
+export const CHECKPOINT_FILES = {
+  weights: 'model.safetensors',
+  optimizer: 'optimizer.safetensors',
+  state: 'trainer_state.json',
+} as const;
+
+// The same split as payloadToSnapshot: every optimizer tensor is an AdamW moment.
+const isOptimizerTensor = (name: string) => name.startsWith('optimizer.');
+
+/**
+ * A payload as files: the weights as model.safetensors (parameter order, `format: pt`, exactly the
+ * file a Hugging Face export writes), the AdamW moments as optimizer.safetensors, and everything
+ * else as trainer_state.json with `extraState` merged in. The metrics history stays out: the run
+ * folder's metrics.jsonl holds it, and a growing copy in every checkpoint would be quadratic.
+ */
+export function checkpointToFiles(
+  payload: CheckpointPayload,
+  extraState: Record<string, unknown> = {},
+): Map<string, Uint8Array> {
+  const weights = payload.tensors.filter((t) => !isOptimizerTensor(t.name));
+  const moments = payload.tensors.filter((t) => isOptimizerTensor(t.name));
+  const { tensors: _t, metricsSoFar: _m, metrics: _r, ...fields } = payload;
+  const state = { ...fields, ...extraState };
+  return new Map([
+    [CHECKPOINT_FILES.weights, writeSafetensors(weights, { format: 'pt' })],
+    [
+      CHECKPOINT_FILES.optimizer,
+      writeSafetensors(moments, undefined, { fileName: CHECKPOINT_FILES.optimizer }),
+    ],
+    [CHECKPOINT_FILES.state, new TextEncoder().encode(JSON.stringify(state, null, 2))],
+  ]);
+}
+
+/**
+ * Reads checkpointToFiles' files back (`read` returns a file's bytes). Also reads the CLI's
+ * earlier layout, whose trainer_state.json kept the counters at its top level and had no
+ * identities. Returns the payload and the whole trainer_state.json (for the caller's own keys).
+ */
+export function checkpointFromFiles(
+  read: (name: string) => Uint8Array,
+  /** The model's config, for the earlier layout that did not store it. */
+  modelConfig?: LlamaConfig,
+): {
+  payload: CheckpointPayload;
+  state: Record<string, unknown>;
+} {
+  const state = JSON.parse(new TextDecoder().decode(read(CHECKPOINT_FILES.state))) as Record<
+    string,
+    unknown
+  > &
+    Partial<CheckpointPayload> & {
+      numTokens?: number;
+      promptCursor?: number;
+      consecutiveSkips?: number;
+    };
+  const tensors = (file: string): CheckpointTensor[] =>
+    [...parseSafetensors(read(file), file).tensors].map(([name, t]) => ({
+      name,
+      shape: t.shape,
+      // A copy: the parsed views alias the file's bytes.
+      data: t.data.slice(),
+    }));
+  const rng = state.rng ?? {
+    'trainer.promptCursor': [state.promptCursor ?? NaN],
+    'trainer.numTokens': [state.numTokens ?? NaN],
+    'trainer.consecutiveSkips': [state.consecutiveSkips ?? NaN],
+  };
+  const config = state.config as Record<string, unknown>;
+  const payload: CheckpointPayload = {
+    runId: state.runId ?? '',
+    runName: state.runName,
+    step: state.step as number,
+    optimizerStep: state.optimizerStep as number,
+    tensors: [...tensors(CHECKPOINT_FILES.weights), ...tensors(CHECKPOINT_FILES.optimizer)],
+    rng,
+    config,
+    modelConfig: (state.modelConfig ?? modelConfig) as LlamaConfig,
+    modelIdentity: state.modelIdentity ?? { name: '', sha256: '' },
+    referenceIdentity: state.referenceIdentity ?? null,
+    tokenizerIdentity: state.tokenizerIdentity ?? null,
+    metricsSoFar: null,
+  };
+  return { payload, state };
 }

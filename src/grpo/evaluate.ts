@@ -1,5 +1,5 @@
 // Evaluation on held-out prompts: greedy accuracy, pass@k and majority vote (cons@k) over k
-// samples, format rate, and the reflection measurements of GRPO.md §7 (rate, accuracy of
+// samples, format rate, and the reflection measurements of docs/grpo.md §7 (rate, accuracy of
 // reflecting vs non-reflecting completions, lengths). The same prompts and seed give the same
 // samples, so two checkpoints are compared on exactly the same draws.
 import type { Sampler } from '../model/sampler';
@@ -87,6 +87,25 @@ export interface EvalContext {
   tokenizer: TrainerTokenizer;
   task: Task;
   renderPrompt(problem: Problem): { text: string; ids: number[] };
+}
+
+/** The evaluation context of a trainer's policy: its sampler and its prompt template, scored by
+ * `task`. One definition for the run's evaluations during training, the CLI's held-out report,
+ * the aha demo and the playground's Compare. */
+export function trainerEvalContext(
+  trainer: {
+    readonly sampler: Sampler;
+    renderPrompt(problem: Problem): { text: string; ids: number[] };
+  },
+  tokenizer: TrainerTokenizer,
+  task: Task,
+): EvalContext {
+  return {
+    sampler: trainer.sampler,
+    tokenizer,
+    task,
+    renderPrompt: (p) => trainer.renderPrompt(p),
+  };
 }
 
 /** Evaluates the sampler's current weights on `problems`. */

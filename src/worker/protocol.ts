@@ -56,7 +56,9 @@ export interface UiGroup extends GroupRecord {
 }
 export interface UiStepReport extends StepReport {
   groups: UiGroup[];
-  /** Wall time of the step in the worker, checkpointing excluded. */
+  /** Wall-clock milliseconds of trainer.trainStep() alone, timed by grpo's Run around the call
+   * (sampling, rewards, update, metrics). The automatic checkpoint and the evaluation that may
+   * follow the step are not counted, so the page's ETA built from these leaves them out. */
   elapsedMs: number;
 }
 

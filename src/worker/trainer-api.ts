@@ -1,24 +1,19 @@
 // The API the trainer worker exposes over comlink. Everything here runs inside the worker, which
-// owns the GPU device: model loading (with the memory plan first), the GRPO trainer, the run loop,
-// checkpoints in IndexedDB, chat, before/after evaluation and export. The page only sees plain,
-// structured-clonable results and a stream of typed events (protocol.ts TrainerEvent) delivered
-// through one callback. Dependencies are injectable so Node tests drive the same code.
+// owns the GPU device: model loading (with the memory plan first), a thin facade over grpo's Run
+// (the training loop the CLI shares: src/grpo/run.ts), its checkpoints in IndexedDB, pause/resume,
+// chat, before/after evaluation and export. The page only sees plain, structured-clonable results
+// and a stream of typed events (protocol.ts TrainerEvent) delivered through one callback.
+// Dependencies are injectable so Node tests drive the same code.
 import { type AdapterSummary } from '../engine/device';
 import { createEngine, type Engine } from '../engine/engine';
 import { WebGpuUnavailableError } from '../engine/errors';
-import { payloadToSnapshot, snapshotToPayload, weightsIdentity } from '../grpo/checkpoint';
+import { checkBaseModel, weightsIdentity } from '../grpo/checkpoint';
 import { resolveConfig, type Config, type ConfigInput } from '../grpo/config';
-import {
-  createCustomRewards,
-  customRewardResolver,
-  disposeCustomRewards,
-} from '../grpo/custom-reward';
-import { EvalDuringTraining } from '../grpo/eval-during-training';
 import { evaluate, type EvalReport } from '../grpo/evaluate';
 import { browserSandboxFactory } from '../grpo/reward-sandbox-browser';
 import type { SandboxFactory } from '../grpo/reward-sandbox';
-import { createRewardFunctions, type RewardFunction } from '../grpo/rewards';
-import { GrpoTrainer, TrainingDivergedError, type StepReport } from '../grpo/trainer';
+import { planRunMemory, Run } from '../grpo/run';
+import { TrainingDivergedError, type StepReport } from '../grpo/trainer';
 import { exportHfFolder } from '../export/hf-export';
 import { CONFIG_FILE, loadHfFolder, type LoadedHfModel } from '../formats/hf-folder';
 import {
@@ -31,12 +26,11 @@ import {
 import { exportOnnx } from '../export/onnx-export';
 import { loadTokenizer, type Tokenizer } from '../formats/tokenizer';
 import { parameterCount, parseHfConfig, type LlamaConfig } from '../core/model-config';
-import { deviceMemoryLimits, planMemory } from '../model/memory-plan';
+import type { MemoryPlan } from '../model/memory-plan';
+import type { CheckpointPayload } from '../storage/checkpoints';
 import { GrpoStorage } from '../storage/index';
 import type { Identity, MetricsRow as StoredMetricsRow } from '../storage/db';
 import { StorageQuotaError } from '../storage/errors';
-import { createTask } from '../tasks/index';
-import type { Task } from '../tasks/types';
 import { CHECKPOINT_FAILURE_REPORTED } from './protocol';
 import type {
   ChatOptions,
@@ -54,7 +48,6 @@ import type {
   TrainerStatus,
   UiStepReport,
 } from './protocol';
-import type { MetricsRow } from './types';
 
 export type AdapterProbe =
   { ok: true; adapter: AdapterSummary } | { ok: false; reason: string; remedy: string };
@@ -83,25 +76,15 @@ interface LoadedModel {
   identity: Identity;
 }
 
-interface Run {
-  id: string;
-  name: string;
-  config: Config;
-  task: Task;
-  rewards: RewardFunction[];
-  trainer: GrpoTrainer;
-  history: MetricsRow[];
-  /** Evaluations during training (evalSteps) and the best weights (loadBestModelAtEnd). */
-  evals: EvalDuringTraining;
-  /** Wall time of the step before checkpointing, for the page's ETA. */
+/** The worker's run: grpo's Run and what only the page needs of it. */
+interface ActiveRun {
+  run: Run;
+  /** The latest checkpoint of this run saved or restored: what recover() resumes from after a
+   * device loss, and what the 'device-lost' event offers. */
   lastCheckpoint: CheckpointInfo | null;
+  /** The last step's report as the page received it (api.step() returns it). */
+  lastReport?: UiStepReport;
 }
-
-const toStored = (rows: MetricsRow[]): StoredMetricsRow[] =>
-  rows.map((r) => ({ ...r.metrics, step: r.step }));
-
-const fromStored = (rows: StoredMetricsRow[] | null): MetricsRow[] =>
-  (rows ?? []).map(({ step, ...metrics }) => ({ step, metrics }));
 
 function message(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
@@ -115,7 +98,7 @@ export function createTrainerApi(options: TrainerApiOptions = {}) {
   let engineError: { reason: string; remedy: string } | null = null;
   let listener: ((event: TrainerEvent) => void) | null = null;
   let model: LoadedModel | null = null;
-  let run: Run | null = null;
+  let run: ActiveRun | null = null;
   let status: TrainerStatus = 'no-model';
   let pauseRequested = false;
   let lost = false;
@@ -133,8 +116,8 @@ export function createTrainerApi(options: TrainerApiOptions = {}) {
     emit({
       type: 'status',
       status,
-      step: run?.trainer.step ?? 0,
-      steps: run?.config.steps ?? 0,
+      step: run?.run.stepCount ?? 0,
+      steps: run?.run.config.steps ?? 0,
     });
   };
 
@@ -180,24 +163,15 @@ export function createTrainerApi(options: TrainerApiOptions = {}) {
   }
 
   async function planFor(config: LlamaConfig, c: Config): Promise<PlanSummary> {
-    const e = await getEngine();
-    const budget = options.budgetBytes ?? e.device.limits.maxBufferSize * 4;
-    const plan = planMemory(
-      {
-        config,
-        numPrompts: c.perStepPrompts,
-        groupSize: c.numGenerations,
-        promptLength: Math.min(c.maxPromptLength, config.maxPositions),
-        completionLength: c.maxCompletionLength,
-        beta: c.beta,
-        microBatch: (c.perStepPrompts * c.numGenerations) / c.gradientAccumulationSteps,
-      },
-      deviceMemoryLimits(e.device.limits, budget),
-    );
+    const limits = (await getEngine()).device.limits;
+    return planSummary(planRunMemory(config, c, limits, options.budgetBytes));
+  }
+
+  function planSummary(plan: MemoryPlan): PlanSummary {
     return {
       fits: plan.fits,
       peakBytes: plan.peakBytes,
-      budgetBytes: budget,
+      budgetBytes: plan.limits.totalBudget,
       byCategory: plan.byCategory,
       message: plan.message,
       suggestions: plan.suggestions,
@@ -229,61 +203,60 @@ export function createTrainerApi(options: TrainerApiOptions = {}) {
 
   function disposeRun() {
     if (!run) return;
-    disposeCustomRewards(run.rewards);
-    run.trainer.destroy();
+    run.run.destroy();
     run = null;
   }
 
+  /** A Run on the loaded model whose hooks stream its progress to the page and store its
+   * checkpoints in IndexedDB. The previous run is freed only once the new task and rewards are
+   * built, so a bad JSONL or reward leaves it in place. */
   async function buildRun(
     config: Config,
     jsonlText: string | undefined,
     ids: { id: string; name: string },
-  ): Promise<Run> {
+  ): Promise<ActiveRun> {
     if (!model) throw new Error('Load a model first.');
+    const m = model;
     const e = await getEngine();
-    const task = createTask(config.task, config.taskOptions, { text: jsonlText });
-    const custom = createCustomRewards(config.customRewards, {
-      timeoutMs: config.rewardTimeoutMs,
-      sandboxFactory: (options.sandboxFactory ?? (() => browserSandboxFactory()))(),
-    });
-    const rewards = createRewardFunctions(config.rewards, task, customRewardResolver(custom));
-    disposeCustomRewards(custom.filter((f) => !rewards.includes(f)));
-    disposeRun();
-    const trainer = new GrpoTrainer({
+    const active = { lastCheckpoint: null } as ActiveRun;
+    active.run = new Run({
       engine: e,
       config,
-      modelConfig: model.hf.config,
-      weights: model.hf.tensors,
-      tokenizer: model.tokenizer,
-      task,
-      rewardFunctions: rewards,
+      model: { config: m.hf.config, weights: m.hf.tensors, tokenizer: m.tokenizer },
+      runId: ids.id,
+      runName: ids.name,
+      modelIdentity: m.identity,
+      taskText: jsonlText,
+      sandboxFactory: (options.sandboxFactory ?? (() => browserSandboxFactory()))(),
       recordLogpAfterUpdate: true,
-    });
-    const evals = new EvalDuringTraining(
-      trainer,
-      {
-        sampler: trainer.sampler,
-        tokenizer: model.tokenizer,
-        task,
-        renderPrompt: (p) => trainer.renderPrompt(p),
+      budgetBytes: options.budgetBytes,
+      beforeAllocate: disposeRun,
+      hooks: {
+        onStep: (report, { elapsedMs }) => {
+          active.lastReport = withPieces(report, elapsedMs);
+          emit({ type: 'step', report: active.lastReport });
+        },
+        onCheckpoint: (payload, { automatic }) => storeCheckpoint(active, payload, automatic),
+        onEval: (record, best) => emit({ type: 'eval', record, best }),
+        onBestLoaded: (loaded, lastStep) =>
+          emit({ type: 'best-loaded', best: loaded.best, lastStep }),
       },
-      config,
-    );
-    return { ...ids, config, task, rewards, trainer, history: [], evals, lastCheckpoint: null };
+    });
+    return active;
   }
 
-  async function runState(r: Run): Promise<RunState> {
+  function runState(r: ActiveRun): RunState {
     return {
-      runId: r.id,
-      runName: r.name,
-      config: r.config,
-      step: r.trainer.step,
-      history: r.history,
-      plan: await planFor(model!.hf.config, r.config),
+      runId: r.run.id,
+      runName: r.run.name ?? r.run.id,
+      config: r.run.config,
+      step: r.run.stepCount,
+      history: r.run.history,
+      plan: planSummary(r.run.plan),
     };
   }
 
-  function requireRun(): Run {
+  function requireRun(): ActiveRun {
     if (lost) throw new Error('The GPU device was lost: resume from a checkpoint first.');
     if (!run) throw new Error('Load a model and configure a run first.');
     return run;
@@ -301,32 +274,23 @@ export function createTrainerApi(options: TrainerApiOptions = {}) {
     };
   }
 
-  async function saveCheckpoint(r: Run, automatic: boolean): Promise<CheckpointInfo | null> {
-    if (!model) return null;
-    const step = r.trainer.step;
+  /** Stores a checkpoint in IndexedDB. An automatic save that fails is reported and training
+   * goes on; a user's Save that fails throws after its event. */
+  async function storeCheckpoint(
+    r: ActiveRun,
+    payload: CheckpointPayload,
+    automatic: boolean,
+  ): Promise<void> {
     try {
-      const snapshot = await r.trainer.snapshot();
-      const payload = snapshotToPayload(snapshot, {
-        runId: r.id,
-        runName: r.name,
-        config: r.config,
-        modelConfig: model.hf.config,
-        modelIdentity: model.identity,
-        // The run's initial weights: restoring needs them loaded (the frozen reference, β > 0).
-        referenceIdentity: model.identity,
-        tokenizerIdentity: null,
-        metricsSoFar: toStored(r.history),
-      });
       const record = await (await getStorage()).saveCheckpoint(payload);
-      const info = checkpointInfo(record, r.name);
+      const info = checkpointInfo(record, r.run.name ?? r.run.id);
       r.lastCheckpoint = info;
       emit({ type: 'checkpoint-saved', checkpoint: info, automatic });
-      return info;
     } catch (err) {
       const quota = err instanceof StorageQuotaError;
       emit({
         type: 'checkpoint-failed',
-        step,
+        step: payload.step,
         message: message(err),
         quota,
         candidates: quota ? err.candidates : [],
@@ -339,15 +303,14 @@ export function createTrainerApi(options: TrainerApiOptions = {}) {
         reported.name = CHECKPOINT_FAILURE_REPORTED;
         throw reported;
       }
-      return null;
     }
   }
 
-  async function oneStep(r: Run): Promise<UiStepReport> {
-    const started = performance.now();
-    let report: StepReport;
+  /** One step of the Run; a failure is also reported as an event (the page may be running). */
+  async function oneStep(r: ActiveRun): Promise<UiStepReport> {
     try {
-      report = await r.trainer.trainStep();
+      await r.run.step();
+      return r.lastReport!;
     } catch (err) {
       emit({
         type: 'error',
@@ -356,20 +319,18 @@ export function createTrainerApi(options: TrainerApiOptions = {}) {
       });
       throw err;
     }
-    const ui = withPieces(report, performance.now() - started);
-    r.history.push({ step: report.step, metrics: report.metrics });
-    emit({ type: 'step', report: ui });
-    if (report.step % r.config.saveSteps === 0) await saveCheckpoint(r, true);
-    if (r.evals.due(report.step)) {
-      const record = await r.evals.run(report.step);
-      emit({ type: 'eval', record, best: r.evals.best! });
-    }
-    // After the last step's checkpoint (the final weights stay saved) and evaluation.
-    if (report.step === r.config.steps) {
-      const loaded = r.evals.loadBest();
-      if (loaded) emit({ type: 'best-loaded', best: loaded.best, lastStep: report.step });
-    }
-    return ui;
+  }
+
+  /** Restores a checkpoint into a fresh run built on the loaded model. */
+  async function restoredRun(
+    loaded: CheckpointPayload,
+    jsonlText: string | undefined,
+    ids: { id: string; name: string },
+    history?: ActiveRun['run']['history'],
+  ): Promise<ActiveRun> {
+    const r = await buildRun(resolveConfig(loaded.config), jsonlText, ids);
+    r.run.restore(loaded, history);
+    return r;
   }
 
   return {
@@ -400,7 +361,7 @@ export function createTrainerApi(options: TrainerApiOptions = {}) {
     },
 
     status(): { status: TrainerStatus; step: number; model: ModelInfo | null } {
-      return { status, step: run?.trainer.step ?? 0, model: model ? modelInfo(model) : null };
+      return { status, step: run?.run.stepCount ?? 0, model: model ? modelInfo(model) : null };
     },
 
     /** Reads only config.json and plans memory for `config`: shown before any weight is read. */
@@ -443,7 +404,7 @@ export function createTrainerApi(options: TrainerApiOptions = {}) {
         lost = false;
         run = await buildRun(resolved, jsonlText, newRunIds(resolved));
         setStatus('ready');
-        return { model: modelInfo(model), run: await runState(run) };
+        return { model: modelInfo(model), run: runState(run) };
       } catch (err) {
         setStatus(model ? (previous === 'loading' ? 'ready' : previous) : 'no-model');
         throw err;
@@ -479,14 +440,14 @@ export function createTrainerApi(options: TrainerApiOptions = {}) {
       setStatus('running');
       let stopped: 'paused' | 'finished' | 'error' | 'lost' = 'paused';
       try {
-        while (!pauseRequested && r.trainer.step < r.config.steps) await oneStep(r);
-        if (r.trainer.step >= r.config.steps) stopped = 'finished';
+        const end = await r.run.runUntil(() => pauseRequested);
+        if (end === 'finished') stopped = 'finished';
       } catch {
         stopped = lost ? 'lost' : 'error';
       }
       if (lost) stopped = 'lost';
       else setStatus('paused');
-      return { step: r.trainer.step, stopped };
+      return { step: r.run.stepCount, stopped };
     },
 
     /** Stops the run loop after the current step. */
@@ -497,17 +458,20 @@ export function createTrainerApi(options: TrainerApiOptions = {}) {
     /** Back to step 0 with the loaded weights and the same config (a new run id). */
     async reset(jsonlText?: string): Promise<RunState> {
       if (status === 'running') throw new Error('Pause training before resetting.');
-      const r = requireRun();
-      run = await buildRun(r.config, jsonlText, newRunIds(r.config));
+      const config = requireRun().run.config;
+      run = await buildRun(config, jsonlText, newRunIds(config));
       setStatus('ready');
       return runState(run);
     },
 
     // ---- checkpoints ---------------------------------------------------------------------
     async saveCheckpoint(): Promise<CheckpointInfo> {
-      const info = await saveCheckpoint(requireRun(), false);
-      if (!info) throw new Error('The checkpoint was not saved.');
-      return info;
+      const r = requireRun();
+      const before = r.lastCheckpoint;
+      await r.run.save(false);
+      if (!r.lastCheckpoint || r.lastCheckpoint === before)
+        throw new Error('The checkpoint was not saved.');
+      return r.lastCheckpoint;
     },
 
     async listCheckpoints(): Promise<CheckpointInfo[]> {
@@ -525,23 +489,12 @@ export function createTrainerApi(options: TrainerApiOptions = {}) {
       if (!model) throw new Error('Load the model this checkpoint was trained from first.');
       const s = await getStorage();
       const loaded = await s.loadCheckpoint(id);
-      const base = loaded.referenceIdentity ?? loaded.modelIdentity;
-      if (base.sha256 !== model.identity.sha256) {
-        throw new Error(
-          `This checkpoint was trained from '${base.name}', not from the loaded model ` +
-            `('${model.label}'): load that model, then restore.`,
-        );
-      }
-      const config = resolveConfig(loaded.config);
+      checkBaseModel(loaded, model.identity, model.label);
       const runRecord = await s.getRun(loaded.runId);
-      const r = await buildRun(config, jsonlText, {
-        id: loaded.runId,
-        name: runRecord?.name ?? loaded.runName ?? loaded.runId,
-      });
+      const name = runRecord?.name ?? loaded.runName ?? loaded.runId;
+      const r = await restoredRun(loaded, jsonlText, { id: loaded.runId, name });
       lost = false;
-      r.trainer.restore(payloadToSnapshot(loaded));
-      r.history = fromStored(loaded.metricsSoFar).filter((row) => row.step <= loaded.step);
-      r.lastCheckpoint = checkpointInfo(loaded, r.name);
+      r.lastCheckpoint = checkpointInfo(loaded, name);
       run = r;
       setStatus('paused');
       return runState(r);
@@ -549,7 +502,7 @@ export function createTrainerApi(options: TrainerApiOptions = {}) {
 
     async renameRun(runId: string, name: string): Promise<void> {
       await (await getStorage()).renameRun(runId, name);
-      if (run?.id === runId) run.name = name.trim();
+      if (run?.run.id === runId) run.run.name = name.trim();
     },
 
     async deleteCheckpoint(id: string): Promise<void> {
@@ -590,17 +543,19 @@ export function createTrainerApi(options: TrainerApiOptions = {}) {
         setStatus('no-model');
         return null;
       }
-      const r = run;
-      const ckpt = r.lastCheckpoint;
-      const fresh = await buildRun(r.config, jsonlText, { id: r.id, name: r.name });
-      if (ckpt) {
-        const loaded = await (await getStorage()).loadCheckpoint(ckpt.id);
-        fresh.trainer.restore(payloadToSnapshot(loaded));
-        fresh.history = r.history.filter((row) => row.step <= loaded.step);
-        fresh.lastCheckpoint = ckpt;
-      }
+      const { run: old, lastCheckpoint: ckpt } = run;
+      const ids = { id: old.id, name: old.name ?? old.id };
+      const fresh = ckpt
+        ? await restoredRun(
+            await (await getStorage()).loadCheckpoint(ckpt.id),
+            jsonlText,
+            ids,
+            old.history,
+          )
+        : await buildRun(old.config, jsonlText, ids);
+      fresh.lastCheckpoint = ckpt;
       run = fresh;
-      setStatus(fresh.trainer.step > 0 ? 'paused' : 'ready');
+      setStatus(fresh.run.stepCount > 0 ? 'paused' : 'ready');
       return runState(fresh);
     },
 
@@ -617,7 +572,7 @@ export function createTrainerApi(options: TrainerApiOptions = {}) {
 
     // ---- try the weights -----------------------------------------------------------------
     async chat(text: string, opts: ChatOptions): Promise<ChatReply> {
-      const r = requireRun();
+      const r = requireRun().run;
       if (status === 'running') throw new Error('Pause training to chat with the model.');
       const tokenizer = model!.tokenizer;
       let prompt = text;
@@ -665,17 +620,12 @@ export function createTrainerApi(options: TrainerApiOptions = {}) {
 
     /** The base weights and the current ones on the same held-out prompts and draws. */
     async compare(prompts = COMPARE_PROMPTS): Promise<Comparison> {
-      const r = requireRun();
+      const r = requireRun().run;
       if (status === 'running') throw new Error('Pause training to compare.');
       const problems = r.trainer.evalProblems.slice(0, prompts);
       if (problems.length === 0)
         throw new Error('This run has no held-out prompts (evalPrompts = 0).');
-      const ctx = {
-        sampler: r.trainer.sampler,
-        tokenizer: model!.tokenizer,
-        task: r.task,
-        renderPrompt: (p: Parameters<GrpoTrainer['renderPrompt']>[0]) => r.trainer.renderPrompt(p),
-      };
+      const ctx = r.evalContext;
       const evalOptions = {
         k: COMPARE_SAMPLES,
         temperature: r.config.temperature,
@@ -698,7 +648,7 @@ export function createTrainerApi(options: TrainerApiOptions = {}) {
 
     /** The current weights as a Hugging Face folder or an ONNX file. */
     async exportModel(format: 'hf' | 'onnx'): Promise<ExportedFile[]> {
-      const r = requireRun();
+      const r = requireRun().run;
       const tensors = await r.trainer.policy.readParameters();
       const m = model!;
       if (format === 'onnx') {

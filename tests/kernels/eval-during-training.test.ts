@@ -3,7 +3,7 @@
 // weights of their step, and the best one's weights are written back bit for bit.
 import { describe, expect, it } from 'vitest';
 import { EvalDuringTraining, evalSeed } from '../../src/grpo/eval-during-training';
-import { evaluate } from '../../src/grpo/evaluate';
+import { evaluate, trainerEvalContext } from '../../src/grpo/evaluate';
 import type { GrpoTrainer } from '../../src/grpo/trainer';
 import type { Problem, Task } from '../../src/tasks/types';
 import {
@@ -42,12 +42,7 @@ const verifiedEcho: Task = {
   verify: (answer) => answer === 'a',
 };
 
-const contextOf = (trainer: GrpoTrainer) => ({
-  sampler: trainer.sampler,
-  tokenizer,
-  task: verifiedEcho,
-  renderPrompt: (p: Problem) => trainer.renderPrompt(p),
-});
+const contextOf = (trainer: GrpoTrainer) => trainerEvalContext(trainer, tokenizer, verifiedEcho);
 
 const sameTensors = (a: Map<string, Float32Array>, b: Map<string, Float32Array>) =>
   [...a].every(([name, x]) => {

@@ -1,9 +1,17 @@
-// Exact resume through IndexedDB: N steps straight equal N/2 steps, a checkpoint saved to storage,
-// a fresh trainer restored from it, and N/2 more steps — same metrics, same weights, bit for bit.
+// Exact resume through both stores of the checkpoint codec (src/grpo/checkpoint.ts): N steps
+// straight equal N/2 steps, a checkpoint saved (to IndexedDB as the browser does, or as the CLI's
+// files), a fresh trainer restored from it, and N/2 more steps — same metrics, same weights, bit
+// for bit.
 import 'fake-indexeddb/auto';
 import { IDBFactory } from 'fake-indexeddb';
 import { describe, expect, it } from 'vitest';
-import { payloadToSnapshot, snapshotToPayload, weightsIdentity } from '../../src/grpo/checkpoint';
+import {
+  checkpointFromFiles,
+  checkpointToFiles,
+  payloadToSnapshot,
+  snapshotToPayload,
+  weightsIdentity,
+} from '../../src/grpo/checkpoint';
 import { initLlamaWeights } from '../../src/model/init';
 import { GrpoStorage } from '../../src/storage/index';
 import { algorithmic, config, makeTrainer, modelConfig } from '../support/tiny-trainer';
@@ -18,13 +26,23 @@ const OVERRIDES = {
   numGenerations: 4,
 };
 
-describe('resume from an IndexedDB checkpoint', { timeout: 600_000 }, () => {
-  it('continues exactly: metrics and weights equal a run that never stopped', async () => {
-    const straight = await makeTrainer(OVERRIDES);
-    const straightMetrics = [];
-    for (let s = 0; s < STEPS; s++) straightMetrics.push(algorithmic(await straight.trainStep()));
-    const straightWeights = await straight.policy.readParameters();
-    straight.destroy();
+/** The run that never stopped (trained once, for both stores). */
+let straightRun: Promise<{ metrics: unknown[]; weights: Map<string, Float32Array> }> | null = null;
+function straight() {
+  straightRun ??= (async () => {
+    const trainer = await makeTrainer(OVERRIDES);
+    const metrics = [];
+    for (let s = 0; s < STEPS; s++) metrics.push(algorithmic(await trainer.trainStep()));
+    const weights = await trainer.policy.readParameters();
+    trainer.destroy();
+    return { metrics, weights };
+  })();
+  return straightRun;
+}
+
+describe('resume from a checkpoint', { timeout: 600_000 }, () => {
+  it('from IndexedDB continues exactly: metrics and weights equal a run that never stopped', async () => {
+    const { metrics: straightMetrics, weights: straightWeights } = await straight();
 
     const storage = await GrpoStorage.open({ indexedDB: new IDBFactory(), storageManager: null });
     const first = await makeTrainer(OVERRIDES);
@@ -48,6 +66,35 @@ describe('resume from an IndexedDB checkpoint', { timeout: 600_000 }, () => {
     expect(loaded?.step).toBe(STEPS / 2);
     const second = await makeTrainer(OVERRIDES);
     second.restore(payloadToSnapshot(loaded!));
+    for (let s = STEPS / 2; s < STEPS; s++)
+      resumedMetrics.push(algorithmic(await second.trainStep()));
+    expect(resumedMetrics).toEqual(straightMetrics);
+    expect(await second.policy.readParameters()).toEqual(straightWeights);
+    second.destroy();
+  });
+
+  it("from the CLI's checkpoint files continues exactly as well", async () => {
+    const { metrics: straightMetrics, weights: straightWeights } = await straight();
+    const first = await makeTrainer(OVERRIDES);
+    const resumedMetrics = [];
+    for (let s = 0; s < STEPS / 2; s++) resumedMetrics.push(algorithmic(await first.trainStep()));
+    const initial = await weightsIdentity('tiny-random', initLlamaWeights(modelConfig, 1));
+    const files = checkpointToFiles(
+      snapshotToPayload(await first.snapshot(), {
+        runId: 'resume',
+        config: config(OVERRIDES),
+        modelConfig,
+        modelIdentity: initial,
+        referenceIdentity: initial,
+        tokenizerIdentity: null,
+      }),
+    );
+    first.destroy();
+
+    const { payload } = checkpointFromFiles((name) => files.get(name)!);
+    expect(payload.step).toBe(STEPS / 2);
+    const second = await makeTrainer(OVERRIDES);
+    second.restore(payloadToSnapshot(payload));
     for (let s = STEPS / 2; s < STEPS; s++)
       resumedMetrics.push(algorithmic(await second.trainStep()));
     expect(resumedMetrics).toEqual(straightMetrics);

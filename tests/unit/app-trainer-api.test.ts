@@ -9,60 +9,19 @@ import { createTrainerApi } from '../../src/worker/trainer-api';
 import type { TrainerEvent } from '../../src/worker/protocol';
 import type { ConfigInput } from '../../src/grpo/config';
 import { nodeSandboxFactory } from '../../src/grpo/reward-sandbox-node';
-import { exportHfFolder } from '../../src/export/hf-export';
 import { filesSource } from '../../src/formats/model-source';
-import { loadTokenizer } from '../../src/formats/tokenizer';
-import { parameterCount, type LlamaConfig } from '../../src/core/model-config';
-import { initLlamaWeights } from '../../src/model/init';
+import { parameterCount } from '../../src/core/model-config';
 import { GrpoStorage } from '../../src/storage/index';
-import { tinyTokenizerFiles } from '../../src/tasks/traces';
 import { testEngine } from '../kernels/harness';
+import { tinyHfFolder } from '../support/tiny-hf-model';
 
-// Advantages are computed in f64 (GRPO.md §2) and reported as such: a group's sum is ~0 up to
+// Advantages are computed in f64 (docs/grpo.md §2) and reported as such: a group's sum is ~0 up to
 // the rounding of its mean.
 const ADVANTAGE_SUM_TOL = 1e-9;
 
-// The bundled model's word-level tokenizer: R1-Zero prompts are a few dozen tokens (fast steps).
-const json = (v: unknown) => new TextEncoder().encode(JSON.stringify(v));
-const files = tinyTokenizerFiles();
-const tokenizerFiles = new Map<string, Uint8Array>([
-  ['tokenizer.json', json(files.tokenizerJson)],
-  ['tokenizer_config.json', json(files.tokenizerConfig)],
-]);
-
-async function tinyFolder() {
-  const tokenizer = await loadTokenizer(tokenizerFiles);
-  const config: LlamaConfig = {
-    architecture: 'LlamaForCausalLM',
-    hiddenSize: 16,
-    intermediateSize: 32,
-    numLayers: 1,
-    numHeads: 2,
-    numKvHeads: 1,
-    headDim: 8,
-    vocabSize: tokenizer.vocabSize,
-    maxPositions: 128,
-    ropeTheta: 10000,
-    rmsNormEps: 1e-6,
-    tieWordEmbeddings: true,
-    attentionBias: false,
-    bosTokenId: null,
-    eosTokenIds: tokenizer.eosTokenIds,
-  };
-  const files = exportHfFolder({ config, tensors: initLlamaWeights(config, 5), tokenizerFiles });
-  return {
-    config,
-    blobs: [...files].map(([name, bytes]) => ({
-      name,
-      size: bytes.byteLength,
-      arrayBuffer: async () => bytes.slice().buffer,
-    })),
-  };
-}
-
 /** The worker API on the tiny model, in fresh fake IndexedDB, recording every event. */
 async function tinyApi() {
-  const folder = await tinyFolder();
+  const folder = await tinyHfFolder();
   const events: TrainerEvent[] = [];
   const api = createTrainerApi({
     createEngine: testEngine,
@@ -197,5 +156,21 @@ describe('trainer worker API', { timeout: 600_000 }, () => {
       .filter((e) => e.type === 'step' || e.type === 'eval' || e.type === 'best-loaded')
       .map((e) => e.type);
     expect(order).toEqual(['step', 'step', 'eval', 'step', 'eval', 'best-loaded']);
+  });
+
+  it('saves a checkpoint every saveSteps steps and after the last one, stepped or run', async () => {
+    const { events, api } = await tinyApi();
+    await api.loadModel({ kind: 'bundled' }, runConfig({ steps: 3, saveSteps: 2 }));
+    // One step at a time (the Step button), then Run to the end.
+    expect((await api.step()).step).toBe(1);
+    expect((await api.step()).step).toBe(2);
+    expect(await api.run()).toEqual({ step: 3, stopped: 'finished' });
+    const saved = events.flatMap((e) => (e.type === 'checkpoint-saved' ? [e] : []));
+    // Step 2 by saveSteps, step 3 because it is the last: the final weights are always saved.
+    expect(saved.map((e) => [e.checkpoint.step, e.automatic])).toEqual([
+      [2, true],
+      [3, true],
+    ]);
+    expect((await api.listCheckpoints()).map((c) => c.step).sort()).toEqual([2, 3]);
   });
 });

@@ -1,0 +1,196 @@
+// What `npm run train` does once its arguments are read: grpo's Run (src/grpo/run.ts, the loop the
+// playground's worker shares) with a run folder's I/O around it: config.json, metrics.jsonl,
+// samples.jsonl and evals.jsonl appended per step, checkpoint-<step>/ written atomically through
+// the checkpoint codec (src/grpo/checkpoint.ts), best-model/ and eval.json at the end, progress on
+// stdout. A module of its own (not an entry point) so tests drive the command's path in-process.
+import {
+  appendFileSync,
+  mkdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
+import { join } from 'node:path';
+import type { Engine } from '../engine/engine';
+import { toHfConfig } from '../core/model-config';
+import { checkpointFromFiles, checkpointToFiles } from '../grpo/checkpoint';
+import { resolveConfig, type Config } from '../grpo/config';
+import { evaluate } from '../grpo/evaluate';
+import { nodeSandboxFactory } from '../grpo/reward-sandbox-node';
+import { Run } from '../grpo/run';
+import type { StepReport } from '../grpo/trainer';
+import { exportHfFolder, generationConfig } from '../export/hf-export';
+import { formatBytes } from '../core/format';
+import type { MemoryPlan } from '../model/memory-plan';
+import type { CheckpointPayload } from '../storage/checkpoints';
+import type { Identity } from '../storage/db';
+import type { LoadedModel } from './_session';
+
+function stepLine(report: StepReport, steps: number): string {
+  const m = report.metrics;
+  const f = (k: string, d = 3) => (Number.isFinite(m[k]) ? m[k].toFixed(d) : '–');
+  return (
+    `step ${String(report.step).padStart(String(steps).length)}/${steps}  reward ${f('reward')}  ` +
+    `acc ${f('accuracy')}  fmt ${f('format_rate')}  len ${f('completions/mean_length', 1)}  ` +
+    `refl ${f('reflection_rate')}  loss ${f('loss', 4)}  |g| ${f('grad_norm')}  ${f('step_time', 1)}s` +
+    (report.skipped ? `  SKIPPED (${report.skipped})` : '')
+  );
+}
+
+function samplesLine(report: StepReport): string {
+  return JSON.stringify({
+    step: report.step,
+    groups: report.groups.map((g) => ({
+      problem: g.problem.id,
+      prompt: g.prompt,
+      completions: g.completions.map((c) => ({
+        text: c.text,
+        reward: c.reward.total,
+        rewards: c.reward.perFunction,
+        advantage: c.advantage,
+        truncated: c.truncated,
+        reflects: c.reflects,
+        errors: c.reward.errors,
+      })),
+    })),
+  });
+}
+
+const json = (value: unknown) => new TextEncoder().encode(JSON.stringify(value, null, 2) + '\n');
+
+/** A Hugging Face folder's files other than the weights: config, generation config, tokenizer
+ * (as exportHfFolder writes them), so that a checkpoint folder loads in PyTorch as a model. */
+function hfFolderExtras(model: LoadedModel): Map<string, Uint8Array> {
+  return new Map([
+    ['config.json', json(toHfConfig(model.hf.config))],
+    ['generation_config.json', json(generationConfig(model.hf.config, model.hf.generation))],
+    ...model.hf.tokenizerFiles,
+  ]);
+}
+
+/** Writes `files` as folder `dir`, visible only once complete: an interrupted save leaves the
+ * previous folder of that name in place. */
+function writeFolderAtomically(dir: string, files: Map<string, Uint8Array>): void {
+  const partial = `${dir}.partial`;
+  rmSync(partial, { recursive: true, force: true });
+  mkdirSync(partial, { recursive: true });
+  for (const [name, bytes] of files) writeFileSync(join(partial, name), bytes);
+  rmSync(dir, { recursive: true, force: true });
+  renameSync(partial, dir);
+}
+
+/** A checkpoint folder written by this command: its payload, config and base model folder. */
+export function readCheckpointFolder(dir: string): {
+  payload: CheckpointPayload;
+  config: Config;
+  baseModel: string;
+} {
+  const { payload, state } = checkpointFromFiles(
+    (name) => new Uint8Array(readFileSync(join(dir, name))),
+  );
+  return { payload, config: resolveConfig(payload.config), baseModel: String(state.baseModel) };
+}
+
+export interface TrainFolderOptions {
+  engine: Engine;
+  model: LoadedModel;
+  /** weightsIdentity of the model's weights: each checkpoint's base model. */
+  identity: Identity;
+  config: Config;
+  runDir: string;
+  /** Task 'jsonl': the file's text. */
+  taskText?: string;
+  /** Continue from this checkpoint (`--resume`): `from` names it in the output. */
+  resume?: { payload: CheckpointPayload; from: string } | null;
+  log?: (line: string) => void;
+}
+
+/** Trains `config` into run folder `runDir`; returns the memory plan and the checkpoint folders. */
+export async function trainFolder(o: TrainFolderOptions): Promise<{
+  plan: MemoryPlan;
+  checkpoints: string[];
+}> {
+  const { config, model, runDir } = o;
+  const log = o.log ?? ((line: string) => console.log(line));
+  const checkpoints: string[] = [];
+  const append = (file: string, row: unknown) =>
+    appendFileSync(join(runDir, file), JSON.stringify(row) + '\n');
+  const run = new Run({
+    engine: o.engine,
+    config,
+    model: { config: model.hf.config, weights: model.hf.tensors, tokenizer: model.tokenizer },
+    runId: o.resume?.payload.runId || runDir,
+    runName: runDir,
+    modelIdentity: o.identity,
+    taskText: o.taskText,
+    sandboxFactory: nodeSandboxFactory(),
+    mustFit: true,
+    hooks: {
+      onStep: (report) => {
+        append('metrics.jsonl', { step: report.step, ...report.metrics, skipped: report.skipped });
+        appendFileSync(join(runDir, 'samples.jsonl'), samplesLine(report) + '\n');
+        log(stepLine(report, config.steps));
+      },
+      onCheckpoint: (payload) => {
+        const dir = join(runDir, `checkpoint-${payload.step}`);
+        const files = hfFolderExtras(model);
+        for (const [name, bytes] of checkpointToFiles(payload, { baseModel: model.folder }))
+          files.set(name, bytes);
+        writeFolderAtomically(dir, files);
+        checkpoints.push(dir);
+        log(`saved ${dir}`);
+      },
+      onEval: (e) => {
+        append('evals.jsonl', { step: e.step, ...e.metrics });
+        log(
+          `eval at step ${e.step}: eval_accuracy ${e.metrics.eval_accuracy.toFixed(3)} ` +
+            `(${run.trainer.evalProblems.length} prompts × ${config.evalGenerations}, ${e.metrics.eval_time.toFixed(1)} s)`,
+        );
+      },
+      // The last checkpoint keeps the last step's weights; the best ones go to best-model/.
+      onBestLoaded: ({ best, weights }) => {
+        const dir = join(runDir, 'best-model');
+        const files = exportHfFolder({
+          config: model.hf.config,
+          tensors: weights,
+          tokenizerFiles: model.hf.tokenizerFiles,
+          generation: model.hf.generation,
+        });
+        writeFolderAtomically(dir, files);
+        log(
+          `loaded the best evaluation's weights (step ${best.step}, eval_accuracy ${best.evalAccuracy.toFixed(3)}), written to ${dir}`,
+        );
+      },
+    },
+  });
+  try {
+    log(`memory plan: ${formatBytes(run.plan.peakBytes)} at peak`);
+    mkdirSync(runDir, { recursive: true });
+    if (o.resume) {
+      run.restore(o.resume.payload);
+      log(`resumed from ${o.resume.from} at step ${run.stepCount}`);
+    } else {
+      writeFileSync(join(runDir, 'config.json'), JSON.stringify(config, null, 2));
+      for (const f of ['metrics.jsonl', 'samples.jsonl', 'evals.jsonl'])
+        rmSync(join(runDir, f), { force: true });
+    }
+    log(`run folder: ${runDir}`);
+    const started = performance.now();
+    await run.runUntil();
+    log(`trained ${config.steps} steps in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+    if (config.evalPrompts > 0 && run.trainer.evalProblems.length > 0) {
+      const report = await evaluate(run.evalContext, run.trainer.evalProblems, {
+        k: 4,
+        temperature: config.temperature,
+        maxCompletionLength: config.maxCompletionLength,
+        seed: config.seed,
+      });
+      writeFileSync(join(runDir, 'eval.json'), JSON.stringify(report, null, 2));
+      log(`held-out (${report.prompts} prompts): ${JSON.stringify(report.metrics)}`);
+    }
+    return { plan: run.plan, checkpoints };
+  } finally {
+    run.destroy();
+  }
+}

@@ -1,0 +1,257 @@
+// The one GRPO training loop, shared by the trainer worker (src/worker/trainer-api.ts) and the
+// command line (src/cli): set up once (task, rewards, trainer, evaluation during training, memory
+// plan), then per step: train → save policy → eval policy → load the best weights at the end.
+// Front ends see the loop through hooks, in the manner of TRL's TrainerCallback (on_step_end,
+// on_save, on_evaluate, on_train_end), and add only their own I/O: files and stdout in the CLI,
+// IndexedDB, progress events and pause/resume in the worker. The loop is drivable one step at a
+// time (`step()`, the playground's Step button) or until a stop condition (`runUntil()`).
+import type { Engine } from '../engine/engine';
+import type { LlamaConfig } from '../core/model-config';
+import { deviceMemoryLimits, planMemory, type MemoryPlan } from '../model/memory-plan';
+import { createTask } from '../tasks/index';
+import type { Task } from '../tasks/types';
+import type { CheckpointPayload } from '../storage/checkpoints';
+import type { Identity } from '../storage/db';
+import {
+  fromStoredMetrics,
+  payloadToSnapshot,
+  snapshotToPayload,
+  toStoredMetrics,
+} from './checkpoint';
+import type { Config } from './config';
+import { createCustomRewards, customRewardResolver, disposeCustomRewards } from './custom-reward';
+import { EvalDuringTraining, type BestEval, type EvalRecord } from './eval-during-training';
+import { trainerEvalContext, type EvalContext } from './evaluate';
+import type { SandboxFactory } from './reward-sandbox';
+import { createRewardFunctions, type RewardFunction } from './rewards';
+import { GrpoTrainer, type StepReport, type TrainerTokenizer } from './trainer';
+
+/** One row of the metrics history: the step number and that step's docs/grpo.md §6 metrics. */
+export type MetricsRow = { step: number; metrics: Record<string, number> };
+
+/** The save policy: every `saveSteps` steps, and after the last step so the final weights are
+ * always saved (TRL's save_strategy="steps" also saves at the end of training). */
+export function checkpointDue(step: number, config: Pick<Config, 'saveSteps' | 'steps'>): boolean {
+  return step % config.saveSteps === 0 || step === config.steps;
+}
+
+/** GPU bytes a run may plan for when the front end sets no budget: WebGPU reports no free memory,
+ * so 4 × the largest single buffer stands in for it. */
+export function defaultMemoryBudget(limits: Pick<GPUSupportedLimits, 'maxBufferSize'>): number {
+  return limits.maxBufferSize * 4;
+}
+
+/**
+ * The memory plan of `config` on a model (src/model/memory-plan.ts), the same for every front end:
+ * prompts capped at the model's positions (a longer prompt cannot be sampled), and the training
+ * micro-batch of gradient accumulation (B·G / gradientAccumulationSteps sequences).
+ */
+export function planRunMemory(
+  model: LlamaConfig,
+  config: Config,
+  limits: Pick<GPUSupportedLimits, 'maxBufferSize' | 'maxStorageBufferBindingSize'>,
+  budgetBytes = defaultMemoryBudget(limits),
+): MemoryPlan {
+  const sequences = config.perStepPrompts * config.numGenerations;
+  return planMemory(
+    {
+      config: model,
+      numPrompts: config.perStepPrompts,
+      groupSize: config.numGenerations,
+      promptLength: Math.min(config.maxPromptLength, model.maxPositions),
+      completionLength: config.maxCompletionLength,
+      beta: config.beta,
+      microBatch: sequences / config.gradientAccumulationSteps,
+    },
+    deviceMemoryLimits(limits, budgetBytes),
+  );
+}
+
+/** What the front ends hear from the loop; each may be async (the loop waits for it). */
+export interface RunHooks {
+  /** After each training step, before its checkpoint and evaluation. `elapsedMs`: wall-clock time
+   * of trainer.trainStep() alone (sampling, rewards, update, metrics). */
+  onStep?(report: StepReport, info: { elapsedMs: number }): void | Promise<void>;
+  /** A checkpoint to store (src/grpo/checkpoint.ts encodes it): due by the save policy
+   * (`automatic`) or asked for through save(). Without this hook nothing is read back to save. */
+  onCheckpoint?(payload: CheckpointPayload, info: { automatic: boolean }): void | Promise<void>;
+  /** An evaluation during training (evalSteps) and the best one so far. */
+  onEval?(record: EvalRecord, best: BestEval): void | Promise<void>;
+  /** loadBestModelAtEnd after the last step: the policy now holds the weights of `best`. */
+  onBestLoaded?(
+    loaded: { best: BestEval; weights: Map<string, Float32Array> },
+    lastStep: number,
+  ): void | Promise<void>;
+}
+
+export interface RunModel {
+  config: LlamaConfig;
+  /** The run's initial weights: also the frozen reference policy when β > 0. */
+  weights: ReadonlyMap<string, Float32Array>;
+  tokenizer: TrainerTokenizer;
+}
+
+export interface RunSetup {
+  engine: Engine;
+  /** Names the run in its checkpoints. */
+  runId: string;
+  runName?: string;
+  /** The initial weights' identity (weightsIdentity): a checkpoint's base and reference model. */
+  modelIdentity?: Identity;
+  /** A resolved config (resolveConfig). */
+  config: Config;
+  model: RunModel;
+  /** The JSONL text of task 'jsonl' (the CLI reads taskOptions.path; the page a chosen file). */
+  taskText?: string;
+  /** The task that scores rewards and evaluations when it is not the training task: the aha
+   * command trains on the preset's task (held-out problems excluded) and scores with Countdown. */
+  scoringTask?: Task;
+  /** Where custom reward code runs (a Blob worker in the browser, worker_threads in Node). */
+  sandboxFactory: SandboxFactory;
+  /** Also score each step's completions after the update (the Learn view). */
+  recordLogpAfterUpdate?: boolean;
+  /** GPU bytes the memory plan may use (default defaultMemoryBudget). */
+  budgetBytes?: number;
+  /** Refuse to allocate (throw the plan's message) when the memory plan does not fit. */
+  mustFit?: boolean;
+  /** Called once the task and rewards are built and before any GPU buffer is: the front end frees
+   * its previous run here, so a bad task or reward leaves that run in place. */
+  beforeAllocate?: () => void;
+  hooks?: RunHooks;
+}
+
+export class Run {
+  readonly id: string;
+  /** The run's display name (renaming a run changes it). */
+  name: string | undefined;
+  readonly config: Config;
+  readonly task: Task;
+  readonly rewards: RewardFunction[];
+  readonly trainer: GrpoTrainer;
+  readonly evals: EvalDuringTraining;
+  readonly evalContext: EvalContext;
+  readonly plan: MemoryPlan;
+  /** Every completed step's metrics (restore() keeps those up to the checkpoint). */
+  history: MetricsRow[] = [];
+  hooks: RunHooks;
+  private readonly model: RunModel;
+  private readonly modelIdentity: Identity | null;
+
+  constructor(setup: RunSetup) {
+    const { engine, config, model } = setup;
+    this.id = setup.runId;
+    this.name = setup.runName;
+    this.model = model;
+    this.modelIdentity = setup.modelIdentity ?? null;
+    this.config = config;
+    this.hooks = setup.hooks ?? {};
+    this.plan = planRunMemory(model.config, config, engine.device.limits, setup.budgetBytes);
+    if (setup.mustFit && !this.plan.fits) throw new Error(this.plan.message);
+    this.task = createTask(config.task, config.taskOptions, { text: setup.taskText });
+    const scoring = setup.scoringTask ?? this.task;
+    const custom = createCustomRewards(config.customRewards, {
+      timeoutMs: config.rewardTimeoutMs,
+      sandboxFactory: setup.sandboxFactory,
+    });
+    this.rewards = createRewardFunctions(config.rewards, scoring, customRewardResolver(custom));
+    // Custom rewards defined but not listed in config.rewards would keep an idle sandbox alive.
+    disposeCustomRewards(custom.filter((f) => !this.rewards.includes(f)));
+    try {
+      setup.beforeAllocate?.();
+      this.trainer = new GrpoTrainer({
+        engine,
+        config,
+        modelConfig: model.config,
+        weights: model.weights,
+        tokenizer: model.tokenizer,
+        task: this.task,
+        rewardFunctions: this.rewards,
+        recordLogpAfterUpdate: setup.recordLogpAfterUpdate,
+      });
+    } catch (err) {
+      disposeCustomRewards(this.rewards);
+      throw err;
+    }
+    this.evalContext = trainerEvalContext(this.trainer, model.tokenizer, scoring);
+    this.evals = new EvalDuringTraining(this.trainer, this.evalContext, config);
+  }
+
+  /** Completed steps. */
+  get stepCount(): number {
+    return this.trainer.step;
+  }
+
+  /** Whether the configured number of steps has been trained. */
+  get finished(): boolean {
+    return this.trainer.step >= this.config.steps;
+  }
+
+  /**
+   * Continues from a checkpoint (the run must have been built on its base model): its trainer
+   * state, and the metrics history up to its step (default: the one the checkpoint stored).
+   */
+  restore(
+    payload: CheckpointPayload,
+    history: readonly MetricsRow[] = fromStoredMetrics(payload.metricsSoFar),
+  ): void {
+    this.trainer.restore(payloadToSnapshot(payload));
+    this.history = history.filter((row) => row.step <= payload.step);
+  }
+
+  /**
+   * One step of the loop, in the order every front end relies on: train, then the checkpoint the
+   * save policy asks for, then the evaluation evalSteps asks for, then (after the last step) the
+   * best evaluation's weights. The last step's checkpoint therefore keeps the last step's
+   * weights, not the loaded best ones.
+   */
+  async step(): Promise<StepReport> {
+    const started = performance.now();
+    const report = await this.trainer.trainStep();
+    const elapsedMs = performance.now() - started;
+    this.history.push({ step: report.step, metrics: report.metrics });
+    await this.hooks.onStep?.(report, { elapsedMs });
+    if (checkpointDue(report.step, this.config)) await this.save(true);
+    if (this.evals.due(report.step)) {
+      const record = await this.evals.run(report.step);
+      await this.hooks.onEval?.(record, this.evals.best!);
+    }
+    if (report.step === this.config.steps) {
+      const loaded = this.evals.loadBest();
+      if (loaded) await this.hooks.onBestLoaded?.(loaded, report.step);
+    }
+    return report;
+  }
+
+  /** Steps until the configured steps are done or `stop()` says so (checked before each step). */
+  async runUntil(stop: () => boolean = () => false): Promise<'finished' | 'stopped'> {
+    while (!this.finished) {
+      if (stop()) return 'stopped';
+      await this.step();
+    }
+    return 'finished';
+  }
+
+  /** Hands the current state to onCheckpoint (a user's Save when `automatic` is false). */
+  async save(automatic = false): Promise<void> {
+    if (!this.hooks.onCheckpoint) return;
+    if (!this.modelIdentity) throw new Error('Run: saving a checkpoint needs setup.modelIdentity');
+    const payload = snapshotToPayload(await this.trainer.snapshot(), {
+      runId: this.id,
+      runName: this.name,
+      config: this.config,
+      modelConfig: this.model.config,
+      modelIdentity: this.modelIdentity,
+      // The run's initial weights: restoring needs them loaded (the frozen reference, β > 0).
+      referenceIdentity: this.modelIdentity,
+      tokenizerIdentity: null,
+      metricsSoFar: toStoredMetrics(this.history),
+    });
+    await this.hooks.onCheckpoint(payload, { automatic });
+  }
+
+  /** Frees the GPU buffers and the custom rewards' sandboxes. */
+  destroy(): void {
+    disposeCustomRewards(this.rewards);
+    this.trainer.destroy();
+  }
+}

@@ -1,0 +1,158 @@
+// The checkpoint codec (src/grpo/checkpoint.ts) without a GPU: a trainer snapshot → payload → the
+// files the CLI writes → payload → snapshot is the identity, bit for bit; the weights file is the
+// one a Hugging Face export writes (a checkpoint folder loads as a model); the CLI's earlier
+// trainer_state.json layout still reads; a checkpoint refuses another base model.
+import { describe, expect, it } from 'vitest';
+import { parameterSpecs, numel, type LlamaConfig } from '../../src/core/model-config';
+import {
+  checkBaseModel,
+  checkpointFromFiles,
+  checkpointToFiles,
+  payloadToSnapshot,
+  snapshotToPayload,
+} from '../../src/grpo/checkpoint';
+import { resolveConfig } from '../../src/grpo/config';
+import type { TrainerSnapshot } from '../../src/grpo/trainer';
+import { exportHfFolder } from '../../src/export/hf-export';
+import { writeSafetensors } from '../../src/formats/safetensors';
+import { initLlamaWeights } from '../../src/model/init';
+import { EXP_AVG_PREFIX, EXP_AVG_SQ_PREFIX } from '../../src/optim/adamw';
+
+const modelConfig: LlamaConfig = {
+  architecture: 'LlamaForCausalLM',
+  hiddenSize: 8,
+  intermediateSize: 16,
+  numLayers: 1,
+  numHeads: 2,
+  numKvHeads: 1,
+  headDim: 4,
+  vocabSize: 11,
+  maxPositions: 32,
+  ropeTheta: 10000,
+  rmsNormEps: 1e-6,
+  tieWordEmbeddings: false,
+  attentionBias: true,
+  bosTokenId: null,
+  eosTokenIds: [0],
+};
+const config = resolveConfig({ steps: 9, seed: 3 });
+const identity = { name: 'tiny', sha256: 'ab'.repeat(32) };
+
+function snapshot(): TrainerSnapshot {
+  const weights = initLlamaWeights(modelConfig, 2);
+  const optimizer = new Map<string, Float32Array>();
+  for (const spec of parameterSpecs(modelConfig)) {
+    const n = numel(spec.shape);
+    // Distinct values, a negative zero and a subnormal: the round trip must keep every bit.
+    const m = Float32Array.from({ length: n }, (_, i) => (i === 0 ? -0 : (i - n / 2) / 7));
+    const v = Float32Array.from({ length: n }, (_, i) => (i === 1 ? 1e-40 : i / 3));
+    optimizer.set(EXP_AVG_PREFIX + spec.name, m);
+    optimizer.set(EXP_AVG_SQ_PREFIX + spec.name, v);
+  }
+  return {
+    step: 6,
+    numTokens: 1234,
+    promptCursor: 24,
+    consecutiveSkips: 1,
+    optimizerStep: 5,
+    weights,
+    optimizer,
+  };
+}
+
+const bits = (m: Map<string, Float32Array>) =>
+  Object.fromEntries([...m].map(([k, v]) => [k, [...new Uint32Array(v.slice().buffer)]]));
+
+describe('checkpoint codec', () => {
+  it('snapshot → files → snapshot keeps every bit, and the weights file is the HF export', () => {
+    const original = snapshot();
+    const payload = snapshotToPayload(original, {
+      runId: 'run-1',
+      runName: 'a run',
+      config,
+      modelConfig,
+      modelIdentity: identity,
+      referenceIdentity: identity,
+      tokenizerIdentity: null,
+      metricsSoFar: [{ step: 6, loss: 0.5 }],
+    });
+    const files = checkpointToFiles(payload, { baseModel: '/models/tiny' });
+    expect([...files.keys()].sort()).toEqual(
+      ['model.safetensors', 'optimizer.safetensors', 'trainer_state.json'].sort(),
+    );
+    const hf = exportHfFolder({ config: modelConfig, tensors: original.weights });
+    expect(files.get('model.safetensors')).toEqual(hf.get('model.safetensors'));
+
+    const { payload: back, state } = checkpointFromFiles((name) => files.get(name)!);
+    expect(state.baseModel).toBe('/models/tiny');
+    expect(back.runId).toBe('run-1');
+    expect(back.runName).toBe('a run');
+    expect(back.step).toBe(6);
+    expect(back.optimizerStep).toBe(5);
+    expect(back.modelConfig).toEqual(modelConfig);
+    expect(back.modelIdentity).toEqual(identity);
+    expect(back.referenceIdentity).toEqual(identity);
+    expect(resolveConfig(back.config)).toEqual(config);
+    // The run folder's metrics.jsonl holds the history; the checkpoint files do not repeat it.
+    expect(back.metricsSoFar).toBeNull();
+    const restored = payloadToSnapshot(back);
+    expect({ ...restored, weights: null, optimizer: null }).toEqual({
+      ...original,
+      weights: null,
+      optimizer: null,
+    });
+    expect(bits(restored.weights)).toEqual(bits(original.weights));
+    expect(bits(restored.optimizer)).toEqual(bits(original.optimizer));
+  });
+
+  it("reads the CLI's earlier layout (counters at the top level, flat moments, no model config)", () => {
+    const original = snapshot();
+    const files = new Map<string, Uint8Array>([
+      [
+        'model.safetensors',
+        exportHfFolder({ config: modelConfig, tensors: original.weights }).get(
+          'model.safetensors',
+        )!,
+      ],
+      [
+        'optimizer.safetensors',
+        writeSafetensors(
+          [...original.optimizer].map(([name, data]) => ({ name, shape: [data.length], data })),
+        ),
+      ],
+      [
+        'trainer_state.json',
+        new TextEncoder().encode(
+          JSON.stringify({
+            step: 6,
+            numTokens: 1234,
+            promptCursor: 24,
+            consecutiveSkips: 1,
+            optimizerStep: 5,
+            config,
+            baseModel: '/models/tiny',
+          }),
+        ),
+      ],
+    ]);
+    const { payload, state } = checkpointFromFiles((name) => files.get(name)!, modelConfig);
+    expect(state.baseModel).toBe('/models/tiny');
+    const restored = payloadToSnapshot(payload);
+    expect(restored.numTokens).toBe(1234);
+    expect(restored.promptCursor).toBe(24);
+    expect(restored.consecutiveSkips).toBe(1);
+    expect(restored.optimizerStep).toBe(5);
+    expect(bits(restored.weights)).toEqual(bits(original.weights));
+    expect(bits(restored.optimizer)).toEqual(bits(original.optimizer));
+    // No identities were recorded then: the checkpoint is taken on trust.
+    expect(() => checkBaseModel(payload, { name: 'other', sha256: 'cd'.repeat(32) })).not.toThrow();
+  });
+
+  it('refuses to restore onto other base weights', () => {
+    const payload = { modelIdentity: identity, referenceIdentity: identity };
+    expect(() => checkBaseModel(payload, identity)).not.toThrow();
+    expect(() =>
+      checkBaseModel(payload, { name: 'other', sha256: 'cd'.repeat(32) }, 'other model'),
+    ).toThrow("This checkpoint was trained from 'tiny', not from the loaded model ('other model')");
+  });
+});
