@@ -57,57 +57,8 @@ var<workgroup> do_tile: array<vec4<f32>, TILE * D4>; // (TILE, D4)
 var<workgroup> lse_tile: array<f32, TILE>;
 var<workgroup> delta_tile: array<f32, TILE>;
 
-// Elements 4c … 4c+3 of the row starting at `base`, zero past HEAD_DIM. When HEAD_DIM is a multiple
-// of 4 (every head size of the supported models) the guard is dropped: SwiftShader ran the guarded
-// loop element by element, branches included (decode attention 1.8× faster without it).
-fn gather_do(base: u32, c: u32) -> vec4<f32> {
-  if (HEAD_DIM % 4u == 0u) {
-    let i = base + c * 4u;
-    return vec4<f32>(dO[i], dO[i + 1u], dO[i + 2u], dO[i + 3u]);
-  }
-  var x = vec4<f32>();
-  for (var e = 0u; e < 4u; e = e + 1u) {
-    if (c * 4u + e < HEAD_DIM) { x[e] = dO[base + c * 4u + e]; }
-  }
-  return x;
-}
-
-fn gather_q(base: u32, c: u32) -> vec4<f32> {
-  if (HEAD_DIM % 4u == 0u) {
-    let i = base + c * 4u;
-    return vec4<f32>(q[i], q[i + 1u], q[i + 2u], q[i + 3u]);
-  }
-  var x = vec4<f32>();
-  for (var e = 0u; e < 4u; e = e + 1u) {
-    if (c * 4u + e < HEAD_DIM) { x[e] = q[base + c * 4u + e]; }
-  }
-  return x;
-}
-
-fn gather_k(base: u32, c: u32) -> vec4<f32> {
-  if (HEAD_DIM % 4u == 0u) {
-    let i = base + c * 4u;
-    return vec4<f32>(k[i], k[i + 1u], k[i + 2u], k[i + 3u]);
-  }
-  var x = vec4<f32>();
-  for (var e = 0u; e < 4u; e = e + 1u) {
-    if (c * 4u + e < HEAD_DIM) { x[e] = k[base + c * 4u + e]; }
-  }
-  return x;
-}
-
-fn gather_v(base: u32, c: u32) -> vec4<f32> {
-  if (HEAD_DIM % 4u == 0u) {
-    let i = base + c * 4u;
-    return vec4<f32>(v[i], v[i + 1u], v[i + 2u], v[i + 3u]);
-  }
-  var x = vec4<f32>();
-  for (var e = 0u; e < 4u; e = e + 1u) {
-    if (c * 4u + e < HEAD_DIM) { x[e] = v[base + c * 4u + e]; }
-  }
-  return x;
-}
-
+#include "attention_gather.wgsl"
+#include "attention_gather_do.wgsl"
 fn hsum(x: vec4<f32>) -> f32 {
   return (x.x + x.y) + (x.z + x.w);
 }

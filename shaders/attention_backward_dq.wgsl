@@ -51,57 +51,11 @@ struct Params {
 var<workgroup> k_tile: array<vec4<f32>, TILE * D4>; // (TILE, D4)
 var<workgroup> v_tile: array<vec4<f32>, TILE * D4>; // (TILE, D4)
 
-// Elements 4c … 4c+3 of the row starting at `base`, zero past HEAD_DIM. When HEAD_DIM is a multiple
-// of 4 (every head size of the supported models) the guard is dropped: SwiftShader ran the guarded
-// loop element by element, branches included (decode attention 1.8× faster without it).
-fn gather_do(base: u32, c: u32) -> vec4<f32> {
-  if (HEAD_DIM % 4u == 0u) {
-    let i = base + c * 4u;
-    return vec4<f32>(dO[i], dO[i + 1u], dO[i + 2u], dO[i + 3u]);
-  }
-  var x = vec4<f32>();
-  for (var e = 0u; e < 4u; e = e + 1u) {
-    if (c * 4u + e < HEAD_DIM) { x[e] = dO[base + c * 4u + e]; }
-  }
-  return x;
-}
+#include "attention_gather.wgsl"
+#include "attention_stage_kv.wgsl"
+#include "attention_gather_do.wgsl"
 
-fn gather_q(base: u32, c: u32) -> vec4<f32> {
-  if (HEAD_DIM % 4u == 0u) {
-    let i = base + c * 4u;
-    return vec4<f32>(q[i], q[i + 1u], q[i + 2u], q[i + 3u]);
-  }
-  var x = vec4<f32>();
-  for (var e = 0u; e < 4u; e = e + 1u) {
-    if (c * 4u + e < HEAD_DIM) { x[e] = q[base + c * 4u + e]; }
-  }
-  return x;
-}
-
-fn gather_k(base: u32, c: u32) -> vec4<f32> {
-  if (HEAD_DIM % 4u == 0u) {
-    let i = base + c * 4u;
-    return vec4<f32>(k[i], k[i + 1u], k[i + 2u], k[i + 3u]);
-  }
-  var x = vec4<f32>();
-  for (var e = 0u; e < 4u; e = e + 1u) {
-    if (c * 4u + e < HEAD_DIM) { x[e] = k[base + c * 4u + e]; }
-  }
-  return x;
-}
-
-fn gather_v(base: u32, c: u32) -> vec4<f32> {
-  if (HEAD_DIM % 4u == 0u) {
-    let i = base + c * 4u;
-    return vec4<f32>(v[i], v[i + 1u], v[i + 2u], v[i + 3u]);
-  }
-  var x = vec4<f32>();
-  for (var e = 0u; e < 4u; e = e + 1u) {
-    if (c * 4u + e < HEAD_DIM) { x[e] = v[base + c * 4u + e]; }
-  }
-  return x;
-}
-
+// The same gather for a row of o, the forward output (only this kernel reads it).
 fn gather_o(base: u32, c: u32) -> vec4<f32> {
   if (HEAD_DIM % 4u == 0u) {
     let i = base + c * 4u;
@@ -224,17 +178,7 @@ fn main(
   let kv_row_stride = params.Hkv * HEAD_DIM;
   let kv_base = n * params.T * kv_row_stride + g * HEAD_DIM;
   for (var j0 = key_first; j0 < key_end; j0 = j0 + TILE) {
-    for (var slot = lid.x; slot < TILE * D4; slot = slot + WG) {
-      let j = j0 + slot / D4;
-      var kx = vec4<f32>();
-      var vx = vec4<f32>();
-      if (j < key_end) {
-        kx = gather_k(kv_base + j * kv_row_stride, slot % D4);
-        vx = gather_v(kv_base + j * kv_row_stride, slot % D4);
-      }
-      k_tile[slot] = kx;
-      v_tile[slot] = vx;
-    }
+    stage_kv_tile(lid.x, j0, key_end, kv_base, kv_row_stride);
     workgroupBarrier();
     dq_tile(true, j0, row_end, key_end, kv_base, kv_row_stride);
     workgroupBarrier();

@@ -26,15 +26,23 @@ export function mixSeeds(a: number, b: number): number {
   return (h ^ (h >>> 15)) >>> 0;
 }
 
-export function createRng(seed: number): Rng {
-  let state = seed32(seed);
-  const next = (): number => {
+/**
+ * The raw mulberry32 stream: uniforms in [0, 1) from a 32-bit state (`seed >>> 0`). Tests use it
+ * directly for seeded inputs; createRng adds seed folding and the integer/array helpers.
+ */
+export function mulberry32(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
     state = (state + 0x6d2b79f5) >>> 0;
     let t = state;
     t = Math.imul(t ^ (t >>> 15), t | 1);
     t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
+}
+
+export function createRng(seed: number): Rng {
+  const next = mulberry32(seed32(seed));
   const int = (lo: number, hi: number): number => {
     if (!Number.isInteger(lo) || !Number.isInteger(hi) || hi < lo) {
       throw new RangeError(`rng.int needs integers lo ≤ hi, got ${lo}, ${hi}`);

@@ -1,5 +1,8 @@
 // Small, dependency-free SVG line charts for reports (the aha report's plots). Text is escaped;
-// non-finite points break a line instead of drawing to infinity.
+// non-finite points break a line instead of drawing to infinity. Scales and ticks are the ones the
+// page's charts use (src/core/chart-scale.ts).
+
+import { linearScale, niceTicks } from '../core/chart-scale';
 
 export interface ChartSeries {
   name: string;
@@ -29,17 +32,6 @@ const escapeXml = (text: string) =>
     (c) => ({ '<': '&lt;', '>': '&gt;', '&': '&amp;', '"': '&quot;', "'": '&apos;' })[c]!,
   );
 
-function niceTicks(lo: number, hi: number, count = 5): number[] {
-  const span = hi - lo || 1;
-  const raw = span / count;
-  const mag = 10 ** Math.floor(Math.log10(raw));
-  const step = [1, 2, 2.5, 5, 10].map((m) => m * mag).find((s) => span / s <= count) ?? 10 * mag;
-  const ticks: number[] = [];
-  for (let t = Math.ceil(lo / step) * step; t <= hi + step * 1e-9; t += step)
-    ticks.push(Number(t.toPrecision(12)));
-  return ticks;
-}
-
 export function lineChartSvg(options: LineChartOptions): string {
   const W = options.width ?? 640;
   const H = options.height ?? 360;
@@ -57,8 +49,9 @@ export function lineChartSvg(options: LineChartOptions): string {
     yMin -= 0.5;
     yMax += 0.5;
   }
-  const px = (x: number) => m.left + ((x - xMin) / (xMax - xMin || 1)) * (W - m.left - m.right);
-  const py = (y: number) => H - m.bottom - ((y - yMin) / (yMax - yMin)) * (H - m.top - m.bottom);
+  // A single x value sits at the left edge (its range is taken as [x, x + 1]).
+  const px = linearScale([xMin, xMax === xMin ? xMin + 1 : xMax], [m.left, W - m.right]);
+  const py = linearScale([yMin, yMax], [H - m.bottom, m.top]);
   const parts: string[] = [
     `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 ${W} ${H}" width="${W}" height="${H}" font-family="system-ui, sans-serif" font-size="12">`,
     `<rect width="${W}" height="${H}" fill="#ffffff"/>`,

@@ -1,5 +1,6 @@
-// A minimal ZIP writer (store method, no compression) so the browser can hand over a folder — an
+// The one ZIP writer (store method, no compression) so the browser can hand over a folder — an
 // exported TRL project or a Hugging Face model folder — as one download, without a dependency.
+// Safetensors weights barely compress, so "store" loses little.
 // Format: PKWARE APPNOTE 6.3 local headers + central directory; UTF-8 names (flag bit 11).
 
 const CRC_TABLE = (() => {
@@ -30,6 +31,9 @@ export function zipFiles(files: ReadonlyMap<string, Uint8Array | string>, folder
     return { nameBytes, data, crc: crc32(data) };
   });
   const localSize = entries.reduce((s, e) => s + 30 + e.nameBytes.length + e.data.length, 0);
+  // Offsets in the central directory are 32-bit too: the whole archive must stay below 4 GiB.
+  if (localSize >= 0xffffffff)
+    throw new RangeError('files over 4 GiB in all need ZIP64 (not written)');
   const centralSize = entries.reduce((s, e) => s + 46 + e.nameBytes.length, 0);
   const out = new Uint8Array(localSize + centralSize + 22);
   const view = new DataView(out.buffer);

@@ -15,6 +15,7 @@
 // gradient is a separate buffer. Sampling and training never run at the same time, so their
 // transient buffers share memory: peak = persistent + max(sampling, training).
 
+import { formatBytes } from '../core/format';
 import { numel, parameterSpecs, type LlamaConfig } from '../core/model-config';
 
 const F32 = 4;
@@ -105,17 +106,6 @@ export interface MemoryPlan {
   suggestions: string[];
   /** One paragraph for the user: fits (and how much room), or what does not fit and what to change. */
   message: string;
-}
-
-export function formatBytes(bytes: number): string {
-  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
-  let v = bytes;
-  let u = 0;
-  while (v >= 1024 && u < units.length - 1) {
-    v /= 1024;
-    u++;
-  }
-  return `${u === 0 ? v : v.toFixed(v >= 100 ? 0 : v >= 10 ? 1 : 2)} ${units[u]}`;
 }
 
 function checkPositiveInt(value: number, name: string, min = 1) {

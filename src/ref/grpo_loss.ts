@@ -4,9 +4,10 @@
 //
 // Legend: N sequences, L completion columns (the loss sees a (N, L) grid of token log-probs).
 
-export type LossType = 'grpo' | 'bnpo' | 'dr_grpo' | 'dapo';
+/** The loss aggregations (GRPO.md §4); the config schema and Learn mode list these. */
+export const LOSS_TYPES = ['grpo', 'bnpo', 'dr_grpo', 'dapo'] as const;
 
-export const LOSS_TYPES: readonly LossType[] = ['grpo', 'bnpo', 'dr_grpo', 'dapo'];
+export type LossType = (typeof LOSS_TYPES)[number];
 
 export interface GrpoLossInputs {
   logp: ArrayLike<number>; // (N, L) log π_θ of the sampled token

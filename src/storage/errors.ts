@@ -1,6 +1,8 @@
 // Typed errors of the checkpoint storage. The trainer catches StorageQuotaError and keeps
 // training; the UI shows each message as is, so every message says what happened and what to do.
 
+import { formatBytes } from '../core/format';
+
 /** Base class: anything the storage layer refuses or cannot do. */
 export class StorageError extends Error {
   override name = 'StorageError';
@@ -15,18 +17,6 @@ export interface DeletionCandidate {
   bytes: number;
   createdAt: number;
 }
-
-export const formatBytes = (bytes: number): string => {
-  if (bytes < 1024) return `${bytes} B`;
-  const units = ['KiB', 'MiB', 'GiB', 'TiB'];
-  let value = bytes / 1024;
-  let unit = 0;
-  while (value >= 1024 && unit < units.length - 1) {
-    value /= 1024;
-    unit++;
-  }
-  return `${value.toFixed(value < 10 ? 2 : 1)} ${units[unit]}`;
-};
 
 /**
  * The browser refused to store a checkpoint (QuotaExceededError). Nothing of it was kept and

@@ -1,6 +1,7 @@
 // Shared helpers for kernel tests: one engine per test file, seeded inputs, and a comparison that
 // reports the worst element against |gpu − ref| ≤ atol + rtol·|ref|.
 import { afterAll } from 'vitest';
+import { mulberry32 } from '../../src/core/rng';
 import { createEngine, type Engine } from '../../src/engine/engine';
 import { PipelineCache, type KernelTuning } from '../../src/engine/pipelines';
 
@@ -37,15 +38,9 @@ export const BARRIER_VARIANTS = [
 
 /** Deterministic uniform values in [lo, hi) from a 32-bit seed (mulberry32). */
 export function seededUniform(length: number, seed: number, lo = -1, hi = 1): Float32Array {
-  let state = seed >>> 0;
+  const next = mulberry32(seed);
   const out = new Float32Array(length);
-  for (let i = 0; i < length; i++) {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    out[i] = lo + (hi - lo) * (((t ^ (t >>> 14)) >>> 0) / 4294967296);
-  }
+  for (let i = 0; i < length; i++) out[i] = lo + (hi - lo) * next();
   return out;
 }
 

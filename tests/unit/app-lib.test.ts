@@ -1,14 +1,15 @@
 // The playground's pure helpers: chart decimation and ticks, ETA, per-token colouring values, the
-// ZIP writer, the service worker's precache manifest, and the options form's coverage of the schema.
+// service worker's precache manifest, and the options form's coverage of the schema.
 import { mkdtempSync, mkdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { columnPath, decimate, formatTick, niceTicks, yRange } from '../../src/app/lib/decimate';
-import { estimate, formatDuration, formatValue } from '../../src/app/lib/format';
+import { columnPath, decimate, yRange } from '../../src/app/lib/decimate';
+import { estimate, formatDuration } from '../../src/app/lib/format';
+import { formatTick, niceTicks } from '../../src/core/chart-scale';
+import { formatNumber } from '../../src/core/format';
 import { OPTION_GROUPS } from '../../src/app/lib/options';
 import { isClipped, tokenKl, tokenRatios, tokenValues } from '../../src/app/lib/tokens';
-import { crc32, zipStore } from '../../src/app/lib/zip';
 import { precacheManifest, serviceWorkerSource } from '../../src/app/sw/precache-plugin';
 import { CONFIG_KEYS } from '../../src/grpo/config';
 import type { CompletionRecord } from '../../src/grpo/trainer';
@@ -72,10 +73,10 @@ describe('format and ETA', () => {
   });
 
   it('formats values and durations', () => {
-    expect(formatValue(NaN)).toBe('–');
-    expect(formatValue(0.123456)).toBe('0.123');
-    expect(formatValue(1e-6)).toBe('1.00e-6');
-    expect(formatValue(3)).toBe('3');
+    expect(formatNumber(NaN)).toBe('—');
+    expect(formatNumber(0.123456)).toBe('0.123');
+    expect(formatNumber(1e-6)).toBe('1.00e-6');
+    expect(formatNumber(3)).toBe('3');
     expect(formatDuration(1500)).toBe('1.5 s');
     expect(formatDuration(185_000)).toBe('3 min 05 s');
     expect(formatDuration(2 * 3600_000 + 600_000)).toBe('2 h 10 min');
@@ -107,7 +108,7 @@ describe('token colouring values', () => {
     expect(tokenRatios(completion({}))).toEqual([1, 1, 1]);
   });
 
-  it('clipped follows the sign of the advantage (GRPO.md §3)', () => {
+  it('clipped follows the sign of the advantage (docs/grpo.md §3)', () => {
     expect(isClipped(1.3, 1, 0.2, 0.28)).toBe(true);
     expect(isClipped(1.25, 1, 0.2, 0.28)).toBe(false);
     expect(isClipped(0.7, 1, 0.2, 0.28)).toBe(false);
@@ -126,36 +127,6 @@ describe('token colouring values', () => {
     expect(kl[1]).toBe(0);
     expect(Math.abs(kl[2] - k3(0.5))).toBeLessThan(TOKEN_TOL);
     expect(tokenValues(c, 'advantage', 0.2, 0.2)).toEqual([0.5, 0.5, 0.5]);
-  });
-});
-
-describe('zipStore', () => {
-  it('writes entries a ZIP reader can find, with correct CRCs', () => {
-    expect(crc32(new TextEncoder().encode('123456789'))).toBe(0xcbf43926);
-    const files = [
-      { name: 'm/config.json', bytes: new TextEncoder().encode('{"a":1}') },
-      { name: 'm/model.safetensors', bytes: Uint8Array.from({ length: 1000 }, (_, i) => i & 255) },
-    ];
-    const zip = zipStore(files);
-    const view = new DataView(zip.buffer);
-    // End of central directory: 2 entries; the central directory points at each local header.
-    const end = zip.length - 22;
-    expect(view.getUint32(end, true)).toBe(0x06054b50);
-    expect(view.getUint16(end + 10, true)).toBe(2);
-    let p = view.getUint32(end + 16, true);
-    for (const f of files) {
-      expect(view.getUint32(p, true)).toBe(0x02014b50);
-      const nameLen = view.getUint16(p + 28, true);
-      const name = new TextDecoder().decode(zip.subarray(p + 46, p + 46 + nameLen));
-      expect(name).toBe(f.name);
-      const local = view.getUint32(p + 42, true);
-      expect(view.getUint32(local, true)).toBe(0x04034b50);
-      const dataStart = local + 30 + view.getUint16(local + 26, true);
-      const data = zip.subarray(dataStart, dataStart + view.getUint32(p + 24, true));
-      expect(Buffer.from(data).equals(Buffer.from(f.bytes))).toBe(true);
-      expect(view.getUint32(p + 16, true)).toBe(crc32(f.bytes));
-      p += 46 + nameLen;
-    }
   });
 });
 

@@ -2,28 +2,18 @@
 // unclipped tokens, β = 0 and β > 0, masked tokens and an all-masked sequence.
 import { describe, expect, it } from 'vitest';
 import { grpoLossRef, LOSS_TYPES, type GrpoLossInputs } from '../../src/ref/grpo_loss';
+import { mulberry32 } from '../../src/core/rng';
 
 // Central differences in f64 with h = 1e-6: truncation ~h²·|f'''| ≈ 1e-12, rounding ~eps/h ≈ 1e-10.
 const GRADCHECK_TOLERANCE = { atol: 1e-8, rtol: 1e-6 };
 const H = 1e-6;
-
-function rng(seed: number) {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function makeInputs(seed: number, lossType: GrpoLossInputs['lossType'], beta: number) {
   const N = 5;
   const L = 7;
   const eps = 0.2;
   const epsHigh = 0.28;
-  const rand = rng(seed);
+  const rand = mulberry32(seed);
   const logp = new Float64Array(N * L);
   const oldLogp = new Float64Array(N * L);
   const refLogp = new Float64Array(N * L);

@@ -1,16 +1,15 @@
-// Plot helpers shared by Learn mode and the Aha panel (src/app/teach/plot.ts).
+// Plot helpers shared by Learn mode and the Aha panel (src/app/teach/plot.ts), and the shared
+// scales and ticks they draw with (src/core/chart-scale.ts, with the teaching charts' 1-2-5 steps).
 import { describe, expect, it } from 'vitest';
 import {
   downsample,
-  extent,
   fmt,
-  linearScale,
   linePath,
-  niceTicks,
   pct,
   signedColor,
   magnitudeColor,
 } from '../../src/app/teach/plot';
+import { extent, linearScale, niceTicks, TICK_STEPS_125 } from '../../src/core/chart-scale';
 
 describe('scales and ticks', () => {
   it('linear scale and its inverse (SVG y grows downward)', () => {
@@ -22,10 +21,10 @@ describe('scales and ticks', () => {
   });
 
   it('nice ticks are round steps inside the domain', () => {
-    expect(niceTicks(0, 1, 5)).toEqual([0, 0.2, 0.4, 0.6, 0.8, 1]);
-    expect(niceTicks(0.8, 1.28, 4)).toEqual([0.8, 1, 1.2]);
-    expect(niceTicks(0.8, 1.28, 6)).toEqual([0.8, 0.9, 1, 1.1, 1.2]);
-    expect(niceTicks(-3, 7, 5)).toEqual([-2, 0, 2, 4, 6]);
+    expect(niceTicks(0, 1, 5, TICK_STEPS_125)).toEqual([0, 0.2, 0.4, 0.6, 0.8, 1]);
+    expect(niceTicks(0.8, 1.28, 4, TICK_STEPS_125)).toEqual([0.8, 1, 1.2]);
+    expect(niceTicks(0.8, 1.28, 6, TICK_STEPS_125)).toEqual([0.8, 0.9, 1, 1.1, 1.2]);
+    expect(niceTicks(-3, 7, 5, TICK_STEPS_125)).toEqual([-2, 0, 2, 4, 6]);
     expect(niceTicks(2, 2)).toEqual([2]);
     expect(niceTicks(NaN, 1)).toEqual([]);
   });

@@ -1,7 +1,8 @@
 // Memory plan: byte counts worked out by hand for a tiny config, the fit boundary, that every
 // suggestion really fits (and is the largest that does), and the buffers flagged for splitting.
 import { describe, expect, it } from 'vitest';
-import { formatBytes, planMemory, type DeviceMemoryLimits } from '../../src/model/memory-plan';
+import { formatBytes } from '../../src/core/format';
+import { planMemory, type DeviceMemoryLimits } from '../../src/model/memory-plan';
 import { parameterCount, parseHfConfig } from '../../src/core/model-config';
 
 // C=8, I=12, V=272, L=2, H=2, Hkv=1, D=4, untied:

@@ -3,6 +3,7 @@
 // padding leaving the valid tokens of a sequence unchanged.
 import { describe, expect, it } from 'vitest';
 import { numel, parameterSpecs, type LlamaConfig } from '../../src/core/model-config';
+import { mulberry32 } from '../../src/core/rng';
 import {
   RefLlama,
   completionLogprobsBackwardRef,
@@ -17,17 +18,6 @@ const FD_STEP = 1e-5;
 const GRADIENT_TOLERANCE = { atol: 1e-7, rtol: 1e-6 };
 // Decode and padded runs do the same f64 sums in the same order as the full/unpadded forward.
 const FORWARD_TOLERANCE = { atol: 1e-12, rtol: 1e-12 };
-
-function mulberry32(seed: number) {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function tinyConfig(overrides: Partial<LlamaConfig>): LlamaConfig {
   return {

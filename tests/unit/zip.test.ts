@@ -42,6 +42,36 @@ print(json.dumps({i.filename: list(z.read(i.filename)) for i in z.infolist()}))`
   });
 });
 
+describe('zipFiles: the central directory', () => {
+  it('writes entries a ZIP reader can find, with correct CRCs', () => {
+    expect(crc32(new TextEncoder().encode('123456789'))).toBe(0xcbf43926);
+    const files = [
+      { name: 'm/config.json', bytes: new TextEncoder().encode('{"a":1}') },
+      { name: 'm/model.safetensors', bytes: Uint8Array.from({ length: 1000 }, (_, i) => i & 255) },
+    ];
+    const zip = zipFiles(new Map(files.map((f) => [f.name, f.bytes])));
+    const view = new DataView(zip.buffer);
+    // End of central directory: 2 entries; the central directory points at each local header.
+    const end = zip.length - 22;
+    expect(view.getUint32(end, true)).toBe(0x06054b50);
+    expect(view.getUint16(end + 10, true)).toBe(2);
+    let p = view.getUint32(end + 16, true);
+    for (const f of files) {
+      expect(view.getUint32(p, true)).toBe(0x02014b50);
+      const nameLen = view.getUint16(p + 28, true);
+      const name = new TextDecoder().decode(zip.subarray(p + 46, p + 46 + nameLen));
+      expect(name).toBe(f.name);
+      const local = view.getUint32(p + 42, true);
+      expect(view.getUint32(local, true)).toBe(0x04034b50);
+      const dataStart = local + 30 + view.getUint16(local + 26, true);
+      const data = zip.subarray(dataStart, dataStart + view.getUint32(p + 24, true));
+      expect(Buffer.from(data).equals(Buffer.from(f.bytes))).toBe(true);
+      expect(view.getUint32(p + 16, true)).toBe(crc32(f.bytes));
+      p += 46 + nameLen;
+    }
+  });
+});
+
 describe('trlExportArchive', () => {
   it('zips every file of the TRL export under the run folder', async () => {
     const { resolveConfig } = await import('../../src/grpo/config');

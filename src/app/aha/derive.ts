@@ -1,13 +1,13 @@
-// The Aha panel's numbers (GRPO.md §7): reflection metrics over steps from the metrics history,
-// an early-versus-late comparison that states the claim as a pair (reflection rises AND reflecting
-// completions are right more often), and example completions of a step with their reflection
-// markers found. Pure functions; AhaPanel.svelte lays them out.
+// The Aha panel's numbers (docs/grpo.md §7): reflection metrics over steps from the metrics
+// history, an early-versus-late comparison that states the claim as a pair (reflection rises AND
+// reflecting completions are right more often), and example completions of a step with their
+// reflection markers found. Pure functions; AhaPanel.svelte lays them out.
 import { DEFAULT_REFLECTION_MARKERS, findReflectionMarkers } from '../../grpo/reflection';
 import type { StepReport } from '../../grpo/trainer';
 import type { Point } from '../teach/plot';
 import type { MetricsRow } from '../../worker/types';
 
-/** The metric keys the panel reads: src/grpo/reflection.ts reflectionMetrics and GRPO.md §6. */
+/** The metric keys the panel reads: src/grpo/reflection.ts reflectionMetrics, docs/grpo.md §6. */
 export const AHA_METRICS = {
   rate: 'reflection_rate',
   accuracyReflecting: 'reflection/accuracy_reflecting',

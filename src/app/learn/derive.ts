@@ -1,5 +1,5 @@
 // Learn mode's numbers, derived from a live StepReport exactly as the trainer computes them
-// (../shared/GRPO.md §1–5): rewards, advantages (src/grpo/advantages.ts), the per-token ratio, clip
+// (docs/grpo.md §1–5): rewards, advantages (src/grpo/advantages.ts), the per-token ratio, clip
 // and k3 KL, the loss of each aggregation type (src/ref/grpo_loss.ts) and how the sampled tokens'
 // log-probs moved. Pure functions, no DOM: the Svelte views only lay these values out, and the
 // tests check them against hand-computed values and against the trainer's own metrics.
@@ -53,7 +53,7 @@ export function allCompletions(report: StepReport): CompletionRecord[] {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 1. Rewards (GRPO.md §1)
+// 1. Rewards (docs/grpo.md §1)
 // ---------------------------------------------------------------------------------------------
 
 export interface RewardCell {
@@ -101,7 +101,7 @@ export function rewardRows(
 }
 
 // ---------------------------------------------------------------------------------------------
-// 2. Advantages (GRPO.md §2)
+// 2. Advantages (docs/grpo.md §2)
 // ---------------------------------------------------------------------------------------------
 
 export interface AdvantageRow {
@@ -198,7 +198,7 @@ export function advantageWalk(
 }
 
 // ---------------------------------------------------------------------------------------------
-// 3. Per-token ratio, clip, KL and loss (GRPO.md §3)
+// 3. Per-token ratio, clip, KL and loss (docs/grpo.md §3)
 // ---------------------------------------------------------------------------------------------
 
 export type ClipSide = 'low' | 'high' | null;
@@ -272,7 +272,8 @@ export function tokenTerms(
 }
 
 // ---------------------------------------------------------------------------------------------
-// 4. Aggregation: the step's loss as the trainer computes it, and the four loss types (GRPO.md §4)
+// 4. Aggregation: the step's loss as the trainer computes it, and the four loss types
+//    (docs/grpo.md §4)
 // ---------------------------------------------------------------------------------------------
 
 /** A set of completions as the loss sees them: (N, L) zero-padded per-token arrays. */
@@ -521,7 +522,7 @@ export function logpMovement(completions: readonly CompletionRecord[]): Movement
 }
 
 // ---------------------------------------------------------------------------------------------
-// KL summary (GRPO.md §3, metric `kl`)
+// KL summary (docs/grpo.md §3, metric `kl`)
 // ---------------------------------------------------------------------------------------------
 
 /** Mean k3 over the counted tokens of the completions; null when β = 0 (no reference). */

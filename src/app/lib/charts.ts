@@ -1,4 +1,5 @@
-// Which metrics the Train view charts, grouped the way the issue lists them (GRPO.md §6 names).
+// Which metrics the Train view charts, grouped the way the issue lists them (docs/grpo.md §6
+// names).
 
 export interface ChartSeries {
   key: string;

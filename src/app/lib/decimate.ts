@@ -1,5 +1,8 @@
-// Min/max decimation for the line charts: thousands of steps drawn in one pass per pixel column,
-// so a chart costs O(points) to reduce and O(width) to draw however long the run gets.
+// Min/max decimation for the Train view's line charts: thousands of steps drawn in one pass per
+// pixel column, so a chart costs O(points) to reduce and O(width) to draw however long the run
+// gets. Scales and ticks: src/core/chart-scale.ts.
+
+import { extent } from '../../core/chart-scale';
 
 export interface Column {
   /** Pixel column (0 … width − 1). */
@@ -67,47 +70,12 @@ export function columnPath(c: Column): number[] {
 
 /** A padded [lo, hi] for the y axis over several series' finite values; never empty. */
 export function yRange(series: ArrayLike<number>[]): [number, number] {
-  let lo = Infinity;
-  let hi = -Infinity;
+  const all = new Float64Array(series.reduce((n, s) => n + s.length, 0));
+  let at = 0;
   for (const s of series) {
-    for (let i = 0; i < s.length; i++) {
-      const v = s[i];
-      if (!Number.isFinite(v)) continue;
-      if (v < lo) lo = v;
-      if (v > hi) hi = v;
-    }
+    all.set(s, at);
+    at += s.length;
   }
-  if (lo === Infinity) return [0, 1];
-  if (lo === hi) {
-    const pad = lo === 0 ? 1 : Math.abs(lo) * 0.1;
-    return [lo - pad, hi + pad];
-  }
-  const pad = (hi - lo) * 0.08;
-  return [lo - pad, hi + pad];
-}
-
-/** About `count` round tick values covering [lo, hi]. */
-export function niceTicks(lo: number, hi: number, count = 4): number[] {
-  const span = hi - lo;
-  if (!(span > 0) || !Number.isFinite(span)) return [lo];
-  const raw = span / count;
-  const mag = 10 ** Math.floor(Math.log10(raw));
-  const step = [1, 2, 2.5, 5, 10].map((m) => m * mag).find((s) => s >= raw) ?? 10 * mag;
-  const out: number[] = [];
-  for (let v = Math.ceil(lo / step) * step; v <= hi + step * 1e-9; v += step) {
-    out.push(Math.abs(v) < step * 1e-9 ? 0 : v);
-  }
-  return out;
-}
-
-/** A tick label with just enough decimals to tell ticks `step` apart. */
-export function formatTick(v: number, step: number): string {
-  if (v === 0) return '0';
-  const a = Math.abs(v);
-  if (a >= 1e5 || (a < 1e-3 && step < 1e-3)) return v.toExponential(1);
-  if (!(step > 0)) return v.toFixed(2);
-  let decimals = Math.max(0, Math.ceil(-Math.log10(step) - 1e-9));
-  const scaled = step * 10 ** decimals;
-  if (Math.abs(scaled - Math.round(scaled)) > 1e-9) decimals += 1; // 0.25, 2.5
-  return v.toFixed(Math.min(decimals, 6));
+  // 8% above and below so the extreme points do not sit on the plot's edge.
+  return extent(all, [0, 1], 0.08);
 }

@@ -1,31 +1,11 @@
-// Number, size and time formatting for the playground, plus the ETA estimate shown while training.
+// Time and count formatting for the playground, plus the ETA estimate shown while training (numbers
+// and bytes: src/core/format.ts).
 
-/** A metric value for a table or tooltip: fixed precision near 1, exponent for tiny or huge. */
-export function formatValue(v: number | null | undefined, digits = 3): string {
-  if (v === null || v === undefined || Number.isNaN(v)) return '–';
-  if (!Number.isFinite(v)) return v > 0 ? '∞' : '−∞';
-  if (v === 0) return '0';
-  const a = Math.abs(v);
-  if (a >= 1e5 || a < 1e-3) return v.toExponential(2);
-  if (Number.isInteger(v)) return String(v);
-  return v.toFixed(a >= 100 ? 1 : digits);
-}
-
-export function formatBytes(bytes: number | null | undefined): string {
-  if (bytes === null || bytes === undefined || !Number.isFinite(bytes)) return '–';
-  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
-  let v = bytes;
-  let u = 0;
-  while (v >= 1024 && u < units.length - 1) {
-    v /= 1024;
-    u++;
-  }
-  return `${u === 0 ? v : v.toFixed(v >= 100 ? 0 : v >= 10 ? 1 : 2)} ${units[u]}`;
-}
+import { MISSING } from '../../core/format';
 
 /** 0.4 s, 12 s, 3 min 05 s, 2 h 10 min. */
 export function formatDuration(ms: number | null | undefined): string {
-  if (ms === null || ms === undefined || !Number.isFinite(ms) || ms < 0) return '–';
+  if (ms === null || ms === undefined || !Number.isFinite(ms) || ms < 0) return MISSING;
   const s = ms / 1000;
   if (s < 10) return `${s.toFixed(1)} s`;
   if (s < 60) return `${Math.round(s)} s`;

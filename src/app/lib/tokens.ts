@@ -1,4 +1,4 @@
-// Per-token values for the step inspector's colouring (GRPO.md §3–§5): the completion's
+// Per-token values for the step inspector's colouring (docs/grpo.md §3–§5): the completion's
 // advantage, the probability ratio, whether the clipped objective cuts the token's gradient, and
 // the k3 KL estimate against the reference. Pure functions of a report's completion record.
 import type { CompletionRecord } from '../../grpo/trainer';
@@ -37,7 +37,7 @@ export function tokenRatios(c: CompletionRecord): number[] {
   return next.map((lp, t) => Math.exp(lp - c.oldLogp[t]));
 }
 
-/** Whether the clipped surrogate zeroes this token's gradient at ratio r (GRPO.md §3). */
+/** Whether the clipped surrogate zeroes this token's gradient at ratio r (docs/grpo.md §3). */
 export function isClipped(r: number, advantage: number, eps: number, epsHigh: number): boolean {
   return (advantage > 0 && r > 1 + epsHigh) || (advantage < 0 && r < 1 - eps);
 }

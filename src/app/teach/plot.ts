@@ -1,56 +1,10 @@
-// Hand-made plotting helpers shared by Learn mode and the Aha panel (no chart dependency): linear
-// scales, "nice" ticks, SVG paths that break at missing values, bucket-mean downsampling so a
-// chart over thousands of steps draws a few hundred points, colours for signed values, and number
-// formatting. Pure functions; the Svelte components only place what these return.
+// Hand-made plotting helpers shared by Learn mode and the Aha panel (no chart dependency): SVG
+// paths that break at missing values, bucket-mean downsampling so a chart over thousands of steps
+// draws a few hundred points, colours for signed values, and number formatting. Scales and ticks
+// are the project's shared ones (src/core/chart-scale.ts). Pure functions; the Svelte components
+// only place what these return.
 
-export type Scale = ((v: number) => number) & { invert: (p: number) => number };
-
-/** Maps [d0, d1] onto [r0, r1] (a degenerate domain maps to the middle of the range). */
-export function linearScale(domain: [number, number], range: [number, number]): Scale {
-  const [d0, d1] = domain;
-  const [r0, r1] = range;
-  const span = d1 - d0;
-  const f = ((v: number) =>
-    span === 0 ? (r0 + r1) / 2 : r0 + ((v - d0) / span) * (r1 - r0)) as Scale;
-  f.invert = (p: number) => (r1 === r0 ? d0 : d0 + ((p - r0) / (r1 - r0)) * span);
-  return f;
-}
-
-/** About `count` round tick values covering [min, max] (steps of 1, 2 or 5 × 10^k). */
-export function niceTicks(min: number, max: number, count = 5): number[] {
-  if (!Number.isFinite(min) || !Number.isFinite(max)) return [];
-  if (min === max) return [min];
-  if (min > max) [min, max] = [max, min];
-  const raw = (max - min) / Math.max(1, count);
-  const mag = 10 ** Math.floor(Math.log10(raw));
-  const step = [1, 2, 5, 10].map((m) => m * mag).find((s) => s >= raw) ?? 10 * mag;
-  const first = Math.ceil(min / step - 1e-9);
-  const last = Math.floor(max / step + 1e-9);
-  const ticks: number[] = [];
-  // Multiply, do not accumulate, so ticks print without 0.30000000000000004.
-  for (let k = first; k <= last; k++) ticks.push(Number((k * step).toPrecision(12)));
-  return ticks;
-}
-
-/** [min, max] of the finite values (padded when flat), or the fallback when there are none. */
-export function extent(
-  values: readonly number[],
-  fallback: [number, number] = [0, 1],
-): [number, number] {
-  let lo = Infinity;
-  let hi = -Infinity;
-  for (const v of values) {
-    if (!Number.isFinite(v)) continue;
-    if (v < lo) lo = v;
-    if (v > hi) hi = v;
-  }
-  if (lo === Infinity) return fallback;
-  if (lo === hi) {
-    const pad = lo === 0 ? 1 : Math.abs(lo) * 0.1;
-    return [lo - pad, hi + pad];
-  }
-  return [lo, hi];
-}
+import { formatNumber, MISSING } from '../../core/format';
 
 export interface Point {
   x: number;
@@ -135,21 +89,12 @@ export function maxAbs(values: readonly number[]): number {
   return m;
 }
 
-/** A number for people: '—' when missing, fixed digits in ordinary ranges, exponent otherwise. */
-export function fmt(v: number | null | undefined, digits = 3): string {
-  if (v === null || v === undefined || Number.isNaN(v)) return '—';
-  if (!Number.isFinite(v)) return v > 0 ? '∞' : '−∞';
-  if (v === 0) return '0';
-  const a = Math.abs(v);
-  // f64 rounding residue (a sum of advantages, the grpo loss at ρ = 1) is zero for a reader.
-  if (a < 1e-12) return '≈ 0';
-  const s = a >= 1e-3 && a < 1e5 ? v.toFixed(digits) : v.toExponential(Math.max(1, digits - 1));
-  // A typographic minus reads better in formulas.
-  return s.replace(/^-/, '−');
-}
+/** Learn mode's numbers: the project's one formatter in its fixed-decimals style (src/core/format.ts). */
+export const fmt = (v: number | null | undefined, digits = 3): string =>
+  formatNumber(v, digits, 'fixed');
 
-/** A fraction as a percentage ('—' when missing). */
+/** A fraction as a percentage (MISSING when missing). */
 export function pct(v: number | null | undefined, digits = 0): string {
-  if (v === null || v === undefined || !Number.isFinite(v)) return '—';
+  if (v === null || v === undefined || !Number.isFinite(v)) return MISSING;
   return `${(v * 100).toFixed(digits)}%`;
 }

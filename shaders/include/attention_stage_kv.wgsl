@@ -1,0 +1,22 @@
+// attention_stage_kv.wgsl — included by attention_forward.wgsl and attention_backward_dq.wgsl (the
+// shader loader's #include, src/engine/shaders.ts): both stage the same key/value tiles. The
+// including kernel declares the workgroup arrays k_tile and v_tile (TILE · D4 vec4 each) and the
+// overrides WG, TILE and D4; the gathers come from attention_gather.wgsl.
+
+#include "attention_gather.wgsl"
+
+// Keys j0 … j0 + TILE − 1 of one (sequence, kv head) into k_tile / v_tile, zero from key_end on.
+// The WG threads of the workgroup share the TILE · D4 slots; `thread` is this one's index.
+fn stage_kv_tile(thread: u32, j0: u32, key_end: u32, kv_base: u32, kv_row_stride: u32) {
+  for (var slot = thread; slot < TILE * D4; slot = slot + WG) {
+    let j = j0 + slot / D4;
+    var kx = vec4<f32>();
+    var vx = vec4<f32>();
+    if (j < key_end) {
+      kx = gather_k(kv_base + j * kv_row_stride, slot % D4);
+      vx = gather_v(kv_base + j * kv_row_stride, slot % D4);
+    }
+    k_tile[slot] = kx;
+    v_tile[slot] = vx;
+  }
+}
