@@ -3,16 +3,19 @@
 // browser bundle, in vitest and in the Node CLI.
 import { defineConfig } from 'vitest/config';
 import { svelte } from '@sveltejs/vite-plugin-svelte';
-import { readdirSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 // With its extension: Vite's config loader resolves only explicit paths (native loader warning).
 import { precachePlugin } from './src/app/sw/precache-plugin.ts';
 
-// Cross-origin isolation so threaded wasm (SharedArrayBuffer) works; the nginx config in
-// deploy/ sends the same headers in production.
-const isolationHeaders = {
-  'Cross-Origin-Opener-Policy': 'same-origin',
-  'Cross-Origin-Embedder-Policy': 'require-corp',
-};
+// Cross-origin isolation (threaded wasm needs SharedArrayBuffer), the CSP (workers included, which
+// index.html's meta tag does not cover, and frame-ancestors, which a meta tag cannot say) and the
+// other security headers: one list in deploy/headers.json, which nginx's snippet is generated from,
+// so that `npm run dev`, `npm start` and production send the same (tests/unit/headers.test.ts).
+const securityHeaders = (
+  JSON.parse(readFileSync(new URL('./deploy/headers.json', import.meta.url), 'utf8')) as {
+    headers: Record<string, string>;
+  }
+).headers;
 
 const cliEntries = Object.fromEntries(
   readdirSync('src/cli')
@@ -38,8 +41,8 @@ export default defineConfig(({ mode }) => {
     plugins: [svelte(), precachePlugin()],
     worker: { format: 'es' },
     build: { target: 'es2022', sourcemap: true },
-    server: { host: '127.0.0.1', headers: isolationHeaders },
-    preview: { host: '127.0.0.1', headers: isolationHeaders },
+    server: { host: '127.0.0.1', headers: securityHeaders },
+    preview: { host: '127.0.0.1', headers: securityHeaders },
     test: {
       projects: [
         {

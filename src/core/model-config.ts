@@ -2,6 +2,10 @@
 // Face config.json, and the parameter list in Hugging Face naming so checkpoints load in PyTorch.
 //
 // Legend: C hidden size, I intermediate size, V vocab, L layers, H heads, Hkv kv-heads, D head dim.
+//
+// A config.json (or a checkpoint's model config) comes from a file the user picked, so every
+// dimension is checked against CONFIG_LIMITS before anything is sized from it: a claim of 10⁷
+// layers must fail in microseconds, not after building ten million parameter specs.
 
 export interface LlamaConfig {
   /** 'LlamaForCausalLM' or 'Qwen2ForCausalLM' (what config.json's `architectures[0]` said). */
@@ -31,12 +35,91 @@ export class ModelConfigError extends Error {
   override name = 'ModelConfigError';
 }
 
+/**
+ * The largest value of each dimension this app accepts, far above any model it can train (the
+ * largest Llama-family models have 126 layers, C = 16384, I = 53248, V = 262144, 128 heads) and far
+ * below what would exhaust memory merely by listing the parameters or sizing one tensor.
+ */
+export const CONFIG_LIMITS = {
+  num_hidden_layers: 1024,
+  hidden_size: 65_536,
+  intermediate_size: 262_144,
+  num_attention_heads: 1024,
+  num_key_value_heads: 1024,
+  head_dim: 1024,
+  vocab_size: 4_194_304,
+  max_position_embeddings: 16_777_216,
+} as const;
+type LimitedKey = keyof typeof CONFIG_LIMITS;
+
+/** LlamaConfig field → config.json key, for messages about a checkpoint's model config. */
+const LIMITED_FIELDS: [keyof LlamaConfig, LimitedKey][] = [
+  ['numLayers', 'num_hidden_layers'],
+  ['hiddenSize', 'hidden_size'],
+  ['intermediateSize', 'intermediate_size'],
+  ['numHeads', 'num_attention_heads'],
+  ['numKvHeads', 'num_key_value_heads'],
+  ['headDim', 'head_dim'],
+  ['vocabSize', 'vocab_size'],
+  ['maxPositions', 'max_position_embeddings'],
+];
+
 function requireInt(json: Record<string, unknown>, key: string, file: string, min = 1): number {
   const value = json[key];
+  const max = (CONFIG_LIMITS as Record<string, number>)[key];
   if (typeof value !== 'number' || !Number.isInteger(value) || value < min) {
     throw new ModelConfigError(
       `${file}: '${key}' must be an integer ≥ ${min}, got ${JSON.stringify(value)}`,
     );
+  }
+  if (max !== undefined && value > max) {
+    throw new ModelConfigError(
+      `${file}: '${key}' is ${value}, more than the ${max} this app supports; ` +
+        `the file is damaged or not a small Llama-family model`,
+    );
+  }
+  return value;
+}
+
+/**
+ * The first problem with an already-typed model config (a checkpoint's manifest, a stored run),
+ * or null: every dimension within CONFIG_LIMITS, heads divisible by kv-heads, an even head dim,
+ * positive rope_theta and rms_norm_eps, token ids inside the vocabulary. parseHfConfig enforces the
+ * same rules on config.json; this is for configs that arrive in another form.
+ */
+export function llamaConfigProblem(c: LlamaConfig): string | null {
+  for (const [field, key] of LIMITED_FIELDS) {
+    const v = c[field] as number;
+    if (!Number.isSafeInteger(v) || v < 1) return `${field} must be a positive integer`;
+    if (v > CONFIG_LIMITS[key]) {
+      return `${field} (${key}) is ${v}, more than the ${CONFIG_LIMITS[key]} this app supports`;
+    }
+  }
+  if (c.numHeads % c.numKvHeads !== 0) {
+    return `numHeads (${c.numHeads}) must be a multiple of numKvHeads (${c.numKvHeads})`;
+  }
+  if (c.headDim % 2 !== 0) return `headDim (${c.headDim}) must be even`;
+  if (!(c.ropeTheta > 0)) return `ropeTheta must be > 0, got ${c.ropeTheta}`;
+  if (!(c.rmsNormEps > 0)) return `rmsNormEps must be > 0, got ${c.rmsNormEps}`;
+  const ids: [string, number][] = [
+    ...(c.bosTokenId === null ? [] : ([['bosTokenId', c.bosTokenId]] as [string, number][])),
+    ...c.eosTokenIds.map((id): [string, number] => ['eosTokenIds', id]),
+  ];
+  for (const [key, id] of ids) {
+    if (id >= c.vocabSize) return `${key} has id ${id}, outside vocabSize ${c.vocabSize}`;
+  }
+  return null;
+}
+
+function positiveNumber(
+  json: Record<string, unknown>,
+  key: string,
+  fallback: number,
+  file: string,
+): number {
+  const value = optionalNumber(json, key, fallback, file);
+  if (!(value > 0)) {
+    throw new ModelConfigError(`${file}: '${key}' must be a number > 0, got ${value}`);
   }
   return value;
 }
@@ -55,10 +138,27 @@ function optionalNumber(
   return value;
 }
 
-function tokenIds(value: unknown): number[] {
-  if (typeof value === 'number') return [value];
-  if (Array.isArray(value)) return value.filter((v): v is number => typeof v === 'number');
-  return [];
+/**
+ * A token-id field (`bos_token_id`, `eos_token_id`: one id, a list, or null/absent) checked against
+ * the vocabulary: an id ≥ vocab_size would index past the embedding table when it is sampled.
+ */
+export function tokenIdsOf(value: unknown, key: string, vocabSize: number, file: string): number[] {
+  if (value === undefined || value === null) return [];
+  const list = Array.isArray(value) ? value : [value];
+  for (const id of list) {
+    if (typeof id !== 'number' || !Number.isInteger(id) || id < 0) {
+      throw new ModelConfigError(
+        `${file}: '${key}' must be a token id (an integer ≥ 0) or a list of them, got ${JSON.stringify(value)}`,
+      );
+    }
+    if (id >= vocabSize) {
+      throw new ModelConfigError(
+        `${file}: '${key}' has token id ${id}, outside the vocabulary (vocab_size ${vocabSize} in ` +
+          `config.json allows 0…${vocabSize - 1})`,
+      );
+    }
+  }
+  return list as number[];
 }
 
 /** Parses a Hugging Face config.json object; `file` names it in error messages. */
@@ -87,6 +187,19 @@ export function parseHfConfig(json: unknown, file = 'config.json'): LlamaConfig 
       `${file}: rope_scaling ${JSON.stringify(ropeScaling)} is not supported (only plain rotary embeddings)`,
     );
   }
+  // The MLP is SwiGLU without biases; another activation or an MLP bias would load (the shapes
+  // match) and then compute a different function, so they fail here instead.
+  if (cfg.hidden_act !== undefined && cfg.hidden_act !== null && cfg.hidden_act !== 'silu') {
+    throw new ModelConfigError(
+      `${file}: 'hidden_act' is ${JSON.stringify(cfg.hidden_act)}; only "silu" (SwiGLU) is supported`,
+    );
+  }
+  if (cfg.mlp_bias === true) {
+    throw new ModelConfigError(
+      `${file}: 'mlp_bias' is true; only MLPs without bias are supported (set it to false only if the ` +
+        `checkpoint really has no MLP bias tensors)`,
+    );
+  }
   const hiddenSize = requireInt(cfg, 'hidden_size', file);
   const numHeads = requireInt(cfg, 'num_attention_heads', file);
   const numKvHeads =
@@ -101,25 +214,35 @@ export function parseHfConfig(json: unknown, file = 'config.json'): LlamaConfig 
       ? hiddenSize / numHeads
       : requireInt(cfg, 'head_dim', file);
   if (!Number.isInteger(headDim) || headDim % 2 !== 0) {
-    throw new ModelConfigError(`${file}: head dimension ${headDim} must be an even integer`);
+    throw new ModelConfigError(
+      `${file}: head dimension ${headDim} must be an even integer` +
+        (cfg.head_dim === undefined || cfg.head_dim === null
+          ? ` (hidden_size ${hiddenSize} / num_attention_heads ${numHeads}; set 'head_dim' or fix them)`
+          : ''),
+    );
   }
   const isQwen2 = architecture === 'Qwen2ForCausalLM';
+  const intermediateSize = requireInt(cfg, 'intermediate_size', file);
+  const numLayers = requireInt(cfg, 'num_hidden_layers', file);
+  const vocabSize = requireInt(cfg, 'vocab_size', file);
+  const maxPositions = requireInt(cfg, 'max_position_embeddings', file);
+  const bos = tokenIdsOf(cfg.bos_token_id, 'bos_token_id', vocabSize, file);
   return {
     architecture: architecture as SupportedArchitecture,
     hiddenSize,
-    intermediateSize: requireInt(cfg, 'intermediate_size', file),
-    numLayers: requireInt(cfg, 'num_hidden_layers', file),
+    intermediateSize,
+    numLayers,
     numHeads,
     numKvHeads,
     headDim,
-    vocabSize: requireInt(cfg, 'vocab_size', file),
-    maxPositions: requireInt(cfg, 'max_position_embeddings', file),
-    ropeTheta: optionalNumber(cfg, 'rope_theta', 10000, file),
-    rmsNormEps: optionalNumber(cfg, 'rms_norm_eps', 1e-6, file),
+    vocabSize,
+    maxPositions,
+    ropeTheta: positiveNumber(cfg, 'rope_theta', 10000, file),
+    rmsNormEps: positiveNumber(cfg, 'rms_norm_eps', 1e-6, file),
     tieWordEmbeddings: cfg.tie_word_embeddings === true,
     attentionBias: isQwen2 ? cfg.attention_bias !== false : cfg.attention_bias === true,
-    bosTokenId: typeof cfg.bos_token_id === 'number' ? cfg.bos_token_id : null,
-    eosTokenIds: tokenIds(cfg.eos_token_id),
+    bosTokenId: bos.length > 0 ? bos[0] : null,
+    eosTokenIds: tokenIdsOf(cfg.eos_token_id, 'eos_token_id', vocabSize, file),
   };
 }
 

@@ -1,7 +1,7 @@
-// Issue 10: the whole experiment as a TRL project to scale out on GPUs. exportTrl() returns the
+// The whole experiment as a TRL project to scale out on GPUs. exportTrl() returns the
 // folder as file name → text: train_grpo.py (GRPOConfig with every option the config maps),
 // rewards.py (the built-in rewards re-implemented in Python with identical semantics; custom JS
-// rewards as marked stubs quoting their source), train.jsonl / eval.jsonl (the exact prompts and
+// rewards as marked stubs quoting their source, which is written only as Python string data), train.jsonl / eval.jsonl (the exact prompts and
 // verifier data), accelerate configs, pinned requirements.txt, config.json and a README that lists
 // every option without a TRL equivalent and what the export did with it.
 
@@ -9,6 +9,7 @@ import { type Config, configSchemaRows, resolveConfig } from '../grpo/config';
 import { CUSTOM_REWARD_PREFIX } from '../grpo/rewards';
 import { formatPrompt } from '../tasks/prompt';
 import type { Problem } from '../tasks/types';
+import { commentText, pyStr } from './trl-templates/py-literal';
 import { type CustomRewardStub, rewardsPy } from './trl-templates/rewards-py';
 import {
   accelerateConfigYaml,
@@ -36,11 +37,13 @@ export function pyLiteral(v: unknown): string {
     if (!Number.isFinite(v)) throw new RangeError(`cannot export non-finite number ${v}`);
     return JSON.stringify(v);
   }
-  if (typeof v === 'string') return JSON.stringify(v);
+  // Not JSON.stringify: its output keeps U+2028, lone surrogates and other raw characters that
+  // are either invalid or unsafe in a Python source file; pyStr writes pure ASCII.
+  if (typeof v === 'string') return pyStr(v);
   if (Array.isArray(v)) return `[${v.map(pyLiteral).join(', ')}]`;
   if (typeof v === 'object') {
     return `{${Object.entries(v as Record<string, unknown>)
-      .map(([k, x]) => `${JSON.stringify(k)}: ${pyLiteral(x)}`)
+      .map(([k, x]) => `${pyStr(k)}: ${pyLiteral(x)}`)
       .join(', ')}}`;
   }
   throw new TypeError(`cannot export ${typeof v}`);
@@ -113,7 +116,7 @@ function readme(
   const b = config.perStepPrompts;
   const g = config.numGenerations;
   const custom = stubs.length
-    ? `\n## Custom rewards: port them first\n\nThese rewards are JavaScript in the playground. rewards.py contains a stub for each that quotes the JS\nsource and raises \`NotImplementedError\`: the run stops at its first batch until you port them.\n\n${stubs.map((s) => `- \`custom:${s.id}\` → \`${s.pythonName}\` in rewards.py`).join('\n')}\n`
+    ? `\n## Custom rewards: port them first\n\nThese rewards are JavaScript in the playground. rewards.py contains a stub for each that quotes the JS\nsource and raises \`NotImplementedError\`: the run stops at its first batch until you port them.\n\n${stubs.map((s) => `- \`custom:${commentText(s.id)}\` → \`${s.pythonName}\` in rewards.py`).join('\n')}\n`
     : '';
   return `# GRPO run exported from GRPO Playground
 

@@ -19,9 +19,12 @@ export class ModelFileError extends Error {
 /**
  * Why a source could not deliver a file: absent ('missing', which loaders may tolerate for optional
  * files), unreachable ('network'), an HTTP error ('http'), a web page instead of the file ('html'),
- * or a local read failure ('io').
+ * a local read failure ('io'), a name or file the source will not read because it lies outside the
+ * model folder / base URL or is not a regular file ('refused'), or a file larger than the loader
+ * allows for it ('too-large').
  */
-export type ModelSourceFailure = 'missing' | 'network' | 'http' | 'html' | 'io';
+export type ModelSourceFailure =
+  'missing' | 'network' | 'http' | 'html' | 'io' | 'refused' | 'too-large';
 
 /** A model source (folder, files, URL) that could not deliver a file at all. */
 export class ModelSourceError extends Error {

@@ -3,11 +3,30 @@
 // parameter the config implies (parameterSpecs) must be present with the right shape; the errors
 // say which file and which tensor. Cheap checks (config, tokenizer) run before any weights are read,
 // so a bad folder fails before a large download.
+//
+// The folder is untrusted input: shard names must be plain names inside the folder, no file may be
+// larger than what it can legitimately hold (JSON files a fixed cap, weight files what config.json's
+// tensors need), token ids must lie inside vocab_size, and weights must be finite.
 
-import { parseHfConfig, parameterSpecs, type LlamaConfig } from '../core/model-config';
+import {
+  ModelConfigError,
+  numel,
+  parseHfConfig,
+  parameterSpecs,
+  tokenIdsOf,
+  type LlamaConfig,
+} from '../core/model-config';
 import { ModelFileError, ModelSourceError } from './errors';
-import { parseJsonFile, readOptional, type ModelSource, type ReadProgress } from './model-source';
-import { parseSafetensors, type SafetensorsDtype } from './safetensors';
+import {
+  parseJsonFile,
+  readOptional,
+  unsafeFileName,
+  type ModelSource,
+  type ReadOptions,
+  type ReadProgress,
+} from './model-source';
+import { MAX_HEADER_BYTES, parseSafetensors, type SafetensorsDtype } from './safetensors';
+import { tokenizerIdProblem } from './tokenizer';
 
 /** The generation defaults a model ships with (generation_config.json), merged with config.json. */
 export interface GenerationDefaults {
@@ -58,6 +77,35 @@ export const OPTIONAL_TOKENIZER_FILES = [
   'chat_template.json',
 ];
 
+/** config.json, generation_config.json and the shard index are small; 16 MiB is generous. */
+export const MAX_JSON_FILE_BYTES = 16 * 2 ** 20;
+/** tokenizer.json of a 256k vocabulary is about 35 MB. */
+export const MAX_TOKENIZER_FILE_BYTES = 256 * 2 ** 20;
+
+/**
+ * The most bytes one weight file may have: every tensor the config implies in F32, plus a stored
+ * lm_head (tied models often keep it), 1 MiB per layer of small extras (rotary inv_freq …) and the
+ * largest header the format allows. A file beyond this is not this model's weights.
+ */
+export function maxWeightFileBytes(config: LlamaConfig): number {
+  const params = parameterSpecs(config).reduce((sum, s) => sum + numel(s.shape), 0);
+  return (
+    4 * (params + config.vocabSize * config.hiddenSize) +
+    2 ** 20 * (config.numLayers + 1) +
+    8 +
+    MAX_HEADER_BYTES
+  );
+}
+
+const jsonLimit: Pick<ReadOptions, 'maxBytes' | 'maxBytesReason'> = {
+  maxBytes: MAX_JSON_FILE_BYTES,
+  maxBytesReason: 'a JSON settings file of a model folder',
+};
+const tokenizerLimit: Pick<ReadOptions, 'maxBytes' | 'maxBytesReason'> = {
+  maxBytes: MAX_TOKENIZER_FILE_BYTES,
+  maxBytesReason: 'a tokenizer file',
+};
+
 function asObject(value: unknown, file: string): Record<string, unknown> {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     throw new ModelFileError(file, 'expected a JSON object');
@@ -65,12 +113,6 @@ function asObject(value: unknown, file: string): Record<string, unknown> {
   return value as Record<string, unknown>;
 }
 
-const idList = (v: unknown): number[] =>
-  typeof v === 'number'
-    ? [v]
-    : Array.isArray(v)
-      ? v.filter((x): x is number => typeof x === 'number')
-      : [];
 const num = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : null);
 
 /** generation_config.json (possibly absent) merged over config.json's token ids. */
@@ -80,11 +122,25 @@ export function parseGenerationConfig(
   file = GENERATION_CONFIG_FILE,
 ): GenerationDefaults {
   const g = json === null ? {} : asObject(json, file);
-  const eos = idList(g.eos_token_id);
+  // Token ids must name tokens of this model's vocabulary: an EOS id ≥ vocab_size can never be
+  // sampled (a run would never stop) and a pad or BOS id that large would index past the embedding.
+  const ids = (key: string) => {
+    try {
+      return tokenIdsOf(g[key], key, config.vocabSize, file);
+    } catch (err) {
+      if (err instanceof ModelConfigError) {
+        throw new ModelFileError(file, err.message.slice(`${file}: `.length));
+      }
+      throw err;
+    }
+  };
+  const eos = ids('eos_token_id');
+  const bos = ids('bos_token_id');
+  const pad = ids('pad_token_id');
   return {
     eosTokenIds: eos.length > 0 ? eos : config.eosTokenIds.slice(),
-    bosTokenId: num(g.bos_token_id) ?? config.bosTokenId,
-    padTokenId: num(g.pad_token_id),
+    bosTokenId: bos.length > 0 ? bos[0] : config.bosTokenId,
+    padTokenId: pad.length > 0 ? pad[0] : null,
     temperature: num(g.temperature),
     topP: num(g.top_p),
     topK: num(g.top_k),
@@ -109,6 +165,17 @@ export function parseSafetensorsIndex(
       throw new ModelFileError(
         file,
         `weight_map entry is not a file name: ${JSON.stringify(shard)}`,
+        name,
+      );
+    }
+    // The index is data from the folder: a shard name must not lead the loader anywhere else.
+    const unsafe = unsafeFileName(shard);
+    if (unsafe !== null || !shard.endsWith('.safetensors')) {
+      throw new ModelFileError(
+        file,
+        `weight_map names shard ${JSON.stringify(shard)}, which is refused: ` +
+          `${unsafe ?? 'it is not a .safetensors file'}; shards must be .safetensors files inside ` +
+          `the model folder, named relative to it (e.g. "model-00001-of-00002.safetensors")`,
         name,
       );
     }
@@ -142,7 +209,7 @@ async function readRequired(
   onProgress?: (p: ReadProgress) => void,
 ): Promise<Uint8Array> {
   try {
-    return await source.read(name, { onProgress });
+    return await source.read(name, { onProgress, ...jsonLimit });
   } catch (err) {
     if (err instanceof ModelSourceError && err.reason === 'missing') {
       throw new ModelFileError(name, `missing from ${source.label}: ${what}`);
@@ -173,6 +240,7 @@ export async function loadHfFolder(
   const config = parseHfConfig(configJson, CONFIG_FILE);
   const generationBytes = await readOptional(source, GENERATION_CONFIG_FILE, {
     onProgress: progress('config'),
+    ...jsonLimit,
   });
   const generation = parseGenerationConfig(
     generationBytes === null ? null : parseJsonFile(generationBytes, GENERATION_CONFIG_FILE),
@@ -182,6 +250,7 @@ export async function loadHfFolder(
   const tokenizerFiles = new Map<string, Uint8Array>();
   const tokenizerBytes = await readOptional(source, TOKENIZER_FILE, {
     onProgress: progress('tokenizer'),
+    ...tokenizerLimit,
   });
   if (tokenizerBytes === null) {
     if (options.requireTokenizer !== false) {
@@ -197,14 +266,20 @@ export async function loadHfFolder(
   } else {
     tokenizerFiles.set(TOKENIZER_FILE, tokenizerBytes);
     for (const name of OPTIONAL_TOKENIZER_FILES) {
-      const bytes = await readOptional(source, name, { onProgress: progress('tokenizer') });
+      const bytes = await readOptional(source, name, {
+        onProgress: progress('tokenizer'),
+        ...tokenizerLimit,
+      });
       if (bytes !== null) tokenizerFiles.set(name, bytes);
     }
+    const idProblem = tokenizerIdProblem(tokenizerFiles, config.vocabSize);
+    if (idProblem) throw idProblem;
   }
 
   // Weights: a shard index when there is one, else the single file.
   const indexBytes = await readOptional(source, SAFETENSORS_INDEX_FILE, {
     onProgress: progress('weights'),
+    ...jsonLimit,
   });
   let shardOf: Map<string, string> | null = null;
   let shardFiles: string[];
@@ -217,12 +292,17 @@ export async function loadHfFolder(
 
   const specs = parameterSpecs(config);
   const wanted = new Map(specs.map((s) => [s.name, s.shape]));
+  const weightLimit: ReadOptions = {
+    onProgress: progress('weights'),
+    maxBytes: maxWeightFileBytes(config),
+    maxBytesReason: `what the tensors config.json describes can take, in F32`,
+  };
   const found = new Map<string, { data: Float32Array; dtype: SafetensorsDtype; file: string }>();
   const ignoredTensors: string[] = [];
   for (const shard of shardFiles) {
     let bytes: Uint8Array;
     try {
-      bytes = await source.read(shard, { onProgress: progress('weights') });
+      bytes = await source.read(shard, weightLimit);
     } catch (err) {
       if (!(err instanceof ModelSourceError && err.reason === 'missing')) throw err;
       if (shardOf) {
@@ -258,6 +338,18 @@ export async function loadHfFolder(
           shard,
           `shape ${shapeText(tensor.shape)} disagrees with config.json, which implies ` +
             `${shapeText(shape)} (${shapeReason(name, config)})`,
+          name,
+        );
+      }
+      // NaN or ±Inf weights make every forward pass NaN; say which tensor, at load.
+      let nonFinite = 0;
+      const data = tensor.data;
+      for (let i = 0; i < data.length; i++) if (!Number.isFinite(data[i])) nonFinite++;
+      if (nonFinite > 0) {
+        throw new ModelFileError(
+          shard,
+          `${nonFinite} of ${data.length} values are NaN or infinite: the checkpoint is damaged ` +
+            `(or was saved from a diverged run)`,
           name,
         );
       }

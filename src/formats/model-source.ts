@@ -3,6 +3,10 @@
 // folder path, browser File objects (file picker, <input webkitdirectory>, drag and drop), a File
 // System Access directory handle, and a URL base (fetch with progress, cached in the Cache API so a
 // model downloaded once loads offline). Every failure is a ModelSourceError saying why.
+//
+// Names come from files the user did not write (a shard index), so every source reads only plain
+// relative names that stay inside its folder or base URL, only regular files (never a device, FIFO
+// or a link out of the folder), and never more bytes than the loader allows for that file.
 
 import { ModelFileError, ModelSourceError } from './errors';
 
@@ -16,7 +20,63 @@ export interface ReadProgress {
 
 export interface ReadOptions {
   onProgress?: (progress: ReadProgress) => void;
+  /** The most bytes this file may have; a larger one fails with reason 'too-large' before it is read. */
+  maxBytes?: number;
+  /** Why the limit is what it is, for the message ('config.json's tensors need at most …'). */
+  maxBytesReason?: string;
 }
+
+/**
+ * Why `name` is not a plain relative file name inside a model folder, or null when it is. Refused:
+ * empty names, control characters, absolute paths ('/etc/passwd', 'C:\\x', '\\\\server\\x'),
+ * URLs and other schemes ('https://…', 'file:…'), and any '..' segment (also percent-encoded, which
+ * a URL base would decode).
+ */
+export function unsafeFileName(name: string): string | null {
+  if (name.length === 0) return 'the name is empty';
+  for (let i = 0; i < name.length; i++) {
+    const c = name.charCodeAt(i);
+    if (c < 0x20 || c === 0x7f) return 'the name contains control characters';
+  }
+  if (/^[\\/]/.test(name)) return 'it is an absolute path';
+  if (/^[A-Za-z]:/.test(name)) return 'it is an absolute path (a drive letter)';
+  if (/^[A-Za-z][A-Za-z0-9+.-]*:/.test(name)) return 'it is a URL, not a file name';
+  const segments = name.split(/[\\/]/);
+  let decoded: string[];
+  try {
+    decoded = segments.map((seg) => decodeURIComponent(seg));
+  } catch {
+    decoded = segments;
+  }
+  if (segments.some((seg, i) => seg === '..' || decoded[i] === '..')) {
+    return "it climbs out of the folder ('..')";
+  }
+  return null;
+}
+
+function refuseUnsafe(name: string, where: string): void {
+  const why = unsafeFileName(name);
+  if (why !== null) {
+    throw new ModelSourceError(
+      name,
+      `refused: ${why}; only file names inside ${where} can be read`,
+      'refused',
+    );
+  }
+}
+
+function tooLarge(name: string, size: number, options: ReadOptions | undefined): ModelSourceError {
+  return new ModelSourceError(
+    name,
+    `is ${size} bytes, more than the ${options?.maxBytes} bytes allowed` +
+      (options?.maxBytesReason ? ` (${options.maxBytesReason})` : '') +
+      '; is it the right file?',
+    'too-large',
+  );
+}
+
+const overLimit = (size: number, options: ReadOptions | undefined) =>
+  options?.maxBytes !== undefined && size > options.maxBytes;
 
 export interface ModelSource {
   /** Where the files come from, for messages ('folder /models/x', 'https://…/resolve/main/'). */
@@ -76,21 +136,67 @@ export function folderSource(folder: string): ModelSource {
   return {
     label: `folder ${folder}`,
     async read(name, options) {
+      refuseUnsafe(name, `folder ${folder}`);
       const { fs, path } = await load();
       const full = path.join(folder, normalise(name));
-      let bytes: Uint8Array;
-      try {
-        bytes = new Uint8Array(await fs.readFile(full));
-      } catch (err) {
+      const ioError = (err: unknown) => {
         const code = (err as { code?: string }).code;
-        if (code === 'ENOENT') {
-          throw new ModelSourceError(name, `not found in folder ${folder}`, 'missing');
+        if (code === 'ENOENT' || code === 'ENOTDIR') {
+          return new ModelSourceError(name, `not found in folder ${folder}`, 'missing');
         }
-        throw new ModelSourceError(
+        return new ModelSourceError(
           name,
           `could not read ${full}: ${err instanceof Error ? err.message : String(err)}`,
           'io',
         );
+      };
+      let real: string;
+      let stat: import('node:fs').Stats;
+      try {
+        real = await fs.realpath(full);
+        stat = await fs.stat(real);
+      } catch (err) {
+        throw ioError(err);
+      }
+      const root = await fs.realpath(folder).catch(() => path.resolve(folder));
+      if (!isInside(path, root, real) && !isHubCacheBlob(path, root, real)) {
+        throw new ModelSourceError(
+          name,
+          `refused: it is a link to ${real}, outside folder ${folder}; copy the file into the folder`,
+          'refused',
+        );
+      }
+      // Checked before opening: opening a FIFO blocks, and /dev/zero never ends.
+      if (!stat.isFile()) {
+        throw new ModelSourceError(
+          name,
+          `refused: ${real} is not a regular file (a folder, device, FIFO or socket)`,
+          'refused',
+        );
+      }
+      if (overLimit(stat.size, options)) throw tooLarge(name, stat.size, options);
+      let bytes: Uint8Array;
+      try {
+        const handle = await fs.open(real, 'r');
+        try {
+          // The size is re-read from the open file and is the most that is read, so a file that
+          // is swapped or grows after the check cannot make the read larger.
+          const size = (await handle.stat()).size;
+          if (overLimit(size, options)) throw tooLarge(name, size, options);
+          bytes = new Uint8Array(size);
+          let pos = 0;
+          while (pos < size) {
+            const { bytesRead } = await handle.read(bytes, pos, size - pos, pos);
+            if (bytesRead === 0) break;
+            pos += bytesRead;
+          }
+          if (pos < size) bytes = bytes.subarray(0, pos);
+        } finally {
+          await handle.close();
+        }
+      } catch (err) {
+        if (err instanceof ModelSourceError) throw err;
+        throw ioError(err);
       }
       options?.onProgress?.({ file: name, loaded: bytes.byteLength, total: bytes.byteLength });
       return bytes;
@@ -116,6 +222,24 @@ export function folderSource(folder: string): ModelSource {
       }
     },
   };
+}
+
+type PathModule = typeof import('node:path');
+
+function isInside(path: PathModule, root: string, target: string): boolean {
+  const rel = path.relative(root, target);
+  return rel === '' || (!rel.startsWith('..') && !path.isAbsolute(rel));
+}
+
+/**
+ * The Hugging Face hub cache keeps a snapshot's files as links to ../../blobs/<sha256>
+ * (models--org--name/snapshots/<rev>/config.json → ../../blobs/…): those stay inside the model's
+ * own cache folder, so they are read like files of the snapshot.
+ */
+function isHubCacheBlob(path: PathModule, root: string, target: string): boolean {
+  if (path.basename(path.dirname(root)) !== 'snapshots') return false;
+  const blobs = path.join(path.dirname(path.dirname(root)), 'blobs');
+  return path.dirname(target) === blobs;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -149,6 +273,7 @@ export function filesSource(
   return {
     label,
     async read(name, options) {
+      refuseUnsafe(name, `the ${label}`);
       const file = byName.get(normalise(name));
       if (!file) {
         throw new ModelSourceError(
@@ -157,6 +282,7 @@ export function filesSource(
           'missing',
         );
       }
+      if (overLimit(file.size, options)) throw tooLarge(name, file.size, options);
       let bytes: Uint8Array;
       try {
         bytes = new Uint8Array(await file.arrayBuffer());
@@ -246,6 +372,7 @@ export function directoryHandleSource(handle: DirectoryHandleLike): ModelSource 
   return {
     label: `folder ${handle.name}`,
     async read(name, options) {
+      refuseUnsafe(name, `folder ${handle.name}`);
       const parts = normalise(name).split('/');
       let file: File;
       try {
@@ -262,6 +389,7 @@ export function directoryHandleSource(handle: DirectoryHandleLike): ModelSource 
           'io',
         );
       }
+      if (overLimit(file.size, options)) throw tooLarge(name, file.size, options);
       const bytes = new Uint8Array(await file.arrayBuffer());
       options?.onProgress?.({ file: name, loaded: bytes.byteLength, total: file.size });
       return bytes;
@@ -316,12 +444,18 @@ function looksLikeHtml(bytes: Uint8Array, contentType: string | null): boolean {
 async function readBody(
   response: Response,
   name: string,
-  onProgress: ReadOptions['onProgress'],
+  options: ReadOptions | undefined,
 ): Promise<Uint8Array> {
+  const onProgress = options?.onProgress;
   const lengthHeader = response.headers.get('content-length');
   const total = lengthHeader !== null && /^\d+$/.test(lengthHeader) ? Number(lengthHeader) : null;
+  if (total !== null && overLimit(total, options)) {
+    await response.body?.cancel().catch(() => undefined);
+    throw tooLarge(name, total, options);
+  }
   if (!response.body) {
     const bytes = new Uint8Array(await response.arrayBuffer());
+    if (overLimit(bytes.byteLength, options)) throw tooLarge(name, bytes.byteLength, options);
     onProgress?.({ file: name, loaded: bytes.byteLength, total });
     return bytes;
   }
@@ -331,8 +465,13 @@ async function readBody(
   for (;;) {
     const { done, value } = await reader.read();
     if (done) break;
-    chunks.push(value);
     loaded += value.byteLength;
+    // A server that sends no (or a false) Content-Length is stopped at the limit, not at EOF.
+    if (overLimit(loaded, options)) {
+      await reader.cancel().catch(() => undefined);
+      throw tooLarge(name, loaded, options);
+    }
+    chunks.push(value);
     onProgress?.({ file: name, loaded, total });
   }
   if (chunks.length === 1) return chunks[0];
@@ -367,7 +506,18 @@ export function urlSource(base: string, options: UrlSourceOptions = {}): ModelSo
   return {
     label: root,
     async read(name, opts) {
-      const url = new URL(normalise(name), new URL(root, globalThis.location?.href)).href;
+      refuseUnsafe(name, root);
+      const rootUrl = new URL(root, globalThis.location?.href);
+      const url = new URL(normalise(name), rootUrl).href;
+      // Belt and braces after unsafeFileName: whatever the URL parser makes of the name, the file
+      // must be on the same origin and under the base path.
+      if (!url.startsWith(rootUrl.href) || new URL(url).origin !== rootUrl.origin) {
+        throw new ModelSourceError(
+          name,
+          `refused: it resolves to ${url}, outside the model's base URL ${rootUrl.href}`,
+          'refused',
+        );
+      }
       const cache = await openCache();
       // A cached file is served without the network; a cached 404 (an optional file the folder
       // lacks) is only believed when the network is down, so a file added later is still found.
@@ -376,7 +526,7 @@ export function urlSource(base: string, options: UrlSourceOptions = {}): ModelSo
         const hit = await cache.match(url).catch(() => undefined);
         if (hit && hit.status === 404) knownMissing = true;
         else if (hit) {
-          const bytes = await readBody(hit, name, opts?.onProgress);
+          const bytes = await readBody(hit, name, opts);
           if (!looksLikeHtml(bytes, hit.headers.get('content-type'))) return bytes;
         }
       }
@@ -411,8 +561,9 @@ export function urlSource(base: string, options: UrlSourceOptions = {}): ModelSo
       }
       let bytes: Uint8Array;
       try {
-        bytes = await readBody(response, name, opts?.onProgress);
+        bytes = await readBody(response, name, opts);
       } catch (err) {
+        if (err instanceof ModelSourceError) throw err;
         throw new ModelSourceError(
           url,
           `download interrupted (${err instanceof Error ? err.message : String(err)})`,

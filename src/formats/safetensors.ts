@@ -2,7 +2,9 @@
 // little-endian header length N, N bytes of JSON header {name: {dtype, shape, data_offsets}, and an
 // optional "__metadata__": {string: string}}, then the raw tensor bytes. Everything the engine uses
 // is f32, so F16/BF16 tensors are widened on load; writing is F32 by default (F16/BF16 on request).
-// Every error is a ModelFileError naming the file and, where one is involved, the tensor.
+// Every error is a ModelFileError naming the file and, where one is involved, the tensor. The header
+// is validated completely (dtypes, shapes, byte ranges tiling the data section exactly, as the
+// format requires) before any tensor byte is touched.
 
 import { ModelFileError } from './errors';
 
@@ -45,7 +47,7 @@ const DTYPE_BYTES: Record<SafetensorsDtype, number> = { F32: 4, F16: 2, BF16: 2 
 const OTHER_DTYPES = ['F64', 'F8_E4M3', 'F8_E5M2', 'I64', 'I32', 'I16', 'I8', 'U8', 'BOOL'];
 
 // The reference implementation refuses headers over 100 MB; a bigger "length" is a corrupt file.
-const MAX_HEADER_BYTES = 100_000_000;
+export const MAX_HEADER_BYTES = 100_000_000;
 
 const isNonNegInt = (v: unknown): v is number =>
   typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
@@ -172,6 +174,42 @@ export function parseSafetensorsHeader(bytes: Uint8Array, fileName: string): Saf
         `but only ${dataLength} follow the header; data_offsets [${first[1].dataOffsets.join(', ')}] ` +
         `are out of range (was the download or copy interrupted?)`,
       first[0],
+    );
+  }
+  // The format requires the byte ranges to tile the data section: in order of their offsets, each
+  // begins where the previous ended (no gap, no overlap) and the last ends at the end of the file.
+  // Overlapping ranges would alias two tensors; a gap or trailing bytes hide data no tensor owns.
+  const sorted = [...entries].sort(
+    ([, a], [, b]) => a.dataOffsets[0] - b.dataOffsets[0] || a.dataOffsets[1] - b.dataOffsets[1],
+  );
+  let pos = 0;
+  let previous = '';
+  for (const [name, entry] of sorted) {
+    const [begin, end] = entry.dataOffsets;
+    if (begin < pos) {
+      throw new ModelFileError(
+        fileName,
+        `data_offsets [${begin}, ${end}] overlap tensor '${previous}', which ends at ${pos}; ` +
+          `each tensor must have its own bytes`,
+        name,
+      );
+    }
+    if (begin > pos) {
+      throw new ModelFileError(
+        fileName,
+        `data_offsets [${begin}, ${end}] leave bytes ${pos}…${begin} of the data section unused ` +
+          `(after ${previous ? `tensor '${previous}'` : 'the header'}); the tensors must be contiguous`,
+        name,
+      );
+    }
+    pos = end;
+    previous = name;
+  }
+  if (pos !== dataLength) {
+    throw new ModelFileError(
+      fileName,
+      `${dataLength - pos} bytes follow the last tensor's data (the data section is ${dataLength} ` +
+        `bytes, the tensors cover ${pos}); the file is damaged or has data appended`,
     );
   }
   return { metadata, entries, dataStart };

@@ -41,6 +41,68 @@ export interface Tokenizer {
   encodeChat(messages: ChatMessage[], options?: { addGenerationPrompt?: boolean }): number[];
 }
 
+/**
+ * The first token id of the tokenizer files that lies outside a model's vocabulary, as a
+ * ModelFileError naming the file and the token, or null when all fit. Checked at load: an id ≥
+ * vocab_size would otherwise only fail once a prompt containing that token reached the embedding.
+ * Reads tokenizer.json's model.vocab (token → id, or a Unigram list whose index is the id) and
+ * added_tokens, and tokenizer_config.json's added_tokens_decoder.
+ */
+export function tokenizerIdProblem(
+  files: ReadonlyMap<string, Uint8Array>,
+  vocabSize: number,
+): ModelFileError | null {
+  const outside = (file: string, token: string, id: unknown) =>
+    new ModelFileError(
+      file,
+      `token ${JSON.stringify(token)} has id ${JSON.stringify(id)}, outside vocab_size ${vocabSize} of ` +
+        `config.json (ids 0…${vocabSize - 1}): the tokenizer does not belong to this model`,
+    );
+  const bad = (id: unknown) =>
+    typeof id !== 'number' || !Number.isInteger(id) || id < 0 || id >= vocabSize;
+  const tokenizerBytes = files.get('tokenizer.json');
+  if (tokenizerBytes) {
+    const json = parseJsonFile(tokenizerBytes, 'tokenizer.json') as Record<string, unknown> | null;
+    if (typeof json !== 'object' || json === null || Array.isArray(json)) {
+      return new ModelFileError('tokenizer.json', 'expected a JSON object');
+    }
+    const model = json.model as Record<string, unknown> | null | undefined;
+    const vocab = model && typeof model === 'object' ? model.vocab : undefined;
+    if (Array.isArray(vocab)) {
+      // Unigram: [[piece, score], …]; the id is the position.
+      if (vocab.length > vocabSize) {
+        const piece = vocab[vocabSize];
+        return outside('tokenizer.json', Array.isArray(piece) ? String(piece[0]) : '?', vocabSize);
+      }
+    } else if (vocab && typeof vocab === 'object') {
+      for (const [token, id] of Object.entries(vocab as Record<string, unknown>)) {
+        if (bad(id)) return outside('tokenizer.json', token, id);
+      }
+    }
+    if (Array.isArray(json.added_tokens)) {
+      for (const t of json.added_tokens as Record<string, unknown>[]) {
+        if (t && typeof t === 'object' && bad(t.id)) {
+          return outside('tokenizer.json', String(t.content), t.id);
+        }
+      }
+    }
+  }
+  const configBytes = files.get('tokenizer_config.json');
+  if (configBytes) {
+    const json = parseJsonFile(configBytes, 'tokenizer_config.json') as Record<string, unknown>;
+    const decoder = json && typeof json === 'object' ? json.added_tokens_decoder : undefined;
+    if (decoder && typeof decoder === 'object') {
+      for (const [id, t] of Object.entries(decoder as Record<string, unknown>)) {
+        if (bad(Number(id))) {
+          const content = (t as { content?: unknown } | null)?.content;
+          return outside('tokenizer_config.json', String(content ?? ''), Number(id));
+        }
+      }
+    }
+  }
+  return null;
+}
+
 export interface TokenizerOptions {
   /** EOS ids from generation_config.json / config.json, listed before the tokenizer's own. */
   eosTokenIds?: number[];

@@ -14,6 +14,7 @@
 
 import {
   SUPPORTED_ARCHITECTURES,
+  llamaConfigProblem,
   numel,
   type LlamaConfig,
   type SupportedArchitecture,
@@ -219,7 +220,9 @@ function checkLlamaConfig(c: unknown): string | null {
   if (!Array.isArray(c.eosTokenIds) || !c.eosTokenIds.every(isNonNegInt)) {
     return 'modelConfig.eosTokenIds must be a list of token ids';
   }
-  return null;
+  // Bounds before anything is sized from the config (checkTensorSet lists every parameter).
+  const problem = llamaConfigProblem(c as unknown as LlamaConfig);
+  return problem === null ? null : `modelConfig.${problem}`;
 }
 
 const isIdentity = (v: unknown): v is Identity =>

@@ -4,6 +4,8 @@
 // from the prompt. Answers are checked with one checker for the whole dataset: exact (trimmed
 // string equality), numeric (|x − ref| ≤ tolerance) or choice (a single letter, "(B)" / "b." accepted).
 // A line without an answer is kept; its accuracy is "not applicable" (null).
+// Files from any editor load: a UTF-8 byte-order mark is ignored and lines may end in \n, \r\n or a
+// bare \r (classic Mac); every skipped line is reported with its 1-based number and the reason.
 
 import { formatPrompt } from './prompt';
 import { createRng, mixSeeds } from '../core/rng';
@@ -78,7 +80,8 @@ export function parseJsonlDataset(text: string, options: Partial<JsonlOptions> =
   validateJsonlOptions(o);
   const problems: Problem[] = [];
   const issues: JsonlIssue[] = [];
-  const lines = text.split(/\r?\n/);
+  // JSON text never holds a raw CR or LF inside a string, so splitting on all three is safe.
+  const lines = text.replace(/^\uFEFF/, '').split(/\r\n|\r|\n/);
   lines.forEach((raw, index) => {
     const line = index + 1;
     if (asciiTrim(raw) === '') return;
@@ -180,6 +183,25 @@ export interface JsonlTask extends Task {
   dataset: JsonlDataset;
 }
 
+/** Skipped lines as one sentence: 'line 5: not valid JSON (…); line 9: …' (the first `max`). */
+export function describeIssues(issues: readonly JsonlIssue[], max = 5): string {
+  const shown = issues.slice(0, max).map((i) => `line ${i.line}: ${i.message}`);
+  if (issues.length > max) shown.push(`and ${issues.length - max} more`);
+  return shown.join('; ');
+}
+
+/**
+ * The error when no training prompt fits the prompt-length limit, with the numbers to fix it:
+ * the shortest prompt's length and the option to raise (imported datasets often have long prompts).
+ */
+export function promptTooLongError(maxPromptLength: number, shortestTokens: number): RangeError {
+  return new RangeError(
+    `no training prompt fits maxPromptLength = ${maxPromptLength} tokens: the shortest prompt is ` +
+      `${shortestTokens} tokens; raise --max-prompt-length (maxPromptLength in a config file or the ` +
+      `playground's options) to at least ${shortestTokens}, or use shorter prompts`,
+  );
+}
+
 /** A task over an imported dataset; throws when no line is usable (the issues name the lines). */
 export function createJsonlTask(text: string, options: Partial<JsonlOptions> = {}): JsonlTask {
   const dataset = parseJsonlDataset(text, options);
@@ -190,9 +212,12 @@ export function createJsonlTask(text: string, options: Partial<JsonlOptions> = {
     );
   }
   const all = dataset.problems;
+  const skipped = dataset.issues.length
+    ? ` ${dataset.issues.length} line${dataset.issues.length === 1 ? '' : 's'} skipped: ${describeIssues(dataset.issues)}.`
+    : '';
   return {
     name: 'jsonl',
-    description: `Imported dataset${options.path ? ` ${options.path}` : ''} (${all.length} prompts).`,
+    description: `Imported dataset${options.path ? ` ${options.path}` : ''} (${all.length} prompts).${skipped}`,
     dataset,
     generate: (seed, count) => draw(all, seed, count),
     formatPrompt,

@@ -132,6 +132,32 @@ test('the app runs under nginx in Chromium, cross-origin isolated, with WebGPU',
   expect(await page.evaluate(() => crossOriginIsolated)).toBe(true);
 });
 
+// deploy/headers.json is the one list: every kind of response carries all of it, workers included.
+const HEADERS = (
+  JSON.parse(readFileSync('deploy/headers.json', 'utf8')) as { headers: Record<string, string> }
+).headers;
+const picked = (res: Response) =>
+  Object.fromEntries(Object.keys(HEADERS).map((k) => [k, res.headers.get(k)]));
+
+test('every response carries deploy/headers.json: page, worker script, model file, fallback', async () => {
+  const worker = readdirSync(join(DIST, 'assets')).find((f) => /worker.*\.js$/.test(f));
+  expect(worker, 'the build has a worker script').toBeTruthy();
+  for (const path of [
+    '/',
+    `/assets/${worker}`,
+    '/sw.js',
+    '/models/tiny-reasoner/config.json',
+    '/learn/advantages',
+  ]) {
+    const res = await fetch(url(path));
+    expect(res.status, path).toBe(200);
+    expect(picked(res), path).toEqual(HEADERS);
+  }
+  expect((await fetch(url('/'))).headers.get('content-security-policy')).toContain(
+    "frame-ancestors 'none'",
+  );
+});
+
 test('unknown paths fall back to the app (client-side routes)', async () => {
   const res = await fetch(url('/learn/advantages'));
   expect(res.status).toBe(200);

@@ -1,6 +1,8 @@
-// The Content-Security-Policy is written twice: index.html's meta tag (the page) and the nginx
-// header (every response, workers included). Both must say the same, and only connect-src is
-// wider than the app's own origin: https: for model URLs of another origin (Hugging Face).
+// The Content-Security-Policy is written twice: index.html's meta tag (the page) and the header
+// (deploy/headers.json → nginx and vite: every response, workers included). Both must say the
+// same, except frame-ancestors, which only a header can carry (browsers ignore it in a meta tag,
+// with a console warning); only connect-src is wider than the app's own origin: https: for model
+// URLs of another origin (Hugging Face).
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 
@@ -31,6 +33,9 @@ describe('Content-Security-Policy', () => {
     const a = parse(meta!);
     const b = parse(header!);
     a.delete('manifest-src');
+    expect(b.get('frame-ancestors')).toEqual(["'none'"]);
+    expect(a.has('frame-ancestors')).toBe(false);
+    b.delete('frame-ancestors');
     expect(Object.fromEntries(b)).toEqual(Object.fromEntries(a));
   });
 
@@ -43,6 +48,10 @@ describe('Content-Security-Policy', () => {
       expect(policy.get('object-src')).toEqual(["'none'"]);
       for (const [name, values] of policy) {
         if (name === 'connect-src') continue;
+        if (name === 'frame-ancestors') {
+          expect(values).toEqual(["'none'"]);
+          continue;
+        }
         expect(values, name).not.toContain('https:');
         expect(
           values.some((v) => v === '*' || v.includes('://')),

@@ -1,13 +1,22 @@
 // Loading Hugging Face model folders: tiny folders built from bytes in the test (F32, F16, BF16,
 // sharded, tied embeddings), from File objects, a disk folder and a local HTTP server; one test per
 // bad input asserting the message.
-import { mkdtempSync, readFileSync, rmSync, mkdirSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import {
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  mkdirSync,
+  symlinkSync,
+  truncateSync,
+  writeFileSync,
+} from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadHfFolder } from '../../src/formats/hf-folder';
+import { loadHfFolder, MAX_JSON_FILE_BYTES, maxWeightFileBytes } from '../../src/formats/hf-folder';
 import {
   filesSource,
   folderSource,
@@ -396,3 +405,340 @@ describe('loading from a URL (local HTTP server on 127.0.0.1)', () => {
     expect(err.message).toContain('returned an HTML page instead of model.safetensors');
   });
 });
+
+// ---- untrusted folders: names stay inside, sizes stay bounded, values are checked at load ----
+
+/** A model folder on disk inside a parent that also holds files the model must never read. */
+function diskFolder(files: Record<string, Uint8Array>) {
+  const parent = mkdtempSync(join(tmpdir(), 'hf-contain-'));
+  const dir = join(parent, 'model');
+  mkdirSync(dir);
+  for (const [name, bytes] of Object.entries(files)) writeFileSync(join(dir, name), bytes);
+  return { parent, dir };
+}
+
+/** A sharded folder whose index points `first tensor`'s shard at `shardName`. */
+function indexedFiles(shardName: string) {
+  const { files, weights } = folder(llamaConfigJson);
+  delete files['model.safetensors'];
+  const weightMap = Object.fromEntries(weights.map((w) => [w.name, 'model-1.safetensors']));
+  weightMap[weights[0].name] = shardName;
+  files['model.safetensors.index.json'] = json({ weight_map: weightMap });
+  files['model-1.safetensors'] = writeSafetensors(weights.slice(1));
+  return { files, weights, first: weights[0] };
+}
+
+describe('shard names from model.safetensors.index.json stay inside the folder', () => {
+  const hostile: [string, string][] = [
+    ['../outside.safetensors', "it climbs out of the folder ('..')"],
+    ['sub/../../outside.safetensors', "it climbs out of the folder ('..')"],
+    ['%2e%2e/outside.safetensors', "it climbs out of the folder ('..')"],
+    ['/etc/passwd', 'it is an absolute path'],
+    ['/proc/self/environ', 'it is an absolute path'],
+    ['C:\\Windows\\win.ini', 'it is an absolute path (a drive letter)'],
+    ['https://evil.example/x.safetensors', 'it is a URL, not a file name'],
+    ['/dev/zero', 'it is an absolute path'],
+    ['model-1.bin', 'it is not a .safetensors file'],
+  ];
+  for (const [shard, why] of hostile) {
+    it(`refuses ${JSON.stringify(shard)} before reading anything`, async () => {
+      const { files, first } = indexedFiles(shard);
+      const { parent, dir } = diskFolder(files);
+      // A valid shard right outside the folder: the old loader read it and loaded the model.
+      writeFileSync(join(parent, 'outside.safetensors'), writeSafetensors([first]));
+      try {
+        const err = await errorOf(loadHfFolder(folderSource(dir)));
+        expect(err).toBeInstanceOf(ModelFileError);
+        expect((err as ModelFileError).file).toBe('model.safetensors.index.json');
+        expect((err as ModelFileError).tensor).toBe(first.name);
+        expect(err.message).toBe(
+          `model.safetensors.index.json (tensor '${first.name}'): weight_map names shard ` +
+            `${JSON.stringify(shard)}, which is refused: ${why}; shards must be .safetensors files ` +
+            `inside the model folder, named relative to it (e.g. "model-00001-of-00002.safetensors")`,
+        );
+      } finally {
+        rmSync(parent, { recursive: true, force: true });
+      }
+    });
+  }
+});
+
+describe('folderSource reads only regular files inside its folder', () => {
+  let parent: string;
+  let dir: string;
+  beforeAll(() => {
+    ({ parent, dir } = diskFolder({ 'config.json': json(llamaConfigJson) }));
+    writeFileSync(join(parent, 'secret.txt'), 'SECRET=1');
+    symlinkSync(join(parent, 'secret.txt'), join(dir, 'link-out.safetensors'));
+    symlinkSync('/dev/zero', join(dir, 'zero.safetensors'));
+    symlinkSync(join(dir, 'config.json'), join(dir, 'link-in.json'));
+    mkdirSync(join(dir, 'sub'));
+    execFileSync('mkfifo', [join(dir, 'fifo.safetensors')]);
+  });
+  afterAll(() => rmSync(parent, { recursive: true, force: true }));
+
+  async function refusal(name: string): Promise<ModelSourceError> {
+    const err = await errorOf(folderSource(dir).read(name));
+    expect(err).toBeInstanceOf(ModelSourceError);
+    expect((err as ModelSourceError).reason).toBe('refused');
+    return err as ModelSourceError;
+  }
+
+  it('refuses names that leave the folder', async () => {
+    expect((await refusal('../secret.txt')).message).toBe(
+      `../secret.txt: refused: it climbs out of the folder ('..'); only file names inside folder ${dir} can be read`,
+    );
+    expect((await refusal(join(parent, 'secret.txt'))).message).toContain(
+      'refused: it is an absolute path',
+    );
+  });
+
+  it('refuses a link that points outside, even to a device', async () => {
+    expect((await refusal('link-out.safetensors')).message).toBe(
+      `link-out.safetensors: refused: it is a link to ${join(parent, 'secret.txt')}, outside folder ${dir}; copy the file into the folder`,
+    );
+    expect((await refusal('zero.safetensors')).message).toContain(
+      'refused: it is a link to /dev/zero, outside folder',
+    );
+  });
+
+  it('refuses a FIFO and a folder without opening them (a FIFO would block)', async () => {
+    expect((await refusal('fifo.safetensors')).message).toBe(
+      `fifo.safetensors: refused: ${join(dir, 'fifo.safetensors')} is not a regular file (a folder, device, FIFO or socket)`,
+    );
+    expect((await refusal('sub')).message).toContain('is not a regular file');
+  }, 5000);
+
+  it('reads a link that stays inside, and a Hugging Face hub cache snapshot (links to ../../blobs)', async () => {
+    expect(await folderSource(dir).read('link-in.json')).toEqual(json(llamaConfigJson));
+    const hub = mkdtempSync(join(tmpdir(), 'hub-'));
+    try {
+      mkdirSync(join(hub, 'blobs'));
+      mkdirSync(join(hub, 'snapshots', 'abc123'), { recursive: true });
+      writeFileSync(join(hub, 'blobs', 'f00d'), 'hello');
+      symlinkSync('../../blobs/f00d', join(hub, 'snapshots', 'abc123', 'config.json'));
+      const bytes = await folderSource(join(hub, 'snapshots', 'abc123')).read('config.json');
+      expect(new TextDecoder().decode(bytes)).toBe('hello');
+    } finally {
+      rmSync(hub, { recursive: true, force: true });
+    }
+  });
+
+  it('refuses a file larger than the caller allows, before reading it', async () => {
+    const err = await errorOf(
+      folderSource(dir).read('config.json', { maxBytes: 10, maxBytesReason: 'a test limit' }),
+    );
+    expect((err as ModelSourceError).reason).toBe('too-large');
+    expect(err.message).toBe(
+      `config.json: is ${json(llamaConfigJson).length} bytes, more than the 10 bytes allowed (a test limit); is it the right file?`,
+    );
+  });
+
+  it('a weight file larger than config.json can explain is refused by loadHfFolder (sparse 120 MB file)', async () => {
+    const { files } = folder(llamaConfigJson);
+    const { parent: p, dir: d } = diskFolder(files);
+    try {
+      truncateSync(join(d, 'model.safetensors'), 120 * 2 ** 20);
+      const config = parseHfConfig(llamaConfigJson);
+      const err = await errorOf(loadHfFolder(folderSource(d)));
+      expect((err as ModelSourceError).reason).toBe('too-large');
+      expect(err.message).toBe(
+        `model.safetensors: is ${120 * 2 ** 20} bytes, more than the ${maxWeightFileBytes(config)} bytes ` +
+          `allowed (what the tensors config.json describes can take, in F32); is it the right file?`,
+      );
+    } finally {
+      rmSync(p, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('urlSource stays under its base URL and stops endless bodies', () => {
+  let server: Server;
+  let base = '';
+  let served = 0;
+  beforeAll(async () => {
+    server = createServer((req, res) => {
+      const path = new URL(req.url!, 'http://x').pathname;
+      if (path === '/secret.json') {
+        res.writeHead(200, { 'content-type': 'application/json' }).end('{"secret":1}');
+        return;
+      }
+      if (path === '/endless/config.json') {
+        // No Content-Length, never ends: /dev/zero over HTTP.
+        res.writeHead(200, { 'content-type': 'application/json' });
+        const chunk = Buffer.alloc(1 << 16, 0x20);
+        const pump = () => {
+          while (res.write(chunk)) served += chunk.length;
+          if (!res.destroyed) res.once('drain', pump);
+        };
+        res.on('close', () => res.removeAllListeners('drain'));
+        pump();
+        return;
+      }
+      res.writeHead(404).end();
+    });
+    await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  afterAll(() => {
+    server.closeAllConnections();
+    return new Promise<void>((ok) => server.close(() => ok()));
+  });
+
+  it('refuses names that resolve outside the base URL or to another origin', async () => {
+    const source = urlSource(`${base}/model/`, { cacheName: false });
+    for (const [name, why] of [
+      ['../secret.json', "it climbs out of the folder ('..')"],
+      ['%2e%2e/secret.json', "it climbs out of the folder ('..')"],
+      ['/secret.json', 'it is an absolute path'],
+      ['//evil.example/x.json', 'it is an absolute path'],
+      ['https://evil.example/x.json', 'it is a URL, not a file name'],
+    ]) {
+      const err = await errorOf(source.read(name));
+      expect(err).toBeInstanceOf(ModelSourceError);
+      expect((err as ModelSourceError).reason, name).toBe('refused');
+      expect(err.message).toBe(
+        `${name}: refused: ${why}; only file names inside ${base}/model/ can be read`,
+      );
+    }
+  });
+
+  it('stops reading config.json at the JSON size limit', async () => {
+    const err = await errorOf(loadHfFolder(urlSource(`${base}/endless/`, { cacheName: false })));
+    expect((err as ModelSourceError).reason).toBe('too-large');
+    expect(err.message).toMatch(
+      new RegExp(
+        `^config\\.json: is \\d+ bytes, more than the ${MAX_JSON_FILE_BYTES} bytes allowed ` +
+          `\\(a JSON settings file of a model folder\\); is it the right file\\?$`,
+      ),
+    );
+    expect(served).toBeLessThan(MAX_JSON_FILE_BYTES * 4);
+  }, 20_000);
+});
+
+describe('config.json bounds every dimension before anything is sized from it', () => {
+  const bounded: [string, number, number][] = [
+    ['num_hidden_layers', 1e7, 1024],
+    ['hidden_size', 1 << 20, 65536],
+    ['num_attention_heads', 4096, 1024],
+    ['num_key_value_heads', 4096, 1024],
+    ['intermediate_size', 1e9, 262144],
+    ['vocab_size', 1e9, 4194304],
+    ['max_position_embeddings', 1e12, 16777216],
+  ];
+  for (const [key, value, max] of bounded) {
+    it(`${key} = ${value}`, () => {
+      const started = performance.now();
+      const err = errorOfSync(() => parseHfConfig({ ...llamaConfigJson, [key]: value }));
+      expect(performance.now() - started).toBeLessThan(100);
+      expect(err).toBeInstanceOf(ModelConfigError);
+      expect(err.message).toBe(
+        `config.json: '${key}' is ${value}, more than the ${max} this app supports; ` +
+          `the file is damaged or not a small Llama-family model`,
+      );
+    });
+  }
+
+  const invalid: [string, Record<string, unknown>, string][] = [
+    [
+      'hidden_size not divisible by the heads',
+      { hidden_size: 10, num_attention_heads: 4, num_key_value_heads: 2 },
+      'config.json: head dimension 2.5 must be an even integer (hidden_size 10 / num_attention_heads 4; set ' +
+        "'head_dim' or fix them)",
+    ],
+    [
+      'hidden_act gelu',
+      { hidden_act: 'gelu' },
+      `config.json: 'hidden_act' is "gelu"; only "silu" (SwiGLU) is supported`,
+    ],
+    [
+      'mlp_bias true',
+      { mlp_bias: true },
+      "config.json: 'mlp_bias' is true; only MLPs without bias are supported (set it to false only if the " +
+        'checkpoint really has no MLP bias tensors)',
+    ],
+    ['rope_theta 0', { rope_theta: 0 }, "config.json: 'rope_theta' must be a number > 0, got 0"],
+    [
+      'rope_theta negative',
+      { rope_theta: -1e4 },
+      "config.json: 'rope_theta' must be a number > 0, got -10000",
+    ],
+    [
+      'rms_norm_eps 0',
+      { rms_norm_eps: 0 },
+      "config.json: 'rms_norm_eps' must be a number > 0, got 0",
+    ],
+    [
+      'eos_token_id outside vocab_size',
+      { eos_token_id: [2, 272] },
+      "config.json: 'eos_token_id' has token id 272, outside the vocabulary (vocab_size 272 in config.json allows 0…271)",
+    ],
+    [
+      'bos_token_id negative',
+      { bos_token_id: -1 },
+      "config.json: 'bos_token_id' must be a token id (an integer ≥ 0) or a list of them, got -1",
+    ],
+  ];
+  for (const [label, edit, message] of invalid) {
+    it(label, () => {
+      const err = errorOfSync(() => parseHfConfig({ ...llamaConfigJson, ...edit }));
+      expect(err).toBeInstanceOf(ModelConfigError);
+      expect(err.message).toBe(message);
+    });
+  }
+});
+
+describe('loadHfFolder checks token ids and weight values at load', () => {
+  it('an EOS id in generation_config.json outside vocab_size', async () => {
+    const { files } = folder(llamaConfigJson);
+    files['generation_config.json'] = json({ eos_token_id: [2, 5000] });
+    const err = await errorOf(loadHfFolder(asFiles(files)));
+    expect(err).toBeInstanceOf(ModelFileError);
+    expect(err.message).toBe(
+      "generation_config.json: 'eos_token_id' has token id 5000, outside the vocabulary (vocab_size 272 in config.json allows 0…271)",
+    );
+  });
+
+  it('tokenizer ids outside vocab_size (a tokenizer of another model), before any weights', async () => {
+    const small = { ...llamaConfigJson, vocab_size: 100, bos_token_id: 1, eos_token_id: 2 };
+    const { files } = folder(small);
+    delete files['generation_config.json'];
+    const vocab = (
+      JSON.parse(new TextDecoder().decode(tokenizerFiles['tokenizer.json'])) as {
+        model: { vocab: Record<string, number> };
+      }
+    ).model.vocab;
+    const [token, id] = Object.entries(vocab).find(([, i]) => i >= 100)!;
+    const err = await errorOf(loadHfFolder(asFiles(files)));
+    expect(err).toBeInstanceOf(ModelFileError);
+    expect(err.message).toBe(
+      `tokenizer.json: token ${JSON.stringify(token)} has id ${id}, outside vocab_size 100 of ` +
+        `config.json (ids 0…99): the tokenizer does not belong to this model`,
+    );
+  });
+
+  it('NaN and Inf weights name the tensor and the count', async () => {
+    const { files, weights } = folder(llamaConfigJson);
+    const bad = weights.map((w) => ({ ...w, data: w.data.slice() }));
+    const target = bad.find((w) => w.name === 'model.layers.1.mlp.down_proj.weight')!;
+    target.data[0] = NaN;
+    target.data[5] = Infinity;
+    target.data[7] = -Infinity;
+    files['model.safetensors'] = writeSafetensors(bad);
+    const err = await errorOf(loadHfFolder(asFiles(files)));
+    expect(err).toBeInstanceOf(ModelFileError);
+    expect(err.message).toBe(
+      "model.safetensors (tensor 'model.layers.1.mlp.down_proj.weight'): 3 of 96 values are NaN or " +
+        'infinite: the checkpoint is damaged (or was saved from a diverged run)',
+    );
+  });
+});
+
+function errorOfSync(fn: () => unknown): Error {
+  try {
+    fn();
+  } catch (err) {
+    return err as Error;
+  }
+  throw new Error('expected an error');
+}

@@ -1,6 +1,11 @@
 // JSONL datasets: both line forms, malformed lines with their numbers, the three checkers.
 import { describe, expect, it } from 'vitest';
-import { createJsonlTask, parseJsonlDataset } from '../../src/tasks/jsonl';
+import {
+  createJsonlTask,
+  describeIssues,
+  parseJsonlDataset,
+  promptTooLongError,
+} from '../../src/tasks/jsonl';
 import { createTask, trainEvalProblems } from '../../src/tasks/index';
 import { verifyAnswer } from '../../src/tasks/verify';
 
@@ -132,3 +137,67 @@ describe('jsonl splits', () => {
     ).toEqual(task.dataset.problems.map((p) => p.id).sort());
   });
 });
+
+describe('files from any editor', () => {
+  const rows = [
+    '{"prompt": "What is 2 + 2?", "answer": "4"}',
+    'oops',
+    '{"prompt": "Capital of France?", "answer": "Paris"}',
+  ];
+
+  it('a UTF-8 byte-order mark before the first line is ignored', () => {
+    const { problems, issues } = parseJsonlDataset('\uFEFF' + rows.join('\n'));
+    expect(problems.map((p) => p.id)).toEqual(['jsonl-1', 'jsonl-3']);
+    expect(problems[0].question).toBe('What is 2 + 2?');
+    expect(issues.map((i) => i.line)).toEqual([2]);
+  });
+
+  it('CR-only (classic Mac) and mixed line ends give the same lines and line numbers', () => {
+    for (const eol of ['\r', '\r\n', '\n']) {
+      const { problems, issues } = parseJsonlDataset(rows.join(eol) + eol);
+      expect(
+        problems.map((p) => [p.id, p.reference]),
+        JSON.stringify(eol),
+      ).toEqual([
+        ['jsonl-1', '4'],
+        ['jsonl-3', 'Paris'],
+      ]);
+      expect(issues).toEqual([{ line: 2, message: expect.stringMatching(/^not valid JSON/) }]);
+    }
+    const mixed = parseJsonlDataset(`${rows[0]}\r${rows[1]}\r\n${rows[2]}\n`);
+    expect(mixed.problems.map((p) => p.id)).toEqual(['jsonl-1', 'jsonl-3']);
+  });
+
+  it('the task names every skipped line and why', () => {
+    const task = createJsonlTask(
+      ['{"prompt": "a", "answer": "1"}', 'nope', '{"prompt": 5}', '{"prompt": "b"}'].join('\r'),
+      { path: 'data.jsonl' },
+    );
+    expect(task.description).toBe(
+      'Imported dataset data.jsonl (2 prompts). 2 lines skipped: line 2: not valid JSON ' +
+        `(${jsonError('nope')}); line 3: expected a string "prompt" or a "messages" array.`,
+    );
+    expect(describeIssues(task.dataset.issues)).toBe(
+      `line 2: not valid JSON (${jsonError('nope')}); line 3: expected a string "prompt" or a "messages" array`,
+    );
+  });
+
+  it('a prompt-length error gives the shortest length and the flag to change', () => {
+    const err = promptTooLongError(64, 97);
+    expect(err).toBeInstanceOf(RangeError);
+    expect(err.message).toBe(
+      'no training prompt fits maxPromptLength = 64 tokens: the shortest prompt is 97 tokens; raise ' +
+        "--max-prompt-length (maxPromptLength in a config file or the playground's options) to at " +
+        'least 97, or use shorter prompts',
+    );
+  });
+});
+
+function jsonError(text: string): string {
+  try {
+    JSON.parse(text);
+  } catch (e) {
+    return (e as Error).message;
+  }
+  return '';
+}

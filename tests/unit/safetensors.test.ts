@@ -259,3 +259,62 @@ describe('bad safetensors files give a ModelFileError naming file and tensor', (
     );
   });
 });
+
+describe('byte ranges must tile the data section exactly (contiguous, non-overlapping, complete)', () => {
+  const f32 = (begin: number, end: number, n = (end - begin) / 4) => ({
+    dtype: 'F32',
+    shape: [n],
+    data_offsets: [begin, end],
+  });
+
+  it('accepts ranges listed out of order in the header when they tile the data', () => {
+    const file = rawFile({ b: f32(8, 12), a: f32(0, 8) }, f32Bytes([1, 2, 3]));
+    const { tensors } = parseSafetensors(file, 'ok.safetensors');
+    expect([...tensors.get('a')!.data]).toEqual([1, 2]);
+    expect([...tensors.get('b')!.data]).toEqual([3]);
+  });
+
+  it('overlapping ranges (two tensors aliasing the same bytes)', () => {
+    const file = rawFile({ a: f32(0, 8), b: f32(4, 12) }, new Uint8Array(12));
+    const err = errorOf(() => parseSafetensors(file, 'overlap.safetensors'));
+    expect(err.tensor).toBe('b');
+    expect(err.message).toBe(
+      "overlap.safetensors (tensor 'b'): data_offsets [4, 12] overlap tensor 'a', which ends at 8; " +
+        'each tensor must have its own bytes',
+    );
+  });
+
+  it('the same range twice', () => {
+    const file = rawFile({ a: f32(0, 8), b: f32(0, 8) }, new Uint8Array(8));
+    expect(errorOf(() => parseSafetensors(file, 'alias.safetensors')).message).toBe(
+      "alias.safetensors (tensor 'b'): data_offsets [0, 8] overlap tensor 'a', which ends at 8; " +
+        'each tensor must have its own bytes',
+    );
+  });
+
+  it('a gap between tensors', () => {
+    const file = rawFile({ a: f32(0, 4), b: f32(8, 12) }, new Uint8Array(12));
+    expect(errorOf(() => parseSafetensors(file, 'gap.safetensors')).message).toBe(
+      "gap.safetensors (tensor 'b'): data_offsets [8, 12] leave bytes 4…8 of the data section " +
+        "unused (after tensor 'a'); the tensors must be contiguous",
+    );
+  });
+
+  it('data that does not start at 0', () => {
+    const file = rawFile({ a: f32(4, 8) }, new Uint8Array(8));
+    expect(errorOf(() => parseSafetensors(file, 'start.safetensors')).message).toBe(
+      "start.safetensors (tensor 'a'): data_offsets [4, 8] leave bytes 0…4 of the data section " +
+        'unused (after the header); the tensors must be contiguous',
+    );
+  });
+
+  it('bytes after the last tensor', () => {
+    const file = rawFile({ a: f32(0, 8) }, new Uint8Array(20));
+    const err = errorOf(() => parseSafetensors(file, 'tail.safetensors'));
+    expect(err.tensor).toBeUndefined();
+    expect(err.message).toBe(
+      "tail.safetensors: 12 bytes follow the last tensor's data (the data section is 20 bytes, the " +
+        'tensors cover 8); the file is damaged or has data appended',
+    );
+  });
+});

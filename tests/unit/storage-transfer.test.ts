@@ -348,3 +348,53 @@ describe('import rejects bad files and changes nothing', () => {
     expect(checkpoint.tensorCount).toBe(saved.tensors.length);
   });
 });
+
+describe('import bounds the model config before sizing anything from it', () => {
+  const withConfig = (edit: Partial<LlamaConfig>) => {
+    const { manifest, safetensors } = decodeCheckpointFile(exported, 'x');
+    const m = structuredClone(manifest) as ExportManifest;
+    Object.assign(m.modelConfig, edit);
+    return encodeCheckpointFile(m, safetensors);
+  };
+  const cases: Array<[string, Partial<LlamaConfig>, string]> = [
+    [
+      '10^6 layers in a small file',
+      { numLayers: 1_000_000 },
+      'modelConfig.numLayers (num_hidden_layers) is 1000000, more than the 1024 this app supports',
+    ],
+    [
+      'a vocabulary of 10^9',
+      { vocabSize: 1e9 },
+      'modelConfig.vocabSize (vocab_size) is 1000000000, more than the 4194304 this app supports',
+    ],
+    [
+      'heads not a multiple of kv-heads',
+      { numHeads: 3, numKvHeads: 2 },
+      'modelConfig.numHeads (3) must be a multiple of numKvHeads (2)',
+    ],
+    ['rmsNormEps 0', { rmsNormEps: 0 }, 'modelConfig.rmsNormEps must be > 0, got 0'],
+    [
+      'an EOS id outside the vocabulary',
+      { eosTokenIds: [13] },
+      'modelConfig.eosTokenIds has id 13, outside vocabSize 13',
+    ],
+  ];
+  for (const [label, edit, message] of cases) {
+    it(
+      label,
+      async () => {
+        const bytes = withConfig(edit);
+        const before = await snapshot(target);
+        const started = performance.now();
+        const err = await target
+          .importCheckpoint(bytes, { fileName: 'big.grpockpt' })
+          .catch((e: unknown) => e);
+        expect(performance.now() - started).toBeLessThan(2000);
+        expect(err).toBeInstanceOf(CheckpointImportError);
+        expect((err as Error).message).toBe(`big.grpockpt: ${message}`);
+        expect(await snapshot(target)).toEqual(before);
+      },
+      10_000,
+    );
+  }
+});

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { configSchemaRows, resolveConfig } from '../../src/grpo/config';
 import { accuracyReward, formatReward } from '../../src/grpo/rewards';
 import { exportTrl } from '../../src/export/trl-export';
+import { rewardsPy } from '../../src/export/trl-templates/rewards-py';
 import { createTask, trainEvalProblems } from '../../src/tasks/index';
 import { formatPrompt } from '../../src/tasks/prompt';
 import type { Problem } from '../../src/tasks/types';
@@ -262,4 +263,240 @@ describe('exported project', () => {
     expect(out.has('eval.jsonl')).toBe(false);
     expect(out.get('train_grpo.py')).toContain('CONVERSATIONAL = True');
   });
+});
+
+// ---- untrusted text stays data -------------------------------------------------------------
+// A custom reward's id and JS source come from the user (or from a shared config / URL). Before
+// the fix a bare \r in the source ended the comment that quoted it, so the rest of that line was
+// Python and `import rewards` ran it. The proof here is Python's own parser: the generated files
+// have exactly the top-level statements of a harmless export, and every source and id comes
+// back unchanged from the CUSTOM_JS_SOURCES string constants.
+
+const PAYLOAD = "__import__('os').system('touch PWNED')";
+const HOSTILE_SOURCES: Record<string, string> = {
+  cr: `() => 0\r${PAYLOAD}\r# `,
+  lf: `() => 0\n${PAYLOAD}`,
+  crlf: `() => 0\r\n${PAYLOAD}\r\n`,
+  ls: `() => 0\u2028${PAYLOAD}\u2029x\u0085y`,
+  triple: `() => """\n${PAYLOAD}\n""" + '''\r${PAYLOAD}\r'''`,
+  quotes: `"); ${PAYLOAD}; ("\\`,
+  backslash: `() => '\\\\'\\\r${PAYLOAD}`,
+  nul: `() => 0\x00\r${PAYLOAD}\x0b\x0c\x1b\x7f\x9f`,
+  astral: `() => '🤔 \ud800 \udc00 é'\r${PAYLOAD}`,
+};
+const HOSTILE_IDS = [
+  `x\n${PAYLOAD}`,
+  `y\r${PAYLOAD}`,
+  `z\u2028'''"""\\`,
+  `w\x00\ud800`,
+  "q')\nimport os\n#",
+];
+
+/** What `python3 -c` prints for each file: top-level statement kinds/names and the sources dict. */
+const PY_AST_DUMP = [
+  'import ast, json, sys',
+  'def name(n):',
+  '    if isinstance(n, (ast.FunctionDef, ast.ClassDef)): return n.name',
+  '    if isinstance(n, ast.Assign): return ",".join(t.id for t in n.targets if isinstance(t, ast.Name))',
+  '    if isinstance(n, (ast.Import, ast.ImportFrom)): return ",".join(a.name for a in n.names)',
+  '    return ""',
+  'def dump(path):',
+  '    tree = ast.parse(open(path, encoding="utf-8").read())',
+  '    stmts = [[type(n).__name__, name(n)] for n in tree.body]',
+  '    sources = None',
+  '    for n in tree.body:',
+  '        if isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "CUSTOM_JS_SOURCES" for t in n.targets):',
+  '            sources = ast.literal_eval(n.value)',
+  '    return {"stmts": stmts, "sources": sources}',
+  'print(json.dumps([dump(p) for p in sys.argv[1:]]))',
+].join('\n');
+
+const hasPython = (() => {
+  try {
+    execFileSync(PYTHON, ['-c', 'import ast'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+})();
+
+/** The export of a config whose custom rewards have these ids and sources. */
+function exportWith(custom: Record<string, string>, model = 'HuggingFaceTB/SmolLM2-135M') {
+  const config = resolveConfig({
+    steps: 1,
+    perStepPrompts: 1,
+    evalPrompts: 0,
+    model,
+    rewards: ['format', ...Object.keys(custom).map((id) => `custom:${id}`)],
+    customRewards: custom,
+  });
+  const task = createTask(config.task, config.taskOptions);
+  const { train } = trainEvalProblems(task, config.seed, 1, 0);
+  return exportTrl(config, { trainPrompts: train, evalPrompts: [] });
+}
+
+/**
+ * The TS check, which runs without python3: a small lexer for the Python this exporter writes
+ * (comments end at \r, \n or \r\n as in Python; string literals with prefixes, triple quotes and
+ * escapes). It returns the code outside comments and strings, and the strings' raw text.
+ */
+function lexPython(src: string): { code: string; strings: string[] } {
+  let code = '';
+  const strings: string[] = [];
+  let i = 0;
+  while (i < src.length) {
+    const c = src[i];
+    if (c === '#') {
+      while (i < src.length && src[i] !== '\n' && src[i] !== '\r') i++;
+      continue;
+    }
+    const prefix = /^(?:[rRbBuUfF]{0,2})(?="|')/.exec(src.slice(i, i + 3));
+    const identBefore = i > 0 && /[A-Za-z0-9_]/.test(src[i - 1]);
+    if (prefix && !identBefore) {
+      const start = i;
+      const raw = /r/i.test(prefix[0]);
+      i += prefix[0].length;
+      const q = src[i];
+      const triple = src.startsWith(q.repeat(3), i);
+      const close = triple ? q.repeat(3) : q;
+      i += close.length;
+      for (;;) {
+        if (i >= src.length) throw new Error(`unterminated string at ${start}`);
+        if (src[i] === '\\') {
+          i += 2;
+          continue;
+        }
+        if (!triple && (src[i] === '\n' || src[i] === '\r')) {
+          throw new Error(`line break inside a string at ${i}`);
+        }
+        if (src.startsWith(close, i)) {
+          i += close.length;
+          break;
+        }
+        i++;
+      }
+      strings.push(src.slice(start, i));
+      code += raw ? 'R' : 'S';
+      continue;
+    }
+    code += c;
+    i++;
+  }
+  // Blank and comment-only lines mean nothing to Python; a longer quoted source adds some.
+  code = code
+    .split(/\r\n|\r|\n/)
+    .filter((line) => line.trim() !== '')
+    .join('\n');
+  return { code, strings };
+}
+
+/** Decodes a literal written by pyStr (the escapes it uses), refusing anything else. */
+function decodePyStr(literal: string): string {
+  expect(literal).toMatch(
+    /^"(?:[\x20\x21\x23-\x5b\x5d-\x7e]|\\[\\"nrt]|\\x[0-9a-f]{2}|\\u[0-9a-f]{4}|\\U[0-9a-f]{8})*"$/,
+  );
+  return literal
+    .slice(1, -1)
+    .replace(/\\(?:x([0-9a-f]{2})|u([0-9a-f]{4})|U([0-9a-f]{8})|(.))/g, (_, x, u, U, ch) =>
+      x || u
+        ? String.fromCharCode(parseInt(x ?? u, 16))
+        : U
+          ? String.fromCodePoint(parseInt(U, 16))
+          : (({ n: '\n', r: '\r', t: '\t' } as Record<string, string>)[ch] ?? ch),
+    );
+}
+
+describe('TRL export of hostile custom rewards writes data, never code', () => {
+  // Sources through the whole export (config ids are validated there, sources are not); ids
+  // straight through the rewards.py template, which must be safe on its own whatever the config
+  // layer lets through.
+  const benignSources = Object.fromEntries(
+    Object.keys(HOSTILE_SOURCES).map((id) => [id, '() => 0']),
+  );
+  const idStubs = HOSTILE_IDS.map((id, i) => ({
+    id,
+    pythonName: `custom_id_${i}`,
+    source: `({ completion }) => 1 // id test\r${PAYLOAD}`,
+  }));
+  const benignIdStubs = idStubs.map((s, i) => ({ ...s, id: `id-${i}`, source: '() => 0' }));
+  const idRewardsPy = (stubs: typeof idStubs) =>
+    rewardsPy({ rewards: ['format', ...stubs.map((s) => `custom:${s.id}`)], custom: stubs });
+  const expectedSources: Record<string, Record<string, string>> = {
+    'rewards.py': HOSTILE_SOURCES,
+    'rewards_ids.py': Object.fromEntries(idStubs.map((s) => [s.id, s.source])),
+    'train_grpo.py': {},
+  };
+  const FILES = Object.keys(expectedSources);
+  const model = `evil"\r${PAYLOAD}\n#\u2028`;
+  let bad: Map<string, string>;
+  let good: Map<string, string>;
+  let tmp: string;
+  beforeAll(() => {
+    bad = exportWith(HOSTILE_SOURCES, model);
+    bad.set('rewards_ids.py', idRewardsPy(idStubs));
+    good = exportWith(benignSources);
+    good.set('rewards_ids.py', idRewardsPy(benignIdStubs));
+    tmp = mkdtempSync(join(tmpdir(), 'trl-hostile-'));
+    for (const [name, text] of bad) writeFileSync(join(tmp, name), text);
+  });
+  afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+
+  it('TS check: the .py files have the code of a harmless export; every string decodes back', () => {
+    for (const file of FILES) {
+      const a = lexPython(bad.get(file)!);
+      const b = lexPython(good.get(file)!);
+      expect(a.code, file).toBe(b.code);
+      expect(bad.get(file)!).not.toMatch(/[\0\u2028\u2029]/);
+    }
+    for (const file of ['rewards.py', 'rewards_ids.py']) {
+      const py = bad.get(file)!;
+      const dict = /\nCUSTOM_JS_SOURCES = \{\n((?: {4}"[^\n]*",\n)*)\}\n/.exec(py);
+      expect(dict, file).not.toBeNull();
+      const entries = dict![1]
+        .trimEnd()
+        .split('\n')
+        .map((line) => /^ {4}("(?:[^"\\]|\\.)*"): ("(?:[^"\\]|\\.)*"),$/.exec(line)!)
+        .map((m) => [decodePyStr(m[1]), decodePyStr(m[2])]);
+      expect(Object.fromEntries(entries), file).toEqual(expectedSources[file]);
+    }
+    const modelLine = /^MODEL = (.*)$/m.exec(bad.get('train_grpo.py')!)![1];
+    expect(decodePyStr(modelLine)).toBe(model);
+  });
+
+  it.skipIf(!hasPython)(
+    'python3 AST: the same top-level statements as a harmless export, sources round-trip as str constants',
+    () => {
+      const goodDir = mkdtempSync(join(tmpdir(), 'trl-benign-'));
+      try {
+        for (const [name, text] of good) writeFileSync(join(goodDir, name), text);
+        // One interpreter for all files: python3 starts slowly on a loaded machine.
+        const paths = FILES.flatMap((f) => [join(tmp, f), join(goodDir, f)]);
+        const dumps = JSON.parse(
+          execFileSync(PYTHON, ['-c', PY_AST_DUMP, ...paths], { encoding: 'utf8' }),
+        ) as { stmts: [string, string][]; sources: Record<string, string> | null }[];
+        FILES.forEach((file, i) => {
+          const [a, b] = [dumps[2 * i], dumps[2 * i + 1]];
+          expect(a.stmts, file).toEqual(b.stmts);
+          if (file !== 'train_grpo.py') expect(a.sources, file).toEqual(expectedSources[file]);
+        });
+        expect(dumps[0].stmts.filter(([k]) => k === 'FunctionDef').map(([, n]) => n)).toContain(
+          'custom_cr',
+        );
+      } finally {
+        rmSync(goodDir, { recursive: true, force: true });
+      }
+      // And importing them runs nothing: the payload would create PWNED in the working directory.
+      const out = execFileSync(
+        PYTHON,
+        [
+          '-c',
+          'import os, sys; os.chdir(sys.argv[1]); sys.path.insert(0, sys.argv[1]); import rewards, rewards_ids, ast; print(len(rewards.CUSTOM_JS_SOURCES), len(rewards_ids.CUSTOM_JS_SOURCES), os.path.exists("PWNED"))',
+          tmp,
+        ],
+        { encoding: 'utf8' },
+      );
+      expect(out.trim()).toBe(`${Object.keys(HOSTILE_SOURCES).length} ${HOSTILE_IDS.length} False`);
+    },
+    60_000,
+  );
 });

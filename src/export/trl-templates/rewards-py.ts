@@ -5,6 +5,7 @@
 // tests/unit/trl-export.test.ts runs this file with python3 against the TypeScript rewards.
 
 import { ANSWER_PATTERN, FORMAT_PATTERN } from '../../grpo/rewards';
+import { commentLines, commentText, pyStr } from './py-literal';
 import {
   COUNTDOWN_MAX_DEPTH,
   COUNTDOWN_MAX_LITERAL_DIGITS,
@@ -241,26 +242,22 @@ def accuracy_reward(completions, verifier, **kwargs):
     return out
 `;
 
-/** Python comment lines quoting arbitrary text. */
-function quote(source: string): string {
-  return source
-    .split(/\r?\n/)
-    .map((l) => `#     ${l}`.trimEnd())
-    .join('\n');
-}
-
 export function rewardsPy(o: RewardsPyOptions): string {
+  // Untrusted text (a reward's id and JS source) only appears as pyStr literals and as escaped
+  // comment lines: neither can end early, so nothing in it can become a Python statement.
+  const sources = o.custom.map((c) => `    ${pyStr(c.id)}: ${pyStr(c.source)},\n`).join('');
   const stubs = o.custom.map(
     (c) => `
 
 # ---------------------------------------------------------------------------------------------
-# CUSTOM REWARD '${c.id}': NOT PORTED. In the playground this reward is JavaScript; port it to
-# Python here before training (the run stops on the first batch until you do). Its JS source:
-${quote(c.source)}
+# CUSTOM REWARD '${commentText(c.id)}': NOT PORTED. In the playground this reward is JavaScript; port it to
+# Python here before training (the run stops on the first batch until you do). Its JS source
+# (exactly, as a string: CUSTOM_JS_SOURCES above):
+${commentLines(c.source)}
 # ---------------------------------------------------------------------------------------------
 def ${c.pythonName}(completions, **kwargs):
     raise NotImplementedError(
-        ${JSON.stringify(`custom reward '${c.id}' is JavaScript in the playground: port it to Python in rewards.py (the JS source is quoted above it)`)}
+        ${pyStr(`custom reward '${c.id}' is JavaScript in the playground: port it to Python in rewards.py (the JS source is quoted above it)`)}
     )
 `,
   );
@@ -272,8 +269,8 @@ def ${c.pythonName}(completions, **kwargs):
     if (!py) throw new RangeError(`no Python function for reward '${name}'`);
     return py;
   });
-  const body = BODY.replace('__FORMAT_PATTERN__', JSON.stringify(FORMAT_PATTERN))
-    .replace('__ANSWER_PATTERN__', JSON.stringify(ANSWER_PATTERN))
+  const body = BODY.replace('__FORMAT_PATTERN__', pyStr(FORMAT_PATTERN))
+    .replace('__ANSWER_PATTERN__', pyStr(ANSWER_PATTERN))
     .replace('__MAX_DEPTH__', String(COUNTDOWN_MAX_DEPTH))
     .replace('__MAX_LITERAL__', String(COUNTDOWN_MAX_LITERAL_DIGITS))
     .replace('__MAX_INT_CHARS__', String(MAX_INTEGER_ANSWER_CHARS));
@@ -283,6 +280,7 @@ def ${c.pythonName}(completions, **kwargs):
     'semantics (src/grpo/rewards.ts, src/tasks/verify.ts). TRL calls each as f(prompts=..., completions=...,\n' +
     '**dataset_columns); the "verifier" column of train.jsonl carries what accuracy_reward needs.\n"""\n' +
     body +
+    `\n\n# The custom rewards' JavaScript sources, id → source, as data (never executed here).\nCUSTOM_JS_SOURCES = {\n${sources}}\n` +
     stubs.join('') +
     `\n\n# In config order; train_grpo.py passes these to GRPOTrainer with reward_weights in the same order.\nREWARD_FUNCS = [${funcs.join(', ')}]\n`
   );

@@ -3,6 +3,8 @@
 // max_prompt_length) and the per-device batch size that keeps B prompts per optimizer step on any
 // number of GPUs.
 
+import { pyStr } from './py-literal';
+
 export interface TrainPyOptions {
   model: string;
   /** GRPOConfig keyword arguments, already as Python literals, in order. */
@@ -40,7 +42,7 @@ from trl import GRPOConfig, GRPOTrainer
 from rewards import REWARD_FUNCS
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODEL = ${JSON.stringify(o.model)}
+MODEL = ${pyStr(o.model)}
 PROMPTS_PER_STEP = ${o.perStepPrompts}
 NUM_GENERATIONS = ${o.numGenerations}
 GRADIENT_ACCUMULATION_STEPS = ${o.gradientAccumulationSteps}
