@@ -1,5 +1,5 @@
 // The benchmark driver behind `npm run bench` (bundled by bench/run.mjs): runs the Node engine
-// benchmark (issue 3) in a child process and the side-by-side browser benchmarks (issue 9) in
+// benchmark in a child process and the side-by-side browser benchmarks (against other libraries) in
 // headless Chromium (one browser, one page for all of them), then prints one table per benchmark
 // followed by all results as JSON.
 //
@@ -113,7 +113,7 @@ function printEngine(r: EngineBenchResult) {
   const a = r.adapter;
   const W = r.workload;
   console.log(
-    `\n## Engine (issue 3): ${r.runtime}\n` +
+    `\n## Engine: ${r.runtime}\n` +
       `machine: ${r.machine.cpu}, ${r.machine.cores} cores, load ${r.machine.loadAverage1m} at start\n` +
       `adapter: ${a.vendor} ${a.architecture} ${a.description}${a.isSoftware ? ' (SOFTWARE: CPU emulation)' : ''}; ` +
       `features: ${a.features.join(', ') || 'none'}\n` +
@@ -222,13 +222,13 @@ async function runMatmul(page: BenchPage, quick: boolean): Promise<MatmulBenchRe
   };
 }
 
-/** The adapter features the kernels of issue 9 would use. */
+/** Adapter features that faster kernels (f16, subgroups) and the profile (timestamps) would use. */
 const KERNEL_FEATURES = ['shader-f16', 'subgroups', 'timestamp-query'];
 
 function printMatmul(r: MatmulBenchResult) {
   const a = r.browser.adapter;
   console.log(
-    `\n## Matmul GFLOP/s (issue 9a): Chromium ${r.browser.version}, headless\n` +
+    `\n## Matmul GFLOP/s: Chromium ${r.browser.version}, headless\n` +
       `machine: ${r.machine.cpu}, ${r.machine.cores} cores, load ${r.machine.loadAverage1m} at start\n` +
       `adapter: ${a.vendor} ${a.architecture} ${a.description}; kernel-relevant features: ` +
       `${KERNEL_FEATURES.map((f) => `${f} ${a.features.includes(f) ? 'yes' : 'no'}`).join(', ')} ` +

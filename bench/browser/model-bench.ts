@@ -1,4 +1,4 @@
-// Page side of issue 9 (b) forward, (c) sampling and (d) training step: our engine against
+// Page side of the whole-model comparisons (forward, sampling, training step): our engine against
 // onnxruntime-web, transformers.js and tfjs on the same weights, fetched from the driver's
 // /bench-models/<id>/ (see model-files.ts). Every engine's first result is checked before it is
 // timed (logits against onnxruntime's CPU EP, greedy tokens against ours, training losses against
@@ -135,6 +135,7 @@ interface ForwardRunner {
 async function oursForward(m: LoadedModel, tokens: Uint32Array, N: number, T: number) {
   const eng = await ourEngine();
   const model = GpuLlama.load(eng, m.config, m.tensors);
+  await model.ready;
   const keyStart = new Uint32Array(N);
   const positions = new Uint32Array(N * T).map((_, i) => i % T);
   const V = m.config.vocabSize;
@@ -143,7 +144,7 @@ async function oursForward(m: LoadedModel, tokens: Uint32Array, N: number, T: nu
       const batch = model.uploadBatch(tokens, keyStart, positions, N, T);
       let logits: GPUBuffer | null = null;
       await eng.run(async (enc) => {
-        logits = (await model.forward(enc, batch, { start: 0, count: T })).logits;
+        logits = model.forward(enc, batch, { start: 0, count: T }).logits;
       }, 'bench.forward');
       return readF32(eng.device, logits!, N * T * V);
     },
@@ -242,6 +243,7 @@ interface SampleRunner {
 async function oursSampler(m: LoadedModel, prompts: number[][]): Promise<SampleRunner> {
   const eng = await ourEngine();
   const model = GpuLlama.load(eng, m.config, m.tensors);
+  await model.ready;
   const sampler = new Sampler(eng, model);
   return {
     async run(newTokens, greedy, stream) {

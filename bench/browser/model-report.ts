@@ -1,7 +1,8 @@
-// Node side of issue 9 (b) forward, (c) sampling, (d) training step: for each model, builds its
-// files (model-files.ts), serves them to the page, runs the selected benchmarks in the page, turns
-// the wall times into figures (median, min/max, IQR of the measured runs) and ratios (ours ÷ each
-// other engine, median tokens/s over median tokens/s: > 1 means ours is faster), and prints tables.
+// Node side of the whole-model comparisons (forward, sampling, training step): for each model,
+// builds its files (model-files.ts), serves them to the page, runs the selected benchmarks in the
+// page, turns the wall times into figures (median, min/max, IQR of the measured runs) and ratios
+// (ours ÷ each other engine, median tokens/s over median tokens/s: > 1 means ours is faster), and
+// prints tables.
 import { loadavg } from 'node:os';
 import { fmt, fmtStat, summarize, table, type Stat } from '../lib/stats';
 import type { BenchPage } from './driver';
@@ -172,9 +173,9 @@ const CHECK_HEADER: Record<ModelBenchName, string> = {
 };
 
 const TITLES: Record<ModelBenchName, string> = {
-  forward: 'Forward pass tokens/s (issue 9b): logits for a batch of sequences',
-  sampling: 'Sampling tokens/s (issue 9c): B×G batched decode with KV cache',
-  training: 'Training step tokens/s (issue 9d): forward + backward + Adam',
+  forward: 'Forward pass tokens/s: logits for a batch of sequences',
+  sampling: 'Sampling tokens/s: B×G batched decode with KV cache',
+  training: 'Training step tokens/s: forward + backward + Adam',
 };
 
 /** The compact table (median [min–max] tokens/s, ratios) and a per-engine detail table. */

@@ -1,4 +1,4 @@
-// The whole-model comparisons of issue 9 (b) forward, (c) sampling, (d) training step, shared by
+// The whole-model comparisons with other libraries (forward, sampling, training step), shared by
 // the page and the Node driver: which models, which workloads, and the shape of the results.
 //
 // Two models, each served by the driver from memory under /bench-models/<id>/ (weights as

@@ -134,8 +134,7 @@ async function oursRunner(op: Operands, variant?: { wgX: number; wgY: number }):
   return {
     async run(repeats) {
       await engine.run(async (enc) => {
-        for (let r = 0; r < repeats; r++)
-          await kernel.encode(enc, { a, b, c, M, N, K, transA, transB });
+        for (let r = 0; r < repeats; r++) kernel.encode(enc, { a, b, c, M, N, K, transA, transB });
       }, 'bench.matmul');
       return readF32(engine.device, c, M * N);
     },

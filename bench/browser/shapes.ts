@@ -1,5 +1,6 @@
-// The matmul shapes of issue 9 (a), shared by the page and the Node driver. Each is one linear layer
-// of a transformer step in the engine's layout (row-major, HF weights stored (out, in)):
+// The matmul shapes of the side-by-side matmul benchmark, shared by the page and the Node driver.
+// Each is one linear layer of a transformer step in the engine's layout (row-major, HF weights
+// stored (out, in)):
 //   prefill / training forward  y = x·Wᵀ   (M = tokens, N = out, K = in, transB)
 //   decode                       y = x·Wᵀ   with M = the N·G sequences of one decode step
 //   backward dW                  dW = dYᵀ·X (M = out, N = in, K = tokens, transA)

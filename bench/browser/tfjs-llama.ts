@@ -1,8 +1,8 @@
-// The same Llama-family decoder written with tfjs ops, for the training-step comparison of issue 9
-// (d): RMSNorm, rotary embeddings (Hugging Face rotate_half), grouped-query causal attention,
-// SwiGLU MLP, tied or untied LM head, mean next-token cross-entropy, and tf.train.adam on every
-// weight. Weights are tf.variables under Hugging Face names, Linear weights (out, in) as stored.
-// No padding: every sequence is T real tokens at positions 0…T−1.
+// The same Llama-family decoder written with tfjs ops, for the side-by-side training-step
+// comparison: RMSNorm, rotary embeddings (Hugging Face rotate_half), grouped-query causal
+// attention, SwiGLU MLP, tied or untied LM head, mean next-token cross-entropy, and tf.train.adam
+// on every weight. Weights are tf.variables under Hugging Face names, Linear weights (out, in) as
+// stored. No padding: every sequence is T real tokens at positions 0…T−1.
 //
 // Legend: N sequences, T tokens, C hidden, I intermediate, V vocab, H heads, Hkv kv-heads,
 // R = H / Hkv, D head dim.

@@ -1,8 +1,9 @@
-// Matmul tile-shape variants for issue 9's kernel work: shaders/matmul.wgsl (4×4 outputs per thread,
-// vec4 workgroup tiles) specialised with other workgroup sizes through its WG_X / WG_Y overrides,
-// i.e. tiles of (4·WG_Y) × (4·WG_X) outputs. src/kernels/matmul.ts fixes 16×16 threads (64×64
-// tiles), which leaves 3/4 of every workgroup idle when M = 16 (one decode step of B·G = 16
-// sequences). Variants live here; only a winner would move into src/kernels + shaders/.
+// Matmul tile-shape variants for the kernel work behind the side-by-side benchmarks:
+// shaders/matmul.wgsl (4×4 outputs per thread, vec4 workgroup tiles) specialised with other
+// workgroup sizes through its WG_X / WG_Y overrides, i.e. tiles of (4·WG_Y) × (4·WG_X) outputs.
+// src/kernels/matmul.ts fixes 16×16 threads (64×64 tiles), which leaves 3/4 of every workgroup idle
+// when M = 16 (one decode step of B·G = 16 sequences). Variants live here; only a winner would move
+// into src/kernels + shaders/.
 //
 // The variant drives the shipped MatmulKernel itself (its uniforms, bindings and checks stay the
 // ones under test) and changes only two things on the way: the WG_X / WG_Y constants it asks the
@@ -49,6 +50,6 @@ export class MatmulTileVariant {
         };
       },
     } as unknown as GPUCommandEncoder;
-    await this.kernel.encode(retiledEncoder, args);
+    this.kernel.encode(retiledEncoder, args);
   }
 }

@@ -3,6 +3,7 @@
 // beginning/end timestamps, resolves them after the submission, and adds each pass's time to its
 // label. Only for profiling runs: the extra resolve + readback per submission costs time itself.
 import type { Engine } from '../../src/engine/engine';
+import { releaseTransients } from '../../src/engine/memory';
 
 /** Passes timed per submission (2 queries each); later passes in the same submission go untimed. */
 const MAX_PASSES = 2048;
@@ -91,6 +92,7 @@ export class PassProfiler {
         }
         device.queue.submit([encoder.finish()]);
         await device.queue.onSubmittedWorkDone();
+        releaseTransients(device); // as engine.run does: kernels' per-call scratch
         if (!read) return;
         await read.mapAsync(GPUMapMode.READ);
         const t = new BigUint64Array(read.getMappedRange().slice(0));

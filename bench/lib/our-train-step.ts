@@ -1,4 +1,4 @@
-// Our engine's side of issue 9 (d)'s training step, shared by the browser benchmark
+// Our engine's side of the side-by-side training-step benchmark, shared by the browser benchmark
 // (bench/browser/model-bench.ts) and the Node profile (bench/node/profile.ts): forward, mean
 // next-token cross-entropy over all N·T tokens, backward, then Adam (β = 0.9, 0.999, ε = 1e-8,
 // no weight decay, no clipping) on every weight, as GrpoTrainer runs its optimizer (GpuAdamW).
@@ -54,12 +54,13 @@ export function ourTrainStep(
       const batch = llama.uploadBatch(inputs, keyStart, positions, N, T);
       writeBuffer(device, buffers.targets, targets);
       writeBuffer(device, buffers.rowWeights, rowWeights);
+      await llama.ready; // pipelines compiled, so the timed encode never compiles
       await runner.run(async (enc) => {
         llama.zeroGradients(enc);
-        const state = await llama.forward(enc, batch, { start: 0, count: T });
-        await crossEntropy.encode(enc, { ...buffers, logits: state.logits, R, V });
-        await llama.backward(enc, state, buffers.dLogits);
-        await optimizer.encodeStep(enc, w.learningRate);
+        const state = llama.forward(enc, batch, { start: 0, count: T });
+        crossEntropy.encode(enc, { ...buffers, logits: state.logits, R, V });
+        llama.backward(enc, state, buffers.dLogits);
+        optimizer.encodeStep(enc, w.learningRate);
       }, 'bench.train');
       const stats = await optimizer.readStats();
       if (!stats.finite) throw new Error(`non-finite gradient norm ${stats.norm}`);

@@ -1,4 +1,4 @@
-// Issue 3's engine benchmark, in Node on WebGPU (Dawn): a random ~1M-parameter Llama, sampling
+// The engine benchmark, in Node on WebGPU (Dawn): a random ~1M-parameter Llama, sampling
 // tokens/s for B×G batched decode with a KV cache (src/model/sampler.ts), and the time of one whole
 // GRPO training step (src/grpo/trainer.ts) split by GPU submission label. Warm-up runs (pipeline
 // compilation) are excluded; every figure is the median and spread of several runs.
@@ -234,6 +234,7 @@ export async function runEngineBench(options: { quick: boolean }): Promise<Engin
   // 1. Sampling: N = B·G sequences, prefill of the prompts then one decode step per new token.
   {
     const model = GpuLlama.load(engine, BENCH_MODEL, weights);
+    await model.ready;
     const sampler = new Sampler(engine, model);
     const prompts = task
       .generate(3, W.prompts)

@@ -1,8 +1,8 @@
 // Where the time of one training step and of B×G decoding goes, kernel by kernel and shape by
 // shape: the llama-100m benchmark model (bench/browser/models.ts, seeded random weights) on Node
 // WebGPU, each compute pass timed with timestamp queries (bench/lib/gpu-profile.ts) and keyed by
-// its label and dispatch grid. The workloads are the side-by-side benchmark's (issue 9 (c), (d)),
-// so the table says which kernels to make faster to move those ratios. Then the barrier-free matmul
+// its label and dispatch grid. The workloads are the side-by-side benchmark's (sampling and the
+// training step), so the table says which kernels to make faster to move those ratios. Then the barrier-free matmul
 // at llama-100m's shapes with scalar loads (matmul.wgsl) and with vec4 loads (matmul_vec4.wgsl),
 // side by side in one process.
 //
@@ -97,6 +97,7 @@ export async function profileModel(root: string, id: string): Promise<ProfileRes
     Array.from({ length: promptTokens }, (_, i) => (Math.floor(n / G) * 31 + i * 17 + 5) % V),
   );
   const llama = GpuLlama.load(engine, config, tensors);
+  await llama.ready;
   const generate = (sampler: Sampler) =>
     sampler.generate(prompts, {
       maxNewTokens: newTokens,
@@ -153,7 +154,7 @@ export async function compareMatmulLoads(engine: Engine): Promise<LoadRow[]> {
       const kernel = new MatmulKernel(engine.device, pipelines);
       const run = () =>
         engine.run(async (enc) => {
-          for (let i = 0; i < 5; i++) await kernel.encode(enc, { a, b, c, ...shape });
+          for (let i = 0; i < 5; i++) kernel.encode(enc, { a, b, c, ...shape });
         });
       const seconds = summarize(await timeRuns(1, 3, run), 's').median / 5;
       gflops.push((2 * shape.M * shape.N * shape.K) / (seconds * 1e9));
@@ -247,7 +248,7 @@ async function compareTiles(engine: Engine): Promise<void> {
       const kernel = new MatmulTileVariant(engine.device, engine.pipelines, wgX, wgY);
       const run = () =>
         engine.run(async (enc) => {
-          for (let i = 0; i < 10; i++) await kernel.encode(enc, { a, b, c, ...shape });
+          for (let i = 0; i < 10; i++) kernel.encode(enc, { a, b, c, ...shape });
         });
       const ms = (summarize(await timeRuns(1, 3, run), 's').median / 10) * 1000;
       cells.push(ms.toFixed(3).padStart(7));

@@ -1,8 +1,7 @@
-// GPU buffer helpers: create, upload, read back, and small uniform blocks.
+// GPU buffer helpers: create, upload and read back storage buffers (uniform blocks: uniforms.ts).
 // Sizes are rounded up to 4 bytes because WebGPU copies and bindings need 4-byte multiples.
 
 export const STORAGE = 0x0080 | 0x0008 | 0x0004; // STORAGE | COPY_DST | COPY_SRC (GPUBufferUsage)
-const UNIFORM_USAGE = 0x0040 | 0x0008; // UNIFORM | COPY_DST
 const MAP_READ_USAGE = 0x0001 | 0x0008; // MAP_READ | COPY_DST
 const MAP_READ = 0x0001; // GPUMapMode.READ
 
@@ -32,44 +31,6 @@ export function uploadStorageBuffer(
   new Uint8Array(buffer.getMappedRange()).set(
     new Uint8Array(data.buffer, data.byteOffset, data.byteLength),
   );
-  buffer.unmap();
-  return buffer;
-}
-
-export type UniformField = ['u32' | 'i32' | 'f32', number];
-
-/**
- * A uniform buffer from named scalar fields, packed in order as 4-byte words, size padded to 16
- * bytes. The WGSL struct must declare the same fields in the same order (all scalars, so no
- * alignment gaps).
- */
-export function createUniformBuffer(
-  device: GPUDevice,
-  fields: UniformField[],
-  label?: string,
-): GPUBuffer {
-  const words = Math.max(4, Math.ceil(fields.length / 4) * 4);
-  const bytes = new ArrayBuffer(words * 4);
-  const view = new DataView(bytes);
-  fields.forEach(([type, value], i) => {
-    if (type === 'f32') view.setFloat32(i * 4, value, true);
-    else if (type === 'i32') view.setInt32(i * 4, value, true);
-    else {
-      if (!Number.isInteger(value) || value < 0 || value > 0xffffffff) {
-        throw new RangeError(
-          `uniform field ${i} (${label ?? 'uniform'}) must be a u32, got ${value}`,
-        );
-      }
-      view.setUint32(i * 4, value, true);
-    }
-  });
-  const buffer = device.createBuffer({
-    size: bytes.byteLength,
-    usage: UNIFORM_USAGE,
-    label,
-    mappedAtCreation: true,
-  });
-  new Uint8Array(buffer.getMappedRange()).set(new Uint8Array(bytes));
   buffer.unmap();
   return buffer;
 }

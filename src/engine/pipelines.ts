@@ -1,8 +1,18 @@
 // Compute-pipeline cache keyed by WGSL source + override constants. Compilation runs inside a
-// validation error scope; WGSL errors are thrown as WgslCompileError with line, column and source.
+// validation error scope; WGSL errors are thrown as WgslCompileError with line, column and source
+// (by prepare() at once, or by checkPipelines() for a pipeline get() had to compile itself).
 import { GpuValidationError, WgslCompileError } from './errors';
+import { shaderLocation } from './shaders';
 
 export type OverrideConstants = Record<string, number | boolean>;
+
+/** What identifies a pipeline: get() and prepare() take these arguments. */
+export type PipelineKey = [
+  label: string,
+  source: string,
+  constants?: OverrideConstants,
+  entryPoint?: string,
+];
 
 function constantsKey(constants: OverrideConstants): string {
   return Object.keys(constants)
@@ -31,20 +41,40 @@ export interface KernelTuning {
 
 export const DEFAULT_TUNING: KernelTuning = { avoidBarriers: false, vectorLoads: true };
 
+/** A cached pipeline: compiled (ready), or being compiled asynchronously by prepare(). */
+interface Entry {
+  pipeline?: GPUComputePipeline;
+  pending?: Promise<void>;
+}
+
+/**
+ * Pipelines by shader source and specialisation. Kernel wrappers encode synchronously: get()
+ * returns a compiled pipeline. Whoever knows the shapes ahead (a model at load) calls prepare()
+ * first, which compiles asynchronously and in parallel and throws WgslCompileError with line and
+ * column; a pipeline nobody prepared (a kernel test, a bench) is compiled synchronously on first
+ * use, and its compile errors surface at the next checkPipelines() (engine.run calls it).
+ */
 export class PipelineCache {
-  // source → constants key → pipeline. The source string itself is the key: V8 caches a string's
+  // source → constants key → entry. The source string itself is the key: V8 caches a string's
   // hash, so repeated lookups with the same (imported) source are cheap.
-  private readonly pipelines = new Map<string, Map<string, Promise<GPUComputePipeline>>>();
+  private readonly pipelines = new Map<string, Map<string, Entry>>();
 
   constructor(
     private readonly device: GPUDevice,
     readonly tuning: KernelTuning = DEFAULT_TUNING,
   ) {}
 
+  /** Compiled pipelines. */
   get size(): number {
     let n = 0;
-    for (const m of this.pipelines.values()) n += m.size;
+    for (const m of this.pipelines.values()) for (const e of m.values()) if (e.pipeline) n++;
     return n;
+  }
+
+  private entries(source: string): Map<string, Entry> {
+    let byConstants = this.pipelines.get(source);
+    if (!byConstants) this.pipelines.set(source, (byConstants = new Map()));
+    return byConstants;
   }
 
   /** The pipeline for `source` specialised with `constants`, entry point `entryPoint`. */
@@ -53,19 +83,129 @@ export class PipelineCache {
     source: string,
     constants: OverrideConstants = {},
     entryPoint = 'main',
-  ): Promise<GPUComputePipeline> {
-    let byConstants = this.pipelines.get(source);
-    if (!byConstants) this.pipelines.set(source, (byConstants = new Map()));
+  ): GPUComputePipeline {
+    const byConstants = this.entries(source);
     const key = `${entryPoint}:${constantsKey(constants)}`;
-    let pipeline = byConstants.get(key);
-    if (!pipeline) {
-      pipeline = compilePipeline(this.device, label, source, constants, entryPoint);
-      // A failed compile must not stay cached: the next call should report the error again.
-      pipeline.catch(() => byConstants.delete(key));
-      byConstants.set(key, pipeline);
-    }
+    const entry = byConstants.get(key);
+    if (entry?.pipeline) return entry.pipeline;
+    // Not prepared (or still compiling): compile here. A failed compile must not stay cached, so
+    // the next call reports the error again.
+    const pipeline = compilePipelineSync(this.device, label, source, constants, entryPoint, () =>
+      byConstants.delete(key),
+    );
+    byConstants.set(key, { ...entry, pipeline });
     return pipeline;
   }
+
+  /** Compiles the pipeline get() will return for these arguments; throws its compile error. */
+  prepare(
+    label: string,
+    source: string,
+    constants: OverrideConstants = {},
+    entryPoint = 'main',
+  ): Promise<void> {
+    const byConstants = this.entries(source);
+    const key = `${entryPoint}:${constantsKey(constants)}`;
+    const existing = byConstants.get(key);
+    if (existing?.pipeline) return Promise.resolve();
+    if (existing?.pending) return existing.pending;
+    const entry: Entry = {};
+    entry.pending = compilePipeline(this.device, label, source, constants, entryPoint).then(
+      (pipeline) => {
+        entry.pipeline ??= pipeline;
+        delete entry.pending;
+      },
+      (err: unknown) => {
+        if (byConstants.get(key) === entry) byConstants.delete(key);
+        throw err;
+      },
+    );
+    byConstants.set(key, entry);
+    return entry.pending;
+  }
+}
+
+// Errors of pipelines compiled synchronously by get(), per device, until checkPipelines() reads
+// them. The promises never reject (a rejection nobody awaits would crash Node).
+const pendingChecks = new WeakMap<GPUDevice, Promise<Error | null>[]>();
+
+function compilePipelineSync(
+  device: GPUDevice,
+  label: string,
+  source: string,
+  constants: OverrideConstants,
+  entryPoint: string,
+  onError: () => void,
+): GPUComputePipeline {
+  device.pushErrorScope('validation');
+  const module = device.createShaderModule({ label, code: source });
+  const pipeline = device.createComputePipeline({
+    label,
+    layout: 'auto',
+    compute: { module, entryPoint, constants: numericConstants(constants) },
+  });
+  const scope = device.popErrorScope();
+  const check = (async (): Promise<Error | null> => {
+    const compileError = compileErrorOf(label, source, await module.getCompilationInfo());
+    const scopeError = await scope;
+    if (compileError) return compileError;
+    if (scopeError) {
+      return new GpuValidationError(
+        `pipeline '${label}' (${constantsKey(constants)}): ${scopeError.message}`,
+      );
+    }
+    return null;
+  })()
+    .catch((err: unknown) => (err instanceof Error ? err : new Error(String(err))))
+    .then((err) => {
+      if (err) onError();
+      return err;
+    });
+  const list = pendingChecks.get(device) ?? [];
+  list.push(check);
+  pendingChecks.set(device, list);
+  return pipeline;
+}
+
+/** Throws the first compile error of a pipeline get() compiled since the last call. */
+export async function checkPipelines(device: GPUDevice): Promise<void> {
+  const list = pendingChecks.get(device);
+  if (!list?.length) return;
+  pendingChecks.set(device, []);
+  const errors = (await Promise.all(list)).filter((e): e is Error => e !== null);
+  if (errors.length > 0) throw errors[0];
+}
+
+function numericConstants(constants: OverrideConstants): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const [k, v] of Object.entries(constants)) out[k] = Number(v);
+  return out;
+}
+
+function compileErrorOf(
+  label: string,
+  source: string,
+  info: GPUCompilationInfo,
+): WgslCompileError | null {
+  const errors = info.messages.filter((m) => m.type === 'error');
+  if (errors.length === 0) return null;
+  const first = errors[0];
+  const lines = source.split('\n');
+  return new WgslCompileError(
+    label,
+    first.lineNum,
+    first.linePos,
+    first.message,
+    lines[first.lineNum - 1] ?? '',
+    // Each message names the file and line as written (an #include'd snippet's own), not only the
+    // line of the expanded source.
+    errors
+      .map((m) => {
+        const at = shaderLocation(source, m.lineNum) ?? `${label}:${m.lineNum}`;
+        return `${at}:${m.linePos}: ${m.message}`;
+      })
+      .join('\n'),
+  );
 }
 
 export async function compilePipeline(
@@ -77,29 +217,17 @@ export async function compilePipeline(
 ): Promise<GPUComputePipeline> {
   device.pushErrorScope('validation');
   const module = device.createShaderModule({ label, code: source });
-  const info = await module.getCompilationInfo();
-  const errors = info.messages.filter((m) => m.type === 'error');
-  if (errors.length > 0) {
+  const compileError = compileErrorOf(label, source, await module.getCompilationInfo());
+  if (compileError) {
     await device.popErrorScope();
-    const first = errors[0];
-    const lines = source.split('\n');
-    throw new WgslCompileError(
-      label,
-      first.lineNum,
-      first.linePos,
-      first.message,
-      lines[first.lineNum - 1] ?? '',
-      errors.map((m) => `${label}:${m.lineNum}:${m.linePos}: ${m.message}`).join('\n'),
-    );
+    throw compileError;
   }
-  const numericConstants: Record<string, number> = {};
-  for (const [k, v] of Object.entries(constants)) numericConstants[k] = Number(v);
   let pipeline: GPUComputePipeline;
   try {
     pipeline = await device.createComputePipelineAsync({
       label,
       layout: 'auto',
-      compute: { module, entryPoint, constants: numericConstants },
+      compute: { module, entryPoint, constants: numericConstants(constants) },
     });
   } catch (err) {
     await device.popErrorScope();

@@ -1,16 +1,11 @@
-// The GRPO trainer. One step reads top to bottom, as ../shared/GRPO.md states the algorithm:
+// The GRPO trainer. One step reads top to bottom, as docs/grpo.md states the algorithm:
 //   sample B prompts × G completions → rewards → advantages → (reference log-probs when β > 0)
 //   → μ iterations of: policy forward, log-prob gather, GRPO loss, backward, clip, AdamW → metrics.
 // Everything numeric runs on the GPU; the step reads back only what the metrics and the step report
 // need (tokens, the per-token log-probs for the inspector, and a few scalars) at its end.
 //
 // Legend: B prompts per step, G completions per prompt, N = B·G sequences, L completion width.
-import { createStorageBuffer, readF32, writeBuffer } from '../engine/buffers';
 import type { Engine } from '../engine/engine';
-import { AddKernel } from '../kernels/add';
-import { CrossEntropyKernel, crossEntropyRowWeights } from '../kernels/cross-entropy';
-import { decodeGrpoLossOut, GRPO_LOSS_OUT, GrpoLossKernel } from '../kernels/grpo-loss';
-import { LogprobGatherBackwardKernel, LogprobGatherKernel } from '../kernels/logprob';
 import { packBatch, type PackedBatch } from '../model/batch';
 import type { LlamaConfig } from '../core/model-config';
 import { GpuLlama } from '../model/llama';
@@ -18,7 +13,8 @@ import { Sampler, type SampleResult } from '../model/sampler';
 import { GpuAdamW } from '../optim/adamw';
 import { learningRateAt } from '../optim/schedule';
 import type { Problem, PromptTemplate, Task } from '../tasks/types';
-import { trainEvalProblems } from '../tasks/index';
+import { trainEvalStream, type ProblemStream } from '../tasks/index';
+import { promptTooLongError } from '../tasks/jsonl';
 import { mixSeeds } from '../core/rng';
 import { computeAdvantages } from './advantages';
 import type { Config } from './config';
@@ -30,9 +26,8 @@ import {
   thinkText,
 } from './reflection';
 import { scoreCompletionsBatched } from './custom-reward';
+import { PolicyObjective } from './policy-objective';
 import { rewardMetrics, type CompletionReward, type RewardFunction } from './rewards';
-
-const F32 = 4;
 
 /** The part of a tokenizer the trainer needs (src/formats/tokenizer.ts implements it). */
 export interface TrainerTokenizer {
@@ -152,11 +147,7 @@ export class GrpoTrainer {
   private readonly reference: GpuLlama | null;
   readonly sampler: Sampler;
   private readonly optimizer: GpuAdamW;
-  private readonly gather: LogprobGatherKernel;
-  private readonly gatherBackward: LogprobGatherBackwardKernel;
-  private readonly loss: GrpoLossKernel;
-  private readonly add: AddKernel;
-  private readonly crossEntropy: CrossEntropyKernel;
+  private readonly objective: PolicyObjective;
   private readonly markers: string[];
   /** Completed steps (applied or skipped). */
   step = 0;
@@ -164,7 +155,7 @@ export class GrpoTrainer {
   numTokens = 0;
   private consecutiveSkips = 0;
   private promptCursor = 0;
-  private readonly problems: { train: Problem[]; eval: Problem[] };
+  private readonly problems: { train: ProblemStream; eval: Problem[] };
 
   constructor(private readonly setup: TrainerSetup) {
     const { engine, config, modelConfig, weights } = setup;
@@ -191,14 +182,9 @@ export class GrpoTrainer {
       weightDecay: config.weightDecay,
       maxGradNorm: config.maxGradNorm,
     });
-    const { device, pipelines } = engine;
-    this.gather = new LogprobGatherKernel(device, pipelines);
-    this.gatherBackward = new LogprobGatherBackwardKernel(device, pipelines);
-    this.loss = new GrpoLossKernel(device, pipelines);
-    this.add = new AddKernel(device, pipelines);
-    this.crossEntropy = new CrossEntropyKernel(device, pipelines);
+    this.objective = new PolicyObjective(engine, this.policy, this.reference, this.optimizer);
     this.markers = reflectionMarkers(setup.task.reflectionMarkers ?? []);
-    this.problems = trainEvalProblems(
+    this.problems = trainEvalStream(
       setup.task,
       config.seed,
       config.steps * config.perStepPrompts,
@@ -229,8 +215,8 @@ export class GrpoTrainer {
 
   /**
    * The next B training problems, skipping prompts longer than maxPromptLength. The stream is
-   * the run's training split (trainEvalProblems: the same prompts the TRL export writes to
-   * train.jsonl), cycled when a run outlasts it; it depends only on (seed, position), so a restored
+   * the run's training split (trainEvalStream, drawn as needed: the same prompts the TRL export
+   * writes to train.jsonl), cycled when a run outlasts it; it depends only on (seed, position), so a restored
    * run continues it exactly.
    */
   private nextProblems(): { problem: Problem; text: string; ids: number[] }[] {
@@ -239,15 +225,15 @@ export class GrpoTrainer {
     if (train.length === 0)
       throw new Error(`task '${this.setup.task.name}' produced no training prompts`);
     const out: { problem: Problem; text: string; ids: number[] }[] = [];
+    let shortest = Infinity; // for the error: how far the limit is from the data
     for (let scanned = 0; out.length < config.perStepPrompts; scanned++) {
       if (scanned >= train.length && out.length === 0) {
-        throw new Error(
-          `no training prompt fits maxPromptLength = ${config.maxPromptLength} tokens`,
-        );
+        throw promptTooLongError(config.maxPromptLength, shortest);
       }
-      const problem = train[this.promptCursor % train.length];
+      const problem = train.at(this.promptCursor % train.length);
       this.promptCursor += 1;
       const rendered = this.renderPrompt(problem);
+      shortest = Math.min(shortest, rendered.ids.length);
       if (rendered.ids.length <= config.maxPromptLength) out.push({ problem, ...rendered });
     }
     return out;
@@ -294,7 +280,7 @@ export class GrpoTrainer {
       })),
     );
 
-    // 3. Advantages within each group (GRPO.md §2).
+    // 3. Advantages within each group (docs/grpo.md §2).
     const advantages = computeAdvantages(
       rewards.map((r) => r.total),
       G,
@@ -309,7 +295,7 @@ export class GrpoTrainer {
     });
     const update = await this.update(batch, advantages, sampled.logps);
 
-    // 5. Metrics (GRPO.md §6) and the step report.
+    // 5. Metrics (docs/grpo.md §6) and the step report.
     const lengths = sampled.completions.map((c) => c.length);
     const terminated = lengths.filter((_, i) => sampled.finished[i]);
     const reflection = reflectionSummary(
@@ -392,226 +378,19 @@ export class GrpoTrainer {
   }
 
   /**
-   * μ iterations over the batch, each: forward → gather → loss → backward (per micro-batch) →
-   * clip → AdamW. Returns the statistics of the first iteration (the one TRL logs per step).
+   * μ iterations over the batch (forward → gather → loss → backward per micro-batch → clip →
+   * AdamW) at the current learning rate; the GPU work is the policy objective's.
    */
-  private async update(
-    batch: PackedBatch,
-    advantages: Float64Array,
-    samplingLogps: Float32Array[],
-  ) {
-    const { config, engine } = this.setup;
-    const { device } = engine;
-    const { N, L, T, P } = batch;
-    const V = this.setup.modelConfig.vocabSize;
-    const invT = 1 / config.temperature;
-    const GA = config.gradientAccumulationSteps;
-    const Nm = N / GA; // sequences per micro-batch
-    const rows = Nm * L; // completion tokens per micro-batch
-    const activeTokens = batch.mask.reduce((s, m) => s + m, 0);
-    const OUT = GRPO_LOSS_OUT.length;
-
-    // (N, L) sampling-policy log-probs: the old log-probs when μ > 1.
-    const oldHost = new Float32Array(N * L);
-    samplingLogps.forEach((lp, n) => oldHost.set(lp.subarray(0, Math.min(lp.length, L)), n * L));
-    const owned: GPUBuffer[] = [];
-    const buf = (name: string, bytes: number) => {
-      const b = createStorageBuffer(device, bytes, `step.${name}`);
-      owned.push(b);
-      return b;
-    };
-    // Whole-batch per-token buffers, (N, L) or (N).
-    const targets = buf('targets', N * L * 4);
-    const mask = buf('mask', N * L * F32);
-    const adv = buf('advantages', N * F32);
-    const oldLogp = buf('oldLogp', N * L * F32);
-    const logp = buf('logp', N * L * F32);
-    const entropy = buf('entropy', N * L * F32);
-    const refLogp = this.reference ? buf('refLogp', N * L * F32) : null;
-    const lossOut = buf('lossOut', GA * OUT * F32); // (GA, 8) loss statistics per micro-batch
-    // Micro-batch buffers, (Nm, L) or (Nm).
-    const mTargets = buf('micro.targets', rows * 4);
-    const mMask = buf('micro.mask', rows * F32);
-    const mAdv = buf('micro.advantages', Nm * F32);
-    const mOld = buf('micro.oldLogp', rows * F32);
-    const mRef = refLogp ? buf('micro.refLogp', rows * F32) : null;
-    const mLogp = buf('micro.logp', rows * F32);
-    const mEntropy = buf('micro.entropy', rows * F32);
-    const mLse = buf('micro.lse', rows * F32);
-    const mDLogp = buf('micro.dLogp', rows * F32);
-    const mDLogpScaled = buf('micro.dLogpScaled', rows * F32);
-    const mLossOut = buf('micro.lossOut', OUT * F32);
-    const dLogits = buf('micro.dLogits', rows * V * F32); // (Nm·L, V)
-    writeBuffer(device, targets, batch.targets);
-    writeBuffer(device, mask, batch.mask);
-    writeBuffer(device, adv, Float32Array.from(advantages));
-    writeBuffer(device, oldLogp, oldHost);
-
-    const head = { start: P - 1, count: L };
-    const tokenOffset = (m: number) => m * rows * F32; // byte offset of micro-batch m in (N, L) buffers
-    /** Uploads micro-batch m's (Nm, T) slice and copies its per-token inputs into the micro buffers. */
-    const loadMicro = (enc: GPUCommandEncoder, model: GpuLlama, m: number) => {
-      const seq = (a: Uint32Array) => a.subarray(m * Nm * T, (m + 1) * Nm * T);
-      enc.copyBufferToBuffer(targets, tokenOffset(m), mTargets, 0, rows * 4);
-      enc.copyBufferToBuffer(mask, tokenOffset(m), mMask, 0, rows * F32);
-      enc.copyBufferToBuffer(adv, m * Nm * F32, mAdv, 0, Nm * F32);
-      return model.uploadBatch(
-        seq(batch.tokens),
-        batch.keyStart.subarray(m * Nm, (m + 1) * Nm),
-        seq(batch.positions),
-        Nm,
-        T,
-      );
-    };
-
-    /** Micro-batch m through `model`, then its completion log-probs and entropies into mLogp/mEntropy. */
-    const scoreMicro = async (enc: GPUCommandEncoder, model: GpuLlama, m: number) => {
-      const state = await model.forward(enc, loadMicro(enc, model, m), head);
-      await this.gather.encode(enc, {
-        logits: state.logits,
-        targets: mTargets,
-        logp: mLogp,
-        entropy: mEntropy,
-        lse: mLse,
-        R: rows,
-        V,
-        invTemperature: invT,
-      });
-      return state;
-    };
-
-    // Reference log-probs (β > 0) from the frozen starting weights.
-    if (this.reference && refLogp) {
-      const reference = this.reference;
-      for (let m = 0; m < GA; m++) {
-        await engine.run(async (enc) => {
-          await scoreMicro(enc, reference, m);
-          enc.copyBufferToBuffer(mLogp, 0, refLogp, tokenOffset(m), rows * F32);
-        }, 'reference');
-      }
-    }
-
-    let firstIteration: {
-      loss: number;
-      clipRatioLow: number;
-      clipRatioHigh: number;
-      clipRatioRegion: number;
-      meanKl: number;
-      gradNorm: number;
-      logp: Float32Array;
-      entropy: number;
-    } | null = null;
-    let skipped: string | null = null;
-    const learningRate = this.learningRate;
-    for (let iteration = 0; iteration < config.numIterations && !skipped; iteration++) {
-      await engine.run((enc) => this.policy.zeroGradients(enc), 'zero-grad');
-      for (let m = 0; m < GA; m++) {
-        await engine.run(async (enc) => {
-          const state = await scoreMicro(enc, this.policy, m);
-          if (mRef && refLogp) enc.copyBufferToBuffer(refLogp, tokenOffset(m), mRef, 0, rows * F32);
-          if (config.numIterations > 1)
-            enc.copyBufferToBuffer(oldLogp, tokenOffset(m), mOld, 0, rows * F32);
-          enc.copyBufferToBuffer(mLogp, 0, logp, tokenOffset(m), rows * F32);
-          enc.copyBufferToBuffer(mEntropy, 0, entropy, tokenOffset(m), rows * F32);
-          await this.loss.encode(enc, {
-            logp: mLogp,
-            // μ = 1: old = the current log-probs, detached (ρ = 1, non-zero gradient; GRPO.md §3).
-            oldLogp: config.numIterations > 1 ? mOld : mLogp,
-            refLogp: mRef,
-            advantages: mAdv,
-            mask: mMask,
-            dLogp: mDLogp,
-            out: mLossOut,
-            N: Nm,
-            L,
-            lossType: config.lossType,
-            epsilonLow: config.epsilon,
-            epsilonHigh: config.epsilonHigh,
-            beta: config.beta,
-            maxCompletionLength: config.maxCompletionLength,
-            activeTokensInBatch: activeTokens,
-          });
-          enc.copyBufferToBuffer(mLossOut, 0, lossOut, m * OUT * F32, OUT * F32);
-          // Every loss type but dapo is a mean over its micro-batch: micro-batches are averaged.
-          let gradLogp = mDLogp;
-          if (GA > 1 && config.lossType !== 'dapo') {
-            enc.clearBuffer(mDLogpScaled);
-            await this.add.encode(enc, { a: mDLogpScaled, b: mDLogp, count: rows, alpha: 1 / GA });
-            gradLogp = mDLogpScaled;
-          }
-          await this.gatherBackward.encode(enc, {
-            logits: state.logits,
-            targets: mTargets,
-            lse: mLse,
-            gradLogp,
-            dLogits,
-            R: rows,
-            V,
-            invTemperature: invT,
-          });
-          await this.policy.backward(enc, state, dLogits);
-        }, 'policy');
-      }
-      // Clip and AdamW on the GPU; the update is skipped there when the norm is not finite.
-      await engine.run((enc) => this.optimizer.encodeStep(enc, learningRate), 'optimizer');
-      const gradStats = await this.optimizer.readStats();
-      const outs = await readF32(device, lossOut, GA * OUT);
-      let loss = 0;
-      let tokens = 0;
-      const sums = { clipRatioLow: 0, clipRatioHigh: 0, clipRatioRegion: 0, meanKl: 0 };
-      for (let m = 0; m < GA; m++) {
-        const { loss: l, stats } = decodeGrpoLossOut(outs.subarray(m * OUT, (m + 1) * OUT));
-        loss += config.lossType === 'dapo' ? l : l / GA;
-        // Token-weighted means across micro-batches: what one batch would give.
-        tokens += stats.activeTokens;
-        sums.clipRatioLow += stats.clipRatioLow * stats.activeTokens;
-        sums.clipRatioHigh += stats.clipRatioHigh * stats.activeTokens;
-        sums.clipRatioRegion += stats.clipRatioRegion * stats.activeTokens;
-        sums.meanKl += stats.meanKl * stats.activeTokens;
-      }
-      if (!Number.isFinite(loss)) skipped = `loss = ${loss}`;
-      else if (!gradStats.finite) skipped = `grad_norm = ${gradStats.norm}`;
-      // A non-finite loss with a finite norm cannot happen (the loss's gradient flows into the
-      // norm), but the optimizer's own check is the one that guards the weights.
-      if (gradStats.finite) this.optimizer.commitStep();
-      if (iteration === 0) {
-        const entropyHost = await readF32(device, entropy, N * L);
-        let entropySum = 0;
-        for (let i = 0; i < entropyHost.length; i++) entropySum += entropyHost[i] * batch.mask[i];
-        const w = Math.max(tokens, 1);
-        firstIteration = {
-          loss,
-          clipRatioLow: sums.clipRatioLow / w,
-          clipRatioHigh: sums.clipRatioHigh / w,
-          clipRatioRegion: sums.clipRatioRegion / w,
-          meanKl: sums.meanKl / w,
-          gradNorm: gradStats.norm,
-          logp: await readF32(device, logp, N * L),
-          entropy: entropySum / Math.max(activeTokens, 1),
-        };
-      }
-    }
-    const refHost = refLogp ? await readF32(device, refLogp, N * L) : null;
-    let afterHost: Float32Array | null = null;
-    if (this.setup.recordLogpAfterUpdate) {
-      for (let m = 0; m < GA; m++) {
-        await engine.run(async (enc) => {
-          await scoreMicro(enc, this.policy, m);
-          enc.copyBufferToBuffer(mLogp, 0, logp, tokenOffset(m), rows * F32);
-        }, 'logp-after-update');
-      }
-      afterHost = await readF32(device, logp, N * L);
-    }
-    for (const b of owned) b.destroy();
-    const first = firstIteration!;
-    return {
-      ...first,
-      learningRate,
-      skipped,
-      oldLogp: config.numIterations > 1 ? oldHost : first.logp,
-      refLogp: refHost,
-      logpAfter: afterHost,
-    };
+  private update(batch: PackedBatch, advantages: Float64Array, samplingLogps: Float32Array[]) {
+    const { config, recordLogpAfterUpdate = false } = this.setup;
+    return this.objective.update(
+      config,
+      batch,
+      advantages,
+      samplingLogps,
+      this.learningRate,
+      recordLogpAfterUpdate,
+    );
   }
 
   /**
@@ -622,8 +401,7 @@ export class GrpoTrainer {
   async supervisedStep(
     examples: readonly { problem: Problem; completion: string }[],
   ): Promise<{ loss: number; gradNorm: number; tokens: number; skipped: string | null }> {
-    const { engine, tokenizer } = this.setup;
-    const { device } = engine;
+    const { tokenizer } = this.setup;
     if (examples.length === 0) throw new Error('supervisedStep needs at least one example');
     const prompts = examples.map((e) => this.renderPrompt(e.problem).ids);
     const eos = tokenizer.eosTokenIds[0];
@@ -632,42 +410,7 @@ export class GrpoTrainer {
       ...(eos === undefined ? [] : [eos]),
     ]);
     const batch = packBatch(prompts, completions, { padId: tokenizer.padTokenId });
-    const { N, T, P, L } = batch;
-    const V = this.setup.modelConfig.vocabSize;
-    const rows = N * L;
-    const tokens = batch.mask.reduce((a, m) => a + m, 0);
-    const targets = createStorageBuffer(device, rows * 4, 'sft.targets');
-    const rowWeights = createStorageBuffer(device, rows * F32, 'sft.rowWeights');
-    const loss = createStorageBuffer(device, F32, 'sft.loss');
-    const dLogits = createStorageBuffer(device, rows * V * F32, 'sft.dLogits');
-    writeBuffer(device, targets, batch.targets);
-    writeBuffer(device, rowWeights, crossEntropyRowWeights(batch.mask));
-    const gpuBatch = this.policy.uploadBatch(batch.tokens, batch.keyStart, batch.positions, N, T);
-    await engine.run(async (enc) => {
-      this.policy.zeroGradients(enc);
-      const state = await this.policy.forward(enc, gpuBatch, { start: P - 1, count: L });
-      await this.crossEntropy.encode(enc, {
-        logits: state.logits,
-        targets,
-        rowWeights,
-        loss,
-        dLogits,
-        R: rows,
-        V,
-      });
-      await this.policy.backward(enc, state, dLogits);
-      await this.optimizer.encodeStep(enc, this.learningRate);
-    }, 'supervised');
-    const stats = await this.optimizer.readStats();
-    const [lossValue] = await readF32(device, loss, 1);
-    for (const b of [targets, rowWeights, loss, dLogits]) b.destroy();
-    const skipped = !Number.isFinite(lossValue)
-      ? `loss = ${lossValue}`
-      : stats.finite
-        ? null
-        : `grad_norm = ${stats.norm}`;
-    if (stats.finite) this.optimizer.commitStep();
-    return { loss: lossValue, gradNorm: stats.norm, tokens, skipped };
+    return this.objective.supervised(batch, this.learningRate);
   }
 
   /** The state to save in a checkpoint. Sampling needs no RNG state: its draws are keyed by step. */

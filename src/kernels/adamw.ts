@@ -1,10 +1,24 @@
 // TS wrapper of shaders/adamw.wgsl: one AdamW step per parameter tensor, gradient scaled by the
 // clip buffer from GradNormKernel and skipped entirely when that buffer says the norm is not finite.
-import { createUniformBuffer, uploadStorageBuffer } from '../engine/buffers';
+import { uploadStorageBuffer } from '../engine/buffers';
 import { ceilDiv, splitGrid } from '../engine/dispatch';
 import { bindBuffers, type PipelineCache } from '../engine/pipelines';
 import { shaderSource } from '../engine/shaders';
 import type { AdamWHyper } from '../ref/adamw';
+import { uniformLayout } from '../engine/uniforms';
+
+/** The `struct Params` of shaders/adamw.wgsl. */
+export const ADAMW_PARAMS = uniformLayout('adamw', {
+  n: 'u32',
+  beta1: 'f32',
+  beta2: 'f32',
+  oneMinusBeta1: 'f32',
+  oneMinusBeta2: 'f32',
+  eps: 'f32',
+  decay: 'f32',
+  stepSize: 'f32',
+  biasCorrection2Sqrt: 'f32',
+});
 
 export type { AdamWHyper } from '../ref/adamw';
 
@@ -33,11 +47,16 @@ export class AdamWKernel {
     private readonly pipelines: PipelineCache,
   ) {}
 
-  async encode(encoder: GPUCommandEncoder, args: AdamWArgs): Promise<void> {
+  /** Compiles the pipeline encode() uses. */
+  prepare(): Promise<void> {
+    return this.pipelines.prepare('adamw', shaderSource('adamw'), { WG: ADAMW_WG });
+  }
+
+  encode(encoder: GPUCommandEncoder, args: AdamWArgs): void {
     const { n, step, hyper } = args;
     if (!Number.isInteger(step) || step < 1)
       throw new RangeError(`AdamW step must be ≥ 1, got ${step}`);
-    const pipeline = await this.pipelines.get('adamw', shaderSource('adamw'), { WG: ADAMW_WG });
+    const pipeline = this.pipelines.get('adamw', shaderSource('adamw'), { WG: ADAMW_WG });
     this.noClip ??= uploadStorageBuffer(
       this.device,
       new Float32Array([0, 1, 1, 0]),
@@ -45,21 +64,17 @@ export class AdamWKernel {
     );
     // Derived scalars in f64 on the CPU (as PyTorch computes them in Python floats): in f32,
     // 1 − β2 for β2 = 0.999 would be off by 1.3e-5 relative, and β2^step loses digits.
-    const params = createUniformBuffer(
-      this.device,
-      [
-        ['u32', n],
-        ['f32', hyper.beta1],
-        ['f32', hyper.beta2],
-        ['f32', 1 - hyper.beta1],
-        ['f32', 1 - hyper.beta2],
-        ['f32', hyper.eps],
-        ['f32', 1 - hyper.lr * hyper.weightDecay],
-        ['f32', hyper.lr / (1 - Math.pow(hyper.beta1, step))],
-        ['f32', Math.sqrt(1 - Math.pow(hyper.beta2, step))],
-      ],
-      'adamw.params',
-    );
+    const params = ADAMW_PARAMS.create(this.device, {
+      n,
+      beta1: hyper.beta1,
+      beta2: hyper.beta2,
+      oneMinusBeta1: 1 - hyper.beta1,
+      oneMinusBeta2: 1 - hyper.beta2,
+      eps: hyper.eps,
+      decay: 1 - hyper.lr * hyper.weightDecay,
+      stepSize: hyper.lr / (1 - Math.pow(hyper.beta1, step)),
+      biasCorrection2Sqrt: Math.sqrt(1 - Math.pow(hyper.beta2, step)),
+    });
     const pass = encoder.beginComputePass({ label: 'adamw' });
     pass.setPipeline(pipeline);
     pass.setBindGroup(

@@ -1,8 +1,11 @@
 // TS wrapper of shaders/add.wgsl: a += alpha · b over n elements (residual adds, gradient sums).
-import { createUniformBuffer } from '../engine/buffers';
 import { ceilDiv, MAX_WORKGROUPS_PER_DIM, splitGrid } from '../engine/dispatch';
 import { bindBuffers, type PipelineCache } from '../engine/pipelines';
 import { shaderSource } from '../engine/shaders';
+import { uniformLayout } from '../engine/uniforms';
+
+/** The `struct Params` of shaders/add.wgsl. */
+export const ADD_PARAMS = uniformLayout('add', { count: 'u32', alpha: 'f32' });
 
 /** Threads per workgroup (one thread per element). */
 export const ADD_WG = 256;
@@ -30,17 +33,15 @@ export class AddKernel {
     this.maxPerDim = options.maxWorkgroupsPerDim ?? MAX_WORKGROUPS_PER_DIM;
   }
 
-  async encode(encoder: GPUCommandEncoder, args: AddArgs): Promise<void> {
+  /** Compiles the pipeline encode() uses. */
+  prepare(): Promise<void> {
+    return this.pipelines.prepare('add', shaderSource('add'), { WG: ADD_WG });
+  }
+
+  encode(encoder: GPUCommandEncoder, args: AddArgs): void {
     if (args.a === args.b) throw new Error('add: a and b must be different buffers');
-    const pipeline = await this.pipelines.get('add', shaderSource('add'), { WG: ADD_WG });
-    const params = createUniformBuffer(
-      this.device,
-      [
-        ['u32', args.count],
-        ['f32', args.alpha ?? 1],
-      ],
-      'add.params',
-    );
+    const pipeline = this.pipelines.get('add', shaderSource('add'), { WG: ADD_WG });
+    const params = ADD_PARAMS.create(this.device, { count: args.count, alpha: args.alpha ?? 1 });
     const pass = encoder.beginComputePass({ label: 'add' });
     pass.setPipeline(pipeline);
     pass.setBindGroup(0, bindBuffers(this.device, pipeline, [args.b, args.a, params]));

@@ -5,10 +5,38 @@
 //
 // Legend: N sequences, Tq query rows, T time (training: Tq = S = T), S_cap cache capacity,
 // S filled cache length, H heads, Hkv kv-heads, D head dim.
-import { createStorageBuffer, createUniformBuffer } from '../engine/buffers';
+import { createStorageBuffer } from '../engine/buffers';
 import { ceilDiv, dispatch1D, splitGrid } from '../engine/dispatch';
-import { bindBuffers, type PipelineCache } from '../engine/pipelines';
+import { bindBuffers, type PipelineCache, type PipelineKey } from '../engine/pipelines';
 import { shaderSource } from '../engine/shaders';
+import { uniformLayout } from '../engine/uniforms';
+
+/** The `struct Params` of shaders/attention_forward.wgsl. */
+export const ATTENTION_FORWARD_PARAMS = uniformLayout('attention_forward', {
+  N: 'u32',
+  Tq: 'u32',
+  H: 'u32',
+  Hkv: 'u32',
+  S_cap: 'u32',
+  S: 'u32',
+  qOffset: 'u32',
+  scale: 'f32',
+});
+
+/** The `struct Params` of shaders/attention_backward_dq.wgsl and shaders/attention_backward_dkv.wgsl. */
+export const ATTENTION_BACKWARD_PARAMS = uniformLayout(
+  ['attention_backward_dq', 'attention_backward_dkv'],
+  { N: 'u32', T: 'u32', H: 'u32', Hkv: 'u32', scale: 'f32' },
+);
+
+/** The `struct Params` of shaders/kv_cache_write.wgsl. */
+export const KV_CACHE_WRITE_PARAMS = uniformLayout('kv_cache_write', {
+  N: 'u32',
+  Tsrc: 'u32',
+  S_cap: 'u32',
+  rowSize: 'u32',
+  t0: 'u32',
+});
 
 // Each kernel has two entry points with the same per-tile arithmetic, hence the same bits: `main`
 // stages K/V (or Q/dO) tiles in workgroup memory, `main_direct` (KernelTuning.avoidBarriers, i.e.
@@ -44,6 +72,17 @@ export const KV_CACHE_WRITE_WG = 256;
  */
 function rowWorkgroups(direct: boolean, N: number, Hkv: number, rows: number): number {
   return direct ? ceilDiv(N * Hkv * rows, ATTENTION_WG) : N * Hkv * ceilDiv(rows, ATTENTION_WG);
+}
+
+/** The pipeline of attention kernel `name` for head dim D: `main_direct` when barrier-free. */
+function attentionKey(pipelines: PipelineCache, name: string, D: number): PipelineKey {
+  const constants = { WG: ATTENTION_WG, TILE: ATTENTION_TILE, HEAD_DIM: D };
+  return [
+    name,
+    shaderSource(name),
+    constants,
+    pipelines.tuning.avoidBarriers ? 'main_direct' : 'main',
+  ];
 }
 
 function checkHeads(kernel: string, H: number, Hkv: number, D: number): void {
@@ -101,33 +140,29 @@ export class AttentionForwardKernel {
     private readonly pipelines: PipelineCache,
   ) {}
 
-  async encode(encoder: GPUCommandEncoder, args: AttentionForwardArgs): Promise<void> {
+  /** Compiles the pipeline encode() uses for head dim D. */
+  prepare(D: number): Promise<void> {
+    return this.pipelines.prepare(...attentionKey(this.pipelines, 'attention_forward', D));
+  }
+
+  encode(encoder: GPUCommandEncoder, args: AttentionForwardArgs): void {
     const { N, Tq, H, Hkv, D, qOffset = 0 } = args;
     checkHeads('attention_forward', H, Hkv, D);
     const S = args.S ?? qOffset + Tq;
     const sCap = args.sCap ?? S;
     if (S > sCap) throw new RangeError(`attention_forward: S (${S}) exceeds S_cap (${sCap})`);
     const direct = this.pipelines.tuning.avoidBarriers;
-    const pipeline = await this.pipelines.get(
-      'attention_forward',
-      shaderSource('attention_forward'),
-      { WG: ATTENTION_WG, TILE: ATTENTION_TILE, HEAD_DIM: D },
-      direct ? 'main_direct' : 'main',
-    );
-    const params = createUniformBuffer(
-      this.device,
-      [
-        ['u32', N],
-        ['u32', Tq],
-        ['u32', H],
-        ['u32', Hkv],
-        ['u32', sCap],
-        ['u32', S],
-        ['u32', qOffset],
-        ['f32', args.scale ?? 1 / Math.sqrt(D)],
-      ],
-      'attention_forward.params',
-    );
+    const pipeline = this.pipelines.get(...attentionKey(this.pipelines, 'attention_forward', D));
+    const params = ATTENTION_FORWARD_PARAMS.create(this.device, {
+      N,
+      Tq,
+      H,
+      Hkv,
+      S_cap: sCap,
+      S,
+      qOffset,
+      scale: args.scale ?? 1 / Math.sqrt(D),
+    });
     const pass = encoder.beginComputePass({ label: 'attention_forward' });
     pass.setPipeline(pipeline);
     pass.setBindGroup(
@@ -192,38 +227,32 @@ export class AttentionBackwardKernel {
     private readonly pipelines: PipelineCache,
   ) {}
 
-  async encode(encoder: GPUCommandEncoder, args: AttentionBackwardArgs): Promise<void> {
+  /** Compiles the two pipelines encode() uses for head dim D. */
+  async prepare(D: number): Promise<void> {
+    await Promise.all([
+      this.pipelines.prepare(...attentionKey(this.pipelines, 'attention_backward_dq', D)),
+      this.pipelines.prepare(...attentionKey(this.pipelines, 'attention_backward_dkv', D)),
+    ]);
+  }
+
+  encode(encoder: GPUCommandEncoder, args: AttentionBackwardArgs): void {
     const { N, T, H, Hkv, D } = args;
     checkHeads('attention_backward', H, Hkv, D);
     const delta = args.delta ?? this.deltaScratch(N * H * T * 4);
     const direct = this.pipelines.tuning.avoidBarriers;
-    const entry = direct ? 'main_direct' : 'main';
-    const constants = { WG: ATTENTION_WG, TILE: ATTENTION_TILE, HEAD_DIM: D };
-    const [dqPipeline, dkvPipeline] = await Promise.all([
-      this.pipelines.get(
-        'attention_backward_dq',
-        shaderSource('attention_backward_dq'),
-        constants,
-        entry,
-      ),
-      this.pipelines.get(
-        'attention_backward_dkv',
-        shaderSource('attention_backward_dkv'),
-        constants,
-        entry,
-      ),
-    ]);
-    const params = createUniformBuffer(
-      this.device,
-      [
-        ['u32', N],
-        ['u32', T],
-        ['u32', H],
-        ['u32', Hkv],
-        ['f32', args.scale ?? 1 / Math.sqrt(D)],
-      ],
-      'attention_backward.params',
+    const dqPipeline = this.pipelines.get(
+      ...attentionKey(this.pipelines, 'attention_backward_dq', D),
     );
+    const dkvPipeline = this.pipelines.get(
+      ...attentionKey(this.pipelines, 'attention_backward_dkv', D),
+    );
+    const params = ATTENTION_BACKWARD_PARAMS.create(this.device, {
+      N,
+      T,
+      H,
+      Hkv,
+      scale: args.scale ?? 1 / Math.sqrt(D),
+    });
 
     const dqPass = encoder.beginComputePass({ label: 'attention_backward_dq' });
     dqPass.setPipeline(dqPipeline);
@@ -304,25 +333,28 @@ export class KvCacheWriteKernel {
     private readonly pipelines: PipelineCache,
   ) {}
 
-  async encode(encoder: GPUCommandEncoder, args: KvCacheWriteArgs): Promise<void> {
+  /** Compiles the pipeline encode() uses. */
+  prepare(): Promise<void> {
+    return this.pipelines.prepare('kv_cache_write', shaderSource('kv_cache_write'), {
+      WG: KV_CACHE_WRITE_WG,
+    });
+  }
+
+  encode(encoder: GPUCommandEncoder, args: KvCacheWriteArgs): void {
     const { N, Tsrc, sCap, Hkv, D, t0 } = args;
     if (t0 + Tsrc > sCap) {
       throw new RangeError(`kv_cache_write: columns ${t0}…${t0 + Tsrc - 1} exceed S_cap (${sCap})`);
     }
-    const pipeline = await this.pipelines.get('kv_cache_write', shaderSource('kv_cache_write'), {
+    const pipeline = this.pipelines.get('kv_cache_write', shaderSource('kv_cache_write'), {
       WG: KV_CACHE_WRITE_WG,
     });
-    const params = createUniformBuffer(
-      this.device,
-      [
-        ['u32', N],
-        ['u32', Tsrc],
-        ['u32', sCap],
-        ['u32', Hkv * D],
-        ['u32', t0],
-      ],
-      'kv_cache_write.params',
-    );
+    const params = KV_CACHE_WRITE_PARAMS.create(this.device, {
+      N,
+      Tsrc,
+      S_cap: sCap,
+      rowSize: Hkv * D,
+      t0,
+    });
     const pass = encoder.beginComputePass({ label: 'kv_cache_write' });
     pass.setPipeline(pipeline);
     pass.setBindGroup(0, bindBuffers(this.device, pipeline, [args.src, args.cache, params]));

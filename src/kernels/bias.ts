@@ -1,9 +1,19 @@
 // TS wrappers of shaders/bias_add.wgsl and shaders/bias_grad.wgsl: broadcast bias over rows
 // (R, Cout) = (N·T, Cout) and its gradient (Qwen2's q/k/v projection biases).
-import { createUniformBuffer } from '../engine/buffers';
 import { ceilDiv, MAX_WORKGROUPS_PER_DIM, splitGrid } from '../engine/dispatch';
 import { bindBuffers, type PipelineCache } from '../engine/pipelines';
 import { shaderSource } from '../engine/shaders';
+import { uniformLayout } from '../engine/uniforms';
+
+/** The `struct Params` of shaders/bias_add.wgsl. */
+export const BIAS_ADD_PARAMS = uniformLayout('bias_add', { rows: 'u32', channels: 'u32' });
+
+/** The `struct Params` of shaders/bias_grad.wgsl. */
+export const BIAS_GRAD_PARAMS = uniformLayout('bias_grad', {
+  rows: 'u32',
+  channels: 'u32',
+  accumulate: 'u32',
+});
 
 /** Threads per workgroup of bias_add (one thread per element). */
 export const BIAS_ADD_WG = 256;
@@ -33,19 +43,17 @@ export class BiasAddKernel {
     this.maxPerDim = options.maxWorkgroupsPerDim ?? MAX_WORKGROUPS_PER_DIM;
   }
 
-  async encode(encoder: GPUCommandEncoder, args: BiasAddArgs): Promise<void> {
+  /** Compiles the pipeline encode() uses. */
+  prepare(): Promise<void> {
+    return this.pipelines.prepare('bias_add', shaderSource('bias_add'), { WG: BIAS_ADD_WG });
+  }
+
+  encode(encoder: GPUCommandEncoder, args: BiasAddArgs): void {
     const { rows, C } = args;
-    const pipeline = await this.pipelines.get('bias_add', shaderSource('bias_add'), {
+    const pipeline = this.pipelines.get('bias_add', shaderSource('bias_add'), {
       WG: BIAS_ADD_WG,
     });
-    const params = createUniformBuffer(
-      this.device,
-      [
-        ['u32', rows],
-        ['u32', C],
-      ],
-      'bias_add.params',
-    );
+    const params = BIAS_ADD_PARAMS.create(this.device, { rows, channels: C });
     const pass = encoder.beginComputePass({ label: 'bias_add' });
     pass.setPipeline(pipeline);
     pass.setBindGroup(0, bindBuffers(this.device, pipeline, [args.bias, args.y, params]));
@@ -75,20 +83,21 @@ export class BiasGradKernel {
     this.maxPerDim = options.maxWorkgroupsPerDim ?? MAX_WORKGROUPS_PER_DIM;
   }
 
-  async encode(encoder: GPUCommandEncoder, args: BiasGradArgs): Promise<void> {
+  /** Compiles the pipeline encode() uses. */
+  prepare(): Promise<void> {
+    return this.pipelines.prepare('bias_grad', shaderSource('bias_grad'), { WG: BIAS_GRAD_WG });
+  }
+
+  encode(encoder: GPUCommandEncoder, args: BiasGradArgs): void {
     const { rows, C } = args;
-    const pipeline = await this.pipelines.get('bias_grad', shaderSource('bias_grad'), {
+    const pipeline = this.pipelines.get('bias_grad', shaderSource('bias_grad'), {
       WG: BIAS_GRAD_WG,
     });
-    const params = createUniformBuffer(
-      this.device,
-      [
-        ['u32', rows],
-        ['u32', C],
-        ['u32', args.accumulate ? 1 : 0],
-      ],
-      'bias_grad.params',
-    );
+    const params = BIAS_GRAD_PARAMS.create(this.device, {
+      rows,
+      channels: C,
+      accumulate: args.accumulate ? 1 : 0,
+    });
     const pass = encoder.beginComputePass({ label: 'bias_grad' });
     pass.setPipeline(pipeline);
     pass.setBindGroup(0, bindBuffers(this.device, pipeline, [args.dy, args.db, params]));

@@ -4,6 +4,7 @@
 // 1×R·R×1 product on the existing matmul kernel, so no extra WGSL is needed and the sum is
 // reduced in a fixed order.
 import { createStorageBuffer } from '../engine/buffers';
+import { transient } from '../engine/memory';
 import type { PipelineCache } from '../engine/pipelines';
 import { LogprobGatherBackwardKernel, LogprobGatherKernel } from './logprob';
 import { MatmulKernel } from './matmul';
@@ -42,14 +43,15 @@ export class CrossEntropyKernel {
     this.matmul = new MatmulKernel(device, pipelines);
   }
 
-  async encode(encoder: GPUCommandEncoder, args: CrossEntropyArgs): Promise<void> {
+  encode(encoder: GPUCommandEncoder, args: CrossEntropyArgs): void {
     const { R, V, invTemperature = 1 } = args;
-    const logp = args.logp ?? createStorageBuffer(this.device, R * 4, 'cross_entropy.logp');
-    const entropy =
-      args.entropy ?? createStorageBuffer(this.device, R * 4, 'cross_entropy.entropy');
-    const lse = args.lse ?? createStorageBuffer(this.device, R * 4, 'cross_entropy.lse');
+    const scratch = (label: string) =>
+      transient(this.device, createStorageBuffer(this.device, R * 4, `cross_entropy.${label}`));
+    const logp = args.logp ?? scratch('logp');
+    const entropy = args.entropy ?? scratch('entropy');
+    const lse = args.lse ?? scratch('lse');
     const { logits, targets } = args;
-    await this.gather.encode(encoder, {
+    this.gather.encode(encoder, {
       logits,
       targets,
       logp,
@@ -60,7 +62,7 @@ export class CrossEntropyKernel {
       invTemperature,
     });
     // loss (1×1) = rowWeights (1×R) · logp (R×1).
-    await this.matmul.encode(encoder, {
+    this.matmul.encode(encoder, {
       a: args.rowWeights,
       b: logp,
       c: args.loss,
@@ -68,7 +70,7 @@ export class CrossEntropyKernel {
       N: 1,
       K: R,
     });
-    await this.backward.encode(encoder, {
+    this.backward.encode(encoder, {
       logits,
       targets,
       lse,

@@ -1,10 +1,28 @@
 // TS wrappers of shaders/embedding_forward.wgsl and shaders/embedding_backward.wgsl, and the CPU
 // token index that lets the backward pass scatter-add without atomics.
 // Legend: R = N·T token rows, V vocab, C channels, U distinct token ids in the batch.
-import { createUniformBuffer, uploadStorageBuffer } from '../engine/buffers';
+import { uploadStorageBuffer } from '../engine/buffers';
 import { ceilDiv, MAX_WORKGROUPS_PER_DIM, splitGrid } from '../engine/dispatch';
 import { bindBuffers, type PipelineCache } from '../engine/pipelines';
 import { shaderSource } from '../engine/shaders';
+import { transient } from '../engine/memory';
+import { uniformLayout } from '../engine/uniforms';
+
+/** The `struct Params` of shaders/embedding_forward.wgsl. */
+export const EMBEDDING_FORWARD_PARAMS = uniformLayout('embedding_forward', {
+  rows: 'u32',
+  channels: 'u32',
+  vocab: 'u32',
+  row_start: 'u32',
+  zero_misses: 'u32',
+});
+
+/** The `struct Params` of shaders/embedding_backward.wgsl. */
+export const EMBEDDING_BACKWARD_PARAMS = uniformLayout('embedding_backward', {
+  unique: 'u32',
+  channels: 'u32',
+  accumulate: 'u32',
+});
 
 /** Threads per workgroup of both embedding kernels. */
 export const EMBEDDING_WG = 256;
@@ -67,24 +85,25 @@ export class EmbeddingForwardKernel {
     this.maxPerDim = options.maxWorkgroupsPerDim ?? MAX_WORKGROUPS_PER_DIM;
   }
 
-  async encode(encoder: GPUCommandEncoder, args: EmbeddingForwardArgs): Promise<void> {
+  /** Compiles the pipeline encode() uses. */
+  prepare(): Promise<void> {
+    return this.pipelines.prepare('embedding_forward', shaderSource('embedding_forward'), {
+      WG: EMBEDDING_WG,
+    });
+  }
+
+  encode(encoder: GPUCommandEncoder, args: EmbeddingForwardArgs): void {
     const { rows, V, C } = args;
-    const pipeline = await this.pipelines.get(
-      'embedding_forward',
-      shaderSource('embedding_forward'),
-      { WG: EMBEDDING_WG },
-    );
-    const params = createUniformBuffer(
-      this.device,
-      [
-        ['u32', rows],
-        ['u32', C],
-        ['u32', V],
-        ['u32', args.rowStart ?? 0],
-        ['u32', args.zeroMisses === false ? 0 : 1],
-      ],
-      'embedding_forward.params',
-    );
+    const pipeline = this.pipelines.get('embedding_forward', shaderSource('embedding_forward'), {
+      WG: EMBEDDING_WG,
+    });
+    const params = EMBEDDING_FORWARD_PARAMS.create(this.device, {
+      rows,
+      channels: C,
+      vocab: V,
+      row_start: args.rowStart ?? 0,
+      zero_misses: args.zeroMisses === false ? 0 : 1,
+    });
     const pass = encoder.beginComputePass({ label: 'embedding_forward' });
     pass.setPipeline(pipeline);
     pass.setBindGroup(
@@ -119,7 +138,14 @@ export class EmbeddingBackwardKernel {
     this.maxPerDim = options.maxWorkgroupsPerDim ?? MAX_WORKGROUPS_PER_DIM;
   }
 
-  async encode(encoder: GPUCommandEncoder, args: EmbeddingBackwardArgs): Promise<void> {
+  /** Compiles the pipeline encode() uses. */
+  prepare(): Promise<void> {
+    return this.pipelines.prepare('embedding_backward', shaderSource('embedding_backward'), {
+      WG: EMBEDDING_WG,
+    });
+  }
+
+  encode(encoder: GPUCommandEncoder, args: EmbeddingBackwardArgs): void {
     const { index, V, C, accumulate = false } = args;
     const U = index.uniqueIds.length;
     if (U > 0 && index.uniqueIds[U - 1] >= V) {
@@ -127,26 +153,23 @@ export class EmbeddingBackwardKernel {
         `embedding backward: token id ${index.uniqueIds[U - 1]} is outside the vocabulary (${V})`,
       );
     }
-    // The kernel writes only rows of ids that occur; "overwrite" means every other row is 0.
+    // The kernel writes only rows of ids that occur; 'overwrite' means every other row is 0.
     if (!accumulate) encoder.clearBuffer(args.dw, 0, V * C * 4);
     if (U === 0) return;
-    const pipeline = await this.pipelines.get(
-      'embedding_backward',
-      shaderSource('embedding_backward'),
-      { WG: EMBEDDING_WG },
-    );
-    const uniqueIds = uploadStorageBuffer(this.device, index.uniqueIds, 'embedding.uniqueIds');
-    const offsets = uploadStorageBuffer(this.device, index.offsets, 'embedding.offsets');
-    const order = uploadStorageBuffer(this.device, index.order, 'embedding.order');
-    const params = createUniformBuffer(
-      this.device,
-      [
-        ['u32', U],
-        ['u32', C],
-        ['u32', accumulate ? 1 : 0],
-      ],
-      'embedding_backward.params',
-    );
+    const pipeline = this.pipelines.get('embedding_backward', shaderSource('embedding_backward'), {
+      WG: EMBEDDING_WG,
+    });
+    // Per-call data (a later call in the same submission needs its own), freed after the run.
+    const upload = (data: Uint32Array, label: string) =>
+      transient(this.device, uploadStorageBuffer(this.device, data, label));
+    const uniqueIds = upload(index.uniqueIds, 'embedding.uniqueIds');
+    const offsets = upload(index.offsets, 'embedding.offsets');
+    const order = upload(index.order, 'embedding.order');
+    const params = EMBEDDING_BACKWARD_PARAMS.create(this.device, {
+      unique: U,
+      channels: C,
+      accumulate: accumulate ? 1 : 0,
+    });
     const pass = encoder.beginComputePass({ label: 'embedding_backward' });
     pass.setPipeline(pipeline);
     pass.setBindGroup(

@@ -1,9 +1,15 @@
 // TS wrapper of shaders/sumsq.wgsl + shaders/grad_clip.wgsl: global L2 norm of all gradients,
 // the clip scale and a finite flag, computed on the GPU and consumed there by AdamWKernel.
-import { createUniformBuffer } from '../engine/buffers';
 import { reductionWorkgroupSize } from '../engine/dispatch';
 import { bindBuffers, type PipelineCache } from '../engine/pipelines';
 import { shaderSource } from '../engine/shaders';
+import { uniformLayout } from '../engine/uniforms';
+
+/** The `struct Params` of shaders/sumsq.wgsl. */
+export const SUMSQ_PARAMS = uniformLayout('sumsq', { n: 'u32', slot: 'u32', chunk: 'u32' });
+
+/** The `struct Params` of shaders/grad_clip.wgsl. */
+export const GRAD_CLIP_PARAMS = uniformLayout('grad_clip', { count: 'u32', maxNorm: 'f32' });
 
 export const SUMSQ_WG = 256;
 /** Workgroups (and partial sums) per gradient tensor; each sums a contiguous chunk. */
@@ -32,40 +38,48 @@ export interface GradNormArgs {
   maxNorm: number;
 }
 
+/** Workgroups, elements per workgroup and threads per workgroup of sumsq for n elements. */
+function sumSquaresLayout(n: number): { groups: number; chunk: number; wg: number } {
+  const groups = Math.max(1, Math.min(SUMSQ_PARTIALS_PER_TENSOR, Math.ceil(n / SUMSQ_MIN_CHUNK)));
+  const chunk = Math.ceil(n / groups);
+  return { groups, chunk, wg: reductionWorkgroupSize(chunk, SUMSQ_WG) };
+}
+
 export class GradNormKernel {
   constructor(
     private readonly device: GPUDevice,
     private readonly pipelines: PipelineCache,
   ) {}
 
+  /** Compiles the pipelines encode() uses for tensors of these element counts. */
+  async prepare(sizes: readonly number[]): Promise<void> {
+    const wgs = new Set(sizes.map((n) => sumSquaresLayout(n).wg));
+    await Promise.all([
+      ...[...wgs].map((wg) =>
+        this.pipelines.prepare('sumsq', shaderSource('sumsq'), {
+          WG: wg,
+          PARTIALS: SUMSQ_PARTIALS_PER_TENSOR,
+        }),
+      ),
+      this.pipelines.prepare('grad_clip', shaderSource('grad_clip'), { WG: GRAD_CLIP_WG }),
+    ]);
+  }
+
   /**
    * Sum of squares of one tensor into block `slot` of `partials` (one dispatch). Small tensors use
    * fewer than SUMSQ_PARTIALS_PER_TENSOR workgroups (each gets at least SUMSQ_MIN_CHUNK elements):
    * the rest of the block is cleared, so the block sums to the same total either way.
    */
-  async encodeSumSquares(
+  encodeSumSquares(
     encoder: GPUCommandEncoder,
     args: { grad: GPUBuffer; n: number; slot: number; partials: GPUBuffer },
-  ): Promise<void> {
-    const groups = Math.max(
-      1,
-      Math.min(SUMSQ_PARTIALS_PER_TENSOR, Math.ceil(args.n / SUMSQ_MIN_CHUNK)),
-    );
-    const chunk = Math.ceil(args.n / groups);
-    const wg = reductionWorkgroupSize(chunk, SUMSQ_WG);
-    const pipeline = await this.pipelines.get('sumsq', shaderSource('sumsq'), {
+  ): void {
+    const { groups, chunk, wg } = sumSquaresLayout(args.n);
+    const pipeline = this.pipelines.get('sumsq', shaderSource('sumsq'), {
       WG: wg,
       PARTIALS: SUMSQ_PARTIALS_PER_TENSOR,
     });
-    const params = createUniformBuffer(
-      this.device,
-      [
-        ['u32', args.n],
-        ['u32', args.slot],
-        ['u32', chunk],
-      ],
-      'sumsq.params',
-    );
+    const params = SUMSQ_PARAMS.create(this.device, { n: args.n, slot: args.slot, chunk });
     const blockBytes = SUMSQ_PARTIALS_PER_TENSOR * 4;
     if (groups < SUMSQ_PARTIALS_PER_TENSOR)
       encoder.clearBuffer(args.partials, args.slot * blockBytes, blockBytes);
@@ -77,21 +91,17 @@ export class GradNormKernel {
   }
 
   /** Norm, scale and finite flag from the first `numTensors` blocks of partials. */
-  async encodeClip(
+  encodeClip(
     encoder: GPUCommandEncoder,
     args: { partials: GPUBuffer; numTensors: number; out: GPUBuffer; maxNorm: number },
-  ): Promise<void> {
-    const pipeline = await this.pipelines.get('grad_clip', shaderSource('grad_clip'), {
+  ): void {
+    const pipeline = this.pipelines.get('grad_clip', shaderSource('grad_clip'), {
       WG: GRAD_CLIP_WG,
     });
-    const params = createUniformBuffer(
-      this.device,
-      [
-        ['u32', gradNormPartialsLength(args.numTensors)],
-        ['f32', args.maxNorm],
-      ],
-      'grad_clip.params',
-    );
+    const params = GRAD_CLIP_PARAMS.create(this.device, {
+      count: gradNormPartialsLength(args.numTensors),
+      maxNorm: args.maxNorm,
+    });
     const pass = encoder.beginComputePass({ label: 'grad_clip' });
     pass.setPipeline(pipeline);
     pass.setBindGroup(0, bindBuffers(this.device, pipeline, [args.partials, args.out, params]));
@@ -100,12 +110,12 @@ export class GradNormKernel {
   }
 
   /** Every tensor's sum of squares, then the clip buffer. */
-  async encode(encoder: GPUCommandEncoder, args: GradNormArgs): Promise<void> {
+  encode(encoder: GPUCommandEncoder, args: GradNormArgs): void {
     for (let slot = 0; slot < args.grads.length; slot++) {
       const { buffer, n } = args.grads[slot];
-      await this.encodeSumSquares(encoder, { grad: buffer, n, slot, partials: args.partials });
+      this.encodeSumSquares(encoder, { grad: buffer, n, slot, partials: args.partials });
     }
-    await this.encodeClip(encoder, {
+    this.encodeClip(encoder, {
       partials: args.partials,
       numTensors: args.grads.length,
       out: args.out,

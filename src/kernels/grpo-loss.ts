@@ -1,11 +1,31 @@
 // TS wrapper of shaders/grpo_loss.wgsl + shaders/grpo_loss_reduce.wgsl: the GRPO loss, its
 // gradient into the per-token log-probs, and the TRL statistics, entirely on the GPU (the caller
 // reads the small `out` buffer when it wants the numbers; nothing is read back here).
-import { createStorageBuffer, createUniformBuffer } from '../engine/buffers';
+import { createStorageBuffer } from '../engine/buffers';
 import { splitGrid } from '../engine/dispatch';
 import { bindBuffers, type PipelineCache } from '../engine/pipelines';
 import { shaderSource } from '../engine/shaders';
 import type { GrpoLossStats, LossType } from '../ref/grpo_loss';
+import { transient } from '../engine/memory';
+import { uniformLayout } from '../engine/uniforms';
+
+/** The `struct Params` of shaders/grpo_loss.wgsl. */
+export const GRPO_LOSS_PARAMS = uniformLayout('grpo_loss', {
+  N: 'u32',
+  L: 'u32',
+  lossType: 'u32',
+  useKl: 'u32',
+  epsilonLow: 'f32',
+  epsilonHigh: 'f32',
+  beta: 'f32',
+  denominator: 'f32',
+});
+
+/** The `struct Params` of shaders/grpo_loss_reduce.wgsl. */
+export const GRPO_LOSS_REDUCE_PARAMS = uniformLayout('grpo_loss_reduce', {
+  N: 'u32',
+  useKl: 'u32',
+});
 
 export const GRPO_LOSS_WG = 256;
 export const GRPO_LOSS_REDUCE_WG = 256;
@@ -67,7 +87,17 @@ export class GrpoLossKernel {
     private readonly pipelines: PipelineCache,
   ) {}
 
-  async encode(encoder: GPUCommandEncoder, args: GrpoLossArgs): Promise<void> {
+  /** Compiles the two pipelines encode() uses. */
+  async prepare(): Promise<void> {
+    await Promise.all([
+      this.pipelines.prepare('grpo_loss', shaderSource('grpo_loss'), { WG: GRPO_LOSS_WG }),
+      this.pipelines.prepare('grpo_loss_reduce', shaderSource('grpo_loss_reduce'), {
+        WG: GRPO_LOSS_REDUCE_WG,
+      }),
+    ]);
+  }
+
+  encode(encoder: GPUCommandEncoder, args: GrpoLossArgs): void {
     const { N, L, lossType } = args;
     if (!(lossType in LOSS_TYPE_CODE)) throw new RangeError(`unknown lossType '${lossType}'`);
     if (lossType === 'dr_grpo' && !(args.maxCompletionLength >= 1)) {
@@ -77,35 +107,27 @@ export class GrpoLossKernel {
     let denominator = 0;
     if (lossType === 'dr_grpo') denominator = N * args.maxCompletionLength;
     if (lossType === 'dapo') denominator = args.activeTokensInBatch ?? 0;
-    const [loss, reduce] = await Promise.all([
+    const [loss, reduce] = [
       this.pipelines.get('grpo_loss', shaderSource('grpo_loss'), { WG: GRPO_LOSS_WG }),
       this.pipelines.get('grpo_loss_reduce', shaderSource('grpo_loss_reduce'), {
         WG: GRPO_LOSS_REDUCE_WG,
       }),
-    ]);
-    const params = createUniformBuffer(
+    ];
+    const params = GRPO_LOSS_PARAMS.create(this.device, {
+      N,
+      L,
+      lossType: LOSS_TYPE_CODE[lossType],
+      useKl: useKl ? 1 : 0,
+      epsilonLow: args.epsilonLow,
+      epsilonHigh: args.epsilonHigh,
+      beta: useKl ? args.beta : 0,
+      denominator,
+    });
+    const reduceParams = GRPO_LOSS_REDUCE_PARAMS.create(this.device, { N, useKl: useKl ? 1 : 0 });
+    const partials = transient(
       this.device,
-      [
-        ['u32', N],
-        ['u32', L],
-        ['u32', LOSS_TYPE_CODE[lossType]],
-        ['u32', useKl ? 1 : 0],
-        ['f32', args.epsilonLow],
-        ['f32', args.epsilonHigh],
-        ['f32', useKl ? args.beta : 0],
-        ['f32', denominator],
-      ],
-      'grpo_loss.params',
-    );
-    const reduceParams = createUniformBuffer(
-      this.device,
-      [
-        ['u32', N],
-        ['u32', useKl ? 1 : 0],
-      ],
-      'grpo_loss_reduce.params',
-    );
-    const partials = createStorageBuffer(this.device, N * 8 * 4, 'grpo_loss.partials'); // (N, 8)
+      createStorageBuffer(this.device, N * 8 * 4, 'grpo_loss.partials'),
+    ); // (N, 8)
 
     const pass = encoder.beginComputePass({ label: 'grpo_loss' });
     pass.setPipeline(loss);

@@ -1,9 +1,29 @@
 // TS wrappers of shaders/logprob_gather.wgsl (forward: logp, entropy, lse per row) and
 // shaders/logprob_gather_backward.wgsl (fused ∂logp/∂logits times the upstream gradient).
-import { createUniformBuffer } from '../engine/buffers';
 import { ceilDiv, splitGrid, reductionWorkgroupSize } from '../engine/dispatch';
-import { bindBuffers, type KernelTuning, type PipelineCache } from '../engine/pipelines';
+import {
+  bindBuffers,
+  type KernelTuning,
+  type PipelineCache,
+  type PipelineKey,
+} from '../engine/pipelines';
 import { shaderSource } from '../engine/shaders';
+import { uniformLayout } from '../engine/uniforms';
+
+/** The `struct Params` of shaders/logprob_gather.wgsl. */
+export const LOGPROB_GATHER_PARAMS = uniformLayout('logprob_gather', {
+  R: 'u32',
+  V: 'u32',
+  invTemperature: 'f32',
+});
+
+/** The `struct Params` of shaders/logprob_gather_backward.wgsl. */
+export const LOGPROB_GATHER_BACKWARD_PARAMS = uniformLayout('logprob_gather_backward', {
+  R: 'u32',
+  V: 'u32',
+  invTemperature: 'f32',
+  accumulate: 'u32',
+});
 
 /** Threads per row in the forward (a power of two: tree reduction). */
 export const LOGPROB_GATHER_WG = 256;
@@ -56,29 +76,30 @@ export class LogprobGatherKernel {
     private readonly pipelines: PipelineCache,
   ) {}
 
-  async encode(encoder: GPUCommandEncoder, args: LogprobGatherArgs): Promise<void> {
-    const { R, V } = args;
-    if (R > 0 && V === 0) throw new RangeError('logprob gather needs V ≥ 1');
+  /** Compiles the pipeline encode() uses for a vocabulary of V. */
+  prepare(V: number): Promise<void> {
+    return this.pipelines.prepare(...this.pipelineKey(V));
+  }
+
+  private pipelineKey(V: number): PipelineKey {
     // The tree's size for this V; the one-thread-per-row entry point replays that tree.
     const tree = reductionWorkgroupSize(V, LOGPROB_GATHER_WG);
+    const source = shaderSource('logprob_gather');
+    return logprobRowPerThread(V, this.pipelines.tuning)
+      ? ['logprob_gather', source, { WG: LOGPROB_ROWS_PER_WG, TREE: tree }, 'main_row_per_thread']
+      : ['logprob_gather', source, { WG: tree }];
+  }
+
+  encode(encoder: GPUCommandEncoder, args: LogprobGatherArgs): void {
+    const { R, V } = args;
+    if (R > 0 && V === 0) throw new RangeError('logprob gather needs V ≥ 1');
     const rowPerThread = logprobRowPerThread(V, this.pipelines.tuning);
-    const pipeline = rowPerThread
-      ? await this.pipelines.get(
-          'logprob_gather',
-          shaderSource('logprob_gather'),
-          { WG: LOGPROB_ROWS_PER_WG, TREE: tree },
-          'main_row_per_thread',
-        )
-      : await this.pipelines.get('logprob_gather', shaderSource('logprob_gather'), { WG: tree });
-    const params = createUniformBuffer(
-      this.device,
-      [
-        ['u32', R],
-        ['u32', V],
-        ['f32', args.invTemperature ?? 1],
-      ],
-      'logprob_gather.params',
-    );
+    const pipeline = this.pipelines.get(...this.pipelineKey(V));
+    const params = LOGPROB_GATHER_PARAMS.create(this.device, {
+      R,
+      V,
+      invTemperature: args.invTemperature ?? 1,
+    });
     const pass = encoder.beginComputePass({ label: 'logprob_gather' });
     pass.setPipeline(pipeline);
     pass.setBindGroup(
@@ -105,24 +126,29 @@ export class LogprobGatherBackwardKernel {
     private readonly pipelines: PipelineCache,
   ) {}
 
-  async encode(encoder: GPUCommandEncoder, args: LogprobGatherBackwardArgs): Promise<void> {
-    const { R, V } = args;
-    if (R * V > 0xffffffff) throw new RangeError(`R·V = ${R * V} exceeds u32 indexing`);
-    const pipeline = await this.pipelines.get(
+  /** Compiles the pipeline encode() uses. */
+  prepare(): Promise<void> {
+    return this.pipelines.prepare(
       'logprob_gather_backward',
       shaderSource('logprob_gather_backward'),
       { WG: LOGPROB_BACKWARD_WG },
     );
-    const params = createUniformBuffer(
-      this.device,
-      [
-        ['u32', R],
-        ['u32', V],
-        ['f32', args.invTemperature ?? 1],
-        ['u32', args.accumulate ? 1 : 0],
-      ],
-      'logprob_gather_backward.params',
+  }
+
+  encode(encoder: GPUCommandEncoder, args: LogprobGatherBackwardArgs): void {
+    const { R, V } = args;
+    if (R * V > 0xffffffff) throw new RangeError(`R·V = ${R * V} exceeds u32 indexing`);
+    const pipeline = this.pipelines.get(
+      'logprob_gather_backward',
+      shaderSource('logprob_gather_backward'),
+      { WG: LOGPROB_BACKWARD_WG },
     );
+    const params = LOGPROB_GATHER_BACKWARD_PARAMS.create(this.device, {
+      R,
+      V,
+      invTemperature: args.invTemperature ?? 1,
+      accumulate: args.accumulate ? 1 : 0,
+    });
     const pass = encoder.beginComputePass({ label: 'logprob_gather_backward' });
     pass.setPipeline(pipeline);
     pass.setBindGroup(

@@ -1,8 +1,24 @@
 // TS wrapper of shaders/matmul.wgsl: pipeline specialisation, uniforms and dispatch geometry.
-import { createUniformBuffer } from '../engine/buffers';
 import { ceilDiv, MAX_WORKGROUPS_PER_DIM } from '../engine/dispatch';
-import { bindBuffers, type PipelineCache } from '../engine/pipelines';
+import { bindBuffers, type PipelineCache, type PipelineKey } from '../engine/pipelines';
 import { shaderSource } from '../engine/shaders';
+import { uniformLayout } from '../engine/uniforms';
+
+/** The `struct Params` of shaders/matmul.wgsl and shaders/matmul_vec4.wgsl. */
+export const MATMUL_PARAMS = uniformLayout(['matmul', 'matmul_vec4'], {
+  M: 'u32',
+  N: 'u32',
+  K: 'u32',
+  accumulate: 'u32',
+  strideA: 'u32',
+  strideB: 'u32',
+  strideC: 'u32',
+  alpha: 'f32',
+  ldA: 'u32',
+  ldC: 'u32',
+  offsetA: 'u32',
+  offsetC: 'u32',
+});
 
 /** Threads per workgroup along x (columns) and y (rows); each thread computes 4×4 outputs. */
 export const MATMUL_WG_X = 16;
@@ -50,6 +66,9 @@ export interface MatmulArgs {
   offsetC?: number;
 }
 
+/** A product's shape and options without its buffers: what picks the pipeline. */
+export type MatmulShape = Omit<MatmulArgs, 'a' | 'b' | 'c'>;
+
 /**
  * Whether shaders/matmul_vec4.wgsl can run this product: every vec4 it reads must start at a
  * multiple of 4 floats (see its header). A Llama's products qualify when its sizes and the batch's
@@ -77,8 +96,33 @@ export class MatmulKernel {
     private readonly pipelines: PipelineCache,
   ) {}
 
-  async encode(encoder: GPUCommandEncoder, args: MatmulArgs): Promise<void> {
-    const { M, N, K, batch = 1, transA = false, transB = false } = args;
+  /** Compiles the pipeline encode() takes for a product of this shape. */
+  prepare(shape: MatmulShape): Promise<void> {
+    return this.pipelines.prepare(...this.pipelineKey(shape));
+  }
+
+  /** The variant for this shape: vec4 loads when aligned and barrier-free, short tiles for M ≤ 16. */
+  private pipelineKey(shape: MatmulShape): PipelineKey {
+    const { M, transA = false, transB = false } = shape;
+    const wgY = M <= 4 * MATMUL_WG_Y_SHORT ? MATMUL_WG_Y_SHORT : MATMUL_WG_Y;
+    const { avoidBarriers, vectorLoads } = this.pipelines.tuning;
+    if (avoidBarriers && vectorLoads && vec4Aligned(shape)) {
+      const constants = { WG_X: MATMUL_WG_X, WG_Y: wgY, TRANS_A: transA, TRANS_B: transB };
+      return ['matmul_vec4', shaderSource('matmul_vec4'), constants];
+    }
+    const constants = {
+      WG_X: MATMUL_WG_X,
+      WG_Y: wgY,
+      TILE_K: MATMUL_TILE_K,
+      TRANS_A: transA,
+      TRANS_B: transB,
+      STAGE_TILES: !avoidBarriers,
+    };
+    return ['matmul', shaderSource('matmul'), constants];
+  }
+
+  encode(encoder: GPUCommandEncoder, args: MatmulArgs): void {
+    const { M, N, K, batch = 1, transA = false } = args;
     const wgY = M <= 4 * MATMUL_WG_Y_SHORT ? MATMUL_WG_Y_SHORT : MATMUL_WG_Y;
     const gridX = ceilDiv(N, MATMUL_TILE_N);
     const gridY = ceilDiv(M, 4 * wgY);
@@ -94,41 +138,21 @@ export class MatmulKernel {
     if (args.continueSum && (args.accumulate || (args.alpha ?? 1) !== 1)) {
       throw new RangeError('matmul: continueSum needs alpha 1 and no accumulate');
     }
-    const { avoidBarriers, vectorLoads } = this.pipelines.tuning;
-    const pipeline =
-      avoidBarriers && vectorLoads && vec4Aligned(args)
-        ? await this.pipelines.get('matmul_vec4', shaderSource('matmul_vec4'), {
-            WG_X: MATMUL_WG_X,
-            WG_Y: wgY,
-            TRANS_A: transA,
-            TRANS_B: transB,
-          })
-        : await this.pipelines.get('matmul', shaderSource('matmul'), {
-            WG_X: MATMUL_WG_X,
-            WG_Y: wgY,
-            TILE_K: MATMUL_TILE_K,
-            TRANS_A: transA,
-            TRANS_B: transB,
-            STAGE_TILES: !avoidBarriers,
-          });
-    const params = createUniformBuffer(
-      this.device,
-      [
-        ['u32', M],
-        ['u32', N],
-        ['u32', K],
-        ['u32', args.continueSum ? 2 : args.accumulate ? 1 : 0],
-        ['u32', args.strideA ?? M * K],
-        ['u32', args.strideB ?? K * N],
-        ['u32', args.strideC ?? M * N],
-        ['f32', args.alpha ?? 1],
-        ['u32', args.ldA ?? (transA ? M : K)],
-        ['u32', args.ldC ?? N],
-        ['u32', args.offsetA ?? 0],
-        ['u32', args.offsetC ?? 0],
-      ],
-      'matmul.params',
-    );
+    const pipeline = this.pipelines.get(...this.pipelineKey(args));
+    const params = MATMUL_PARAMS.create(this.device, {
+      M,
+      N,
+      K,
+      accumulate: args.continueSum ? 2 : args.accumulate ? 1 : 0,
+      strideA: args.strideA ?? M * K,
+      strideB: args.strideB ?? K * N,
+      strideC: args.strideC ?? M * N,
+      alpha: args.alpha ?? 1,
+      ldA: args.ldA ?? (transA ? M : K),
+      ldC: args.ldC ?? N,
+      offsetA: args.offsetA ?? 0,
+      offsetC: args.offsetC ?? 0,
+    });
     const pass = encoder.beginComputePass({ label: 'matmul' });
     pass.setPipeline(pipeline);
     pass.setBindGroup(0, bindBuffers(this.device, pipeline, [args.a, args.b, args.c, params]));

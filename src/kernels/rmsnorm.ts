@@ -1,6 +1,5 @@
 // TS wrappers of shaders/rmsnorm_forward.wgsl, rmsnorm_backward.wgsl and
 // rmsnorm_backward_weight.wgsl. Rows (R, C) = (N·T, C); weight (C); rstd (R).
-import { createUniformBuffer } from '../engine/buffers';
 import {
   ceilDiv,
   MAX_WORKGROUPS_PER_DIM,
@@ -9,6 +8,28 @@ import {
 } from '../engine/dispatch';
 import { bindBuffers, type OverrideConstants, type PipelineCache } from '../engine/pipelines';
 import { shaderSource } from '../engine/shaders';
+import { uniformLayout } from '../engine/uniforms';
+
+/** The `struct Params` of shaders/rmsnorm_forward.wgsl. */
+export const RMSNORM_FORWARD_PARAMS = uniformLayout('rmsnorm_forward', {
+  rows: 'u32',
+  channels: 'u32',
+  eps: 'f32',
+});
+
+/** The `struct Params` of shaders/rmsnorm_backward.wgsl. */
+export const RMSNORM_BACKWARD_PARAMS = uniformLayout('rmsnorm_backward', {
+  rows: 'u32',
+  channels: 'u32',
+  accumulate: 'u32',
+});
+
+/** The `struct Params` of shaders/rmsnorm_backward_weight.wgsl. */
+export const RMSNORM_BACKWARD_WEIGHT_PARAMS = uniformLayout('rmsnorm_backward_weight', {
+  rows: 'u32',
+  channels: 'u32',
+  accumulate: 'u32',
+});
 
 /** Most threads per row (a power of two); narrower rows get fewer (reductionWorkgroupSize). */
 export const RMSNORM_WG = 256;
@@ -43,23 +64,21 @@ export class RmsNormForwardKernel {
     this.maxPerDim = options.maxWorkgroupsPerDim ?? MAX_WORKGROUPS_PER_DIM;
   }
 
-  async encode(encoder: GPUCommandEncoder, args: RmsNormForwardArgs): Promise<void> {
+  /** Compiles the pipeline encode() uses for rows of C channels. */
+  prepare(C: number): Promise<void> {
+    const { constants } = rowLayout(this.pipelines, 0, C);
+    return this.pipelines.prepare('rmsnorm_forward', shaderSource('rmsnorm_forward'), constants);
+  }
+
+  encode(encoder: GPUCommandEncoder, args: RmsNormForwardArgs): void {
     const { rows, C } = args;
     const layout = rowLayout(this.pipelines, rows, C);
-    const pipeline = await this.pipelines.get(
+    const pipeline = this.pipelines.get(
       'rmsnorm_forward',
       shaderSource('rmsnorm_forward'),
       layout.constants,
     );
-    const params = createUniformBuffer(
-      this.device,
-      [
-        ['u32', rows],
-        ['u32', C],
-        ['f32', args.eps],
-      ],
-      'rmsnorm_forward.params',
-    );
+    const params = RMSNORM_FORWARD_PARAMS.create(this.device, { rows, channels: C, eps: args.eps });
     const pass = encoder.beginComputePass({ label: 'rmsnorm_forward' });
     pass.setPipeline(pipeline);
     pass.setBindGroup(
@@ -113,23 +132,25 @@ export class RmsNormBackwardKernel {
     this.maxPerDim = options.maxWorkgroupsPerDim ?? MAX_WORKGROUPS_PER_DIM;
   }
 
-  async encode(encoder: GPUCommandEncoder, args: RmsNormBackwardArgs): Promise<void> {
+  /** Compiles the pipeline encode() uses for rows of C channels. */
+  prepare(C: number): Promise<void> {
+    const { constants } = rowLayout(this.pipelines, 0, C);
+    return this.pipelines.prepare('rmsnorm_backward', shaderSource('rmsnorm_backward'), constants);
+  }
+
+  encode(encoder: GPUCommandEncoder, args: RmsNormBackwardArgs): void {
     const { rows, C } = args;
     const layout = rowLayout(this.pipelines, rows, C);
-    const pipeline = await this.pipelines.get(
+    const pipeline = this.pipelines.get(
       'rmsnorm_backward',
       shaderSource('rmsnorm_backward'),
       layout.constants,
     );
-    const params = createUniformBuffer(
-      this.device,
-      [
-        ['u32', rows],
-        ['u32', C],
-        ['u32', args.accumulate ? 1 : 0],
-      ],
-      'rmsnorm_backward.params',
-    );
+    const params = RMSNORM_BACKWARD_PARAMS.create(this.device, {
+      rows,
+      channels: C,
+      accumulate: args.accumulate ? 1 : 0,
+    });
     const pass = encoder.beginComputePass({ label: 'rmsnorm_backward' });
     pass.setPipeline(pipeline);
     pass.setBindGroup(
@@ -163,22 +184,27 @@ export class RmsNormBackwardWeightKernel {
     this.maxPerDim = options.maxWorkgroupsPerDim ?? MAX_WORKGROUPS_PER_DIM;
   }
 
-  async encode(encoder: GPUCommandEncoder, args: RmsNormBackwardWeightArgs): Promise<void> {
-    const { rows, C } = args;
-    const pipeline = await this.pipelines.get(
+  /** Compiles the pipeline encode() uses. */
+  prepare(): Promise<void> {
+    return this.pipelines.prepare(
       'rmsnorm_backward_weight',
       shaderSource('rmsnorm_backward_weight'),
       { WG: RMSNORM_WEIGHT_WG },
     );
-    const params = createUniformBuffer(
-      this.device,
-      [
-        ['u32', rows],
-        ['u32', C],
-        ['u32', args.accumulate ? 1 : 0],
-      ],
-      'rmsnorm_backward_weight.params',
+  }
+
+  encode(encoder: GPUCommandEncoder, args: RmsNormBackwardWeightArgs): void {
+    const { rows, C } = args;
+    const pipeline = this.pipelines.get(
+      'rmsnorm_backward_weight',
+      shaderSource('rmsnorm_backward_weight'),
+      { WG: RMSNORM_WEIGHT_WG },
     );
+    const params = RMSNORM_BACKWARD_WEIGHT_PARAMS.create(this.device, {
+      rows,
+      channels: C,
+      accumulate: args.accumulate ? 1 : 0,
+    });
     const pass = encoder.beginComputePass({ label: 'rmsnorm_backward_weight' });
     pass.setPipeline(pipeline);
     pass.setBindGroup(

@@ -1,10 +1,14 @@
 // TS wrapper of shaders/rope.wgsl: rotary embedding (HF rotate_half) on (R, Hx, D) = (N·T, Hx, D)
 // q or k rows, forward or inverse (= backward). Out of place.
-import { createUniformBuffer, uploadStorageBuffer } from '../engine/buffers';
+import { uploadStorageBuffer } from '../engine/buffers';
 import { ceilDiv, MAX_WORKGROUPS_PER_DIM, splitGrid } from '../engine/dispatch';
 import { bindBuffers, type PipelineCache } from '../engine/pipelines';
 import { shaderSource } from '../engine/shaders';
 import { ropeInvFreq } from '../ref/rope';
+import { uniformLayout } from '../engine/uniforms';
+
+/** The `struct Params` of shaders/rope.wgsl. */
+export const ROPE_PARAMS = uniformLayout('rope', { rows: 'u32', heads: 'u32', pairs: 'u32' });
 
 /** Threads per workgroup (one thread per rotated pair). */
 export const ROPE_WG = 256;
@@ -49,24 +53,21 @@ export class RopeKernel {
     return buffer;
   }
 
-  async encode(encoder: GPUCommandEncoder, args: RopeArgs): Promise<void> {
+  /** Compiles the pipeline encode() uses (forward or inverse rotation). */
+  prepare(inverse = false): Promise<void> {
+    return this.pipelines.prepare('rope', shaderSource('rope'), { WG: ROPE_WG, INVERSE: inverse });
+  }
+
+  encode(encoder: GPUCommandEncoder, args: RopeArgs): void {
     const { rows, heads, D } = args;
     if (args.x === args.y)
       throw new Error('rope is out of place: x and y must be different buffers');
     const invFreq = this.invFreqBuffer(D, args.theta);
-    const pipeline = await this.pipelines.get('rope', shaderSource('rope'), {
+    const pipeline = this.pipelines.get('rope', shaderSource('rope'), {
       WG: ROPE_WG,
       INVERSE: args.inverse ?? false,
     });
-    const params = createUniformBuffer(
-      this.device,
-      [
-        ['u32', rows],
-        ['u32', heads],
-        ['u32', D / 2],
-      ],
-      'rope.params',
-    );
+    const params = ROPE_PARAMS.create(this.device, { rows, heads, pairs: D / 2 });
     const pass = encoder.beginComputePass({ label: args.inverse ? 'rope_inverse' : 'rope' });
     pass.setPipeline(pipeline);
     pass.setBindGroup(

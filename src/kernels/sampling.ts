@@ -1,12 +1,33 @@
 // TS wrapper of shaders/sample.wgsl: one token per row of logits (temperature, top-k, top-p,
 // greedy) with a counter-based RNG keyed by (seed, sequence, step), plus the token's log-prob
 // under the full tempered softmax. CPU mirror: src/ref/sampling.ts + src/ref/rng.ts.
-import { createUniformBuffer } from '../engine/buffers';
 import { reductionWorkgroupSize, splitGrid } from '../engine/dispatch';
-import { bindBuffers, type KernelTuning, type PipelineCache } from '../engine/pipelines';
+import {
+  bindBuffers,
+  type KernelTuning,
+  type PipelineCache,
+  type PipelineKey,
+} from '../engine/pipelines';
 import { shaderSource } from '../engine/shaders';
 import { seedKey } from '../ref/rng';
 import type { SamplingOptions } from '../ref/sampling';
+import { uniformLayout } from '../engine/uniforms';
+
+/** The `struct Params` of shaders/sample.wgsl. */
+export const SAMPLE_PARAMS = uniformLayout('sample', {
+  N: 'u32',
+  V: 'u32',
+  invTemperature: 'f32',
+  topK: 'u32',
+  topP: 'f32',
+  greedy: 'u32',
+  seedLo: 'u32',
+  seedHi: 'u32',
+  step: 'u32',
+  sequenceOffset: 'u32',
+  outStride: 'u32',
+  outOffset: 'u32',
+});
 
 export type { SamplingOptions } from '../ref/sampling';
 
@@ -57,7 +78,25 @@ export class SampleKernel {
     private readonly pipelines: PipelineCache,
   ) {}
 
-  async encode(encoder: GPUCommandEncoder, args: SampleArgs): Promise<void> {
+  /** Compiles the pipeline encode() uses for a vocabulary of V. */
+  prepare(V: number): Promise<void> {
+    return this.pipelines.prepare(...this.pipelineKey(V));
+  }
+
+  /** One invocation per row (barrier-free, small V) or one workgroup per row. */
+  private pipelineKey(V: number): PipelineKey {
+    const wg = sampleWorkgroupSize(V);
+    return sampleRowPerThread(V, this.pipelines.tuning)
+      ? [
+          'sample',
+          shaderSource('sample'),
+          { WG: SAMPLE_ROWS_PER_WG, CHUNKS: wg },
+          'main_row_per_thread',
+        ]
+      : ['sample', shaderSource('sample'), { WG: wg }];
+  }
+
+  encode(encoder: GPUCommandEncoder, args: SampleArgs): void {
     const { N, V, options } = args;
     if (N > 0 && V === 0) throw new RangeError('sampling needs V ≥ 1');
     if (!(options.topP > 0)) throw new RangeError(`topP must be in (0, 1], got ${options.topP}`);
@@ -67,32 +106,21 @@ export class SampleKernel {
     const greedy = options.greedy || !(options.temperature > 0);
     const [seedLo, seedHi] = seedKey(args.seed);
     const rowPerThread = sampleRowPerThread(V, this.pipelines.tuning);
-    const pipeline = rowPerThread
-      ? await this.pipelines.get(
-          'sample',
-          shaderSource('sample'),
-          { WG: SAMPLE_ROWS_PER_WG, CHUNKS: sampleWorkgroupSize(V) },
-          'main_row_per_thread',
-        )
-      : await this.pipelines.get('sample', shaderSource('sample'), { WG: sampleWorkgroupSize(V) });
-    const params = createUniformBuffer(
-      this.device,
-      [
-        ['u32', N],
-        ['u32', V],
-        ['f32', options.temperature > 0 ? 1 / options.temperature : 1],
-        ['u32', options.topK],
-        ['f32', Math.min(options.topP, 1)],
-        ['u32', greedy ? 1 : 0],
-        ['u32', seedLo],
-        ['u32', seedHi],
-        ['u32', args.step],
-        ['u32', args.sequenceOffset ?? 0],
-        ['u32', args.outStride ?? 1],
-        ['u32', args.outOffset ?? 0],
-      ],
-      'sample.params',
-    );
+    const pipeline = this.pipelines.get(...this.pipelineKey(V));
+    const params = SAMPLE_PARAMS.create(this.device, {
+      N,
+      V,
+      invTemperature: options.temperature > 0 ? 1 / options.temperature : 1,
+      topK: options.topK,
+      topP: Math.min(options.topP, 1),
+      greedy: greedy ? 1 : 0,
+      seedLo,
+      seedHi,
+      step: args.step,
+      sequenceOffset: args.sequenceOffset ?? 0,
+      outStride: args.outStride ?? 1,
+      outOffset: args.outOffset ?? 0,
+    });
     const pass = encoder.beginComputePass({ label: 'sample' });
     pass.setPipeline(pipeline);
     pass.setBindGroup(

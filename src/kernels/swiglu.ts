@@ -1,9 +1,15 @@
 // TS wrappers of shaders/swiglu_forward.wgsl and shaders/swiglu_backward.wgsl: the Llama MLP gate
 // h = silu(gate) · up over (R, I) = (N·T, I), and its gradients.
-import { createUniformBuffer } from '../engine/buffers';
 import { ceilDiv, MAX_WORKGROUPS_PER_DIM, splitGrid } from '../engine/dispatch';
 import { bindBuffers, type PipelineCache } from '../engine/pipelines';
 import { shaderSource } from '../engine/shaders';
+import { uniformLayout } from '../engine/uniforms';
+
+/** The `struct Params` of shaders/swiglu_forward.wgsl. */
+export const SWIGLU_FORWARD_PARAMS = uniformLayout('swiglu_forward', { count: 'u32' });
+
+/** The `struct Params` of shaders/swiglu_backward.wgsl. */
+export const SWIGLU_BACKWARD_PARAMS = uniformLayout('swiglu_backward', { count: 'u32' });
 
 /** Threads per workgroup of both SwiGLU kernels (one thread per element). */
 export const SWIGLU_WG = 256;
@@ -31,11 +37,18 @@ export class SwigluForwardKernel {
     this.maxPerDim = options.maxWorkgroupsPerDim ?? MAX_WORKGROUPS_PER_DIM;
   }
 
-  async encode(encoder: GPUCommandEncoder, args: SwigluForwardArgs): Promise<void> {
-    const pipeline = await this.pipelines.get('swiglu_forward', shaderSource('swiglu_forward'), {
+  /** Compiles the pipeline encode() uses. */
+  prepare(): Promise<void> {
+    return this.pipelines.prepare('swiglu_forward', shaderSource('swiglu_forward'), {
       WG: SWIGLU_WG,
     });
-    const params = createUniformBuffer(this.device, [['u32', args.count]], 'swiglu_forward.params');
+  }
+
+  encode(encoder: GPUCommandEncoder, args: SwigluForwardArgs): void {
+    const pipeline = this.pipelines.get('swiglu_forward', shaderSource('swiglu_forward'), {
+      WG: SWIGLU_WG,
+    });
+    const params = SWIGLU_FORWARD_PARAMS.create(this.device, { count: args.count });
     const pass = encoder.beginComputePass({ label: 'swiglu_forward' });
     pass.setPipeline(pipeline);
     pass.setBindGroup(0, bindBuffers(this.device, pipeline, [args.gate, args.up, args.h, params]));
@@ -65,15 +78,18 @@ export class SwigluBackwardKernel {
     this.maxPerDim = options.maxWorkgroupsPerDim ?? MAX_WORKGROUPS_PER_DIM;
   }
 
-  async encode(encoder: GPUCommandEncoder, args: SwigluBackwardArgs): Promise<void> {
-    const pipeline = await this.pipelines.get('swiglu_backward', shaderSource('swiglu_backward'), {
+  /** Compiles the pipeline encode() uses. */
+  prepare(): Promise<void> {
+    return this.pipelines.prepare('swiglu_backward', shaderSource('swiglu_backward'), {
       WG: SWIGLU_WG,
     });
-    const params = createUniformBuffer(
-      this.device,
-      [['u32', args.count]],
-      'swiglu_backward.params',
-    );
+  }
+
+  encode(encoder: GPUCommandEncoder, args: SwigluBackwardArgs): void {
+    const pipeline = this.pipelines.get('swiglu_backward', shaderSource('swiglu_backward'), {
+      WG: SWIGLU_WG,
+    });
+    const params = SWIGLU_BACKWARD_PARAMS.create(this.device, { count: args.count });
     const pass = encoder.beginComputePass({ label: 'swiglu_backward' });
     pass.setPipeline(pipeline);
     pass.setBindGroup(

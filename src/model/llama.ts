@@ -1,18 +1,21 @@
 // The Llama-family decoder on WebGPU: weights live once in GPU buffers and serve both training
 // (forward keeping what backward needs, backward into per-parameter gradients) and generation
-// (prefill + one-token decode steps against a KV cache). Every op is a kernel from src/kernels.
+// (prefill + one-token decode steps against a KV cache). Shaped like its CPU reference
+// (src/ref/llama.ts): per-layer weight records, one attention block and one MLP block shared by
+// the training forward and the KV-cache extend, and their backward mirrors. Every op is a kernel
+// from src/kernels; their pipelines are compiled when the model loads (prepare), so encoding is
+// synchronous.
 //
 // Legend: N sequences, T columns, R = N·T token rows, C hidden, I intermediate, V vocab,
 // H heads, Hkv kv-heads, D head dim, L completion width (rows that get logits).
 // Layout: sequences are left-padded (src/model/batch.ts); keyStart (N) is each row's first valid
-// column, positions (N·T) its rotary position ids.
-// Split tensors: the embedding table and the LM head (V, C) of a real model can exceed what one
-// storage binding (or one buffer) may hold, so they are stored as row chunks (blocks of vocabulary
-// ids), each its own buffer, gradient and AdamW state. The lookup runs per chunk, the head's matmul
-// writes each chunk's block of logit columns, and the head's input gradient continues its sum
-// across chunks (MatmulKernel continueSum), so a split model computes the same bits as an unsplit
-// one. Chunk sizes are multiples of MATMUL_TILE_K rows for that reason.
-import { readF32, uploadStorageBuffer, writeBuffer } from '../engine/buffers';
+// column, positions (N·T) its rotary position ids. Linear weights are (out, in) as in Hugging Face,
+// so every projection is y = x·Wᵀ (+ b).
+// Split tensors (src/model/parameters.ts): the embedding lookup runs per row chunk, the head's
+// matmul writes each chunk's block of logit columns, and the head's input gradient continues its
+// sum across chunks (MatmulKernel continueSum), so a split model computes the bits of an unsplit one.
+import { type LlamaConfig, type ParameterSpec } from '../core/model-config';
+import { writeBuffer } from '../engine/buffers';
 import type { Engine } from '../engine/engine';
 import { Workspace } from '../engine/workspace';
 import { AddKernel } from '../kernels/add';
@@ -20,6 +23,7 @@ import {
   AttentionBackwardKernel,
   AttentionForwardKernel,
   KvCacheWriteKernel,
+  type AttentionForwardArgs,
 } from '../kernels/attention';
 import { BiasAddKernel, BiasGradKernel } from '../kernels/bias';
 import {
@@ -28,7 +32,7 @@ import {
   EmbeddingForwardKernel,
   type TokenIndex,
 } from '../kernels/embedding';
-import { MATMUL_TILE_K, MatmulKernel } from '../kernels/matmul';
+import { MatmulKernel, type MatmulShape } from '../kernels/matmul';
 import {
   RmsNormBackwardKernel,
   RmsNormBackwardWeightKernel,
@@ -36,7 +40,9 @@ import {
 } from '../kernels/rmsnorm';
 import { RopeKernel } from '../kernels/rope';
 import { SwigluBackwardKernel, SwigluForwardKernel } from '../kernels/swiglu';
-import { numel, parameterSpecs, type LlamaConfig, type ParameterSpec } from '../core/model-config';
+import { ParameterStore, type GpuParameter, type ParameterChunk } from './parameters';
+
+export { planParameterChunks, type ParameterChunk } from './parameters';
 
 const F32 = 4;
 
@@ -73,14 +79,6 @@ export interface KvCache {
   keyStart: GPUBuffer; // u32 (N)
 }
 
-/** A block of rows [rowStart, rowStart + rows) of a parameter, stored as its own buffer. */
-export interface ParameterChunk {
-  /** Key in params / grads / specs: the parameter's name, or `name[start:end]` when split. */
-  key: string;
-  rowStart: number;
-  rows: number;
-}
-
 export interface GpuLlamaOptions {
   /**
    * Largest buffer one parameter chunk may take, in bytes. Default: the device's
@@ -89,80 +87,130 @@ export interface GpuLlamaOptions {
   maxBindingBytes?: number;
 }
 
-/** The parameters that may be stored as row chunks: (V, C) tables indexed by token id. */
-const SPLITTABLE = new Set(['model.embed_tokens.weight', 'lm_head.weight']);
+/** One projection y (rows, out) = x (rows, in) · Wᵀ (+ b), W stored (out, in) as in HF. */
+export interface Linear {
+  weight: GpuParameter; // (out, in)
+  bias: GpuParameter | null; // (out), Qwen2's q/k/v bias
+  inDim: number;
+  outDim: number;
+}
 
-/** Row chunks of every parameter under `limit` bytes per buffer (one chunk when it fits). */
-export function planParameterChunks(
-  config: LlamaConfig,
-  limit: number,
-): Map<string, ParameterChunk[]> {
-  const out = new Map<string, ParameterChunk[]>();
-  for (const spec of parameterSpecs(config)) {
-    const rows = spec.shape[0];
-    const rowBytes = (numel(spec.shape) / rows) * F32;
-    if (rows * rowBytes <= limit) {
-      out.set(spec.name, [{ key: spec.name, rowStart: 0, rows }]);
-      continue;
-    }
-    if (!SPLITTABLE.has(spec.name)) {
-      throw new RangeError(
-        `${spec.name} [${spec.shape}] needs ${rows * rowBytes} bytes, more than one buffer binding ` +
-          `allows (${limit}); only the embedding table and the LM head are split`,
-      );
-    }
-    // Multiples of the matmul's K tile keep the head's split input gradient bit-identical.
-    const perChunk = Math.floor(limit / rowBytes / MATMUL_TILE_K) * MATMUL_TILE_K;
-    if (perChunk < 1) {
-      throw new RangeError(
-        `${spec.name}: ${MATMUL_TILE_K} rows of ${rowBytes} bytes exceed the binding limit ${limit}`,
-      );
-    }
-    const chunks: ParameterChunk[] = [];
-    for (let start = 0; start < rows; start += perChunk) {
-      const end = Math.min(rows, start + perChunk);
-      chunks.push({ key: `${spec.name}[${start}:${end}]`, rowStart: start, rows: end - start });
-    }
-    out.set(spec.name, chunks);
-  }
-  return out;
+/** The weights of one decoder layer, named as src/ref/llama.ts names them. */
+export interface LayerWeights {
+  inputNorm: GpuParameter; // (C) input_layernorm
+  attn: { q: Linear; k: Linear; v: Linear; o: Linear };
+  postNorm: GpuParameter; // (C) post_attention_layernorm
+  mlp: { gate: Linear; up: Linear; down: Linear };
+}
+
+/** The three products of a Linear over `rows` rows (one source for encoding and prepare). */
+function linearShapes(lin: Linear, rows: number) {
+  return {
+    forward: { M: rows, N: lin.outDim, K: lin.inDim, transB: true }, // y = x·Wᵀ
+    inputGrad: { M: rows, N: lin.inDim, K: lin.outDim }, // dX = dY·W
+    weightGrad: { M: lin.outDim, N: lin.inDim, K: rows, transA: true }, // dW += dYᵀ·X
+  } satisfies Record<string, MatmulShape>;
+}
+
+/** The products of one head chunk (rows of the (V, C) table) over `rows` rows of (rows, V) logits. */
+function headShapes(chunk: ParameterChunk, C: number, V: number, rows: number) {
+  const { rows: Vc, rowStart } = chunk;
+  return {
+    forward: { M: rows, N: Vc, K: C, transB: true, ldC: V, offsetC: rowStart },
+    inputGrad: { M: rows, N: C, K: Vc, ldA: V, offsetA: rowStart },
+    weightGrad: { M: Vc, N: C, K: rows, transA: true, ldA: V, offsetA: rowStart },
+  } satisfies Record<string, MatmulShape>;
+}
+
+/**
+ * Where one layer reads and writes, all R = N·Tq rows. Training keeps one set per layer for
+ * backward; decoding reuses one set for every layer (`out` is then `x`: x is dead once x2 exists).
+ */
+interface LayerActs {
+  x: GPUBuffer; // (R, C) layer input
+  xn1: GPUBuffer; // (R, C) input_layernorm output
+  rstd1: GPUBuffer; // (R)
+  qRaw: GPUBuffer; // (N, Tq, H, D) before rotary
+  kRaw: GPUBuffer; // (N, Tq, Hkv, D) before rotary
+  q: GPUBuffer; // (N, Tq, H, D)
+  k: GPUBuffer; // (N, Tq, Hkv, D)
+  v: GPUBuffer; // (N, Tq, Hkv, D)
+  o: GPUBuffer; // (N, Tq, H, D) attention output
+  lse: GPUBuffer; // (N, H, Tq)
+  x2: GPUBuffer; // (R, C) residual after attention
+  xn2: GPUBuffer; // (R, C) post_attention_layernorm output
+  rstd2: GPUBuffer; // (R)
+  gate: GPUBuffer; // (R, I)
+  up: GPUBuffer; // (R, I)
+  h: GPUBuffer; // (R, I) silu(gate)·up
+  out: GPUBuffer; // (R, C) layer output
+}
+
+/** What attention sees besides the layer's own q/k/v. */
+interface AttentionInputs {
+  N: number;
+  Tq: number;
+  positions: GPUBuffer; // u32 (N, Tq)
+  keyStart: GPUBuffer; // u32 (N)
+  /** Decoding: write k/v at columns t0… of the cache and attend over columns 0…t0+Tq−1. */
+  cache?: { kv: KvCache; t0: number };
 }
 
 export class GpuLlama {
-  /** Parameter buffers by chunk key (the parameter name unless the tensor is split). */
-  readonly params = new Map<string, GPUBuffer>();
-  /** Gradients by chunk key, allocated by allocateGradients(). */
-  readonly grads = new Map<string, GPUBuffer>();
+  readonly parameters: ParameterStore;
+  readonly layers: LayerWeights[];
+  readonly finalNorm: GpuParameter; // (C) model.norm
   /**
-   * One spec per GPU buffer: the parameters in Hugging Face order, a split one replaced by its
-   * row chunks (name = chunk key, shape = [rows, C]). The optimizer iterates these.
+   * Resolves once every pipeline the model encodes with is compiled (started by load()). Await it
+   * before encoding; a pipeline not ready yet is compiled synchronously on first use instead.
    */
-  readonly specs: ParameterSpec[];
-  /** The model's parameters in Hugging Face naming (what read/writeParameters exchange). */
-  readonly tensorSpecs: ParameterSpec[];
-  /** Row chunks by parameter name (a single chunk for a tensor that is not split). */
-  readonly chunks: Map<string, ParameterChunk[]>;
+  readonly ready: Promise<void>;
   private readonly ws: Workspace;
   private readonly k: ReturnType<typeof createKernels>;
 
   private constructor(
     private readonly engine: Engine,
     readonly config: LlamaConfig,
+    tensors: ReadonlyMap<string, Float32Array>,
     maxBindingBytes: number,
   ) {
-    this.tensorSpecs = parameterSpecs(config);
-    this.chunks = planParameterChunks(config, maxBindingBytes);
-    this.specs = this.tensorSpecs.flatMap((spec) =>
-      this.chunks.get(spec.name)!.map((chunk) => ({
-        name: chunk.key,
-        shape: [chunk.rows, ...spec.shape.slice(1)],
-      })),
-    );
+    this.parameters = new ParameterStore(engine.device, config, tensors, maxBindingBytes);
+    const p = (name: string) => this.parameters.param(name);
+    const { hiddenSize: C, intermediateSize: I, numHeads: H, numKvHeads: Hkv, headDim: D } = config;
+    const linear = (name: string, inDim: number, outDim: number, bias = false): Linear => ({
+      weight: p(`${name}.weight`),
+      bias: bias ? p(`${name}.bias`) : null,
+      inDim,
+      outDim,
+    });
+    const qkvBias = config.attentionBias;
+    this.layers = Array.from({ length: config.numLayers }, (_, l) => {
+      const pre = `model.layers.${l}`;
+      return {
+        inputNorm: p(`${pre}.input_layernorm.weight`),
+        attn: {
+          q: linear(`${pre}.self_attn.q_proj`, C, H * D, qkvBias),
+          k: linear(`${pre}.self_attn.k_proj`, C, Hkv * D, qkvBias),
+          v: linear(`${pre}.self_attn.v_proj`, C, Hkv * D, qkvBias),
+          o: linear(`${pre}.self_attn.o_proj`, H * D, C),
+        },
+        postNorm: p(`${pre}.post_attention_layernorm.weight`),
+        mlp: {
+          gate: linear(`${pre}.mlp.gate_proj`, C, I),
+          up: linear(`${pre}.mlp.up_proj`, C, I),
+          down: linear(`${pre}.mlp.down_proj`, I, C),
+        },
+      };
+    });
+    this.finalNorm = p('model.norm.weight');
     this.ws = new Workspace(engine.device);
     this.k = createKernels(engine);
+    this.ready = this.prepare();
+    // A failed compile is reported to whoever awaits `ready`, not as an unhandled rejection.
+    this.ready.catch(() => {});
   }
 
-  /** Uploads `tensors` (HF names, shapes as parameterSpecs) into GPU buffers. */
+  /** Uploads `tensors` (HF names, shapes as parameterSpecs) and starts compiling the pipelines. */
   static load(
     engine: Engine,
     config: LlamaConfig,
@@ -170,123 +218,112 @@ export class GpuLlama {
     options: GpuLlamaOptions = {},
   ): GpuLlama {
     const limits = engine.device.limits;
-    const model = new GpuLlama(
-      engine,
-      config,
-      options.maxBindingBytes ?? Math.min(limits.maxStorageBufferBindingSize, limits.maxBufferSize),
-    );
-    // Check every tensor before the first upload, so a bad model leaves nothing allocated.
-    for (const spec of model.tensorSpecs) {
-      const data = tensors.get(spec.name);
-      if (!data) throw new Error(`missing parameter ${spec.name}`);
-      if (data.length !== numel(spec.shape)) {
-        throw new Error(
-          `${spec.name}: ${data.length} values, expected ${numel(spec.shape)} for shape [${spec.shape}]`,
-        );
-      }
-    }
-    for (const spec of model.tensorSpecs) {
-      const data = tensors.get(spec.name)!;
-      const rowLength = numel(spec.shape) / spec.shape[0];
-      for (const chunk of model.chunks.get(spec.name)!) {
-        const part = data.subarray(
-          chunk.rowStart * rowLength,
-          (chunk.rowStart + chunk.rows) * rowLength,
-        );
-        model.params.set(chunk.key, uploadStorageBuffer(engine.device, part, chunk.key));
-      }
-    }
-    return model;
+    const maxBindingBytes =
+      options.maxBindingBytes ?? Math.min(limits.maxStorageBufferBindingSize, limits.maxBufferSize);
+    return new GpuLlama(engine, config, tensors, maxBindingBytes);
   }
 
+  // The parameter store's surface, kept on the model for its users (optimizer, trainer, tests).
+  /** Parameter buffers by chunk key (the parameter name unless the tensor is split). */
+  get params(): Map<string, GPUBuffer> {
+    return this.parameters.params;
+  }
+  /** Gradients by chunk key, allocated by allocateGradients(). */
+  get grads(): Map<string, GPUBuffer> {
+    return this.parameters.grads;
+  }
+  /** One spec per GPU buffer (a split parameter's row chunks replace it); the optimizer's list. */
+  get specs(): ParameterSpec[] {
+    return this.parameters.specs;
+  }
+  /** The model's parameters in Hugging Face naming (what read/writeParameters exchange). */
+  get tensorSpecs(): ParameterSpec[] {
+    return this.parameters.tensorSpecs;
+  }
+  /** Row chunks by parameter name (a single chunk for a tensor that is not split). */
+  get chunks(): Map<string, ParameterChunk[]> {
+    return this.parameters.chunks;
+  }
   get parameterCount(): number {
-    return this.specs.reduce((sum, spec) => sum + numel(spec.shape), 0);
+    return this.parameters.parameterCount;
   }
-
   /** Whether any parameter is stored as more than one buffer. */
   get isSplit(): boolean {
-    return this.specs.length !== this.tensorSpecs.length;
+    return this.parameters.isSplit;
   }
-
-  /** Zero-filled gradient buffers for every parameter (idempotent). */
   allocateGradients(): void {
-    for (const spec of this.specs) {
-      if (!this.grads.has(spec.name)) {
-        this.grads.set(
-          spec.name,
-          this.engine.device.createBuffer({
-            size: numel(spec.shape) * F32,
-            usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST,
-            label: `grad:${spec.name}`,
-          }),
-        );
-      }
-    }
+    this.parameters.allocateGradients();
   }
-
   zeroGradients(encoder: GPUCommandEncoder): void {
-    for (const grad of this.grads.values()) encoder.clearBuffer(grad);
+    this.parameters.zeroGradients(encoder);
   }
-
-  async readParameters(): Promise<Map<string, Float32Array>> {
-    return this.readJoined(this.params);
+  readParameters(): Promise<Map<string, Float32Array>> {
+    return this.parameters.readJoined(this.parameters.params);
   }
-
-  async readGradients(): Promise<Map<string, Float32Array>> {
-    return this.readJoined(this.grads);
+  readGradients(): Promise<Map<string, Float32Array>> {
+    return this.parameters.readJoined(this.parameters.grads);
   }
-
-  /**
-   * Whole tensors by parameter name from per-chunk buffers keyed like `specs` (parameters,
-   * gradients, optimizer moments), row chunks joined.
-   */
-  async readJoined(buffers: ReadonlyMap<string, GPUBuffer>): Promise<Map<string, Float32Array>> {
-    const out = new Map<string, Float32Array>();
-    for (const spec of this.tensorSpecs) {
-      const chunks = this.chunks.get(spec.name)!;
-      if (!chunks.every((chunk) => buffers.has(chunk.key))) continue;
-      const rowLength = numel(spec.shape) / spec.shape[0];
-      const data = new Float32Array(numel(spec.shape));
-      for (const chunk of chunks) {
-        const part = await readF32(
-          this.engine.device,
-          buffers.get(chunk.key)!,
-          chunk.rows * rowLength,
-        );
-        data.set(part, chunk.rowStart * rowLength);
-      }
-      out.set(spec.name, data);
-    }
-    return out;
+  /** Whole tensors by parameter name from per-chunk buffers keyed like `specs`. */
+  readJoined(buffers: ReadonlyMap<string, GPUBuffer>): Promise<Map<string, Float32Array>> {
+    return this.parameters.readJoined(buffers);
   }
-
   /** Replaces every parameter's values (checkpoint restore); shapes must match. */
   writeParameters(tensors: ReadonlyMap<string, Float32Array>): void {
-    this.writeSplit(this.params, tensors, 'writeParameters');
+    this.parameters.writeSplit(this.parameters.params, tensors, 'writeParameters');
   }
-
   /** Writes whole tensors by parameter name into per-chunk buffers keyed like `specs`. */
   writeSplit(
     buffers: ReadonlyMap<string, GPUBuffer>,
     tensors: ReadonlyMap<string, Float32Array>,
     what: string,
   ): void {
-    for (const spec of this.tensorSpecs) {
-      const data = tensors.get(spec.name);
-      if (!data || data.length !== numel(spec.shape))
-        throw new Error(`${what}: bad or missing ${spec.name}`);
-    }
-    for (const spec of this.tensorSpecs) {
-      const data = tensors.get(spec.name)!;
-      const rowLength = numel(spec.shape) / spec.shape[0];
-      for (const chunk of this.chunks.get(spec.name)!) {
-        writeBuffer(
-          this.engine.device,
-          buffers.get(chunk.key)!,
-          data.subarray(chunk.rowStart * rowLength, (chunk.rowStart + chunk.rows) * rowLength),
-        );
+    this.parameters.writeSplit(buffers, tensors, what);
+  }
+
+  /**
+   * Compiles every pipeline forward, backward and extend encode with, in parallel: each kernel
+   * at this model's sizes, and each product at short (≤ 16 rows: decoding) and tall row counts,
+   * with row counts that are and are not multiples of 4 where that picks the vec4 variant.
+   */
+  private async prepare(): Promise<void> {
+    const { hiddenSize: C, vocabSize: V, headDim: D } = this.config;
+    const k = this.k;
+    const jobs: Promise<void>[] = [
+      k.embedding.prepare(),
+      k.embeddingBackward.prepare(),
+      k.rmsForward.prepare(C),
+      k.rmsBackward.prepare(C),
+      k.rmsBackwardWeight.prepare(),
+      k.rope.prepare(false),
+      k.rope.prepare(true),
+      k.attention.prepare(D),
+      k.attentionBackward.prepare(D),
+      k.kvWrite.prepare(),
+      k.swigluForward.prepare(),
+      k.swigluBackward.prepare(),
+      k.add.prepare(),
+    ];
+    if (this.config.attentionBias) jobs.push(k.biasAdd.prepare(), k.biasGrad.prepare());
+    const products: MatmulShape[] = [];
+    const layer = this.layers[0];
+    const linears = layer ? [...Object.values(layer.attn), ...Object.values(layer.mlp)] : [];
+    for (const rows of [4, 64]) {
+      for (const lin of linears) {
+        const s = linearShapes(lin, rows);
+        products.push(s.forward, s.inputGrad);
+      }
+      for (const chunk of this.chunks.get(this.headWeightName())!) {
+        const s = headShapes(chunk, C, V, rows);
+        products.push(s.forward, s.inputGrad);
       }
     }
+    for (const rows of [64, 65]) {
+      for (const lin of linears) products.push(linearShapes(lin, rows).weightGrad);
+      for (const chunk of this.chunks.get(this.headWeightName())!)
+        products.push(headShapes(chunk, C, V, rows).weightGrad);
+    }
+    for (const shape of products) jobs.push(k.matmul.prepare(shape));
+    await Promise.all(jobs);
   }
 
   /** Uploads a packed batch (src/model/batch.ts) into workspace buffers. */
@@ -314,54 +351,126 @@ export class GpuLlama {
     };
   }
 
-  private p(name: string): GPUBuffer {
-    const buffer = this.params.get(name);
-    if (!buffer) throw new Error(`no parameter ${name}`);
-    return buffer;
-  }
-
-  private g(name: string): GPUBuffer {
-    const buffer = this.grads.get(name);
-    if (!buffer) throw new Error(`no gradient for ${name}: call allocateGradients() first`);
-    return buffer;
-  }
-
   private headWeightName(): string {
     return this.config.tieWordEmbeddings ? 'model.embed_tokens.weight' : 'lm_head.weight';
   }
 
-  /** x (R, C) = embedding rows of tokens (R), chunk by chunk (the first writes every row). */
-  private async embed(
-    enc: GPUCommandEncoder,
-    tokens: GPUBuffer,
-    x: GPUBuffer,
-    rows: number,
-  ): Promise<void> {
-    const chunks = this.chunks.get('model.embed_tokens.weight')!;
-    for (let i = 0; i < chunks.length; i++) {
-      await this.k.embedding.encode(enc, {
-        tokens,
-        weight: this.p(chunks[i].key),
-        x,
-        rows,
-        V: chunks[i].rows,
-        C: this.config.hiddenSize,
-        rowStart: chunks[i].rowStart,
-        zeroMisses: i === 0,
-      });
+  // ---- building blocks -------------------------------------------------------------------
+
+  /** y (rows, out) = x (rows, in) · Wᵀ (+ b). */
+  private linear(enc: GPUCommandEncoder, lin: Linear, x: GPUBuffer, y: GPUBuffer, rows: number) {
+    this.k.matmul.encode(enc, {
+      a: x,
+      b: lin.weight.buffer,
+      c: y,
+      ...linearShapes(lin, rows).forward,
+    });
+    if (lin.bias) {
+      this.k.biasAdd.encode(enc, { y, bias: lin.bias.buffer, rows, C: lin.outDim });
     }
   }
 
+  /** Backward of linear(): dX (rows, in) = dY·W (written, or added into dX), dW += dYᵀ·X,
+   * db += Σ dY. */
+  private linearBackward(
+    enc: GPUCommandEncoder,
+    lin: Linear,
+    dy: GPUBuffer,
+    x: GPUBuffer,
+    dx: GPUBuffer,
+    rows: number,
+    dxMode: 'write' | 'add',
+  ) {
+    const s = linearShapes(lin, rows);
+    const dw = this.parameters.grad(lin.weight.name);
+    this.k.matmul.encode(enc, {
+      a: dy,
+      b: lin.weight.buffer,
+      c: dx,
+      ...s.inputGrad,
+      accumulate: dxMode === 'add',
+    });
+    this.k.matmul.encode(enc, { a: dy, b: x, c: dw, ...s.weightGrad, accumulate: true });
+    if (lin.bias) {
+      const db = this.parameters.grad(lin.bias.name);
+      this.k.biasGrad.encode(enc, { dy, db, rows, C: lin.outDim, accumulate: true });
+    }
+  }
+
+  /** y (rows, C) = RMSNorm(x) · w, keeping rstd (rows) for backward. */
+  private rmsNorm(
+    enc: GPUCommandEncoder,
+    x: GPUBuffer,
+    w: GpuParameter,
+    y: GPUBuffer,
+    rstd: GPUBuffer,
+    rows: number,
+  ) {
+    const { hiddenSize: C, rmsNormEps: eps } = this.config;
+    this.k.rmsForward.encode(enc, { x, w: w.buffer, y, rstd, rows, C, eps });
+  }
+
+  /** Backward of rmsNorm(): dx = (or +=) dy through the norm, dw += its weight gradient. */
+  private rmsNormBackward(
+    enc: GPUCommandEncoder,
+    dy: GPUBuffer,
+    x: GPUBuffer,
+    w: GpuParameter,
+    rstd: GPUBuffer,
+    dx: GPUBuffer,
+    rows: number,
+    dxMode: 'write' | 'add',
+  ) {
+    const C = this.config.hiddenSize;
+    const accumulate = dxMode === 'add';
+    this.k.rmsBackward.encode(enc, { dy, x, w: w.buffer, rstd, dx, rows, C, accumulate });
+    const dw = this.parameters.grad(w.name);
+    this.k.rmsBackwardWeight.encode(enc, { dy, x, rstd, dw, rows, C, accumulate: true });
+  }
+
+  /** Rotary embedding of `heads` heads per row (inverse: its transpose, for gradients). */
+  private rope(
+    enc: GPUCommandEncoder,
+    x: GPUBuffer,
+    y: GPUBuffer,
+    positions: GPUBuffer,
+    rows: number,
+    heads: number,
+    inverse = false,
+  ) {
+    const { headDim: D, ropeTheta: theta } = this.config;
+    this.k.rope.encode(enc, { x, positions, y, rows, heads, D, theta, inverse });
+  }
+
+  /** x (R, C) = embedding rows of tokens (R), chunk by chunk (the first writes every row). */
+  private embed(enc: GPUCommandEncoder, tokens: GPUBuffer, x: GPUBuffer, rows: number): void {
+    const C = this.config.hiddenSize;
+    this.chunks.get('model.embed_tokens.weight')!.forEach((chunk, i) => {
+      const weight = this.parameters.param(chunk.key).buffer;
+      const { rows: V, rowStart } = chunk;
+      this.k.embedding.encode(enc, {
+        tokens,
+        weight,
+        x,
+        rows,
+        V,
+        C,
+        rowStart,
+        zeroMisses: i === 0,
+      });
+    });
+  }
+
   /** Embedding gradient: each chunk gets the token index restricted to its ids. */
-  private async embedBackward(enc: GPUCommandEncoder, dx: GPUBuffer, index: TokenIndex) {
+  private embedBackward(enc: GPUCommandEncoder, dx: GPUBuffer, index: TokenIndex): void {
     const ids = index.uniqueIds;
     let u0 = 0;
     for (const chunk of this.chunks.get('model.embed_tokens.weight')!) {
       let u1 = u0;
       while (u1 < ids.length && ids[u1] < chunk.rowStart + chunk.rows) u1++;
-      await this.k.embeddingBackward.encode(enc, {
+      this.k.embeddingBackward.encode(enc, {
         dx,
-        dw: this.g(chunk.key),
+        dw: this.parameters.grad(chunk.key),
         index: {
           uniqueIds: ids.subarray(u0, u1).map((id) => id - chunk.rowStart),
           offsets: index.offsets.subarray(u0, u1 + 1),
@@ -381,278 +490,175 @@ export class GpuLlama {
   }
 
   /** logits (rows, V) = x (rows, C) · Wᵀ, each head chunk writing its block of columns. */
-  private async head(enc: GPUCommandEncoder, x: GPUBuffer, logits: GPUBuffer, rows: number) {
+  private head(enc: GPUCommandEncoder, x: GPUBuffer, logits: GPUBuffer, rows: number): void {
     const { hiddenSize: C, vocabSize: V } = this.config;
     for (const chunk of this.chunks.get(this.headWeightName())!) {
-      await this.k.matmul.encode(enc, {
+      const w = this.parameters.param(chunk.key).buffer;
+      this.k.matmul.encode(enc, {
         a: x,
-        b: this.p(chunk.key),
+        b: w,
         c: logits,
-        M: rows,
-        N: chunk.rows,
-        K: C,
-        transB: true,
-        ldC: V,
-        offsetC: chunk.rowStart,
+        ...headShapes(chunk, C, V, rows).forward,
       });
     }
   }
 
   /** Backward of head(): dX (rows, C) = dLogits·W over all chunks; dW_chunk += dLogits_chunkᵀ·x. */
-  private async headBackward(
+  private headBackward(
     enc: GPUCommandEncoder,
     dLogits: GPUBuffer,
     x: GPUBuffer,
     dx: GPUBuffer,
     rows: number,
-  ): Promise<void> {
+  ): void {
     const { hiddenSize: C, vocabSize: V } = this.config;
-    const chunks = this.chunks.get(this.headWeightName())!;
-    for (let i = 0; i < chunks.length; i++) {
-      const chunk = chunks[i];
-      await this.k.matmul.encode(enc, {
-        a: dLogits,
-        b: this.p(chunk.key),
-        c: dx,
-        M: rows,
-        N: C,
-        K: chunk.rows,
-        ldA: V,
-        offsetA: chunk.rowStart,
-        continueSum: i > 0,
-      });
-      await this.k.matmul.encode(enc, {
-        a: dLogits,
-        b: x,
-        c: this.g(chunk.key),
-        M: chunk.rows,
-        N: C,
-        K: rows,
-        transA: true,
-        ldA: V,
-        offsetA: chunk.rowStart,
-        accumulate: true,
-      });
+    this.chunks.get(this.headWeightName())!.forEach((chunk, i) => {
+      const s = headShapes(chunk, C, V, rows);
+      const w = this.parameters.param(chunk.key).buffer;
+      const dw = this.parameters.grad(chunk.key);
+      this.k.matmul.encode(enc, { a: dLogits, b: w, c: dx, ...s.inputGrad, continueSum: i > 0 });
+      this.k.matmul.encode(enc, { a: dLogits, b: x, c: dw, ...s.weightGrad, accumulate: true });
+    });
+  }
+
+  /** x2 = x + o_proj(attention(rope(q_proj(n)), rope(k_proj(n)), v_proj(n))), n = RMSNorm(x). */
+  private attentionBlock(
+    enc: GPUCommandEncoder,
+    l: number,
+    a: LayerActs,
+    ctx: AttentionInputs,
+  ): void {
+    const { hiddenSize: C, numHeads: H, numKvHeads: Hkv, headDim: D } = this.config;
+    const { inputNorm, attn } = this.layers[l];
+    const { N, Tq } = ctx;
+    const R = N * Tq;
+    this.rmsNorm(enc, a.x, inputNorm, a.xn1, a.rstd1, R);
+    this.linear(enc, attn.q, a.xn1, a.qRaw, R);
+    this.linear(enc, attn.k, a.xn1, a.kRaw, R);
+    this.linear(enc, attn.v, a.xn1, a.v, R);
+    this.rope(enc, a.qRaw, a.q, ctx.positions, R, H);
+    this.rope(enc, a.kRaw, a.k, ctx.positions, R, Hkv);
+    let keys = a.k; // (N, S_cap, Hkv, D)
+    let values = a.v;
+    let span: Pick<AttentionForwardArgs, 'qOffset' | 'S' | 'sCap'> = {}; // training: defaults
+    if (ctx.cache) {
+      const { kv, t0 } = ctx.cache;
+      const sCap = kv.capacity;
+      this.k.kvWrite.encode(enc, { src: a.k, cache: kv.keys[l], N, Tsrc: Tq, sCap, Hkv, D, t0 });
+      this.k.kvWrite.encode(enc, { src: a.v, cache: kv.values[l], N, Tsrc: Tq, sCap, Hkv, D, t0 });
+      [keys, values] = [kv.keys[l], kv.values[l]];
+      span = { qOffset: t0, S: t0 + Tq, sCap };
     }
-  }
-
-  /** y (rows, out) = x (rows, in) · Wᵀ (+ b) with W stored (out, in). */
-  private async linear(
-    enc: GPUCommandEncoder,
-    x: GPUBuffer,
-    weight: string,
-    y: GPUBuffer,
-    rows: number,
-    inDim: number,
-    outDim: number,
-    bias?: string,
-  ): Promise<void> {
-    await this.k.matmul.encode(enc, {
-      a: x,
-      b: this.p(weight),
-      c: y,
-      M: rows,
-      N: outDim,
-      K: inDim,
-      transB: true,
+    this.k.attention.encode(enc, {
+      ...{ q: a.q, k: keys, v: values, keyStart: ctx.keyStart, o: a.o, lse: a.lse },
+      ...{ N, Tq, H, Hkv, D, ...span },
     });
-    if (bias) await this.k.biasAdd.encode(enc, { y, bias: this.p(bias), rows, C: outDim });
+    this.linear(enc, attn.o, a.o, a.x2, R);
+    this.k.add.encode(enc, { a: a.x2, b: a.x, count: R * C });
   }
 
-  /**
-   * Backward of linear(): dX (rows, in) = dY·W (added into dX when accumulateInput), and
-   * dW += dYᵀ·X, db += Σ dY.
-   */
-  private async linearBackward(
+  /** out = x2 + down_proj(silu(gate_proj(n)) · up_proj(n)), n = RMSNorm(x2). */
+  private mlpBlock(enc: GPUCommandEncoder, l: number, a: LayerActs, R: number): void {
+    const { hiddenSize: C, intermediateSize: I } = this.config;
+    const { postNorm, mlp } = this.layers[l];
+    this.rmsNorm(enc, a.x2, postNorm, a.xn2, a.rstd2, R);
+    this.linear(enc, mlp.gate, a.xn2, a.gate, R);
+    this.linear(enc, mlp.up, a.xn2, a.up, R);
+    this.k.swigluForward.encode(enc, { gate: a.gate, up: a.up, h: a.h, count: R * I });
+    this.linear(enc, mlp.down, a.h, a.out, R);
+    this.k.add.encode(enc, { a: a.out, b: a.x2, count: R * C });
+  }
+
+  /** Backward of mlpBlock(): dx holds d(out) and becomes d(x2). */
+  private mlpBackward(
     enc: GPUCommandEncoder,
-    dy: GPUBuffer,
-    x: GPUBuffer,
-    weight: string,
+    l: number,
+    a: LayerActs,
+    d: GradScratch,
     dx: GPUBuffer,
-    rows: number,
-    inDim: number,
-    outDim: number,
-    accumulateInput: boolean,
-    bias?: string,
-  ): Promise<void> {
-    const m = this.k.matmul;
-    await m.encode(enc, {
-      a: dy,
-      b: this.p(weight),
-      c: dx,
-      M: rows,
-      N: inDim,
-      K: outDim,
-      accumulate: accumulateInput,
+    R: number,
+  ): void {
+    const I = this.config.intermediateSize;
+    const { postNorm, mlp } = this.layers[l];
+    this.linearBackward(enc, mlp.down, dx, a.h, d.dh, R, 'write');
+    this.k.swigluBackward.encode(enc, {
+      dh: d.dh,
+      gate: a.gate,
+      up: a.up,
+      dgate: d.dgate,
+      dup: d.dup,
+      count: R * I,
     });
-    await m.encode(enc, {
-      a: dy,
-      b: x,
-      c: this.g(weight),
-      M: outDim,
-      N: inDim,
-      K: rows,
-      transA: true,
-      accumulate: true,
-    });
-    if (bias)
-      await this.k.biasGrad.encode(enc, {
-        dy,
-        db: this.g(bias),
-        rows,
-        C: outDim,
-        accumulate: true,
-      });
+    this.linearBackward(enc, mlp.gate, d.dgate, a.xn2, d.dxn, R, 'write');
+    this.linearBackward(enc, mlp.up, d.dup, a.xn2, d.dxn, R, 'add');
+    // Through the residual, dx already holds d(x2)'s direct part; the norm's part is added.
+    this.rmsNormBackward(enc, d.dxn, a.x2, postNorm, a.rstd2, dx, R, 'add');
   }
+
+  /** Backward of attentionBlock(): dx holds d(x2) and becomes d(x). */
+  private attentionBackward(
+    enc: GPUCommandEncoder,
+    l: number,
+    a: LayerActs,
+    d: GradScratch,
+    dx: GPUBuffer,
+    batch: GpuBatch,
+  ): void {
+    const { numHeads: H, numKvHeads: Hkv, headDim: D } = this.config;
+    const { inputNorm, attn } = this.layers[l];
+    const { N, T, positions } = batch;
+    const R = N * T;
+    this.linearBackward(enc, attn.o, dx, a.o, d.dO, R, 'write');
+    this.k.attentionBackward.encode(enc, {
+      ...{ dO: d.dO, q: a.q, k: a.k, v: a.v, o: a.o, lse: a.lse, keyStart: batch.keyStart },
+      ...{ dq: d.dq, dk: d.dk, dv: d.dv, delta: d.delta, N, T, H, Hkv, D },
+    });
+    this.rope(enc, d.dq, d.dqRaw, positions, R, H, true);
+    this.rope(enc, d.dk, d.dkRaw, positions, R, Hkv, true);
+    this.linearBackward(enc, attn.q, d.dqRaw, a.xn1, d.dxn, R, 'write');
+    this.linearBackward(enc, attn.k, d.dkRaw, a.xn1, d.dxn, R, 'add');
+    this.linearBackward(enc, attn.v, d.dv, a.xn1, d.dxn, R, 'add');
+    this.rmsNormBackward(enc, d.dxn, a.x, inputNorm, a.rstd1, dx, R, 'add');
+  }
+
+  // ---- training --------------------------------------------------------------------------
 
   /**
    * Training forward over (N, T), keeping every activation backward needs, and logits for the
    * head rows only (the columns that predict completion tokens) → state.logits (N·count, V).
    */
-  async forward(enc: GPUCommandEncoder, batch: GpuBatch, head: HeadRows): Promise<ForwardState> {
-    const cfg = this.config;
-    const {
-      hiddenSize: C,
-      intermediateSize: I,
-      numHeads: H,
-      numKvHeads: Hkv,
-      headDim: D,
-      vocabSize: V,
-    } = cfg;
+  forward(enc: GPUCommandEncoder, batch: GpuBatch, head: HeadRows): ForwardState {
+    const { hiddenSize: C, vocabSize: V, numLayers } = this.config;
     const { N, T } = batch;
     const R = N * T;
     if (head.start < 0 || head.count < 1 || head.start + head.count > T) {
       throw new RangeError(`head rows [${head.start}, ${head.start + head.count}) outside 0…${T}`);
     }
     const ws = this.ws;
-    let x = ws.get('act.x0', R * C * F32); // (R, C)
-    await this.embed(enc, batch.tokens, x, R);
-    for (let l = 0; l < cfg.numLayers; l++) {
-      const pre = `model.layers.${l}`;
-      const a = layerActs(ws, l, R, cfg, batch.N, batch.T);
-      await this.k.rmsForward.encode(enc, {
-        x,
-        w: this.p(`${pre}.input_layernorm.weight`),
-        y: a.xn1,
-        rstd: a.rstd1,
-        rows: R,
-        C,
-        eps: cfg.rmsNormEps,
-      });
-      const bias = (name: string) =>
-        cfg.attentionBias ? `${pre}.self_attn.${name}.bias` : undefined;
-      await this.linear(
-        enc,
-        a.xn1,
-        `${pre}.self_attn.q_proj.weight`,
-        a.qRaw,
-        R,
-        C,
-        H * D,
-        bias('q_proj'),
-      );
-      await this.linear(
-        enc,
-        a.xn1,
-        `${pre}.self_attn.k_proj.weight`,
-        a.kRaw,
-        R,
-        C,
-        Hkv * D,
-        bias('k_proj'),
-      );
-      await this.linear(
-        enc,
-        a.xn1,
-        `${pre}.self_attn.v_proj.weight`,
-        a.v,
-        R,
-        C,
-        Hkv * D,
-        bias('v_proj'),
-      );
-      await this.k.rope.encode(enc, {
-        x: a.qRaw,
-        positions: batch.positions,
-        y: a.q,
-        rows: R,
-        heads: H,
-        D,
-        theta: cfg.ropeTheta,
-      });
-      await this.k.rope.encode(enc, {
-        x: a.kRaw,
-        positions: batch.positions,
-        y: a.k,
-        rows: R,
-        heads: Hkv,
-        D,
-        theta: cfg.ropeTheta,
-      });
-      await this.k.attention.encode(enc, {
-        q: a.q,
-        k: a.k,
-        v: a.v,
-        keyStart: batch.keyStart,
-        o: a.o,
-        lse: a.lse,
-        N,
-        Tq: T,
-        H,
-        Hkv,
-        D,
-      });
-      // x2 = x + o·Woᵀ, built in place in x2.
-      await this.linear(enc, a.o, `${pre}.self_attn.o_proj.weight`, a.x2, R, H * D, C);
-      await this.k.add.encode(enc, { a: a.x2, b: x, count: R * C });
-      await this.k.rmsForward.encode(enc, {
-        x: a.x2,
-        w: this.p(`${pre}.post_attention_layernorm.weight`),
-        y: a.xn2,
-        rstd: a.rstd2,
-        rows: R,
-        C,
-        eps: cfg.rmsNormEps,
-      });
-      await this.linear(enc, a.xn2, `${pre}.mlp.gate_proj.weight`, a.gate, R, C, I);
-      await this.linear(enc, a.xn2, `${pre}.mlp.up_proj.weight`, a.up, R, C, I);
-      await this.k.swigluForward.encode(enc, { gate: a.gate, up: a.up, h: a.h, count: R * I });
-      const next = ws.get(`act.x${l + 1}`, R * C * F32);
-      await this.linear(enc, a.h, `${pre}.mlp.down_proj.weight`, next, R, I, C);
-      await this.k.add.encode(enc, { a: next, b: a.x2, count: R * C });
-      x = next;
+    const ctx: AttentionInputs = { N, Tq: T, positions: batch.positions, keyStart: batch.keyStart };
+    this.embed(enc, batch.tokens, ws.get('act.x0', R * C * F32), R);
+    for (let l = 0; l < numLayers; l++) {
+      const a = this.trainingActs(l, N, T);
+      this.attentionBlock(enc, l, a, ctx);
+      this.mlpBlock(enc, l, a, R);
     }
-    const xn = ws.get('act.final.xn', R * C * F32);
-    const rstd = ws.get('act.final.rstd', R * F32);
-    await this.k.rmsForward.encode(enc, {
-      x,
-      w: this.p('model.norm.weight'),
-      y: xn,
-      rstd,
-      rows: R,
-      C,
-      eps: cfg.rmsNormEps,
-    });
+    const x = ws.get(`act.x${numLayers}`, R * C * F32); // (R, C)
+    const xn = ws.get('act.final.xn', R * C * F32); // (R, C)
+    this.rmsNorm(enc, x, this.finalNorm, xn, ws.get('act.final.rstd', R * F32), R);
     const rows = N * head.count;
     const headInput = ws.get('act.head.input', rows * C * F32); // (N·count, C)
     for (let n = 0; n < N; n++) {
-      enc.copyBufferToBuffer(
-        xn,
-        (n * T + head.start) * C * F32,
-        headInput,
-        n * head.count * C * F32,
-        head.count * C * F32,
-      );
+      const [from, to, count] = [(n * T + head.start) * C, n * head.count * C, head.count * C];
+      enc.copyBufferToBuffer(xn, from * F32, headInput, to * F32, count * F32);
     }
     const logits = ws.get('act.logits', rows * V * F32); // (N·count, V)
-    await this.head(enc, headInput, logits, rows);
+    this.head(enc, headInput, logits, rows);
     return { batch, head, logits, headInput };
   }
 
   /** Backward from dLogits (N·count, V): adds every parameter's gradient into this.grads. */
-  async backward(enc: GPUCommandEncoder, state: ForwardState, dLogits: GPUBuffer): Promise<void> {
-    const cfg = this.config;
-    const { hiddenSize: C, intermediateSize: I, numHeads: H, numKvHeads: Hkv, headDim: D } = cfg;
+  backward(enc: GPUCommandEncoder, state: ForwardState, dLogits: GPUBuffer): void {
+    const { hiddenSize: C, numLayers } = this.config;
     const { batch, head } = state;
     const { N, T } = batch;
     const R = N * T;
@@ -662,206 +668,93 @@ export class GpuLlama {
 
     // LM head: dHeadInput = dLogits·W, dW += dLogitsᵀ·headInput (tied: into the embedding's gradient).
     const dHead = ws.get('grad.head.input', rows * C * F32); // (N·count, C)
-    await this.headBackward(enc, dLogits, state.headInput, dHead, rows);
+    this.headBackward(enc, dLogits, state.headInput, dHead, rows);
     // Scatter the head rows back into a zeroed (R, C) gradient of the final-norm output.
     const dXn = ws.zeroed(enc, 'grad.final.xn', R * C * F32);
     for (let n = 0; n < N; n++) {
-      enc.copyBufferToBuffer(
-        dHead,
-        n * head.count * C * F32,
-        dXn,
-        (n * T + head.start) * C * F32,
-        head.count * C * F32,
-      );
+      const [from, to, count] = [n * head.count * C, (n * T + head.start) * C, head.count * C];
+      enc.copyBufferToBuffer(dHead, from * F32, dXn, to * F32, count * F32);
     }
-    const xLast = ws.get(`act.x${cfg.numLayers}`, R * C * F32);
+    const xLast = ws.get(`act.x${numLayers}`, R * C * F32);
     const rstdF = ws.get('act.final.rstd', R * F32);
-    // dx: the running gradient of the residual stream, (R, C).
-    const dx = ws.get('grad.dx', R * C * F32);
-    await this.k.rmsBackward.encode(enc, {
-      dy: dXn,
-      x: xLast,
-      w: this.p('model.norm.weight'),
-      rstd: rstdF,
-      dx,
-      rows: R,
-      C,
-    });
-    await this.k.rmsBackwardWeight.encode(enc, {
-      dy: dXn,
-      x: xLast,
-      rstd: rstdF,
-      dw: this.g('model.norm.weight'),
-      rows: R,
-      C,
-      accumulate: true,
-    });
-
-    const dxn = ws.get('grad.dxn', R * C * F32); // (R, C)
-    const dh = ws.get('grad.dh', R * I * F32); // (R, I)
-    const dgate = ws.get('grad.dgate', R * I * F32);
-    const dup = ws.get('grad.dup', R * I * F32);
-    const dO = ws.get('grad.do', R * H * D * F32); // (R, H·D)
-    const dq = ws.get('grad.dq', R * H * D * F32);
-    const dk = ws.get('grad.dk', R * Hkv * D * F32);
-    const dv = ws.get('grad.dv', R * Hkv * D * F32);
-    const dqRaw = ws.get('grad.dqRaw', R * H * D * F32);
-    const dkRaw = ws.get('grad.dkRaw', R * Hkv * D * F32);
-    for (let l = cfg.numLayers - 1; l >= 0; l--) {
-      const pre = `model.layers.${l}`;
-      const a = layerActs(ws, l, R, cfg, N, T);
-      const xIn = ws.get(`act.x${l}`, R * C * F32);
-      // MLP: x_{l+1} = x2 + down(silu(gate)·up); dx is the gradient of x_{l+1}.
-      await this.linearBackward(enc, dx, a.h, `${pre}.mlp.down_proj.weight`, dh, R, I, C, false);
-      await this.k.swigluBackward.encode(enc, {
-        dh,
-        gate: a.gate,
-        up: a.up,
-        dgate,
-        dup,
-        count: R * I,
-      });
-      await this.linearBackward(
-        enc,
-        dgate,
-        a.xn2,
-        `${pre}.mlp.gate_proj.weight`,
-        dxn,
-        R,
-        C,
-        I,
-        false,
-      );
-      await this.linearBackward(enc, dup, a.xn2, `${pre}.mlp.up_proj.weight`, dxn, R, C, I, true);
-      // dx (through the residual) += RMSNorm backward: now the gradient of x2.
-      await this.k.rmsBackward.encode(enc, {
-        dy: dxn,
-        x: a.x2,
-        w: this.p(`${pre}.post_attention_layernorm.weight`),
-        rstd: a.rstd2,
-        dx,
-        rows: R,
-        C,
-        accumulate: true,
-      });
-      await this.k.rmsBackwardWeight.encode(enc, {
-        dy: dxn,
-        x: a.x2,
-        rstd: a.rstd2,
-        dw: this.g(`${pre}.post_attention_layernorm.weight`),
-        rows: R,
-        C,
-        accumulate: true,
-      });
-      // Attention: x2 = x + o_proj(attn(rope(q), rope(k), v)).
-      await this.linearBackward(
-        enc,
-        dx,
-        a.o,
-        `${pre}.self_attn.o_proj.weight`,
-        dO,
-        R,
-        H * D,
-        C,
-        false,
-      );
-      await this.k.attentionBackward.encode(enc, {
-        dO,
-        q: a.q,
-        k: a.k,
-        v: a.v,
-        o: a.o,
-        lse: a.lse,
-        keyStart: batch.keyStart,
-        dq,
-        dk,
-        dv,
-        N,
-        T,
-        H,
-        Hkv,
-        D,
-      });
-      await this.k.rope.encode(enc, {
-        x: dq,
-        positions: batch.positions,
-        y: dqRaw,
-        rows: R,
-        heads: H,
-        D,
-        theta: cfg.ropeTheta,
-        inverse: true,
-      });
-      await this.k.rope.encode(enc, {
-        x: dk,
-        positions: batch.positions,
-        y: dkRaw,
-        rows: R,
-        heads: Hkv,
-        D,
-        theta: cfg.ropeTheta,
-        inverse: true,
-      });
-      const bias = (name: string) =>
-        cfg.attentionBias ? `${pre}.self_attn.${name}.bias` : undefined;
-      await this.linearBackward(
-        enc,
-        dqRaw,
-        a.xn1,
-        `${pre}.self_attn.q_proj.weight`,
-        dxn,
-        R,
-        C,
-        H * D,
-        false,
-        bias('q_proj'),
-      );
-      await this.linearBackward(
-        enc,
-        dkRaw,
-        a.xn1,
-        `${pre}.self_attn.k_proj.weight`,
-        dxn,
-        R,
-        C,
-        Hkv * D,
-        true,
-        bias('k_proj'),
-      );
-      await this.linearBackward(
-        enc,
-        dv,
-        a.xn1,
-        `${pre}.self_attn.v_proj.weight`,
-        dxn,
-        R,
-        C,
-        Hkv * D,
-        true,
-        bias('v_proj'),
-      );
-      await this.k.rmsBackward.encode(enc, {
-        dy: dxn,
-        x: xIn,
-        w: this.p(`${pre}.input_layernorm.weight`),
-        rstd: a.rstd1,
-        dx,
-        rows: R,
-        C,
-        accumulate: true,
-      });
-      await this.k.rmsBackwardWeight.encode(enc, {
-        dy: dxn,
-        x: xIn,
-        rstd: a.rstd1,
-        dw: this.g(`${pre}.input_layernorm.weight`),
-        rows: R,
-        C,
-        accumulate: true,
-      });
+    const dx = ws.get('grad.dx', R * C * F32); // (R, C) running gradient of the residual stream
+    this.rmsNormBackward(enc, dXn, xLast, this.finalNorm, rstdF, dx, R, 'write');
+    const d = this.gradScratch(R);
+    for (let l = numLayers - 1; l >= 0; l--) {
+      const a = this.trainingActs(l, N, T);
+      this.mlpBackward(enc, l, a, d, dx, R);
+      this.attentionBackward(enc, l, a, d, dx, batch);
     }
-    await this.embedBackward(enc, dx, buildTokenIndex(batch.tokensHost));
+    this.embedBackward(enc, dx, buildTokenIndex(batch.tokensHost));
   }
+
+  /** The activations layer l keeps for backward, by name in the workspace. */
+  private trainingActs(l: number, N: number, T: number): LayerActs {
+    const { hiddenSize: C } = this.config;
+    const R = N * T;
+    return {
+      ...this.layerScratch(`act.l${l}`, N, T),
+      x: this.ws.get(`act.x${l}`, R * C * F32),
+      out: this.ws.get(`act.x${l + 1}`, R * C * F32),
+    };
+  }
+
+  /** Per-layer buffers under `prefix` for N·Tq rows (all but the layer input and output). */
+  private layerScratch(prefix: string, N: number, Tq: number): Omit<LayerActs, 'x' | 'out'> {
+    const {
+      hiddenSize: C,
+      intermediateSize: I,
+      numHeads: H,
+      numKvHeads: Hkv,
+      headDim: D,
+    } = this.config;
+    const R = N * Tq;
+    const b = (name: string, floats: number) => this.ws.get(`${prefix}.${name}`, floats * F32);
+    return {
+      xn1: b('xn1', R * C),
+      rstd1: b('rstd1', R),
+      qRaw: b('qRaw', R * H * D),
+      kRaw: b('kRaw', R * Hkv * D),
+      q: b('q', R * H * D),
+      k: b('k', R * Hkv * D),
+      v: b('v', R * Hkv * D),
+      o: b('o', R * H * D),
+      lse: b('lse', N * H * Tq),
+      x2: b('x2', R * C),
+      xn2: b('xn2', R * C),
+      rstd2: b('rstd2', R),
+      gate: b('gate', R * I),
+      up: b('up', R * I),
+      h: b('h', R * I),
+    };
+  }
+
+  /** Gradient scratch shared by every layer of a backward pass. */
+  private gradScratch(R: number): GradScratch {
+    const {
+      hiddenSize: C,
+      intermediateSize: I,
+      numHeads: H,
+      numKvHeads: Hkv,
+      headDim: D,
+    } = this.config;
+    const g = (name: string, floats: number) => this.ws.get(`grad.${name}`, floats * F32);
+    return {
+      dxn: g('dxn', R * C),
+      dh: g('dh', R * I),
+      dgate: g('dgate', R * I),
+      dup: g('dup', R * I),
+      dO: g('do', R * H * D),
+      dq: g('dq', R * H * D),
+      dk: g('dk', R * Hkv * D),
+      dv: g('dv', R * Hkv * D),
+      dqRaw: g('dqRaw', R * H * D),
+      dkRaw: g('dkRaw', R * Hkv * D),
+      delta: g('delta', R * H),
+    };
+  }
+
+  // ---- generation ------------------------------------------------------------------------
 
   /** An empty KV cache for N sequences of up to `capacity` columns. */
   createKvCache(N: number, capacity: number, keyStart: Uint32Array): KvCache {
@@ -883,173 +776,48 @@ export class GpuLlama {
    * the model against the cache, writing their k/v at columns t0…t0+Tq−1, and returns the logits of
    * the last new column (N, V). tokens (N, Tq) u32, positions (N, Tq) u32.
    */
-  async extend(
+  extend(
     enc: GPUCommandEncoder,
     cache: KvCache,
     tokens: GPUBuffer,
     positions: GPUBuffer,
     Tq: number,
     t0: number,
-  ): Promise<GPUBuffer> {
-    const cfg = this.config;
-    const {
-      hiddenSize: C,
-      intermediateSize: I,
-      numHeads: H,
-      numKvHeads: Hkv,
-      headDim: D,
-      vocabSize: V,
-    } = cfg;
+  ): GPUBuffer {
+    const { hiddenSize: C, vocabSize: V, numLayers } = this.config;
     const { N, capacity } = cache;
     if (t0 + Tq > capacity)
       throw new RangeError(`KV cache full: ${t0 + Tq} columns > capacity ${capacity}`);
     const R = N * Tq;
-    const ws = this.ws;
-    const s = (name: string, floats: number) => ws.get(`gen.${name}`, floats * F32);
-    const x = s('x', R * C);
-    await this.embed(enc, tokens, x, R);
-    const xn = s('xn', R * C);
-    const rstd = s('rstd', R);
-    const qRaw = s('qRaw', R * H * D);
-    const q = s('q', R * H * D);
-    const kRaw = s('kRaw', R * Hkv * D);
-    const k = s('k', R * Hkv * D);
-    const v = s('v', R * Hkv * D);
-    const o = s('o', R * H * D);
-    const lse = s('lse', N * H * Tq);
-    const tmp = s('tmp', R * C);
-    const gate = s('gate', R * I);
-    const up = s('up', R * I);
-    const h = s('h', R * I);
-    for (let l = 0; l < cfg.numLayers; l++) {
-      const pre = `model.layers.${l}`;
-      const bias = (name: string) =>
-        cfg.attentionBias ? `${pre}.self_attn.${name}.bias` : undefined;
-      await this.k.rmsForward.encode(enc, {
-        x,
-        w: this.p(`${pre}.input_layernorm.weight`),
-        y: xn,
-        rstd,
-        rows: R,
-        C,
-        eps: cfg.rmsNormEps,
-      });
-      await this.linear(
-        enc,
-        xn,
-        `${pre}.self_attn.q_proj.weight`,
-        qRaw,
-        R,
-        C,
-        H * D,
-        bias('q_proj'),
-      );
-      await this.linear(
-        enc,
-        xn,
-        `${pre}.self_attn.k_proj.weight`,
-        kRaw,
-        R,
-        C,
-        Hkv * D,
-        bias('k_proj'),
-      );
-      await this.linear(
-        enc,
-        xn,
-        `${pre}.self_attn.v_proj.weight`,
-        v,
-        R,
-        C,
-        Hkv * D,
-        bias('v_proj'),
-      );
-      await this.k.rope.encode(enc, {
-        x: qRaw,
-        positions,
-        y: q,
-        rows: R,
-        heads: H,
-        D,
-        theta: cfg.ropeTheta,
-      });
-      await this.k.rope.encode(enc, {
-        x: kRaw,
-        positions,
-        y: k,
-        rows: R,
-        heads: Hkv,
-        D,
-        theta: cfg.ropeTheta,
-      });
-      await this.k.kvWrite.encode(enc, {
-        src: k,
-        cache: cache.keys[l],
-        N,
-        Tsrc: Tq,
-        sCap: capacity,
-        Hkv,
-        D,
-        t0,
-      });
-      await this.k.kvWrite.encode(enc, {
-        src: v,
-        cache: cache.values[l],
-        N,
-        Tsrc: Tq,
-        sCap: capacity,
-        Hkv,
-        D,
-        t0,
-      });
-      await this.k.attention.encode(enc, {
-        q,
-        k: cache.keys[l],
-        v: cache.values[l],
-        keyStart: cache.keyStart,
-        o,
-        lse,
-        N,
-        Tq,
-        H,
-        Hkv,
-        D,
-        qOffset: t0,
-        S: t0 + Tq,
-        sCap: capacity,
-      });
-      await this.linear(enc, o, `${pre}.self_attn.o_proj.weight`, tmp, R, H * D, C);
-      await this.k.add.encode(enc, { a: x, b: tmp, count: R * C });
-      await this.k.rmsForward.encode(enc, {
-        x,
-        w: this.p(`${pre}.post_attention_layernorm.weight`),
-        y: xn,
-        rstd,
-        rows: R,
-        C,
-        eps: cfg.rmsNormEps,
-      });
-      await this.linear(enc, xn, `${pre}.mlp.gate_proj.weight`, gate, R, C, I);
-      await this.linear(enc, xn, `${pre}.mlp.up_proj.weight`, up, R, C, I);
-      await this.k.swigluForward.encode(enc, { gate, up, h, count: R * I });
-      await this.linear(enc, h, `${pre}.mlp.down_proj.weight`, tmp, R, I, C);
-      await this.k.add.encode(enc, { a: x, b: tmp, count: R * C });
+    const s = (name: string, floats: number) => this.ws.get(`gen.${name}`, floats * F32);
+    // One set of buffers for every layer; each layer's output overwrites its input in x, and the
+    // two norms share one output (each is dead before the next is written).
+    const x = s('x', R * C); // (R, C)
+    const xn = s('xn', R * C); // (R, C)
+    const rstd = s('rstd', R); // (R)
+    const a: LayerActs = {
+      ...this.layerScratch('gen', N, Tq),
+      ...{ x, out: x, xn1: xn, xn2: xn, rstd1: rstd, rstd2: rstd },
+    };
+    const ctx: AttentionInputs = {
+      N,
+      Tq,
+      positions,
+      keyStart: cache.keyStart,
+      cache: { kv: cache, t0 },
+    };
+    this.embed(enc, tokens, x, R);
+    for (let l = 0; l < numLayers; l++) {
+      this.attentionBlock(enc, l, a, ctx);
+      this.mlpBlock(enc, l, a, R);
     }
-    await this.k.rmsForward.encode(enc, {
-      x,
-      w: this.p('model.norm.weight'),
-      y: xn,
-      rstd,
-      rows: R,
-      C,
-      eps: cfg.rmsNormEps,
-    });
+    this.rmsNorm(enc, x, this.finalNorm, xn, rstd, R);
     const last = s('last', N * C); // (N, C) the last new column of each sequence
     for (let n = 0; n < N; n++) {
       enc.copyBufferToBuffer(xn, (n * Tq + Tq - 1) * C * F32, last, n * C * F32, C * F32);
     }
     const logits = s('logits', N * V); // (N, V)
-    await this.head(enc, last, logits, N);
+    this.head(enc, last, logits, N);
     return logits;
   }
 
@@ -1059,12 +827,25 @@ export class GpuLlama {
   }
 
   destroy(): void {
-    for (const buffer of this.params.values()) buffer.destroy();
-    for (const buffer of this.grads.values()) buffer.destroy();
-    this.params.clear();
-    this.grads.clear();
+    this.parameters.destroy();
     this.ws.destroy();
+    this.k.rope.destroy(); // its inv_freq table
   }
+}
+
+/** Gradient buffers of one layer's backward, reused by every layer. */
+interface GradScratch {
+  dxn: GPUBuffer; // (R, C) gradient of a norm's output
+  dh: GPUBuffer; // (R, I)
+  dgate: GPUBuffer; // (R, I)
+  dup: GPUBuffer; // (R, I)
+  dO: GPUBuffer; // (R, H·D) gradient of the attention output
+  dq: GPUBuffer; // (R, H·D)
+  dk: GPUBuffer; // (R, Hkv·D)
+  dv: GPUBuffer; // (R, Hkv·D)
+  dqRaw: GPUBuffer; // (R, H·D) before rotary
+  dkRaw: GPUBuffer; // (R, Hkv·D)
+  delta: GPUBuffer; // (N, H, T) attention backward's rowsum(dO∘O)
 }
 
 function createKernels(engine: Engine) {
@@ -1085,28 +866,5 @@ function createKernels(engine: Engine) {
     add: new AddKernel(device, pipelines),
     biasAdd: new BiasAddKernel(device, pipelines),
     biasGrad: new BiasGradKernel(device, pipelines),
-  };
-}
-
-/** The activations one layer keeps for backward, by name in the workspace. */
-function layerActs(ws: Workspace, l: number, R: number, cfg: LlamaConfig, N: number, T: number) {
-  const { hiddenSize: C, intermediateSize: I, numHeads: H, numKvHeads: Hkv, headDim: D } = cfg;
-  const b = (name: string, floats: number) => ws.get(`act.l${l}.${name}`, floats * F32);
-  return {
-    xn1: b('xn1', R * C), // (R, C) input_layernorm output
-    rstd1: b('rstd1', R), // (R)
-    qRaw: b('qRaw', R * H * D), // (N, T, H, D) before rotary
-    kRaw: b('kRaw', R * Hkv * D), // (N, T, Hkv, D) before rotary
-    q: b('q', R * H * D), // (N, T, H, D)
-    k: b('k', R * Hkv * D), // (N, T, Hkv, D)
-    v: b('v', R * Hkv * D), // (N, T, Hkv, D)
-    o: b('o', R * H * D), // (N, T, H, D) attention output
-    lse: b('lse', N * H * T), // (N, H, T)
-    x2: b('x2', R * C), // (R, C) residual after attention
-    xn2: b('xn2', R * C), // (R, C) post_attention_layernorm output
-    rstd2: b('rstd2', R), // (R)
-    gate: b('gate', R * I), // (R, I)
-    up: b('up', R * I), // (R, I)
-    h: b('h', R * I), // (R, I) silu(gate)·up
   };
 }

@@ -95,12 +95,16 @@ export function collectCompletions(
 
 export class Sampler implements TextGenerator {
   private readonly sample: SampleKernel;
+  /** The model's pipelines and the sampling kernel's, compiled (generate awaits it). */
+  private readonly ready: Promise<unknown>;
 
   constructor(
     private readonly engine: Engine,
     private readonly model: GpuLlama,
   ) {
     this.sample = new SampleKernel(engine.device, engine.pipelines);
+    this.ready = Promise.all([model.ready, this.sample.prepare(model.config.vocabSize)]);
+    this.ready.catch(() => {}); // reported by generate(), not as an unhandled rejection
   }
 
   async generate(
@@ -147,8 +151,8 @@ export class Sampler implements TextGenerator {
     // every training step draws fresh numbers.
     const callSeed = mixSeeds(options.seed, options.stream);
 
-    const draw = async (enc: GPUCommandEncoder, logits: GPUBuffer, i: number) => {
-      await this.sample.encode(enc, {
+    const draw = (enc: GPUCommandEncoder, logits: GPUBuffer, i: number) => {
+      this.sample.encode(enc, {
         logits,
         tokens: next,
         logps: nextLogp,
@@ -167,34 +171,40 @@ export class Sampler implements TextGenerator {
       enc.copyBufferToBuffer(nextLogp, 0, logpHistory, i * N * 4, N * 4);
     };
 
-    await this.engine.run(async (enc) => {
-      const logits = await this.model.extend(enc, cache, promptBuf, promptPosBuf, P, 0);
-      await draw(enc, logits, 0);
-    }, 'prefill');
-    const checkEvery = options.checkEvery ?? 8;
-    let done = 1;
-    const pos = new Uint32Array(N);
-    while (done < steps) {
-      // The token drawn at step done − 1 sits at column P + done − 1.
-      const column = P + done - 1;
-      for (let n = 0; n < N; n++) pos[n] = column - keyStart[n];
-      writeBuffer(device, positions, pos);
-      const i = done;
-      await this.engine.run(async (enc) => {
-        const logits = await this.model.extend(enc, cache, next, positions, 1, column);
-        await draw(enc, logits, i);
-      }, 'decode');
-      done += 1;
-      if (done % checkEvery === 0 && done < steps) {
-        const sofar = await readU32(device, history, done * N);
-        if (allEnded(sofar, N, done, eos)) break;
+    try {
+      // Pipelines compiled first (since the model loaded), so that encoding never compiles.
+      await this.ready;
+      await this.engine.run(
+        (enc) => draw(enc, this.model.extend(enc, cache, promptBuf, promptPosBuf, P, 0), 0),
+        'prefill',
+      );
+      const checkEvery = options.checkEvery ?? 8;
+      let done = 1;
+      const pos = new Uint32Array(N);
+      while (done < steps) {
+        // The token drawn at step done − 1 sits at column P + done − 1.
+        const column = P + done - 1;
+        for (let n = 0; n < N; n++) pos[n] = column - keyStart[n];
+        writeBuffer(device, positions, pos);
+        const i = done;
+        await this.engine.run(
+          (enc) => draw(enc, this.model.extend(enc, cache, next, positions, 1, column), i),
+          'decode',
+        );
+        done += 1;
+        if (done % checkEvery === 0 && done < steps) {
+          const sofar = await readU32(device, history, done * N);
+          if (allEnded(sofar, N, done, eos)) break;
+        }
       }
-    }
 
-    const tokens = await readU32(device, history, done * N);
-    const logps = await readF32(device, logpHistory, done * N);
-    for (const b of owned) b.destroy();
-    return collectCompletions(tokens, logps, N, done, eos);
+      const tokens = await readU32(device, history, done * N);
+      const logps = await readF32(device, logpHistory, done * N);
+      return collectCompletions(tokens, logps, N, done, eos);
+    } finally {
+      // Also on an exception mid-generation: nothing of this call stays allocated.
+      for (const b of owned) b.destroy();
+    }
   }
 }
 

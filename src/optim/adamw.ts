@@ -31,6 +31,8 @@ export class GpuAdamW {
   private readonly stats: GPUBuffer; // (4) [norm, scale, finite, 0]
   private readonly norm: GradNormKernel;
   private readonly adamw: AdamWKernel;
+  /** The optimizer's pipelines, compiled; await before the first encodeStep. */
+  readonly ready: Promise<unknown>;
 
   constructor(
     private readonly engine: Engine,
@@ -52,12 +54,17 @@ export class GpuAdamW {
     this.stats = createStorageBuffer(device, GRAD_CLIP_OUT.length * 4, 'gradnorm.out');
     this.norm = new GradNormKernel(device, pipelines);
     this.adamw = new AdamWKernel(device, pipelines);
+    this.ready = Promise.all([
+      this.norm.prepare(model.specs.map((spec) => numel(spec.shape))),
+      this.adamw.prepare(),
+    ]);
+    this.ready.catch(() => {}); // reported to whoever awaits `ready`
   }
 
   /** Encodes norm → clip → AdamW for the gradients currently in model.grads, at learning rate `lr`. */
-  async encodeStep(enc: GPUCommandEncoder, lr: number): Promise<void> {
+  encodeStep(enc: GPUCommandEncoder, lr: number): void {
     const specs = this.model.specs;
-    await this.norm.encode(enc, {
+    this.norm.encode(enc, {
       grads: specs.map((s) => ({ buffer: this.model.grads.get(s.name)!, n: numel(s.shape) })),
       partials: this.partials,
       out: this.stats,
@@ -71,7 +78,7 @@ export class GpuAdamW {
       weightDecay: this.options.weightDecay,
     };
     for (const spec of specs) {
-      await this.adamw.encode(enc, {
+      this.adamw.encode(enc, {
         param: this.model.params.get(spec.name)!,
         grad: this.model.grads.get(spec.name)!,
         m: this.m.get(spec.name)!,

@@ -40,14 +40,14 @@ async function runSteps(
     const grad = uploadStorageBuffer(d, g);
     await engine.run(async (enc) => {
       if (opts.maxNorm !== undefined) {
-        await norm.encode(enc, {
+        norm.encode(enc, {
           grads: [{ buffer: grad, n }],
           partials,
           out: clip,
           maxNorm: opts.maxNorm,
         });
       }
-      await adamw.encode(enc, {
+      adamw.encode(enc, {
         param,
         grad,
         m,
@@ -134,8 +134,8 @@ describe('adamw.wgsl', () => {
     const norm = new GradNormKernel(d, engine.pipelines);
     const adamw = new AdamWKernel(d, engine.pipelines);
     await engine.run(async (enc) => {
-      await norm.encode(enc, { grads: [{ buffer: grad, n }], partials, out: clip, maxNorm: 1 });
-      await adamw.encode(enc, { param, grad, m, v, n, step: 5, hyper: HYPER, clip });
+      norm.encode(enc, { grads: [{ buffer: grad, n }], partials, out: clip, maxNorm: 1 });
+      adamw.encode(enc, { param, grad, m, v, n, step: 5, hyper: HYPER, clip });
     });
     expect((await readF32(d, clip))[GRAD_CLIP_OUT.finite]).toBe(0);
     expect(Array.from(await readF32(d, param, n))).toEqual(Array.from(p0));

@@ -40,8 +40,8 @@ async function runBias(
   const add = new BiasAddKernel(device, pipelines, grid);
   const grad = new BiasGradKernel(device, pipelines, grid);
   await engine.run(async (enc) => {
-    await add.encode(enc, { y: yBuf, bias: bBuf, rows: R, C });
-    await grad.encode(enc, { dy: dyBuf, db: dbBuf, rows: R, C, accumulate: opts.accumulate });
+    add.encode(enc, { y: yBuf, bias: bBuf, rows: R, C });
+    grad.encode(enc, { dy: dyBuf, db: dbBuf, rows: R, C, accumulate: opts.accumulate });
   });
   const gpu = { y: await readF32(device, yBuf, R * C), db: await readF32(device, dbBuf, C) };
   for (const b of [yBuf, bBuf, dyBuf, dbBuf]) b.destroy();

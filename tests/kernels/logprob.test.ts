@@ -61,7 +61,7 @@ async function runGather(
   const fwd = new LogprobGatherKernel(d, engine.pipelines);
   const bwd = new LogprobGatherBackwardKernel(d, engine.pipelines);
   await engine.run(async (enc) => {
-    await fwd.encode(enc, {
+    fwd.encode(enc, {
       logits: logitsBuf,
       targets: targetsBuf,
       logp,
@@ -72,7 +72,7 @@ async function runGather(
       invTemperature,
     });
     if (gBuf && dz) {
-      await bwd.encode(enc, {
+      bwd.encode(enc, {
         logits: logitsBuf,
         targets: targetsBuf,
         lse,

@@ -33,6 +33,7 @@ for (const name of FIXTURE_NAMES) {
     it('logits, completion log-probs and every gradient match', async () => {
       const engine = await testEngine();
       const model = GpuLlama.load(engine, fx.config, fx.params);
+      await model.ready; // pipelines compiled, so encoding below never compiles
       const batch = model.uploadBatch(tokens, keyStart, positions, N, T);
       const targets = new Uint32Array(N * L);
       for (let n = 0; n < N; n++)
@@ -49,9 +50,9 @@ for (const name of FIXTURE_NAMES) {
 
       let logitsBuf: GPUBuffer | null = null;
       await engine.run(async (enc) => {
-        const state = await model.forward(enc, batch, { start: P - 1, count: L });
+        const state = model.forward(enc, batch, { start: P - 1, count: L });
         logitsBuf = state.logits;
-        await gather.encode(enc, {
+        gather.encode(enc, {
           logits: state.logits,
           targets: targetsBuf,
           logp,
@@ -61,7 +62,7 @@ for (const name of FIXTURE_NAMES) {
           V,
           invTemperature: invT,
         });
-        await gatherBackward.encode(enc, {
+        gatherBackward.encode(enc, {
           logits: state.logits,
           targets: targetsBuf,
           lse,
@@ -73,7 +74,7 @@ for (const name of FIXTURE_NAMES) {
         });
         model.allocateGradients();
         model.zeroGradients(enc);
-        await model.backward(enc, state, dLogits);
+        model.backward(enc, state, dLogits);
       });
 
       const gpuLogits = await readF32(engine.device, logitsBuf!, R * V);
@@ -106,6 +107,7 @@ for (const name of FIXTURE_NAMES) {
       const hp = fx.header.adamw;
       const { grpo } = fx.header;
       const model = GpuLlama.load(engine, fx.config, fx.params);
+      await model.ready; // pipelines compiled, so encoding below never compiles
       const optimizer = new GpuAdamW(engine, model, {
         beta1: hp.beta1,
         beta2: hp.beta2,
@@ -137,8 +139,8 @@ for (const name of FIXTURE_NAMES) {
       for (let step = 0; step < hp.steps; step++) {
         await engine.run(async (enc) => {
           model.zeroGradients(enc);
-          const state = await model.forward(enc, batch, { start: P - 1, count: L });
-          await gather.encode(enc, {
+          const state = model.forward(enc, batch, { start: P - 1, count: L });
+          gather.encode(enc, {
             logits: state.logits,
             targets: targetsBuf,
             logp,
@@ -148,7 +150,7 @@ for (const name of FIXTURE_NAMES) {
             V,
             invTemperature: invT,
           });
-          await loss.encode(enc, {
+          loss.encode(enc, {
             logp,
             oldLogp,
             refLogp,
@@ -164,7 +166,7 @@ for (const name of FIXTURE_NAMES) {
             beta: grpo.beta,
             maxCompletionLength: L,
           });
-          await gatherBackward.encode(enc, {
+          gatherBackward.encode(enc, {
             logits: state.logits,
             targets: targetsBuf,
             lse,
@@ -174,8 +176,8 @@ for (const name of FIXTURE_NAMES) {
             V,
             invTemperature: invT,
           });
-          await model.backward(enc, state, dLogits);
-          await optimizer.encodeStep(enc, hp.lr);
+          model.backward(enc, state, dLogits);
+          optimizer.encodeStep(enc, hp.lr);
         });
         const stats = await optimizer.readStats();
         expect(stats.finite).toBe(true);
@@ -215,6 +217,7 @@ for (const name of FIXTURE_NAMES) {
     it('prefill + decode steps through the KV cache give the full-forward logits', async () => {
       const engine = await testEngine();
       const model = GpuLlama.load(engine, fx.config, fx.params);
+      await model.ready; // pipelines compiled, so encoding below never compiles
       const cache = model.createKvCache(N, T, keyStart);
       const promptTokens = new Uint32Array(N * P);
       const promptPositions = new Uint32Array(N * P);
@@ -232,7 +235,7 @@ for (const name of FIXTURE_NAMES) {
       const perColumn: Float32Array[] = [];
       let logits: GPUBuffer | null = null;
       await engine.run(async (enc) => {
-        logits = await model.extend(enc, cache, prompt.tokens, prompt.positions, P, 0);
+        logits = model.extend(enc, cache, prompt.tokens, prompt.positions, P, 0);
       });
       perColumn.push(await readF32(engine.device, logits!, N * V));
       const one = step(1);
@@ -248,7 +251,7 @@ for (const name of FIXTURE_NAMES) {
           Uint32Array.from({ length: N }, (_, n) => positions[n * T + t]),
         );
         await engine.run(async (enc) => {
-          logits = await model.extend(enc, cache, one.tokens, one.positions, 1, t);
+          logits = model.extend(enc, cache, one.tokens, one.positions, 1, t);
         });
         perColumn.push(await readF32(engine.device, logits!, N * V));
       }

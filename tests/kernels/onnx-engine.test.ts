@@ -109,7 +109,7 @@ describe('ONNX export (onnxruntime-web, wasm) agrees with the WebGPU engine', ()
       const batch = model.uploadBatch(tokens, keyStart, positions, N, T);
       let logitsBuf: GPUBuffer | null = null;
       await engine.run(async (enc) => {
-        logitsBuf = (await model.forward(enc, batch, { start: 0, count: T })).logits;
+        logitsBuf = model.forward(enc, batch, { start: 0, count: T }).logits;
       });
       const gpuLogits = await readF32(engine.device, logitsBuf!, N * T * V); // (N, T, V)
       model.destroy();

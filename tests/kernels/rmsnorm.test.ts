@@ -63,10 +63,10 @@ async function runAll({ tuning, R, C, seed, maxWorkgroupsPerDim, accumulate = fa
   const backward = new RmsNormBackwardKernel(device, pipelines, opts);
   const backwardWeight = new RmsNormBackwardWeightKernel(device, pipelines, opts);
   await engine.run(async (enc) => {
-    await forward.encode(enc, { x: xBuf, w: wBuf, y: yBuf, rstd: rstdBuf, rows: R, C, eps: EPS });
+    forward.encode(enc, { x: xBuf, w: wBuf, y: yBuf, rstd: rstdBuf, rows: R, C, eps: EPS });
     const common = { dy: dyBuf, x: xBuf, rstd: rstdBuf, rows: R, C, accumulate };
-    await backward.encode(enc, { ...common, w: wBuf, dx: dxBuf });
-    await backwardWeight.encode(enc, { ...common, dw: dwBuf });
+    backward.encode(enc, { ...common, w: wBuf, dx: dxBuf });
+    backwardWeight.encode(enc, { ...common, dw: dwBuf });
   });
   const gpu = {
     y: await readF32(device, yBuf, R * C),

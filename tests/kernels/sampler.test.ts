@@ -47,8 +47,7 @@ describe('Sampler', () => {
     );
     let logitsBuf: GPUBuffer | null = null;
     await engine.run(async (enc) => {
-      logitsBuf = (await model.forward(enc, gpuBatch, { start: batch.P - 1, count: batch.L }))
-        .logits;
+      logitsBuf = model.forward(enc, gpuBatch, { start: batch.P - 1, count: batch.L }).logits;
     });
     const logits = await readF32(engine.device, logitsBuf!, batch.N * batch.L * V);
     let checked = 0;

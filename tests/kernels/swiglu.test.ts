@@ -37,8 +37,8 @@ async function runSwiglu(
   const forward = new SwigluForwardKernel(device, pipelines, opts);
   const backward = new SwigluBackwardKernel(device, pipelines, opts);
   await engine.run(async (enc) => {
-    await forward.encode(enc, { gate: gBuf, up: uBuf, h: hBuf, count: n });
-    await backward.encode(enc, {
+    forward.encode(enc, { gate: gBuf, up: uBuf, h: hBuf, count: n });
+    backward.encode(enc, {
       dh: dhBuf,
       gate: gBuf,
       up: uBuf,

@@ -1,6 +1,6 @@
 // The GRPO trainer end to end on Node WebGPU with a tiny random model: it learns a simple reward,
 // is deterministic for a seed, and guards against non-finite updates.
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import {
   createCustomRewards,
   customRewardResolver,
@@ -10,6 +10,7 @@ import { nodeSandboxFactory } from '../../src/grpo/reward-sandbox-node';
 import { createRewardFunctions, type RewardFunction } from '../../src/grpo/rewards';
 import { TrainingDivergedError } from '../../src/grpo/trainer';
 import { algorithmic, echoTask, makeTrainer, startsWithA } from '../support/tiny-trainer';
+import { testEngine } from './harness';
 
 describe('GrpoTrainer', { timeout: 600_000 }, () => {
   it('learns a simple reward: mean reward rises by ≥ 0.4 within 25 steps', async () => {
@@ -105,6 +106,31 @@ describe('GrpoTrainer', { timeout: 600_000 }, () => {
     expect((await trainer.trainStep()).skipped).not.toBeNull();
     await expect(trainer.trainStep()).rejects.toThrow(TrainingDivergedError);
     expect(await trainer.policy.readParameters()).toEqual(afterGood);
+    trainer.destroy();
+  });
+
+  it('an update that throws midway frees its GPU buffers: live bytes return to where they were', async () => {
+    const engine = await testEngine();
+    const trainer = await makeTrainer({ beta: 0 });
+    // One good step first: the model's activations, gradients and AdamW moments are allocated
+    // once and kept, as they are on every later step.
+    expect((await trainer.trainStep()).skipped).toBeNull();
+    // The model's workspace grows with the batch's width; everything else must come back.
+    const stepBytes = () => engine.memory.liveBytes - trainer.policy.workspaceBytes;
+    const before = stepBytes();
+    const buffersBefore = engine.memory.liveBuffers;
+    // The first backward of the next update throws, after the update allocated its buffers.
+    const backward = vi.spyOn(trainer.policy, 'backward').mockImplementationOnce(() => {
+      throw new Error('injected failure mid-update');
+    });
+    await expect(trainer.trainStep()).rejects.toThrow('injected failure mid-update');
+    expect(backward).toHaveBeenCalledTimes(1);
+    expect(stepBytes()).toBe(before);
+    expect(engine.memory.liveBuffers).toBe(buffersBefore);
+    // The trainer still works afterwards.
+    backward.mockRestore();
+    expect((await trainer.trainStep()).skipped).toBeNull();
+    expect(stepBytes()).toBe(before);
     trainer.destroy();
   });
 

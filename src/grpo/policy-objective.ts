@@ -1,0 +1,424 @@
+// The policy objective on the GPU: what one GRPO update (docs/grpo.md §3–§5) and one supervised
+// cold-start step encode. An update is μ iterations over the step's batch, each: per micro-batch
+// policy forward → log-prob gather → clipped loss + KL → gather backward → model backward, then
+// gradient clip + AdamW. The step's buffers live in a Workspace made for the call and destroyed in
+// `finally`, so a step that throws leaves no GPU memory behind.
+//
+// Legend: N = B·G sequences, T columns, P prompt width, L completion width, V vocab,
+// GA micro-batches (gradientAccumulationSteps), Nm = N / GA sequences per micro-batch.
+import { readF32, writeBuffer } from '../engine/buffers';
+import type { Engine } from '../engine/engine';
+import { Workspace } from '../engine/workspace';
+import { AddKernel } from '../kernels/add';
+import { CrossEntropyKernel, crossEntropyRowWeights } from '../kernels/cross-entropy';
+import { decodeGrpoLossOut, GRPO_LOSS_OUT, GrpoLossKernel } from '../kernels/grpo-loss';
+import { LogprobGatherBackwardKernel, LogprobGatherKernel } from '../kernels/logprob';
+import type { PackedBatch } from '../model/batch';
+import type { ForwardState, GpuLlama } from '../model/llama';
+import type { GpuAdamW } from '../optim/adamw';
+import type { Config } from './config';
+
+const F32 = 4;
+const OUT = GRPO_LOSS_OUT.length; // loss statistics per micro-batch
+
+/** What an update reports: the first iteration's statistics (the ones TRL logs per step). */
+export interface PolicyUpdate {
+  loss: number;
+  clipRatioLow: number;
+  clipRatioHigh: number;
+  clipRatioRegion: number;
+  meanKl: number;
+  gradNorm: number;
+  /** Mean entropy over counted completion tokens. */
+  entropy: number;
+  learningRate: number;
+  /** Why the update was skipped (non-finite loss or gradient), or null when it was applied. */
+  skipped: string | null;
+  logp: Float32Array; // (N, L) under the policy before the update
+  oldLogp: Float32Array; // (N, L) under the sampling policy
+  refLogp: Float32Array | null; // (N, L) under the reference policy (β > 0)
+  logpAfter: Float32Array | null; // (N, L) after the update (when asked for)
+}
+
+/** A supervised step's result (see PolicyObjective.supervised). */
+export interface SupervisedUpdate {
+  loss: number;
+  gradNorm: number;
+  tokens: number;
+  skipped: string | null;
+}
+
+/** The step's buffers: whole-batch per-token (N, L) or (N), and one micro-batch's (Nm, L). */
+function stepBuffers(ws: Workspace, N: number, L: number, GA: number, V: number, kl: boolean) {
+  const Nm = N / GA;
+  const rows = Nm * L;
+  const b = (name: string, bytes: number) => ws.get(`step.${name}`, bytes);
+  return {
+    targets: b('targets', N * L * 4), // u32 (N, L)
+    mask: b('mask', N * L * F32), // (N, L)
+    advantages: b('advantages', N * F32), // (N)
+    oldLogp: b('oldLogp', N * L * F32), // (N, L)
+    logp: b('logp', N * L * F32), // (N, L)
+    entropy: b('entropy', N * L * F32), // (N, L)
+    refLogp: kl ? b('refLogp', N * L * F32) : null, // (N, L)
+    lossOut: b('lossOut', GA * OUT * F32), // (GA, OUT)
+    micro: {
+      targets: b('micro.targets', rows * 4), // u32 (Nm, L)
+      mask: b('micro.mask', rows * F32), // (Nm, L)
+      advantages: b('micro.advantages', Nm * F32), // (Nm)
+      oldLogp: b('micro.oldLogp', rows * F32), // (Nm, L)
+      refLogp: kl ? b('micro.refLogp', rows * F32) : null, // (Nm, L)
+      logp: b('micro.logp', rows * F32), // (Nm, L)
+      entropy: b('micro.entropy', rows * F32), // (Nm, L)
+      lse: b('micro.lse', rows * F32), // (Nm, L)
+      dLogp: b('micro.dLogp', rows * F32), // (Nm, L)
+      dLogpScaled: b('micro.dLogpScaled', rows * F32), // (Nm, L)
+      lossOut: b('micro.lossOut', OUT * F32), // (OUT)
+      dLogits: b('micro.dLogits', rows * V * F32), // (Nm·L, V)
+    },
+  };
+}
+type StepBuffers = ReturnType<typeof stepBuffers>;
+
+/** Sums of the first iteration's loss statistics over micro-batches. */
+interface IterationStats {
+  loss: number;
+  clipRatioLow: number;
+  clipRatioHigh: number;
+  clipRatioRegion: number;
+  meanKl: number;
+  gradNorm: number;
+}
+
+/** The models, optimizer and kernels the objective encodes with. */
+interface ObjectiveParts {
+  engine: Engine;
+  policy: GpuLlama;
+  optimizer: GpuAdamW;
+  gather: LogprobGatherKernel;
+  gatherBackward: LogprobGatherBackwardKernel;
+  loss: GrpoLossKernel;
+  add: AddKernel;
+}
+
+export class PolicyObjective {
+  private readonly parts: ObjectiveParts;
+  private readonly crossEntropy: CrossEntropyKernel;
+  /** Every pipeline an update encodes with, compiled (started at construction). */
+  private readonly ready: Promise<unknown>;
+
+  constructor(
+    private readonly engine: Engine,
+    private readonly policy: GpuLlama,
+    /** The frozen starting weights (β > 0), or null. */
+    private readonly reference: GpuLlama | null,
+    private readonly optimizer: GpuAdamW,
+  ) {
+    const { device, pipelines } = engine;
+    this.parts = {
+      engine,
+      policy,
+      optimizer,
+      gather: new LogprobGatherKernel(device, pipelines),
+      gatherBackward: new LogprobGatherBackwardKernel(device, pipelines),
+      loss: new GrpoLossKernel(device, pipelines),
+      add: new AddKernel(device, pipelines),
+    };
+    this.crossEntropy = new CrossEntropyKernel(device, pipelines);
+    const { gather, gatherBackward, loss, add } = this.parts;
+    this.ready = Promise.all([
+      policy.ready,
+      reference?.ready,
+      optimizer.ready,
+      gather.prepare(policy.config.vocabSize),
+      gatherBackward.prepare(),
+      loss.prepare(),
+      add.prepare(),
+    ]);
+    this.ready.catch(() => {}); // reported by update(), not as an unhandled rejection
+  }
+
+  /**
+   * μ iterations over the batch, each: forward → gather → loss → backward (per micro-batch) →
+   * clip → AdamW at `learningRate`. samplingLogps are the sampler's per-token log-probs (the old
+   * log-probs when μ > 1). With `recordLogpAfter`, one more forward scores the updated policy.
+   */
+  async update(
+    config: Config,
+    batch: PackedBatch,
+    advantages: Float64Array,
+    samplingLogps: Float32Array[],
+    learningRate: number,
+    recordLogpAfter = false,
+  ): Promise<PolicyUpdate> {
+    const { N, L } = batch;
+    await this.ready;
+    // (N, L) sampling-policy log-probs: the old log-probs when μ > 1.
+    const oldHost = new Float32Array(N * L);
+    samplingLogps.forEach((lp, n) => oldHost.set(lp.subarray(0, Math.min(lp.length, L)), n * L));
+    const ws = new Workspace(this.engine.device);
+    try {
+      const V = this.policy.config.vocabSize;
+      const GA = config.gradientAccumulationSteps;
+      const buffers = stepBuffers(ws, N, L, GA, V, this.reference !== null);
+      const { device } = this.engine;
+      writeBuffer(device, buffers.targets, batch.targets);
+      writeBuffer(device, buffers.mask, batch.mask);
+      writeBuffer(device, buffers.advantages, Float32Array.from(advantages));
+      writeBuffer(device, buffers.oldLogp, oldHost);
+      const step = new Step(this.parts, config, batch, buffers);
+
+      // Reference log-probs (β > 0) from the frozen starting weights.
+      if (this.reference && buffers.refLogp) {
+        for (let m = 0; m < GA; m++) {
+          await step.scoreInto(this.reference, m, buffers.refLogp, 'reference');
+        }
+      }
+      let first: (IterationStats & { logp: Float32Array; entropy: number }) | null = null;
+      let skipped: string | null = null;
+      for (let iteration = 0; iteration < config.numIterations && !skipped; iteration++) {
+        await this.engine.run((enc) => this.policy.zeroGradients(enc), 'zero-grad');
+        for (let m = 0; m < GA; m++) {
+          await this.engine.run((enc) => step.lossAndBackward(enc, m), 'policy');
+        }
+        // Clip and AdamW on the GPU; the update is skipped there when the norm is not finite.
+        await this.engine.run((enc) => this.optimizer.encodeStep(enc, learningRate), 'optimizer');
+        const stats = await step.readIteration();
+        if (!Number.isFinite(stats.loss)) skipped = `loss = ${stats.loss}`;
+        else if (!stats.finite) skipped = `grad_norm = ${stats.gradNorm}`;
+        // A non-finite loss with a finite norm cannot happen (the loss's gradient flows into the
+        // norm), but the optimizer's own check is the one that guards the weights.
+        if (stats.finite) this.optimizer.commitStep();
+        if (iteration === 0) {
+          const entropyHost = await readF32(device, buffers.entropy, N * L);
+          let entropySum = 0;
+          for (let i = 0; i < entropyHost.length; i++) entropySum += entropyHost[i] * batch.mask[i];
+          const activeTokens = batch.mask.reduce((s, m) => s + m, 0);
+          first = {
+            ...stats,
+            logp: await readF32(device, buffers.logp, N * L),
+            entropy: entropySum / Math.max(activeTokens, 1),
+          };
+        }
+      }
+      const refHost = buffers.refLogp ? await readF32(device, buffers.refLogp, N * L) : null;
+      let afterHost: Float32Array | null = null;
+      if (recordLogpAfter) {
+        for (let m = 0; m < GA; m++) {
+          await step.scoreInto(this.policy, m, buffers.logp, 'logp-after-update');
+        }
+        afterHost = await readF32(device, buffers.logp, N * L);
+      }
+      const result = first!;
+      return {
+        loss: result.loss,
+        clipRatioLow: result.clipRatioLow,
+        clipRatioHigh: result.clipRatioHigh,
+        clipRatioRegion: result.clipRatioRegion,
+        meanKl: result.meanKl,
+        gradNorm: result.gradNorm,
+        entropy: result.entropy,
+        learningRate,
+        skipped,
+        logp: result.logp,
+        oldLogp: config.numIterations > 1 ? oldHost : result.logp,
+        refLogp: refHost,
+        logpAfter: afterHost,
+      };
+    } finally {
+      ws.destroy();
+    }
+  }
+
+  /**
+   * A supervised step: cross-entropy on the completion tokens of `batch` (its mask), one AdamW
+   * step at `learningRate` with the same clip and NaN guard as GRPO. Returns the mean token loss
+   * before the update.
+   */
+  async supervised(batch: PackedBatch, learningRate: number): Promise<SupervisedUpdate> {
+    const { device } = this.engine;
+    const { N, T, P, L } = batch;
+    const V = this.policy.config.vocabSize;
+    const rows = N * L;
+    const tokens = batch.mask.reduce((a, m) => a + m, 0);
+    await this.ready;
+    const ws = new Workspace(device);
+    try {
+      const targets = ws.get('sft.targets', rows * 4); // u32 (N, L)
+      const rowWeights = ws.get('sft.rowWeights', rows * F32); // (N, L)
+      const loss = ws.get('sft.loss', F32); // (1)
+      const dLogits = ws.get('sft.dLogits', rows * V * F32); // (N·L, V)
+      writeBuffer(device, targets, batch.targets);
+      writeBuffer(device, rowWeights, crossEntropyRowWeights(batch.mask));
+      const policy = this.policy;
+      const gpuBatch = policy.uploadBatch(batch.tokens, batch.keyStart, batch.positions, N, T);
+      await this.engine.run((enc) => {
+        policy.zeroGradients(enc);
+        const state = policy.forward(enc, gpuBatch, { start: P - 1, count: L });
+        const { logits } = state;
+        this.crossEntropy.encode(enc, { logits, targets, rowWeights, loss, dLogits, R: rows, V });
+        policy.backward(enc, state, dLogits);
+        this.optimizer.encodeStep(enc, learningRate);
+      }, 'supervised');
+      const stats = await this.optimizer.readStats();
+      const [lossValue] = await readF32(device, loss, 1);
+      const skipped = !Number.isFinite(lossValue)
+        ? `loss = ${lossValue}`
+        : stats.finite
+          ? null
+          : `grad_norm = ${stats.norm}`;
+      if (stats.finite) this.optimizer.commitStep();
+      return { loss: lossValue, gradNorm: stats.norm, tokens, skipped };
+    } finally {
+      ws.destroy();
+    }
+  }
+}
+
+/** One update's encoding over its batch and buffers: micro-batch loading, scoring, the loss. */
+class Step {
+  private readonly Nm: number; // sequences per micro-batch
+  private readonly rows: number; // completion tokens per micro-batch, Nm·L
+  private readonly activeTokens: number; // counted completion tokens in the whole batch
+  private readonly invTemperature: number;
+  private readonly head: { start: number; count: number };
+
+  constructor(
+    private readonly parts: ObjectiveParts,
+    private readonly config: Config,
+    private readonly batch: PackedBatch,
+    private readonly b: StepBuffers,
+  ) {
+    this.Nm = batch.N / config.gradientAccumulationSteps;
+    this.rows = this.Nm * batch.L;
+    this.activeTokens = batch.mask.reduce((s, m) => s + m, 0);
+    this.invTemperature = 1 / config.temperature;
+    this.head = { start: batch.P - 1, count: batch.L };
+  }
+
+  /** Byte offset of micro-batch m in the (N, L) buffers. */
+  private tokenOffset(m: number): number {
+    return m * this.rows * F32;
+  }
+
+  /** Uploads micro-batch m's (Nm, T) slice and copies its per-token inputs into the micro buffers. */
+  private loadMicro(enc: GPUCommandEncoder, model: GpuLlama, m: number) {
+    const { Nm, rows, batch, b } = this;
+    const T = batch.T;
+    const seq = (a: Uint32Array) => a.subarray(m * Nm * T, (m + 1) * Nm * T);
+    enc.copyBufferToBuffer(b.targets, this.tokenOffset(m), b.micro.targets, 0, rows * 4);
+    enc.copyBufferToBuffer(b.mask, this.tokenOffset(m), b.micro.mask, 0, rows * F32);
+    enc.copyBufferToBuffer(b.advantages, m * Nm * F32, b.micro.advantages, 0, Nm * F32);
+    const keyStart = batch.keyStart.subarray(m * Nm, (m + 1) * Nm);
+    return model.uploadBatch(seq(batch.tokens), keyStart, seq(batch.positions), Nm, T);
+  }
+
+  /** Micro-batch m through `model`, then its completion log-probs and entropies (micro.logp …). */
+  private scoreMicro(enc: GPUCommandEncoder, model: GpuLlama, m: number): ForwardState {
+    const state = model.forward(enc, this.loadMicro(enc, model, m), this.head);
+    const { micro } = this.b;
+    this.parts.gather.encode(enc, {
+      logits: state.logits,
+      targets: micro.targets,
+      logp: micro.logp,
+      entropy: micro.entropy,
+      lse: micro.lse,
+      R: this.rows,
+      V: model.config.vocabSize,
+      invTemperature: this.invTemperature,
+    });
+    return state;
+  }
+
+  /** Scores micro-batch m with `model` into its rows of `into` (N, L), in one submission. */
+  scoreInto(model: GpuLlama, m: number, into: GPUBuffer, label: string): Promise<void> {
+    return this.parts.engine.run((enc) => {
+      this.scoreMicro(enc, model, m);
+      enc.copyBufferToBuffer(this.b.micro.logp, 0, into, this.tokenOffset(m), this.rows * F32);
+    }, label);
+  }
+
+  /** Micro-batch m: forward, log-probs, the GRPO loss and its gradient, backward into the grads. */
+  lossAndBackward(enc: GPUCommandEncoder, m: number): void {
+    const { config, rows, b } = this;
+    const { micro } = b;
+    const { policy, loss, add, gatherBackward } = this.parts;
+    const GA = config.gradientAccumulationSteps;
+    const at = this.tokenOffset(m);
+    const state = this.scoreMicro(enc, policy, m);
+    if (micro.refLogp && b.refLogp)
+      enc.copyBufferToBuffer(b.refLogp, at, micro.refLogp, 0, rows * F32);
+    if (config.numIterations > 1)
+      enc.copyBufferToBuffer(b.oldLogp, at, micro.oldLogp, 0, rows * F32);
+    enc.copyBufferToBuffer(micro.logp, 0, b.logp, at, rows * F32);
+    enc.copyBufferToBuffer(micro.entropy, 0, b.entropy, at, rows * F32);
+    loss.encode(enc, {
+      logp: micro.logp,
+      // μ = 1: old = the current log-probs, detached (ρ = 1, non-zero gradient; docs/grpo.md §3).
+      oldLogp: config.numIterations > 1 ? micro.oldLogp : micro.logp,
+      refLogp: micro.refLogp,
+      advantages: micro.advantages,
+      mask: micro.mask,
+      dLogp: micro.dLogp,
+      out: micro.lossOut,
+      N: this.Nm,
+      L: this.batch.L,
+      lossType: config.lossType,
+      epsilonLow: config.epsilon,
+      epsilonHigh: config.epsilonHigh,
+      beta: config.beta,
+      maxCompletionLength: config.maxCompletionLength,
+      activeTokensInBatch: this.activeTokens,
+    });
+    enc.copyBufferToBuffer(micro.lossOut, 0, b.lossOut, m * OUT * F32, OUT * F32);
+    // Every loss type but dapo is a mean over its micro-batch: micro-batches are averaged (§4).
+    let gradLogp = micro.dLogp;
+    if (GA > 1 && config.lossType !== 'dapo') {
+      enc.clearBuffer(micro.dLogpScaled);
+      add.encode(enc, { a: micro.dLogpScaled, b: micro.dLogp, count: rows, alpha: 1 / GA });
+      gradLogp = micro.dLogpScaled;
+    }
+    gatherBackward.encode(enc, {
+      logits: state.logits,
+      targets: micro.targets,
+      lse: micro.lse,
+      gradLogp,
+      dLogits: micro.dLogits,
+      R: rows,
+      V: policy.config.vocabSize,
+      invTemperature: this.invTemperature,
+    });
+    policy.backward(enc, state, micro.dLogits);
+  }
+
+  /** The iteration's loss statistics (token-weighted over micro-batches) and gradient norm. */
+  async readIteration(): Promise<IterationStats & { finite: boolean }> {
+    const { engine, optimizer } = this.parts;
+    const GA = this.config.gradientAccumulationSteps;
+    const gradStats = await optimizer.readStats();
+    const outs = await readF32(engine.device, this.b.lossOut, GA * OUT);
+    let loss = 0;
+    let tokens = 0;
+    const sums = { clipRatioLow: 0, clipRatioHigh: 0, clipRatioRegion: 0, meanKl: 0 };
+    for (let m = 0; m < GA; m++) {
+      const { loss: l, stats } = decodeGrpoLossOut(outs.subarray(m * OUT, (m + 1) * OUT));
+      loss += this.config.lossType === 'dapo' ? l : l / GA;
+      // Token-weighted means across micro-batches: what one batch would give.
+      tokens += stats.activeTokens;
+      sums.clipRatioLow += stats.clipRatioLow * stats.activeTokens;
+      sums.clipRatioHigh += stats.clipRatioHigh * stats.activeTokens;
+      sums.clipRatioRegion += stats.clipRatioRegion * stats.activeTokens;
+      sums.meanKl += stats.meanKl * stats.activeTokens;
+    }
+    const w = Math.max(tokens, 1);
+    return {
+      loss,
+      clipRatioLow: sums.clipRatioLow / w,
+      clipRatioHigh: sums.clipRatioHigh / w,
+      clipRatioRegion: sums.clipRatioRegion / w,
+      meanKl: sums.meanKl / w,
+      gradNorm: gradStats.norm,
+      finite: gradStats.finite,
+    };
+  }
+}

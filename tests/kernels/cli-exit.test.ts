@@ -1,0 +1,166 @@
+// The built command line as a user runs it, on how it ends and what it leaves on disk: a run with
+// custom rewards (worker sandboxes) exits with status 0 and reports the rewards that failed; bad
+// input (a missing reward file, a bad config file, too many steps, prompts over the length limit)
+// exits 1 with a message saying what to change; a resume from an earlier checkpoint logs every
+// step once and recovers a checkpoint whose replacement was interrupted; `aha --help` prints help.
+import { execFileSync, spawnSync } from 'node:child_process';
+import {
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  writeFileSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { tinyHfFolder } from '../support/tiny-hf-model';
+
+const work = mkdtempSync(join(tmpdir(), 'grpo-cli-exit-'));
+const modelDir = join(work, 'model');
+
+/** Runs dist-cli/<name>.js; `seconds` is how long it took (a hang is killed at `timeoutMs`). */
+function cli(name: string, args: string[], timeoutMs = 240_000) {
+  const started = performance.now();
+  const result = spawnSync(process.execPath, [`dist-cli/${name}.js`, ...args], {
+    encoding: 'utf8',
+    timeout: timeoutMs,
+  });
+  return {
+    status: result.status,
+    signal: result.signal,
+    out: result.stdout,
+    err: result.stderr,
+    seconds: (performance.now() - started) / 1000,
+  };
+}
+
+// Countdown with small numbers: prompts of a few dozen tokens in the tiny model's vocabulary.
+const TRAIN = [
+  ...['--model', modelDir, '--task', 'countdown'],
+  ...['--task-options', '{"numbers":3,"maxNumber":10,"maxTarget":100}'],
+  ...['--per-step-prompts', '1', '--num-generations', '2', '--max-completion-length', '4'],
+  ...['--max-prompt-length', '120', '--eval-prompts', '0', '--learning-rate', '1e-2'],
+];
+
+const file = (name: string, text: string) => {
+  const path = join(work, name);
+  writeFileSync(path, text);
+  return path;
+};
+const steps = (dir: string, log: string) =>
+  readFileSync(join(dir, log), 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l).step);
+
+beforeAll(async () => {
+  execFileSync('npx', ['vite', 'build', '--mode', 'cli', '--logLevel', 'warn'], {
+    stdio: 'inherit',
+  });
+  (await tinyHfFolder({ maxPositions: 128 })).writeTo(modelDir);
+}, 120_000);
+
+describe('the command line ends with its status', { timeout: 600_000 }, () => {
+  it('a run with custom rewards exits 0 and its step line names the failing reward', () => {
+    const len = file(
+      'len.js',
+      'function reward({ completion }) { return completion.length / 10; }',
+    );
+    const boom = file('boom.js', "function reward() { throw new Error('boom'); }");
+    const dir = join(work, 'custom');
+    const run = cli('train', [
+      ...TRAIN,
+      ...['--out', dir, '--steps', '1'],
+      ...['--reward-file', `len=${len}`, `--reward-file=boom=${boom}`],
+    ]);
+    expect(run.signal, `killed after ${run.seconds.toFixed(0)} s: ${run.out}`).toBe(null);
+    expect(run.status, run.err).toBe(0);
+    expect(run.seconds).toBeLessThan(180);
+    expect(run.out).toMatch(
+      /step 1\/1 .* REWARD ERRORS: custom:boom failed on 2\/2 \(threw: Error: boom/,
+    );
+    expect(run.out).not.toMatch(/custom:len failed/);
+    const config = JSON.parse(readFileSync(join(dir, 'config.json'), 'utf8'));
+    expect(config.rewards).toEqual(['format', 'accuracy', 'custom:len', 'custom:boom']);
+    expect(config.customRewards.boom).toBe("function reward() { throw new Error('boom'); }");
+    const [metrics] = readFileSync(join(dir, 'metrics.jsonl'), 'utf8').trim().split('\n');
+    expect(JSON.parse(metrics).reward_error_frac).toBe(1);
+  });
+
+  it('bad input exits 1 at once with a message saying what to change', () => {
+    const missing = join(work, 'nope.js');
+    const noReward = cli('train', [...TRAIN, '--reward-file', `len=${missing}`]);
+    expect(noReward.status).toBe(1);
+    expect(noReward.err.trim()).toBe(
+      `--reward-file len=${missing}: cannot read ${missing} (ENOENT)`,
+    );
+
+    const badJson = file('bad.json', '{"steps": 2,}');
+    const json = cli('train', ['--config', badJson, ...TRAIN]);
+    expect(json.status).toBe(1);
+    expect(json.err).toMatch(new RegExp(`^${badJson}: not valid JSON \\(`));
+
+    const unknown = file('unknown.json', '{"num_generations": 4}');
+    const key = cli('train', ['--config', unknown, ...TRAIN]);
+    expect(key.status).toBe(1);
+    expect(key.err.trim()).toBe(
+      `${unknown}: unknown config key 'num_generations' (did you mean 'numGenerations'?)`,
+    );
+
+    const tooMany = cli('train', [...TRAIN, '--steps', '10000000']);
+    expect(tooMany.status).toBe(1);
+    expect(tooMany.err).toMatch(/^--steps 10000000 is more than the limit of 1000000 steps/);
+    for (const r of [noReward, json, key, tooMany]) expect(r.seconds).toBeLessThan(60);
+
+    const long = cli('train', [...TRAIN, '--out', join(work, 'long'), '--max-prompt-length', '5']);
+    expect(long.status).toBe(1);
+    expect(long.err).toMatch(
+      /maxPromptLength = 5 tokens: the shortest prompt is \d+ tokens; raise --max-prompt-length/,
+    );
+  });
+
+  it('aha --help prints the help instead of starting the demo', () => {
+    const help = cli('aha', ['--help'], 60_000);
+    expect(help.status).toBe(0);
+    expect(help.out).toMatch(/^usage: npm run aha -- \[flags\] \[options\]/);
+    expect(help.out).toContain('--seeds <1,2,3>');
+    expect(help.seconds).toBeLessThan(30);
+  });
+});
+
+describe('resume keeps the run folder consistent', { timeout: 600_000 }, () => {
+  it('every step logged once, an interrupted checkpoint replacement recovered', () => {
+    const dir = join(work, 'resume');
+    const first = cli('train', [...TRAIN, '--out', dir, '--steps', '3', '--save-steps', '2']);
+    expect(first.status, first.err).toBe(0);
+    expect(steps(dir, 'metrics.jsonl')).toEqual([1, 2, 3]);
+    // A save killed between moving checkpoint-2 aside and moving its replacement in, and a
+    // half-written checkpoint-3.
+    renameSync(join(dir, 'checkpoint-2'), join(dir, 'checkpoint-2.old'));
+    mkdirSync(join(dir, 'checkpoint-3.partial'));
+    writeFileSync(join(dir, 'checkpoint-3.partial', 'model.safetensors'), 'torn');
+
+    const resume = cli('train', ['--resume', join(dir, 'checkpoint-2'), '--steps', '4']);
+    expect(resume.status, resume.err).toBe(0);
+    expect(resume.out).toContain(`restored ${join(dir, 'checkpoint-2')} from`);
+    expect(resume.out).toMatch(/resumed from .*checkpoint-2 at step 2/);
+    expect(resume.out).toContain('metrics.jsonl: removed 1 row after step 2');
+    expect(steps(dir, 'metrics.jsonl')).toEqual([1, 2, 3, 4]);
+    expect(steps(dir, 'samples.jsonl')).toEqual([1, 2, 3, 4]);
+    expect(readdirSync(dir).sort()).toEqual(
+      [
+        'checkpoint-2',
+        'checkpoint-3',
+        'checkpoint-4',
+        'config.json',
+        'metrics.jsonl',
+        'samples.jsonl',
+      ].sort(),
+    );
+    expect(
+      JSON.parse(readFileSync(join(dir, 'checkpoint-4', 'trainer_state.json'), 'utf8')).step,
+    ).toBe(4);
+  });
+});
