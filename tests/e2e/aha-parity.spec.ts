@@ -1,10 +1,10 @@
-// Issue 8: the first step of the 'aha' preset in the browser gives the same metrics as the command
-// line. The page (Chromium, WebGPU on SwiftShader, the trainer in its worker) takes the preset from
-// the Aha view's button and trains one step from the bundled model; Node runs the same preset and
-// seed through the CLI (`dist-cli/train.js`, Dawn's WebGPU on SwiftShader). Both sample with the same
-// Philox streams, so the completions, hence every reward, length and reflection figure, must be equal;
-// float figures of the update (loss, KL, gradient norm) may differ in the last bits between the two
-// WebGPU implementations and are compared with a tolerance.
+// The aha demo's parity: the first step of the 'aha' preset in the browser gives the same metrics
+// as the command line. The page (Chromium, WebGPU on SwiftShader, the trainer in its worker) takes
+// the preset from the Aha view's button and trains one step from the bundled model; Node runs the
+// same preset and seed through the CLI (`dist-cli/train.js`, Dawn's WebGPU on SwiftShader). Both
+// sample with the same Philox streams, so the completions, hence every reward, length and
+// reflection figure, must be equal; float figures of the update (loss, KL, gradient norm) may
+// differ in the last bits between the two WebGPU implementations and are compared with a tolerance.
 import { expect, test } from '@playwright/test';
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';

@@ -1,4 +1,4 @@
-// The playground's special states (issue 7) in Debian Chromium against the built app (vite preview):
+// The playground UI's special states in Debian Chromium against the built app (vite preview):
 // - no WebGPU (a second Chromium started without the WebGPU flags: navigator.gpu is there but no
 //   adapter): the page says so and how to get WebGPU, and the CPU fallback loads the bundled model in
 //   its worker, samples real completions for the task's prompts and scores them with the built-in

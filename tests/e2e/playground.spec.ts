@@ -1,4 +1,4 @@
-// The playground's acceptance run (issue 7) in Debian Chromium with WebGPU on SwiftShader, against
+// The playground UI's acceptance run in Debian Chromium with WebGPU on SwiftShader, against
 // the built app (vite preview): first visit installs the service worker; then offline: load the
 // bundled model, add a custom reward that throws, run 3 steps (charts show 3 points, the inspector
 // shows groups whose advantages sum to ~0 and the reward's error, a checkpoint is saved), reload

@@ -1,4 +1,4 @@
-// Group-relative advantages (GRPO.md §2) against hand-worked numbers.
+// Group-relative advantages (docs/grpo.md §2) against hand-worked numbers.
 import { describe, expect, it } from 'vitest';
 import { computeAdvantages, fracRewardZeroStd, groupStats } from '../../src/grpo/advantages';
 

@@ -34,7 +34,7 @@ function row(step: number, yes: number, n: number, accYes: number, accNo: number
 }
 
 describe('metric keys', () => {
-  it('are the keys reflectionMetrics writes (plus the two GRPO.md §6 ones)', () => {
+  it('are the keys reflectionMetrics writes (plus the two docs/grpo.md §6 ones)', () => {
     const written = Object.keys(
       reflectionMetrics(reflectionSummary([{ completion: 'wait', correct: true, length: 1 }])),
     );

@@ -1,5 +1,5 @@
 // Learn mode's derivations (src/app/learn/derive.ts) on hand-built step reports, against values
-// worked out by hand from GRPO.md §1–4.
+// worked out by hand from docs/grpo.md §1–4.
 import { describe, expect, it } from 'vitest';
 import {
   advantageWalk,

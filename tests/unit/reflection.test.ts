@@ -1,4 +1,4 @@
-// Reflection markers and the per-step aha summary (GRPO.md §7).
+// Reflection markers and the per-step aha summary (docs/grpo.md §7).
 import { describe, expect, it } from 'vitest';
 import {
   findReflectionMarkers,
