@@ -1,10 +1,10 @@
 // CPU reference (f64) of the GRPO loss, its gradient with respect to the per-token log-probs, and
-// the TRL clip/KL statistics, exactly as /work/shared/GRPO.md §3–5 define them. The GPU kernel
+// the TRL clip/KL statistics, exactly as docs/grpo.md §3–5 define them. The GPU kernel
 // shaders/grpo_loss.wgsl is tested against this; the finite-difference test checks dLogp here.
 //
 // Legend: N sequences, L completion columns (the loss sees a (N, L) grid of token log-probs).
 
-/** The loss aggregations (GRPO.md §4); the config schema and Learn mode list these. */
+/** The loss aggregations (docs/grpo.md §4); the config schema and Learn mode list these. */
 export const LOSS_TYPES = ['grpo', 'bnpo', 'dr_grpo', 'dapo'] as const;
 
 export type LossType = (typeof LOSS_TYPES)[number];

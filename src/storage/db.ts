@@ -34,7 +34,7 @@ export interface RunRecord {
 }
 
 /**
- * One step's metrics under GRPO.md §6 names ('reward', 'reward/<name>/mean', 'kl', 'loss',
+ * One step's metrics under docs/grpo.md §6 names ('reward', 'reward/<name>/mean', 'kl', 'loss',
  * 'completions/mean_length', …). Metrics that were not computed are absent, never 0.
  */
 export interface MetricsRow {
@@ -57,7 +57,7 @@ export interface SamplesRecord {
   completions: string[]; // (N)
   rewards: number[]; // (N) total reward r_i
   advantages: number[]; // (N) A_i
-  /** Per reward function, per completion; null = "not applicable" (GRPO.md §1). */
+  /** Per reward function, per completion; null = "not applicable" (docs/grpo.md §1). */
   rewardsByFunction?: Record<string, Array<number | null>>;
 }
 
