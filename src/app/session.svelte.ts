@@ -16,10 +16,13 @@ import {
 import type { BestEval, EvalRecord } from '../grpo/eval-during-training';
 import { PRESETS, type PresetName } from '../grpo/presets';
 import { CUSTOM_REWARD_PREFIX } from '../grpo/rewards';
+import { customRewardCode, rewardIdsProblem, withoutCustomRewards } from '../grpo/reward-id';
+import { decodeCheckpointFile } from '../storage/transfer';
 import { parseJsonlDataset, type JsonlDataset } from '../tasks/jsonl';
 import type { DeletionCandidate } from '../storage/errors';
 import { estimate } from './lib/format';
 import { splitTestHooks } from './lib/test-hooks';
+import { ConsentMemory, codeHash, type ConsentOrigin, type ConsentRequest } from './consent';
 import { CHECKPOINT_FAILURE_REPORTED } from '../worker/protocol';
 import type {
   ChatOptions,
@@ -94,6 +97,34 @@ export interface DeviceLost {
   lastCheckpoint: CheckpointInfo | null;
 }
 
+/** Where a checkpoint file's manifest ends: read that much to see its config before importing. */
+const CHECKPOINT_PREFIX_BYTES = 16;
+const MAX_MANIFEST_BYTES = 64 * 1024 * 1024;
+
+/**
+ * The config inside a checkpoint file, read on the page from the manifest alone (the tensors are
+ * not read), or null when the file is not readable as one (the worker's import then says why).
+ */
+export async function checkpointFileConfig(file: Blob): Promise<Record<string, unknown> | null> {
+  try {
+    const head = new Uint8Array(await file.slice(0, CHECKPOINT_PREFIX_BYTES).arrayBuffer());
+    if (head.byteLength < CHECKPOINT_PREFIX_BYTES) return null;
+    const manifestBytes = Number(new DataView(head.buffer).getBigUint64(8, true));
+    if (manifestBytes > Math.min(MAX_MANIFEST_BYTES, file.size - CHECKPOINT_PREFIX_BYTES))
+      return null;
+    const bytes = new Uint8Array(
+      await file.slice(0, CHECKPOINT_PREFIX_BYTES + manifestBytes).arrayBuffer(),
+    );
+    const { manifest } = decodeCheckpointFile(bytes, (file as File).name ?? 'checkpoint');
+    const config = (manifest as { config?: unknown } | null)?.config;
+    return config && typeof config === 'object' && !Array.isArray(config)
+      ? (config as Record<string, unknown>)
+      : null;
+  } catch {
+    return null;
+  }
+}
+
 function msg(err: unknown): string {
   const m = err instanceof Error ? err.message : String(err);
   return m.replace(/^Error: /, '');
@@ -147,9 +178,14 @@ export class Session {
   #lastSaved: CheckpointInfo | null = $state.raw(null);
   #deviceLost: DeviceLost | null = $state.raw(null);
   #banners: Banner[] = $state([]);
-  #pendingShared: Partial<ConfigInput> | null = $state.raw(null);
+  #consent: ConsentRequest | null = $state.raw(null);
 
   #bannerId = 0;
+  /** Resolves the open consent dialog's promise (askConsent). */
+  #consentAnswer: ((allowed: boolean) => void) | null = null;
+  /** One dialog at a time: each question waits for the ones before it. */
+  #consentQueue: Promise<unknown> = Promise.resolve();
+  readonly #consentMemory = new ConsentMemory();
 
   /** The draft resolved, or why it does not resolve; follows the draft and the imported JSONL. */
   #resolved: { config: Config; error: null } | { config: null; error: string } = $derived.by(() => {
@@ -271,9 +307,9 @@ export class Session {
   get banners() {
     return this.#banners;
   }
-  /** A shared URL's config that carries custom reward code, waiting for the user's consent. */
-  get pendingShared() {
-    return this.#pendingShared;
+  /** Custom reward code (from a link, a file or a checkpoint) waiting for the user's answer. */
+  get consent() {
+    return this.#consent;
   }
 
   // ---- derived -------------------------------------------------------------------------
@@ -319,14 +355,8 @@ export class Session {
     if (enabled) this.exposeTestHooks();
     if (!search || search === '?') return;
     try {
-      const shared = configFromUrlParams(search);
-      const custom = shared.customRewards && Object.keys(shared.customRewards).length > 0;
-      if (custom) {
-        this.#pendingShared = shared;
-        this.applyShared(false);
-      } else {
-        this.#draft = resolveDraft({ ...PLAYGROUND_DEFAULTS, ...shared });
-      }
+      // The promise settles when the user answers the consent dialog (if the link has code).
+      void this.applySharedConfig(configFromUrlParams(search));
     } catch (err) {
       this.notify('error', 'The shared link has an invalid configuration', msg(err));
     }
@@ -341,35 +371,78 @@ export class Session {
     };
   }
 
-  /** Applies a shared config; without consent its custom reward code is left out. */
-  applyShared(allowCustomCode: boolean) {
-    const shared = this.#pendingShared;
-    if (!shared) return;
-    const next: Partial<ConfigInput> = { ...PLAYGROUND_DEFAULTS, ...shared };
-    if (!allowCustomCode) {
-      const rewards = (next.rewards ?? ['format', 'accuracy']).filter(
-        (r) => !r.startsWith(CUSTOM_REWARD_PREFIX),
+  /**
+   * A shared link's config: everything but its custom reward code applies at once; the code is
+   * added only after the user has seen it and allowed it (the consent dialog). Resolves when the
+   * answer has been applied.
+   */
+  async applySharedConfig(shared: Partial<ConfigInput>): Promise<void> {
+    const code = customRewardCode(shared);
+    const custom = Object.keys(code).length > 0;
+    try {
+      this.#draft = resolveDraft({
+        ...PLAYGROUND_DEFAULTS,
+        ...(custom ? withoutCustomRewards(shared) : shared),
+      });
+    } catch (err) {
+      this.notify('error', 'The shared configuration could not be applied', msg(err));
+      return;
+    }
+    if (!custom) return;
+    const allowed = await this.askConsent('link', 'This link', code);
+    if (!allowed) {
+      this.notify(
+        'info',
+        "The link's custom reward code was left out",
+        `Not added: ${Object.keys(code)
+          .map((id) => CUSTOM_REWARD_PREFIX + id)
+          .join(', ')}. The rest of the shared configuration is in the options.`,
       );
-      const weights = next.rewardWeights
-        ? next.rewardWeights.filter(
-            (_, i) => !(shared.rewards ?? [])[i]?.startsWith(CUSTOM_REWARD_PREFIX),
-          )
-        : null;
-      next.rewards = rewards.length > 0 ? rewards : ['format', 'accuracy'];
-      next.rewardWeights = weights && weights.length === next.rewards.length ? weights : null;
-      next.customRewards = {};
+      return;
     }
     try {
-      this.#draft = resolveDraft(next);
+      this.#draft = resolveDraft({ ...PLAYGROUND_DEFAULTS, ...shared });
     } catch (err) {
       this.notify('error', 'The shared configuration could not be applied', msg(err));
     }
-    if (allowCustomCode) this.#pendingShared = null;
   }
 
-  declineShared() {
-    this.applyShared(false);
-    this.#pendingShared = null;
+  /**
+   * Asks the user whether custom reward code may run; resolves true when allowed. The code is
+   * shown in the consent dialog (App.svelte); the answer is remembered per code hash for this
+   * browser session (consent.ts), so the same code asks once and any other code asks again.
+   */
+  askConsent(origin: ConsentOrigin, subject: string, code: Record<string, string>) {
+    if (Object.keys(code).length === 0) return Promise.resolve(true);
+    const answered = this.#consentQueue.then(async () => {
+      const hash = await codeHash(code);
+      const remembered = this.#consentMemory.get(hash);
+      if (remembered !== undefined) return remembered;
+      const allowed = await new Promise<boolean>((resolve) => {
+        this.#consentAnswer = resolve;
+        this.#consent = { origin, subject, code: { ...code }, hash };
+      });
+      this.#consentMemory.set(hash, allowed);
+      return allowed;
+    });
+    this.#consentQueue = answered.catch(() => undefined);
+    return answered;
+  }
+
+  /** The consent dialog's answer: true runs the code, false leaves it out (Escape declines). */
+  answerConsent(allowed: boolean) {
+    const answer = this.#consentAnswer;
+    this.#consentAnswer = null;
+    this.#consent = null;
+    answer?.(allowed);
+  }
+
+  /** A run's own custom code is the user's (typed, or allowed when it came in): asking about it
+   * again when one of its checkpoints is restored in this session would only be noise. */
+  private rememberAllowed(config: Config) {
+    const code = customRewardCode(config);
+    if (Object.keys(code).length === 0) return;
+    void codeHash(code).then((hash) => this.#consentMemory.set(hash, true));
   }
 
   shareUrl(): string {
@@ -523,6 +596,7 @@ export class Session {
   }
 
   private adoptRun(run: RunState, fresh: boolean) {
+    this.rememberAllowed(run.config);
     const sameRun = run.runId === this.#runId;
     this.#runId = run.runId;
     this.#runName = run.runName;
@@ -617,12 +691,29 @@ export class Session {
   }
 
   async restore(id: string): Promise<void> {
+    const info = this.#checkpoints.find((c) => c.id === id);
+    const subject = info
+      ? `The checkpoint of run '${info.runName}' at step ${info.step}`
+      : 'This checkpoint';
+    let declined: string[] = [];
+    // The worker asks (through this proxy) before it builds the run, so declined code never runs.
+    const consent = async (code: Record<string, string>) => {
+      const allowed = await this.askConsent('restore', subject, code);
+      if (!allowed) declined = Object.keys(code);
+      return allowed;
+    };
     const run = await this.task(
       'Restoring',
-      () => this.api.restoreCheckpoint(id, this.#jsonl?.text),
+      () => this.api.restoreCheckpoint(id, this.#jsonl?.text, Comlink.proxy(consent)),
       'The checkpoint could not be restored',
     );
     if (!run) return;
+    if (declined.length > 0)
+      this.notify(
+        'info',
+        'Restored without its custom reward code',
+        `Left out: ${declined.map((d) => CUSTOM_REWARD_PREFIX + d).join(', ')}. The weights and optimizer state are restored; steps are scored with ${run.config.rewards.join(', ')}.`,
+      );
     this.#draft = draftFromConfig(run.config);
     this.#reports = [];
     this.#stepMs = [];
@@ -660,9 +751,39 @@ export class Session {
     return this.task('Exporting', () => this.api.exportCheckpoint(id), 'Not exported');
   }
 
+  /**
+   * Imports a checkpoint file. Its config is read on the page first: reward ids must follow the
+   * one rule, and custom reward code is shown for consent. Declining still imports the file as it
+   * is (weights are data, and an export gives back the same file), but the answer is remembered
+   * for this session, so restoring it leaves the code out without asking again.
+   */
   async importCheckpoint(file: File): Promise<void> {
-    await this.task('Importing', () => this.api.importCheckpoint(file), 'Not imported');
+    const config = await checkpointFileConfig(file);
+    let allowed = true;
+    if (config) {
+      const problem = rewardIdsProblem(config);
+      if (problem) {
+        this.notify('error', 'Not imported', `${file.name}: ${problem.message}`);
+        return;
+      }
+      allowed = await this.askConsent(
+        'import',
+        `The checkpoint file '${file.name}'`,
+        customRewardCode(config),
+      );
+    }
+    const info = await this.task(
+      'Importing',
+      () => this.api.importCheckpoint(file),
+      'Not imported',
+    );
     await this.refreshCheckpoints();
+    if (info && !allowed)
+      this.notify(
+        'info',
+        `Imported '${file.name}' without permission to run its reward code`,
+        'Restoring it leaves its custom rewards out; its weights and optimizer state restore as usual.',
+      );
   }
 
   chat(text: string, options: ChatOptions): Promise<ChatReply | null> {
