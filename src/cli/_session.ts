@@ -58,7 +58,15 @@ export function taskText(config: Config, configDir = process.cwd()): string | un
   if (config.task !== 'jsonl') return undefined;
   const path = String(config.taskOptions.path ?? '');
   if (!path) throw new Error("task 'jsonl' needs taskOptions.path (a JSONL file)");
-  return readFileSync(resolve(configDir, path), 'utf8');
+  const file = resolve(configDir, path);
+  try {
+    return readFileSync(file, 'utf8');
+  } catch (e) {
+    throw new Error(
+      `taskOptions.path: cannot read the JSONL dataset ${file} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}); a relative path is from the config file's folder, or the working folder without --config`,
+      { cause: e },
+    );
+  }
 }
 
 export function loadTask(config: Config, configDir = process.cwd()): Task {
@@ -103,14 +111,4 @@ export async function openEngine(): Promise<Engine> {
     `GPU: ${a.vendor} ${a.architecture}${a.isSoftware ? ' (software emulation: CPU speed)' : ''}`,
   );
   return engine;
-}
-
-/** Splits `--flag value` pairs the command itself owns out of argv (the rest are config options). */
-export function takeFlag(argv: string[], flag: string): string | undefined {
-  const i = argv.indexOf(flag);
-  if (i < 0) return undefined;
-  const value = argv[i + 1];
-  if (value === undefined || value.startsWith('--')) throw new Error(`${flag} needs a value`);
-  argv.splice(i, 2);
-  return value;
 }

@@ -1,20 +1,21 @@
 // What `npm run train` does once its arguments are read: grpo's Run (src/grpo/run.ts, the loop the
 // playground's worker shares) with a run folder's I/O around it: config.json, metrics.jsonl,
 // samples.jsonl and evals.jsonl appended per step, checkpoint-<step>/ written atomically through
-// the checkpoint codec (src/grpo/checkpoint.ts), best-model/ and eval.json at the end, progress on
+// the checkpoint codec (src/grpo/checkpoint.ts) and recovered after a kill (_run-folder.ts; a
+// resume cuts the logs back to its step), best-model/ and eval.json at the end, progress on
 // stdout. A module of its own (not an entry point) so tests drive the command's path in-process.
 import {
   appendFileSync,
+  existsSync,
   mkdirSync,
   readFileSync,
-  renameSync,
   rmSync,
   writeFileSync,
 } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import type { Engine } from '../engine/engine';
 import { toHfConfig } from '../core/model-config';
-import { checkpointFromFiles, checkpointToFiles } from '../grpo/checkpoint';
+import { CHECKPOINT_FILES, checkpointFromFiles, checkpointToFiles } from '../grpo/checkpoint';
 import { resolveConfig, type Config } from '../grpo/config';
 import { evaluate } from '../grpo/evaluate';
 import { nodeSandboxFactory } from '../grpo/reward-sandbox-node';
@@ -26,15 +27,56 @@ import type { MemoryPlan } from '../model/memory-plan';
 import type { CheckpointPayload } from '../storage/checkpoints';
 import type { Identity } from '../storage/db';
 import type { LoadedModel } from './_session';
+import {
+  recoverRunFolder,
+  STEP_LOGS,
+  truncateStepLogs,
+  writeFolderAtomically,
+} from './_run-folder';
 
-function stepLine(report: StepReport, steps: number): string {
+/** "custom:len failed on 3/8 (threw: TypeError: …)" per reward with errors in this step, or ''. */
+export function rewardErrorSummary(report: Pick<StepReport, 'groups'>): string {
+  const completions = report.groups.flatMap((g) => g.completions);
+  const byReward = new Map<string, { count: number; first: string }>();
+  for (const c of completions) {
+    // One count per completion and reward, however many records it has.
+    const seen = new Set<string>();
+    for (const e of c.reward.errors) {
+      if (seen.has(e.reward)) continue;
+      seen.add(e.reward);
+      const entry = byReward.get(e.reward);
+      if (entry) entry.count += 1;
+      else byReward.set(e.reward, { count: 1, first: `${e.kind}: ${e.message}` });
+    }
+  }
+  const clip = (s: string) => (s.length > 80 ? `${s.slice(0, 79)}…` : s);
+  return [...byReward]
+    .map(([name, e]) => `${name} failed on ${e.count}/${completions.length} (${clip(e.first)})`)
+    .join('; ');
+}
+
+/** The progress line of one step; reward failures and a skipped update are always shown. */
+export function stepLine(report: StepReport, steps: number): string {
   const m = report.metrics;
   const f = (k: string, d = 3) => (Number.isFinite(m[k]) ? m[k].toFixed(d) : '–');
+  const errors = rewardErrorSummary(report);
   return (
     `step ${String(report.step).padStart(String(steps).length)}/${steps}  reward ${f('reward')}  ` +
     `acc ${f('accuracy')}  fmt ${f('format_rate')}  len ${f('completions/mean_length', 1)}  ` +
     `refl ${f('reflection_rate')}  loss ${f('loss', 4)}  |g| ${f('grad_norm')}  ${f('step_time', 1)}s` +
+    (errors ? `  REWARD ERRORS: ${errors}` : '') +
     (report.skipped ? `  SKIPPED (${report.skipped})` : '')
+  );
+}
+
+/** Whether a step's progress line is printed: every loggingSteps steps and the last, and any step
+ * whose rewards failed or whose update was skipped. (metrics.jsonl has every step.) */
+export function stepLogged(report: StepReport, config: Pick<Config, 'loggingSteps' | 'steps'>) {
+  return (
+    report.step % config.loggingSteps === 0 ||
+    report.step === config.steps ||
+    report.skipped !== null ||
+    report.groups.some((g) => g.completions.some((c) => c.reward.errors.length > 0))
   );
 }
 
@@ -69,23 +111,25 @@ function hfFolderExtras(model: LoadedModel): Map<string, Uint8Array> {
   ]);
 }
 
-/** Writes `files` as folder `dir`, visible only once complete: an interrupted save leaves the
- * previous folder of that name in place. */
-function writeFolderAtomically(dir: string, files: Map<string, Uint8Array>): void {
-  const partial = `${dir}.partial`;
-  rmSync(partial, { recursive: true, force: true });
-  mkdirSync(partial, { recursive: true });
-  for (const [name, bytes] of files) writeFileSync(join(partial, name), bytes);
-  rmSync(dir, { recursive: true, force: true });
-  renameSync(partial, dir);
-}
-
-/** A checkpoint folder written by this command: its payload, config and base model folder. */
-export function readCheckpointFolder(dir: string): {
+/**
+ * A checkpoint folder written by this command: its payload, config and base model folder. An
+ * interrupted replacement of it (or of its siblings) is recovered first: a folder moved aside
+ * by a save that died comes back under its name.
+ */
+export function readCheckpointFolder(
+  dir: string,
+  log: (line: string) => void = (line) => console.log(line),
+): {
   payload: CheckpointPayload;
   config: Config;
   baseModel: string;
 } {
+  for (const action of recoverRunFolder(dirname(dir))) log(action);
+  if (!existsSync(dir)) throw new Error(`--resume: checkpoint folder ${dir} does not exist`);
+  if (!existsSync(join(dir, CHECKPOINT_FILES.state)))
+    throw new Error(
+      `--resume: ${dir} is not a checkpoint folder of this command (it has no ${CHECKPOINT_FILES.state})`,
+    );
   const { payload, state } = checkpointFromFiles(
     (name) => new Uint8Array(readFileSync(join(dir, name))),
   );
@@ -130,7 +174,7 @@ export async function trainFolder(o: TrainFolderOptions): Promise<{
       onStep: (report) => {
         append('metrics.jsonl', { step: report.step, ...report.metrics, skipped: report.skipped });
         appendFileSync(join(runDir, 'samples.jsonl'), samplesLine(report) + '\n');
-        log(stepLine(report, config.steps));
+        if (stepLogged(report, config)) log(stepLine(report, config.steps));
       },
       onCheckpoint: (payload) => {
         const dir = join(runDir, `checkpoint-${payload.step}`);
@@ -167,13 +211,16 @@ export async function trainFolder(o: TrainFolderOptions): Promise<{
   try {
     log(`memory plan: ${formatBytes(run.plan.peakBytes)} at peak`);
     mkdirSync(runDir, { recursive: true });
+    for (const action of recoverRunFolder(runDir)) log(action);
     if (o.resume) {
       run.restore(o.resume.payload);
       log(`resumed from ${o.resume.from} at step ${run.stepCount}`);
+      // The steps after the checkpoint are trained again: their earlier rows would appear twice.
+      for (const [file, n] of Object.entries(truncateStepLogs(runDir, run.stepCount)))
+        log(`${file}: removed ${n} row${n === 1 ? '' : 's'} after step ${run.stepCount}`);
     } else {
       writeFileSync(join(runDir, 'config.json'), JSON.stringify(config, null, 2));
-      for (const f of ['metrics.jsonl', 'samples.jsonl', 'evals.jsonl'])
-        rmSync(join(runDir, f), { force: true });
+      for (const f of STEP_LOGS) rmSync(join(runDir, f), { force: true });
     }
     log(`run folder: ${runDir}`);
     const started = performance.now();

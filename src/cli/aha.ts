@@ -10,7 +10,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { join, resolve } from 'node:path';
-import { parseCliArgs, resolveConfig, type Config } from '../grpo/config';
+import { isHelpRequested, parseCliArgs, resolveConfig, type Config } from '../grpo/config';
 import type { BestEval, EvalRecord } from '../grpo/eval-during-training';
 import { evaluate, type EvalItem, type EvalReport } from '../grpo/evaluate';
 import { PRESETS } from '../grpo/presets';
@@ -26,7 +26,9 @@ import {
   TINY_COUNTDOWN_OPTIONS,
   type AhaPromptSet,
 } from '../tasks/traces';
-import { loadModel, openEngine, takeFlag } from './_session';
+import { AHA, commandHelp, runCommand, takeCommandFlags } from './_flags';
+import { loadModel, openEngine } from './_session';
+import { rewardErrorSummary } from './_train';
 
 const COLORS = ['#2563eb', '#dc2626', '#16a34a', '#9333ea', '#ea580c'];
 
@@ -56,19 +58,35 @@ const stats = (xs: number[]) => {
   return { mean, min: Math.min(...xs), max: Math.max(...xs), values: xs };
 };
 
+/** A flag's value as a whole number ≥ min, or its default; anything else names the flag. */
+function count(flag: string, raw: string | undefined, fallback: number, min: number): number {
+  if (raw === undefined) return fallback;
+  const n = Number(raw);
+  if (!/^[0-9]+$/.test(raw) || n < min)
+    throw new Error(`--${flag} must be an integer ≥ ${min}, got '${raw}'`);
+  return n;
+}
+
 async function main(args: string[]) {
-  const argv = args.slice();
-  const seeds = (takeFlag(argv, '--seeds') ?? '1,2,3').split(',').map(Number);
-  const outDir = resolve(takeFlag(argv, '--out') ?? 'docs/aha');
-  const promptSet = (takeFlag(argv, '--prompts') ?? 'report') as AhaPromptSet;
+  // Without this check --help would be skipped as a config flag and start the whole demo.
+  if (isHelpRequested(args)) {
+    console.log(commandHelp(AHA));
+    return;
+  }
+  const { flags, rest } = takeCommandFlags(AHA, args);
+  const flag = (name: string) => flags.get(name)?.[0];
+  const seedsText = flag('seeds') ?? '1,2,3';
+  const seeds = seedsText.split(',').map((s) => count('seeds', s.trim(), 0, 0));
+  const outDir = resolve(flag('out') ?? 'docs/aha');
+  const promptSet = (flag('prompts') ?? 'report') as AhaPromptSet;
   if (promptSet !== 'report' && promptSet !== 'selection') {
     throw new Error(`--prompts must be 'report' or 'selection', not '${String(promptSet)}'`);
   }
   // The selection set holds half as many prompts (all the held-out pool has left), so twice the
   // samples each: both evaluations score 400 completions.
-  const k = Number(takeFlag(argv, '--k') ?? (promptSet === 'selection' ? 4 : 2));
-  const evalBatch = Number(takeFlag(argv, '--eval-batch') ?? 200);
-  const overrides = parseCliArgs(argv);
+  const k = count('k', flag('k'), promptSet === 'selection' ? 4 : 2, 0);
+  const evalBatch = count('eval-batch', flag('eval-batch'), 200, 1);
+  const overrides = parseCliArgs(rest);
   const started = performance.now();
   // The preset's model unless `--model <folder>` names another (a candidate model, say).
   const presetConfig = resolveConfig({ ...PRESETS.aha, ...overrides });
@@ -79,190 +97,199 @@ async function main(args: string[]) {
     promptSet === 'selection' ? AHA_SELECTION_PROMPTS : AHA_REPORT_PROMPTS,
   );
   const engine = await openEngine();
-  // Scores and verifies the held-out evaluation; training uses the preset's task, whose
-  // excludeHeldOut option keeps the held-out problems out of the RL prompts (as in the browser).
-  const countdown = createTask('countdown', TINY_COUNTDOWN_OPTIONS);
-  const results: SeedResult[] = [];
-  let config: Config | null = null;
-  // The base model is the same for every seed: it is evaluated once, on the same held-out prompts
-  // and with the same sampling seed, and each seed's final model is compared with it.
-  let base: EvalReport | null = null;
-  for (const seed of seeds) {
-    config = resolveConfig({ ...PRESETS.aha, ...overrides, seed });
-    // Evaluations during training are on the run's eval split (disjoint from its training prompts
-    // and from both held-out sets). No checkpoint hook: the demo saves nothing, so the save policy
-    // reads nothing back from the GPU.
-    let loadedBest: BestEval | null = null;
-    const run = new Run({
-      engine,
-      config,
-      model: { config: model.hf.config, weights: model.hf.tensors, tokenizer: model.tokenizer },
-      runId: `aha-seed-${seed}`,
-      scoringTask: countdown,
-      sandboxFactory: nodeSandboxFactory(),
-      hooks: {
-        onStep: (report) => {
-          const m = report.metrics;
-          console.log(
-            `seed ${seed} step ${report.step}/${config!.steps} reward ${m.reward.toFixed(3)} acc ${m.accuracy.toFixed(3)} ` +
-              `refl ${m.reflection_rate.toFixed(3)} len ${m['completions/mean_length'].toFixed(1)} ${m.step_time.toFixed(1)}s`,
-          );
+  try {
+    // Scores and verifies the held-out evaluation; training uses the preset's task, whose
+    // excludeHeldOut option keeps the held-out problems out of the RL prompts (as in the browser).
+    const countdown = createTask('countdown', TINY_COUNTDOWN_OPTIONS);
+    const results: SeedResult[] = [];
+    let config: Config | null = null;
+    // The base model is the same for every seed: it is evaluated once, on the same held-out prompts
+    // and with the same sampling seed, and each seed's final model is compared with it.
+    let base: EvalReport | null = null;
+    for (const seed of seeds) {
+      config = resolveConfig({ ...PRESETS.aha, ...overrides, seed });
+      // Evaluations during training are on the run's eval split (disjoint from its training prompts
+      // and from both held-out sets). No checkpoint hook: the demo saves nothing, so the save policy
+      // reads nothing back from the GPU.
+      let loadedBest: BestEval | null = null;
+      const run = new Run({
+        engine,
+        config,
+        model: { config: model.hf.config, weights: model.hf.tensors, tokenizer: model.tokenizer },
+        runId: `aha-seed-${seed}`,
+        scoringTask: countdown,
+        sandboxFactory: nodeSandboxFactory(),
+        hooks: {
+          onStep: (report) => {
+            const m = report.metrics;
+            const errors = rewardErrorSummary(report);
+            console.log(
+              `seed ${seed} step ${report.step}/${config!.steps} reward ${m.reward.toFixed(3)} acc ${m.accuracy.toFixed(3)} ` +
+                `refl ${m.reflection_rate.toFixed(3)} len ${m['completions/mean_length'].toFixed(1)} ${m.step_time.toFixed(1)}s` +
+                (errors ? `  REWARD ERRORS: ${errors}` : ''),
+            );
+          },
+          onEval: (e) => {
+            console.log(
+              `seed ${seed} step ${e.step} eval_accuracy ${e.metrics.eval_accuracy.toFixed(3)} ` +
+                `(${run.trainer.evalProblems.length} prompts × ${config!.evalGenerations}, ${e.metrics.eval_time.toFixed(1)}s)`,
+            );
+          },
+          onBestLoaded: ({ best }) => {
+            loadedBest = best;
+            console.log(
+              `seed ${seed}: loaded the best evaluation's weights, step ${best.step} (eval_accuracy ${best.evalAccuracy.toFixed(3)})`,
+            );
+          },
         },
-        onEval: (e) => {
-          console.log(
-            `seed ${seed} step ${e.step} eval_accuracy ${e.metrics.eval_accuracy.toFixed(3)} ` +
-              `(${run.trainer.evalProblems.length} prompts × ${config!.evalGenerations}, ${e.metrics.eval_time.toFixed(1)}s)`,
-          );
-        },
-        onBestLoaded: ({ best }) => {
-          loadedBest = best;
-          console.log(
-            `seed ${seed}: loaded the best evaluation's weights, step ${best.step} (eval_accuracy ${best.evalAccuracy.toFixed(3)})`,
-          );
-        },
-      },
-    });
-    const evalOptions = {
-      k,
-      temperature: config.temperature,
-      maxCompletionLength: config.maxCompletionLength,
-      seed: AHA_REPORT_SEED,
-      batchSize: evalBatch,
-    };
-    const ctx = run.evalContext;
-    if (!base) {
-      base = await evaluate(ctx, heldOut, evalOptions);
-      console.log(`base (shared by every seed): ${JSON.stringify(base.metrics)}`);
+      });
+      try {
+        const evalOptions = {
+          k,
+          temperature: config.temperature,
+          maxCompletionLength: config.maxCompletionLength,
+          seed: AHA_REPORT_SEED,
+          batchSize: evalBatch,
+        };
+        const ctx = run.evalContext;
+        if (!base) {
+          base = await evaluate(ctx, heldOut, evalOptions);
+          console.log(`base (shared by every seed): ${JSON.stringify(base.metrics)}`);
+        }
+        const before: EvalReport = base;
+        const t0 = performance.now();
+        await run.runUntil();
+        const trainSeconds = (performance.now() - t0) / 1000;
+        const final = await evaluate(ctx, heldOut, evalOptions);
+        console.log(`seed ${seed} final: ${JSON.stringify(final.metrics)}`);
+        results.push({
+          seed,
+          base: before.metrics,
+          final: final.metrics,
+          history: run.history,
+          evals: run.evals.history,
+          loadedBest,
+          examples: heldOut.slice(0, 5).map((problem, i) => ({
+            question: problem.question,
+            before: shown(before.items[i]).text,
+            beforeCorrect: shown(before.items[i]).correct,
+            after: shown(final.items[i]).text,
+            afterCorrect: shown(final.items[i]).correct,
+          })),
+          trainSeconds,
+        });
+      } finally {
+        run.destroy();
+      }
     }
-    const before: EvalReport = base;
-    const t0 = performance.now();
-    await run.runUntil();
-    const trainSeconds = (performance.now() - t0) / 1000;
-    const final = await evaluate(ctx, heldOut, evalOptions);
-    console.log(`seed ${seed} final: ${JSON.stringify(final.metrics)}`);
-    results.push({
-      seed,
-      base: before.metrics,
-      final: final.metrics,
-      history: run.history,
-      evals: run.evals.history,
-      loadedBest,
-      examples: heldOut.slice(0, 5).map((problem, i) => ({
-        question: problem.question,
-        before: shown(before.items[i]).text,
-        beforeCorrect: shown(before.items[i]).correct,
-        after: shown(final.items[i]).text,
-        afterCorrect: shown(final.items[i]).correct,
+    const seconds = (performance.now() - started) / 1000;
+    const perSeed = results.map((r) => ({
+      seed: r.seed,
+      accuracyGainPoints: 100 * (r.final.sample_accuracy - r.base.sample_accuracy),
+      reflectionRatio: r.final.reflection_rate / r.base.reflection_rate,
+      reflectingMoreAccurate: r.final.accuracy_reflecting > r.final.accuracy_not_reflecting,
+    }));
+    const summary = {
+      accuracyGainPoints: stats(perSeed.map((s) => s.accuracyGainPoints)),
+      reflectionRatio: stats(perSeed.map((s) => s.reflectionRatio)),
+      baseAccuracy: stats(results.map((r) => r.base.sample_accuracy)),
+      finalAccuracy: stats(results.map((r) => r.final.sample_accuracy)),
+      baseReflection: stats(results.map((r) => r.base.reflection_rate)),
+      finalReflection: stats(results.map((r) => r.final.reflection_rate)),
+      finalAccuracyReflecting: stats(results.map((r) => r.final.accuracy_reflecting)),
+      finalAccuracyNotReflecting: stats(results.map((r) => r.final.accuracy_not_reflecting)),
+    };
+    const targets = {
+      accuracyUp25Points: perSeed.every((s) => s.accuracyGainPoints >= 25),
+      reflectionDoubled: perSeed.every((s) => s.reflectionRatio >= 2),
+      reflectingMoreAccurate: perSeed.every((s) => s.reflectingMoreAccurate),
+    };
+    const report = {
+      preset: 'aha',
+      config,
+      command: args.length ? `npm run aha -- ${args.join(' ')}` : 'npm run aha',
+      machine: {
+        cpu: cpus()[0]?.model ?? 'unknown',
+        cores: cpus().length,
+        adapter: engine.gpu.adapter,
+      },
+      durationSeconds: seconds,
+      heldOutPrompts: heldOut.length,
+      promptSet,
+      samplesPerPrompt: k,
+      perSeed,
+      summary,
+      targets,
+      seeds: results,
+    };
+    mkdirSync(outDir, { recursive: true });
+    writeFileSync(join(outDir, 'report.json'), JSON.stringify(report, null, 2));
+    const curve = (key: string, name: string): ChartSeries[] => [
+      ...results.map((r, i) => ({
+        name: `${name}, seed ${r.seed}`,
+        color: COLORS[i % COLORS.length],
+        width: 1.5,
+        points: r.history.map((h) => [h.step, h.metrics[key]] as [number, number]),
       })),
-      trainSeconds,
-    });
-    run.destroy();
+    ];
+    const plots: Record<string, string> = {
+      'accuracy.svg': lineChartSvg({
+        title: 'Training accuracy (sampled completions)',
+        xLabel: 'step',
+        yLabel: 'accuracy',
+        yMin: 0,
+        yMax: 1,
+        series: curve('accuracy', 'accuracy'),
+      }),
+      'reflection.svg': lineChartSvg({
+        title: 'Reflection rate ("wait" in <think>)',
+        xLabel: 'step',
+        yLabel: 'share of completions',
+        yMin: 0,
+        yMax: 1,
+        series: curve('reflection_rate', 'reflection'),
+      }),
+      'reflect-accuracy.svg': lineChartSvg({
+        title: 'Accuracy of reflecting vs non-reflecting completions',
+        xLabel: 'step',
+        yLabel: 'accuracy',
+        yMin: 0,
+        yMax: 1,
+        series: results.flatMap((r, i) => [
+          {
+            name: `reflecting, seed ${r.seed}`,
+            color: COLORS[i % COLORS.length],
+            points: r.history.map(
+              (h) => [h.step, h.metrics['reflection/accuracy_reflecting']] as [number, number],
+            ),
+          },
+          {
+            name: `not reflecting, seed ${r.seed}`,
+            color: COLORS[i % COLORS.length],
+            dashed: true,
+            width: 1.5,
+            points: r.history.map(
+              (h) => [h.step, h.metrics['reflection/accuracy_not_reflecting']] as [number, number],
+            ),
+          },
+        ]),
+      }),
+      'length.svg': lineChartSvg({
+        title: 'Completion length',
+        xLabel: 'step',
+        yLabel: 'tokens',
+        series: curve('completions/mean_length', 'mean length'),
+      }),
+    };
+    for (const [name, svg] of Object.entries(plots)) writeFileSync(join(outDir, name), svg);
+    writeFileSync(join(outDir, 'README.md'), markdownReport(report, results));
+    console.log(
+      `wrote ${outDir} in ${(seconds / 60).toFixed(1)} min; targets: ${JSON.stringify(targets)}`,
+    );
+  } finally {
+    // Also after a failed seed: the GPU device and (via run.destroy) any reward sandbox.
+    engine.destroy();
   }
-  const seconds = (performance.now() - started) / 1000;
-  const perSeed = results.map((r) => ({
-    seed: r.seed,
-    accuracyGainPoints: 100 * (r.final.sample_accuracy - r.base.sample_accuracy),
-    reflectionRatio: r.final.reflection_rate / r.base.reflection_rate,
-    reflectingMoreAccurate: r.final.accuracy_reflecting > r.final.accuracy_not_reflecting,
-  }));
-  const summary = {
-    accuracyGainPoints: stats(perSeed.map((s) => s.accuracyGainPoints)),
-    reflectionRatio: stats(perSeed.map((s) => s.reflectionRatio)),
-    baseAccuracy: stats(results.map((r) => r.base.sample_accuracy)),
-    finalAccuracy: stats(results.map((r) => r.final.sample_accuracy)),
-    baseReflection: stats(results.map((r) => r.base.reflection_rate)),
-    finalReflection: stats(results.map((r) => r.final.reflection_rate)),
-    finalAccuracyReflecting: stats(results.map((r) => r.final.accuracy_reflecting)),
-    finalAccuracyNotReflecting: stats(results.map((r) => r.final.accuracy_not_reflecting)),
-  };
-  const targets = {
-    accuracyUp25Points: perSeed.every((s) => s.accuracyGainPoints >= 25),
-    reflectionDoubled: perSeed.every((s) => s.reflectionRatio >= 2),
-    reflectingMoreAccurate: perSeed.every((s) => s.reflectingMoreAccurate),
-  };
-  const report = {
-    preset: 'aha',
-    config,
-    command: args.length ? `npm run aha -- ${args.join(' ')}` : 'npm run aha',
-    machine: {
-      cpu: cpus()[0]?.model ?? 'unknown',
-      cores: cpus().length,
-      adapter: engine.gpu.adapter,
-    },
-    durationSeconds: seconds,
-    heldOutPrompts: heldOut.length,
-    promptSet,
-    samplesPerPrompt: k,
-    perSeed,
-    summary,
-    targets,
-    seeds: results,
-  };
-  mkdirSync(outDir, { recursive: true });
-  writeFileSync(join(outDir, 'report.json'), JSON.stringify(report, null, 2));
-  const curve = (key: string, name: string): ChartSeries[] => [
-    ...results.map((r, i) => ({
-      name: `${name}, seed ${r.seed}`,
-      color: COLORS[i % COLORS.length],
-      width: 1.5,
-      points: r.history.map((h) => [h.step, h.metrics[key]] as [number, number]),
-    })),
-  ];
-  const plots: Record<string, string> = {
-    'accuracy.svg': lineChartSvg({
-      title: 'Training accuracy (sampled completions)',
-      xLabel: 'step',
-      yLabel: 'accuracy',
-      yMin: 0,
-      yMax: 1,
-      series: curve('accuracy', 'accuracy'),
-    }),
-    'reflection.svg': lineChartSvg({
-      title: 'Reflection rate ("wait" in <think>)',
-      xLabel: 'step',
-      yLabel: 'share of completions',
-      yMin: 0,
-      yMax: 1,
-      series: curve('reflection_rate', 'reflection'),
-    }),
-    'reflect-accuracy.svg': lineChartSvg({
-      title: 'Accuracy of reflecting vs non-reflecting completions',
-      xLabel: 'step',
-      yLabel: 'accuracy',
-      yMin: 0,
-      yMax: 1,
-      series: results.flatMap((r, i) => [
-        {
-          name: `reflecting, seed ${r.seed}`,
-          color: COLORS[i % COLORS.length],
-          points: r.history.map(
-            (h) => [h.step, h.metrics['reflection/accuracy_reflecting']] as [number, number],
-          ),
-        },
-        {
-          name: `not reflecting, seed ${r.seed}`,
-          color: COLORS[i % COLORS.length],
-          dashed: true,
-          width: 1.5,
-          points: r.history.map(
-            (h) => [h.step, h.metrics['reflection/accuracy_not_reflecting']] as [number, number],
-          ),
-        },
-      ]),
-    }),
-    'length.svg': lineChartSvg({
-      title: 'Completion length',
-      xLabel: 'step',
-      yLabel: 'tokens',
-      series: curve('completions/mean_length', 'mean length'),
-    }),
-  };
-  for (const [name, svg] of Object.entries(plots)) writeFileSync(join(outDir, name), svg);
-  writeFileSync(join(outDir, 'README.md'), markdownReport(report, results));
-  console.log(
-    `wrote ${outDir} in ${(seconds / 60).toFixed(1)} min; targets: ${JSON.stringify(targets)}`,
-  );
-  engine.destroy();
 }
 
 function markdownReport(
@@ -328,7 +355,4 @@ ${examples}
 `;
 }
 
-main(process.argv.slice(2)).catch((e: unknown) => {
-  console.error(e instanceof Error ? e.stack : e);
-  process.exitCode = 1;
-});
+runCommand(() => main(process.argv.slice(2)), true);

@@ -3,30 +3,31 @@
 // and reflection rates. With --compare, a second model on exactly the same prompts and draws,
 // side by side. --json <file> writes the full reports (every completion).
 import { writeFileSync } from 'node:fs';
-import { configHelp, isHelpRequested, parseCliArgs, resolveConfig } from '../grpo/config';
+import { isHelpRequested, parseCliArgs, resolveConfig } from '../grpo/config';
 import { evaluate, type EvalReport } from '../grpo/evaluate';
 import { renderPrompt } from '../grpo/trainer';
 import { GpuLlama } from '../model/llama';
 import { Sampler } from '../model/sampler';
-import { trainEvalProblems } from '../tasks/index';
-import { loadModel, loadTask, openEngine, takeFlag } from './_session';
-
-const USAGE = `usage: npm run eval -- --model <folder|bundled> [--compare <folder>] [--k <samples>] [--json <file>] [--option value …]
-`;
+import { trainEvalStream } from '../tasks/index';
+import { commandHelp, EVAL, runCommand, takeCommandFlags } from './_flags';
+import { loadModel, loadTask, openEngine } from './_session';
 
 async function main(args: string[]) {
   if (isHelpRequested(args)) {
-    console.log(`${USAGE}\n${configHelp()}`);
+    console.log(commandHelp(EVAL));
     return;
   }
-  const argv = args.slice();
-  const compare = takeFlag(argv, '--compare');
-  const k = Number(takeFlag(argv, '--k') ?? 4);
-  const jsonOut = takeFlag(argv, '--json');
-  if (!Number.isInteger(k) || k < 0) throw new Error('--k must be a non-negative integer');
-  const config = resolveConfig(parseCliArgs(argv));
+  const { flags, rest } = takeCommandFlags(EVAL, args);
+  const compare = flags.get('compare')?.[0];
+  const kText = flags.get('k')?.[0] ?? '4';
+  const k = Number(kText);
+  const jsonOut = flags.get('json')?.[0];
+  if (!/^[0-9]+$/.test(kText) || !Number.isInteger(k))
+    throw new Error(`--k must be a non-negative integer, got '${kText}'`);
+  const config = resolveConfig(parseCliArgs(rest));
   const task = loadTask(config);
-  const { eval: problems } = trainEvalProblems(
+  // Only the held-out problems are used: the training stream is drawn lazily, so never built.
+  const { eval: problems } = trainEvalStream(
     task,
     config.seed,
     config.steps * config.perStepPrompts,
@@ -34,49 +35,52 @@ async function main(args: string[]) {
   );
   if (problems.length === 0) throw new Error('no held-out prompts: set --eval-prompts');
   const engine = await openEngine();
-  const reports: { model: string; report: EvalReport }[] = [];
-  for (const name of [config.model, ...(compare ? [compare] : [])]) {
-    const loaded = await loadModel(name);
-    const model = GpuLlama.load(engine, loaded.hf.config, loaded.hf.tensors);
-    const render = (p: (typeof problems)[number]) =>
-      renderPrompt(task, loaded.tokenizer, p, config.template);
-    const report = await evaluate(
-      {
-        sampler: new Sampler(engine, model),
-        tokenizer: loaded.tokenizer,
-        task,
-        renderPrompt: render,
-      },
-      problems,
-      {
-        k,
-        temperature: config.temperature,
-        topP: config.topP,
-        topK: config.topK,
-        maxCompletionLength: config.maxCompletionLength,
-        seed: config.seed,
-      },
-    );
-    reports.push({ model: name, report });
-    model.destroy();
-  }
-  const keys = Object.keys(reports[0].report.metrics) as (keyof EvalReport['metrics'])[];
-  console.log(`${problems.length} held-out prompts, k = ${k}`);
-  console.log(
-    ['metric'.padEnd(24), ...reports.map((r) => r.model.slice(-28).padStart(28))].join(' '),
-  );
-  for (const key of keys) {
+  try {
+    const reports: { model: string; report: EvalReport }[] = [];
+    for (const name of [config.model, ...(compare ? [compare] : [])]) {
+      const loaded = await loadModel(name);
+      const model = GpuLlama.load(engine, loaded.hf.config, loaded.hf.tensors);
+      try {
+        const render = (p: (typeof problems)[number]) =>
+          renderPrompt(task, loaded.tokenizer, p, config.template);
+        const report = await evaluate(
+          {
+            sampler: new Sampler(engine, model),
+            tokenizer: loaded.tokenizer,
+            task,
+            renderPrompt: render,
+          },
+          problems,
+          {
+            k,
+            temperature: config.temperature,
+            topP: config.topP,
+            topK: config.topK,
+            maxCompletionLength: config.maxCompletionLength,
+            seed: config.seed,
+          },
+        );
+        reports.push({ model: name, report });
+      } finally {
+        model.destroy();
+      }
+    }
+    const keys = Object.keys(reports[0].report.metrics) as (keyof EvalReport['metrics'])[];
+    console.log(`${problems.length} held-out prompts, k = ${k}`);
     console.log(
-      [key.padEnd(24), ...reports.map((r) => r.report.metrics[key].toFixed(4).padStart(28))].join(
-        ' ',
-      ),
+      ['metric'.padEnd(24), ...reports.map((r) => r.model.slice(-28).padStart(28))].join(' '),
     );
+    for (const key of keys) {
+      console.log(
+        [key.padEnd(24), ...reports.map((r) => r.report.metrics[key].toFixed(4).padStart(28))].join(
+          ' ',
+        ),
+      );
+    }
+    if (jsonOut) writeFileSync(jsonOut, JSON.stringify(reports, null, 2));
+  } finally {
+    engine.destroy();
   }
-  if (jsonOut) writeFileSync(jsonOut, JSON.stringify(reports, null, 2));
-  engine.destroy();
 }
 
-main(process.argv.slice(2)).catch((e: unknown) => {
-  console.error(e instanceof Error ? e.message : e);
-  process.exitCode = 1;
-});
+runCommand(() => main(process.argv.slice(2)));

@@ -3,51 +3,75 @@
 // line per step), samples.jsonl (every group's completions, rewards and advantages),
 // checkpoint-<step>/ (a Hugging Face folder + optimizer.safetensors + trainer_state.json, written
 // atomically), and eval.json (held-out prompts) at the end. `--resume <run>/checkpoint-<step>`
-// continues a run. This file reads argv and loads the model; _train.ts runs the loop and the folder.
-import { existsSync, readFileSync } from 'node:fs';
+// continues a run; `--config <file.json>` gives options as JSON, `--reward-file id=file.js` a custom
+// reward's source. Exits 0 when the run finished, 1 with a message otherwise. This file reads argv
+// and loads the model; _train.ts runs the loop and the folder, _flags.ts holds the flag table.
+import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { checkBaseModel, weightsIdentity } from '../grpo/checkpoint';
+import { isHelpRequested, parseCliArgs, resolveConfig, type Config } from '../grpo/config';
 import {
-  configHelp,
-  isHelpRequested,
-  parseCliArgs,
-  resolveConfig,
-  type Config,
-} from '../grpo/config';
-import { loadModel, openEngine, takeFlag, taskText } from './_session';
+  checkSteps,
+  commandHelp,
+  readConfigFile,
+  resolveWithFile,
+  rewardFiles,
+  runCommand,
+  takeCommandFlags,
+  TRAIN,
+} from './_flags';
+import { loadModel, openEngine, taskText } from './_session';
 import { readCheckpointFolder, trainFolder } from './_train';
 
-const USAGE = `usage: npm run train -- [--model <folder|bundled>] [--out <run folder>] [--config <config.json>]
-                       [--resume <run>/checkpoint-<step>] [--option value …]
-
-Trains with GRPO on Node WebGPU and writes a run folder (metrics.jsonl, samples.jsonl, checkpoints).
-`;
+const isRecord = (v: unknown): v is Record<string, unknown> =>
+  v !== null && typeof v === 'object' && !Array.isArray(v);
 
 async function main(args: string[]) {
   if (isHelpRequested(args)) {
-    console.log(`${USAGE}\n${configHelp()}`);
+    console.log(commandHelp(TRAIN));
     return;
   }
-  const argv = args.slice();
-  const out = takeFlag(argv, '--out');
-  const configPath = takeFlag(argv, '--config');
-  const resumeFrom = takeFlag(argv, '--resume');
-  const overrides = parseCliArgs(argv);
+  const { flags, rest } = takeCommandFlags(TRAIN, args);
+  const one = (name: string) => flags.get(name)?.[0];
+  const out = one('out');
+  const configPath = one('config');
+  const resumeFrom = one('resume');
+  const overrides: Record<string, unknown> = parseCliArgs(rest);
   let config: Config;
   let resume: ReturnType<typeof readCheckpointFolder> | null = null;
   if (resumeFrom) {
-    resume = readCheckpointFolder(resolve(resumeFrom));
     // Only the length of the run may change on resume; anything else would not be the same run.
-    const extra = Object.keys(overrides).filter((k) => k !== 'steps');
+    const extra = [
+      ...Object.keys(overrides).filter((k) => k !== 'steps'),
+      ...(configPath ? ['--config'] : []),
+      ...(flags.has('reward-file') ? ['--reward-file'] : []),
+    ];
     if (extra.length)
       throw new Error(
         `--resume continues a run as configured; only --steps may change (got ${extra.join(', ')})`,
       );
+    resume = readCheckpointFolder(resolve(resumeFrom));
     config = resolveConfig({ ...resume.config, ...overrides });
   } else {
-    const fromFile = configPath ? JSON.parse(readFileSync(resolve(configPath), 'utf8')) : {};
-    config = resolveConfig({ ...fromFile, ...overrides });
+    const fromFile = configPath ? readConfigFile(configPath) : {};
+    const files = flags.get('reward-file') ?? [];
+    if (files.length) {
+      const pick = <T>(key: string): T | undefined =>
+        (overrides[key] ?? fromFile[key]) as T | undefined;
+      const added = rewardFiles(files, {
+        rewards: Array.isArray(pick('rewards')) ? pick<string[]>('rewards') : undefined,
+        // A malformed customRewards is left for resolveConfig to report where it was given.
+        customRewards: {
+          ...(isRecord(fromFile.customRewards) ? fromFile.customRewards : {}),
+          ...(isRecord(overrides.customRewards) ? overrides.customRewards : {}),
+        } as Record<string, string>,
+      });
+      overrides.rewards = added.rewards;
+      overrides.customRewards = added.customRewards;
+    }
+    config = resolveWithFile(fromFile, configPath, overrides);
   }
+  checkSteps(config.steps, 'steps' in overrides ? undefined : configPath);
   const runDir = resolve(
     out ??
       (resume
@@ -65,6 +89,7 @@ async function main(args: string[]) {
   const text = taskText(config, configPath ? resolve(configPath, '..') : process.cwd());
   const engine = await openEngine();
   try {
+    // trainFolder disposes its run (GPU buffers, reward sandboxes) in its own finally.
     await trainFolder({
       engine,
       model,
@@ -80,7 +105,4 @@ async function main(args: string[]) {
   if (!existsSync(join(runDir, 'metrics.jsonl'))) throw new Error('no step was run');
 }
 
-main(process.argv.slice(2)).catch((e: unknown) => {
-  console.error(e instanceof Error ? e.message : e);
-  process.exitCode = 1;
-});
+runCommand(() => main(process.argv.slice(2)));

@@ -201,8 +201,80 @@ export function createTask(name: string, options: unknown = {}, sources?: { text
 export const EVAL_SEED_SALT = 0x0e7a1;
 
 /**
- * Training and held-out problems for a run: the task's own split when it has one (datasets hold
- * lines out), otherwise two seeded streams with eval questions that also appear in training removed.
+ * How many training problems the held-out problems are kept disjoint from by construction (the
+ * whole training stream of every run up to this size, as before streams were drawn on demand);
+ * past it, the stream skips problems equal to a held-out one instead. Generating this many
+ * Countdown problems takes about a second on a slow machine.
+ */
+export const TRAIN_LOOKAHEAD = 32_768;
+
+/** A run's training problems, produced as they are asked for (a long run does not build all of
+ * them up front). */
+export interface ProblemStream {
+  /** Positions in one pass: the trainCount asked for (a trainer cycles past it). */
+  readonly length: number;
+  /** The problem at position i ≥ 0; the same (task, seed, counts) always give the same one. */
+  at(i: number): Problem;
+}
+
+/**
+ * Training problems as a stream and the held-out problems: the task's own split when it has one
+ * (datasets hold lines out), otherwise two seeded streams, with eval questions that also appear
+ * among the first TRAIN_LOOKAHEAD training problems removed, and later training problems equal to
+ * a held-out one skipped. Position i is trainEvalProblems(…).train[i].
+ */
+export function trainEvalStream(
+  task: Task,
+  seed: number,
+  trainCount: number,
+  evalCount: number,
+): { train: ProblemStream; eval: Problem[] } {
+  if (task.splits) {
+    const draw = (n: number) => task.splits!(seed, n, evalCount).train;
+    return { train: lazyStream(trainCount, draw), eval: task.splits(seed, 0, evalCount).eval };
+  }
+  const window = Math.min(trainCount, TRAIN_LOOKAHEAD);
+  const head = task.generate(seed, window);
+  const seen = new Set(head.map((p) => p.question));
+  const candidates = task.generate(mixSeeds(seed, EVAL_SEED_SALT), evalCount * 2 + 8);
+  const evalProblems = candidates.filter((p) => !seen.has(p.question)).slice(0, evalCount);
+  const held = new Set(evalProblems.map((p) => p.question));
+  // generate() is prefix-stable: a longer draw repeats the head, then continues the same stream.
+  const draw = (n: number) => {
+    if (n <= window) return head.slice(0, n);
+    const more = task.generate(seed, n).slice(window);
+    return [...head, ...more.filter((p) => !held.has(p.question))];
+  };
+  return { train: lazyStream(trainCount, draw, head), eval: evalProblems };
+}
+
+/** A stream over a prefix-stable draw(n), grown by doubling (amortised O(1) per problem). */
+function lazyStream(
+  length: number,
+  draw: (n: number) => Problem[],
+  initial: Problem[] = [],
+): ProblemStream {
+  let drawn = initial;
+  let asked = initial.length;
+  return {
+    length,
+    at(i) {
+      if (!(Number.isInteger(i) && i >= 0)) throw new RangeError(`no training problem at ${i}`);
+      while (drawn.length <= i) {
+        asked = Math.max(asked * 2, i + 1, 64);
+        const next = draw(asked);
+        if (next.length <= drawn.length && asked > 4 * (i + 1) + 1024)
+          throw new Error('the task produced no further training problems');
+        drawn = next;
+      }
+      return drawn[i];
+    },
+  };
+}
+
+/**
+ * Training and held-out problems for a run as arrays (the TRL export writes them out): the
+ * first trainCount of trainEvalStream's training stream and its held-out problems.
  */
 export function trainEvalProblems(
   task: Task,
@@ -210,10 +282,6 @@ export function trainEvalProblems(
   trainCount: number,
   evalCount: number,
 ): { train: Problem[]; eval: Problem[] } {
-  if (task.splits) return task.splits(seed, trainCount, evalCount);
-  const train = task.generate(seed, trainCount);
-  const seen = new Set(train.map((p) => p.question));
-  const candidates = task.generate(mixSeeds(seed, EVAL_SEED_SALT), evalCount * 2 + 8);
-  const evalProblems = candidates.filter((p) => !seen.has(p.question)).slice(0, evalCount);
-  return { train, eval: evalProblems };
+  const { train, eval: held } = trainEvalStream(task, seed, trainCount, evalCount);
+  return { train: Array.from({ length: trainCount }, (_, i) => train.at(i)), eval: held };
 }

@@ -74,6 +74,8 @@ describe('the command line ends with its status', { timeout: 600_000 }, () => {
       ...TRAIN,
       ...['--out', dir, '--steps', '1'],
       ...['--reward-file', `len=${len}`, `--reward-file=boom=${boom}`],
+      // A generous limit: a busy machine must not turn the working reward into a timeout.
+      ...['--reward-timeout-ms', '30000'],
     ]);
     expect(run.signal, `killed after ${run.seconds.toFixed(0)} s: ${run.out}`).toBe(null);
     expect(run.status, run.err).toBe(0);

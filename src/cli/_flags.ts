@@ -1,0 +1,260 @@
+// The command lines' own flags (those that are not config options), one table per command: the
+// table is what the command parses and what its --help prints, so the help promises exactly what
+// is accepted (tests/unit/cli-help.test.ts checks both ways). Config options come from the config
+// schema (src/grpo/config.ts). Also the end of every command: exit with its status once its
+// resources are released.
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { configHelp, ConfigError, resolveConfig, type Config } from '../grpo/config';
+
+export interface CommandFlag {
+  /** Without the leading dashes. */
+  name: string;
+  /** The value's placeholder in the help. */
+  value: string;
+  help: string;
+  /** May be given more than once (each value kept, in order). */
+  repeatable?: boolean;
+}
+
+export interface Command {
+  name: 'train' | 'eval' | 'aha';
+  summary: string;
+  flags: readonly CommandFlag[];
+}
+
+export const TRAIN: Command = {
+  name: 'train',
+  summary:
+    'Trains with GRPO on Node WebGPU and writes a run folder (config.json, metrics.jsonl, samples.jsonl, checkpoint-<step>/, eval.json).',
+  flags: [
+    {
+      name: 'out',
+      value: 'folder',
+      help: 'run folder (default runs/<date>; with --resume, the checkpoint’s run folder)',
+    },
+    {
+      name: 'config',
+      value: 'file.json',
+      help: 'config options as a JSON object; options given as flags win',
+    },
+    {
+      name: 'resume',
+      value: 'run/checkpoint-N',
+      help: 'continue that checkpoint’s run exactly (only --steps may change)',
+    },
+    {
+      name: 'reward-file',
+      value: 'id=file.js',
+      help: 'a custom reward’s JavaScript source from a file: customRewards.<id>, added to --rewards as custom:<id> (repeatable)',
+      repeatable: true,
+    },
+  ],
+};
+
+export const EVAL: Command = {
+  name: 'eval',
+  summary:
+    "Evaluates a model (or a checkpoint folder) on the config's held-out prompts: greedy accuracy, pass@k, cons@k, format and reflection rates.",
+  flags: [
+    {
+      name: 'compare',
+      value: 'folder',
+      help: 'a second model, evaluated on the same prompts and draws',
+    },
+    { name: 'k', value: 'samples', help: 'sampled completions per prompt (default 4)' },
+    { name: 'json', value: 'file', help: 'write the full reports (every completion) to this file' },
+  ],
+};
+
+export const AHA: Command = {
+  name: 'aha',
+  summary:
+    "The aha demo, measured: the 'aha' preset per seed, base vs trained on the same held-out prompts; writes report.json, README.md and SVG plots.",
+  flags: [
+    { name: 'seeds', value: '1,2,3', help: 'training seeds, comma-separated (default 1,2,3)' },
+    { name: 'out', value: 'folder', help: 'report folder (default docs/aha)' },
+    {
+      name: 'k',
+      value: 'samples',
+      help: 'samples per held-out prompt (default 2; 4 with --prompts selection)',
+    },
+    {
+      name: 'prompts',
+      value: 'report|selection',
+      help: 'held-out set to evaluate on (default report)',
+    },
+    { name: 'eval-batch', value: 'n', help: 'prompts per evaluation batch (default 200)' },
+  ],
+};
+
+export const COMMANDS: readonly Command[] = [TRAIN, EVAL, AHA];
+
+/** --help: usage, the command's own flags, then every config option. */
+export function commandHelp(command: Command): string {
+  const own = command.flags.map((f) => `${`  --${f.name} <${f.value}>`.padEnd(44)} ${f.help}`);
+  // configHelp's own header describes its spellings with example flags; ours says it in words.
+  const options = configHelp().split('\n').slice(1);
+  return [
+    `usage: npm run ${command.name} -- [flags] [options]`,
+    '',
+    command.summary,
+    '',
+    'Flags:',
+    ...own,
+    '',
+    'Options (kebab-case or snake_case names; TRL option names and no-<flag> for false are accepted too):',
+    ...options,
+  ].join('\n');
+}
+
+/**
+ * Splits the command's own flags (`--name value` or `--name=value`) out of argv; the rest are
+ * config options for parseCliArgs. A flag without a value, or a flag given twice that is not
+ * repeatable, throws naming it.
+ */
+export function takeCommandFlags(
+  command: Command,
+  argv: readonly string[],
+): { flags: Map<string, string[]>; rest: string[] } {
+  const byName = new Map(command.flags.map((f) => [f.name, f]));
+  const flags = new Map<string, string[]>();
+  const rest: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i];
+    const eq = arg.indexOf('=');
+    const name = arg.startsWith('--') ? arg.slice(2, eq >= 0 ? eq : undefined) : '';
+    const flag = byName.get(name);
+    if (!flag) {
+      rest.push(arg);
+      continue;
+    }
+    let value: string | undefined = eq >= 0 ? arg.slice(eq + 1) : argv[i + 1];
+    if (eq < 0) {
+      if (value === undefined || value.startsWith('--'))
+        throw new Error(`--${name} needs a value: --${name} <${flag.value}>`);
+      i += 1;
+    }
+    if (value === '') value = undefined;
+    if (value === undefined) throw new Error(`--${name} needs a value: --${name} <${flag.value}>`);
+    const values = flags.get(name) ?? [];
+    if (values.length && !flag.repeatable)
+      throw new Error(`--${name} was given twice ('${values[0]}' and '${value}')`);
+    values.push(value);
+    flags.set(name, values);
+  }
+  return { flags, rest };
+}
+
+/**
+ * Reads `--config <file>`: a JSON object of config options. Every error about it begins with the
+ * file's path: unreadable, not JSON, not an object.
+ */
+export function readConfigFile(path: string): Record<string, unknown> {
+  const file = resolve(path);
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (e) {
+    throw new Error(
+      `${path}: cannot read the config file (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`,
+      { cause: e },
+    );
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (e) {
+    throw new Error(`${path}: not valid JSON (${(e as Error).message})`, { cause: e });
+  }
+  if (value === null || typeof value !== 'object' || Array.isArray(value))
+    throw new Error(
+      `${path}: a config file must hold a JSON object of options, got ${Array.isArray(value) ? 'an array' : JSON.stringify(value)}`,
+    );
+  return value as Record<string, unknown>;
+}
+
+/**
+ * resolveConfig over the config file's options and the flags' (which win). An error about a key
+ * that only the file gives (an unknown key, a wrong type, a rule on its value) begins with the
+ * file's path, so the user knows where to look.
+ */
+export function resolveWithFile(
+  fromFile: Record<string, unknown>,
+  filePath: string | undefined,
+  overrides: Record<string, unknown>,
+): Config {
+  try {
+    return resolveConfig({ ...fromFile, ...overrides });
+  } catch (e) {
+    if (
+      filePath !== undefined &&
+      e instanceof ConfigError &&
+      Object.prototype.hasOwnProperty.call(fromFile, e.key) &&
+      !Object.prototype.hasOwnProperty.call(overrides, e.key)
+    )
+      throw new ConfigError(e.key, `${filePath}: ${e.message}`);
+    throw e;
+  }
+}
+
+/**
+ * `--reward-file id=path`: each file's text becomes customRewards.<id>, and custom:<id> joins
+ * the reward list unless it is already in it. A missing file or a malformed value throws naming it.
+ */
+export function rewardFiles(
+  specs: readonly string[],
+  options: { rewards?: string[]; customRewards?: Record<string, string> },
+): { rewards: string[] | undefined; customRewards: Record<string, string> | undefined } {
+  if (specs.length === 0) return { rewards: options.rewards, customRewards: options.customRewards };
+  const customRewards = { ...(options.customRewards ?? {}) };
+  const rewards = [...(options.rewards ?? (resolveConfig({}).rewards as string[]))];
+  for (const spec of specs) {
+    const eq = spec.indexOf('=');
+    const id = eq > 0 ? spec.slice(0, eq) : '';
+    const path = eq > 0 ? spec.slice(eq + 1) : '';
+    if (!id || !path)
+      throw new Error(
+        `--reward-file ${spec}: expected <id>=<file.js>, e.g. --reward-file length=rewards/length.js`,
+      );
+    try {
+      customRewards[id] = readFileSync(resolve(path), 'utf8');
+    } catch (e) {
+      throw new Error(
+        `--reward-file ${spec}: cannot read ${path} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`,
+        { cause: e },
+      );
+    }
+    if (!rewards.includes(`custom:${id}`)) rewards.push(`custom:${id}`);
+  }
+  return { rewards, customRewards };
+}
+
+/** The longest run `train` accepts: far beyond what a small model trains on one GPU in a month,
+ * and small enough that nothing proportional to it (the prompt stream's length, the schedule)
+ * can take minutes or gigabytes before the first step. */
+export const MAX_STEPS = 1_000_000;
+
+/** Throws when `steps` is past MAX_STEPS, naming where it came from (the flag, or the file). */
+export function checkSteps(steps: number, configPath?: string): void {
+  if (steps <= MAX_STEPS) return;
+  const where = configPath ? `${configPath}: steps ${steps}` : `--steps ${steps}`;
+  throw new Error(
+    `${where} is more than the limit of ${MAX_STEPS} steps (at a second per step, a run of 11 days)`,
+  );
+}
+
+/**
+ * Runs a command's main and ends the process with its status: 0 on success, 1 with the error's
+ * message on stderr. `main` releases what it opened (GPU, reward sandboxes) in its own finally
+ * blocks; the explicit exit is the backstop that a forgotten handle cannot turn into a hang.
+ */
+export function runCommand(main: () => Promise<void>, showStack = false): void {
+  main().then(
+    () => process.exit(0),
+    (e: unknown) => {
+      console.error(e instanceof Error ? (showStack ? e.stack : e.message) : String(e));
+      process.exit(1);
+    },
+  );
+}
