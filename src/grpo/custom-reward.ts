@@ -1,5 +1,7 @@
 // Custom rewards: the user's own JavaScript reward functions (config.customRewards, named
-// 'custom:<id>' in config.rewards), each run in a sandboxed worker with a per-call time limit.
+// 'custom:<id>' in config.rewards), each run in its own QuickJS-wasm sandbox (reward-sandbox.ts)
+// with a per-call time limit, a memory limit and no host capabilities: the source may come from a
+// shared link, an imported checkpoint or a config file, so it is treated as untrusted.
 //
 // Source format (one source per id):
 //     function reward({ completion, prompt, problem }) {
@@ -7,18 +9,22 @@
 //       // Problem (id, question, reference, verifier …), all plain data
 //       return completion.includes('<answer>') ? 1 : 0;   // a finite number, or null = not applicable
 //     }
-// `reward` may be declared any way (function, const arrow, async). It sees a worker's globals
-// only. A throw → kind 'threw'; NaN/±Infinity → 'non-finite'; a string/undefined/object →
-// 'invalid' (sanitizeReward in rewards.ts); a call over the time limit is stopped → 'timeout'; a
-// syntax error, a throw at the top level or no `reward` → 'invalid'. Error messages read
-// "<Name>: <message> (line L, column C)" with L, C in the user's source where V8 gives them. Each
-// failure gives 0 for that completion and training goes on.
+// `reward` may be declared any way (function, const arrow, async). It sees the ECMAScript
+// built-ins, console.* (captured), setTimeout/clearTimeout and queueMicrotask (within the call's
+// time limit), nothing of the host. A throw → kind 'threw'; NaN/±Infinity → 'non-finite'; a
+// string/undefined/object → 'invalid' (sanitizeReward in rewards.ts); a call over the time limit
+// is stopped → 'timeout'; a syntax error, a throw at the top level or no `reward` → 'invalid'.
+// Error messages read "<Name>: <message> (line L, column C)" with L, C in the user's source as
+// QuickJS gives them. Each failure gives 0 for that completion and training goes on.
 //
 // Through rewards.ts's scoreCompletions (compute() per completion) every failure thrown from
 // compute() is reported as 'threw' (the message still says what happened: "TimeoutError: exceeded
-// the 200 ms time limit", "SyntaxError: … (line 2)"): scoreCompletions records no timeout flag.
-// scoreCompletionsBatched here gives the exact kinds and sends each function's whole batch to its
-// worker in one round trip.
+// the 200 ms time limit", "SyntaxError: … (line 2, column 5)"): scoreCompletions records no timeout
+// flag. scoreCompletionsBatched here gives the exact kinds and sends each function's whole batch to
+// its worker in one go.
+//
+// Lifetime: sandboxes start on first use; disposeCustomRewards (or each function's dispose())
+// terminates their workers, after which nothing of them keeps a Node process alive.
 
 import {
   combineOutcomes,
@@ -31,12 +37,9 @@ import {
   type RewardOutcome,
   type RewardValue,
 } from './rewards';
-import * as Comlink from 'comlink';
 import {
   isLoadFailure,
-  remoteSandboxFactory,
   type RewardSandbox,
-  type RewardWorkerApi,
   type SandboxFactory,
   type SandboxOptions,
   type SandboxOutcome,
@@ -47,7 +50,7 @@ export interface CustomRewardOptions {
   /** Per-call limit (config.rewardTimeoutMs). */
   timeoutMs: number;
   /** nodeSandboxFactory() in Node, browserSandboxFactory() or startRewardWorker().factory in a
-   * browser. */
+   * browser: each source gets a worker running QuickJS. */
   sandboxFactory: SandboxFactory;
 }
 
@@ -59,7 +62,7 @@ export interface CustomRewardFunction extends RewardFunction {
   compute(input: RewardInput): Promise<RewardValue>;
   /** All completions in one round trip; never rejects. */
   computeBatch(inputs: readonly RewardInput[]): Promise<SandboxOutcome[]>;
-  /** Stops the worker; a later call starts a new one. */
+  /** Terminates the sandbox's worker; a later call starts a new one. */
   dispose(): void;
 }
 
@@ -67,7 +70,7 @@ export function isCustomReward(fn: RewardFunction): fn is CustomRewardFunction {
   return typeof (fn as Partial<CustomRewardFunction>).computeBatch === 'function';
 }
 
-/** One RewardFunction per config.customRewards entry; workers start on first use. */
+/** One RewardFunction per config.customRewards entry; sandboxes start on first use. */
 export function createCustomRewards(
   customRewards: Record<string, string>,
   options: CustomRewardOptions,
@@ -171,8 +174,8 @@ export type TryResult = { value: RewardValue } | { error: RewardError };
 
 /**
  * The UI's "try it": runs `source` on samples in a fresh sandbox (then disposed) and returns each
- * sample's value, or the error as training would record it. Default sandbox: a Blob worker in
- * this browser context (pass nodeSandboxFactory() in Node).
+ * sample's value, or the error as training would record it. Default sandbox: a reward worker
+ * started from this browser context, off its thread (pass nodeSandboxFactory() in Node).
  */
 export async function tryCustomReward(
   source: string,
@@ -200,23 +203,30 @@ function defaultSandboxFactory(): SandboxFactory {
 }
 
 /**
- * Starts the reward worker (workers/reward.worker.ts, which owns one nested Blob worker per
- * source) and returns a factory whose sandboxes live there, plus terminate() to stop it all.
+ * A factory whose sandboxes each run in their own reward worker (workers/reward.worker.ts, QuickJS
+ * inside), plus terminate() to stop every worker it started.
  */
 export function startRewardWorker(options?: SandboxOptions): {
   factory: SandboxFactory;
   terminate(): void;
 } {
-  const worker = new Worker(new URL('../../workers/reward.worker.ts', import.meta.url), {
-    type: 'module',
-    name: 'reward',
-  });
-  const remote = Comlink.wrap<RewardWorkerApi>(worker);
+  const make = browserSandboxFactory(options);
+  const live = new Set<RewardSandbox>();
   return {
-    factory: remoteSandboxFactory(remote, options),
+    factory(source) {
+      const sandbox = make(source);
+      live.add(sandbox);
+      return {
+        score: (inputs, timeoutMs) => sandbox.score(inputs, timeoutMs),
+        dispose() {
+          live.delete(sandbox);
+          sandbox.dispose();
+        },
+      };
+    },
     terminate() {
-      remote[Comlink.releaseProxy]();
-      worker.terminate();
+      for (const sandbox of live) sandbox.dispose();
+      live.clear();
     },
   };
 }

@@ -1,16 +1,19 @@
-// Browser side of the reward sandbox: each user source runs in a dedicated Worker started from a
-// Blob URL whose script is the harness with the source pasted in (reward-sandbox.ts). The app's
-// CSP allows `worker-src 'self' blob:` but has no 'unsafe-eval', so the source is never eval'd;
-// a Blob worker inherits the page's CSP, so eval/new Function fail inside it as well.
+// Browser side of the reward sandbox: each user source runs in QuickJS-wasm
+// (quickjs-reward-worker.ts) inside a module Worker of its own, workers/reward.worker.ts, which
+// Vite bundles with the QuickJS wasm (an asset of the app: nothing is fetched from elsewhere, and
+// it works offline). Compiling wasm needs 'wasm-unsafe-eval' in script-src, which the app's CSP
+// already has for onnxruntime-web.
 //
-// What the user code can reach: a worker's globals only (no window, document or app state). It
-// runs with the app's origin, so the harness removes indexedDB, caches, navigator.storage,
-// BroadcastChannel, Worker, SharedWorker, importScripts and the network APIs (fetch,
-// XMLHttpRequest, WebSocket, EventSource, WebTransport) before it runs.
+// What the user code can reach: the ECMAScript built-ins of its QuickJS context and plain-data
+// copies of { completion, prompt, problem }; console.* (captured, capped), setTimeout/clearTimeout
+// and queueMicrotask that run only within the call's time limit. Not the worker's globals (fetch,
+// XMLHttpRequest, WebSocket, WebSocketStream, EventSource, importScripts, import(), indexedDB,
+// caches, postMessage …): QuickJS runs the code, not the browser's engine, so containment does not
+// depend on the CSP the page or the worker script was served with (tests/e2e/reward-sandbox-escape.
+// spec.ts tries each). The worker keeps the interpreter off the UI and trainer threads and can be
+// terminated when a native loop ignores the time limit.
 //
-// Where: in the reward worker (workers/reward.worker.ts, which owns the nested Blob workers;
-// nested dedicated workers work in Chromium; started by startRewardWorker in custom-reward.ts) or
-// directly in a page.
+// Works the same from the page (the "try it" button) and from the trainer worker (nested worker).
 import {
   WorkerRewardSandbox,
   type SandboxFactory,
@@ -24,15 +27,11 @@ function splitMessage(text: string): { name: string; message: string } {
   return m ? { name: m[1], message: m[2] } : { name: 'Error', message: text };
 }
 
-export const spawnBlobWorker: SpawnSandboxWorker = (script, events) => {
-  const url = URL.createObjectURL(new Blob([script], { type: 'text/javascript' }));
-  let worker: Worker;
-  try {
-    worker = new Worker(url, { name: 'custom-reward' });
-  } finally {
-    // The worker fetches the blob when it starts; revoking after construction is allowed.
-    setTimeout(() => URL.revokeObjectURL(url), 10_000);
-  }
+export const spawnBrowserWorker: SpawnSandboxWorker = (events) => {
+  const worker = new Worker(new URL('../../workers/reward.worker.ts', import.meta.url), {
+    type: 'module',
+    name: 'custom-reward',
+  });
   worker.onmessage = (e) => events.message(e.data);
   worker.onmessageerror = () =>
     events.error({
@@ -42,12 +41,7 @@ export const spawnBlobWorker: SpawnSandboxWorker = (script, events) => {
   worker.onerror = (e) => {
     e.preventDefault();
     const { name, message } = splitMessage(e.message || 'the reward worker failed to start');
-    events.error({
-      name,
-      message,
-      ...(e.lineno ? { line: e.lineno } : {}),
-      ...(e.colno ? { column: e.colno } : {}),
-    });
+    events.error({ name, message });
   };
   return {
     post: (message) => worker.postMessage(message),
@@ -59,7 +53,7 @@ export function createBrowserSandbox(
   source: string,
   options?: SandboxOptions,
 ): WorkerRewardSandbox {
-  return new WorkerRewardSandbox(source, 'browser', spawnBlobWorker, options);
+  return new WorkerRewardSandbox(source, spawnBrowserWorker, options);
 }
 
 export function browserSandboxFactory(options?: SandboxOptions): SandboxFactory {

@@ -1,16 +1,19 @@
-// Node side of the reward sandbox (CLI, tests): each user source runs in a worker_threads Worker
-// started with `eval: true` on the same harness text as the browser (reward-sandbox.ts).
+// Node side of the reward sandbox (CLI, tests): each user source runs in QuickJS-wasm
+// (quickjs-reward-worker.ts) inside a worker_threads Worker of its own. The worker is an eval
+// worker whose script is serveQuickJsReward's source text plus a require() of the QuickJS engine
+// (quickjs-emscripten-core and its release-sync wasm variant), resolved from this module's
+// location: node_modules, nothing is downloaded.
 //
-// What the user code can and cannot reach here (tests/unit/custom-reward.test.ts checks each):
-// - not the host's module scope, globals or require cache: a worker thread has its own V8 isolate;
-// - not require/module/exports/__filename/__dirname: the harness deletes them (portability with
-//   the browser, where they do not exist);
-// - not the host's environment variables: the worker gets an empty process.env;
-// - but it does have the worker's own `process` (process.getBuiltinModule reaches fs, net …),
-//   fetch and timers, in the same OS process. So this is a time limit and a fault boundary (an
-//   infinite loop, a crash or an out-of-memory end only the worker), not a security boundary: in
-//   the CLI the user runs their own code on their own machine, as TRL runs Python rewards.
+// What the user code can reach: the ECMAScript built-ins of its QuickJS context and plain-data
+// copies of { completion, prompt, problem }; console.* (captured, capped), setTimeout/clearTimeout
+// and queueMicrotask that run only within the call's time limit. Not require, process, the file
+// system, child processes, the network, environment variables, the worker's postMessage/parentPort
+// or any host object: the QuickJS interpreter has none of them (tests/unit/reward-sandbox-escape.
+// test.ts tries each). The worker thread is only there so that a native loop QuickJS cannot
+// interrupt is ended by terminate(), and it gets an empty environment and a small heap anyway.
+import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
+import { serveQuickJsReward } from './quickjs-reward-worker';
 import {
   WorkerRewardSandbox,
   type SandboxFactory,
@@ -19,29 +22,48 @@ import {
   type WireError,
 } from './reward-sandbox';
 
-/** Heap limit of one reward worker: a runaway allocation ends the worker, not the trainer. */
-export const NODE_REWARD_HEAP_MB = 256;
+/** V8 heap of one reward worker (host-side objects only; QuickJS's heap is wasm memory). */
+export const NODE_REWARD_HEAP_MB = 64;
+
+let script: string | null = null;
+
+/** The eval worker's script: QuickJS from node_modules + the worker side of the sandbox. */
+function workerScript(): string {
+  if (script !== null) return script;
+  const require = createRequire(import.meta.url);
+  const core = require.resolve('quickjs-emscripten-core');
+  const variant = require.resolve('@jitl/quickjs-wasmfile-release-sync');
+  script = `'use strict';
+const { parentPort } = require('node:worker_threads');
+const core = require(${JSON.stringify(core)});
+const variant = require(${JSON.stringify(variant)}).default;
+(${serveQuickJsReward.toString()})(
+  (wasmMemory) => core.newQuickJSWASMModuleFromVariant(core.newVariant(variant, { wasmMemory })),
+  { post: (m) => parentPort.postMessage(m), listen: (f) => parentPort.on('message', f) },
+);
+`;
+  return script;
+}
 
 function wireError(e: unknown): WireError {
   if (!(e instanceof Error)) return { name: null, message: String(e) };
-  // A syntax error in eval'd worker code carries its position as "[worker eval]:LINE" in the stack.
-  const m = /\[worker eval\]:(\d+)/.exec(e.stack ?? '');
-  const out: WireError = { name: e.name, message: e.message };
-  if (m) out.line = Number(m[1]);
-  return out;
+  return { name: e.name, message: e.message };
 }
 
-export const spawnNodeWorker: SpawnSandboxWorker = (script, events) => {
-  const worker = new Worker(script, {
+export const spawnNodeWorker: SpawnSandboxWorker = (events) => {
+  const worker = new Worker(workerScript(), {
     eval: true,
     env: {},
     resourceLimits: { maxOldGenerationSizeMb: NODE_REWARD_HEAP_MB },
   });
-  // An idle reward worker must not keep the CLI alive; a call in flight holds a timer, which does.
-  worker.unref();
   worker.on('message', (data) => events.message(data));
   worker.on('error', (e) => events.error(wireError(e)));
   worker.on('exit', () => events.exit());
+  // An idle reward worker must not keep the CLI alive; a call in flight holds the host's watchdog
+  // timer, which does. After the listeners: adding a 'message' listener refs the worker's port
+  // again (which is how the old sandbox kept every CLI run with a custom reward from exiting).
+  // dispose() terminates the worker.
+  worker.unref();
   return {
     post: (message) => worker.postMessage(message),
     terminate: () => void worker.terminate(),
@@ -49,7 +71,7 @@ export const spawnNodeWorker: SpawnSandboxWorker = (script, events) => {
 };
 
 export function createNodeSandbox(source: string, options?: SandboxOptions): WorkerRewardSandbox {
-  return new WorkerRewardSandbox(source, 'node', spawnNodeWorker, options);
+  return new WorkerRewardSandbox(source, spawnNodeWorker, options);
 }
 
 export function nodeSandboxFactory(options?: SandboxOptions): SandboxFactory {

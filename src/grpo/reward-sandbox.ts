@@ -1,27 +1,30 @@
-// Sandbox for user JavaScript rewards: the platform-neutral part (the harness script, the message
-// protocol and the host that enforces the per-call time limit). The user's code runs in its own
-// worker so that an infinite loop can be stopped by terminating the worker;
-// reward-sandbox-browser.ts (Blob-URL Worker) and reward-sandbox-node.ts (worker_threads) only
-// say how to start one.
+// Sandbox for user JavaScript rewards: the platform-neutral host side. Each user source runs in
+// QuickJS compiled to WebAssembly (quickjs-reward-worker.ts), an interpreter with no host
+// capabilities, inside a worker of its own (a worker_threads Worker in Node, a module Worker in
+// the browser: reward-sandbox-node.ts / reward-sandbox-browser.ts say how to start one). This file
+// drives that worker: start, load the source, one call at a time, and the limits.
 //
 // The user's source must define a function named `reward`:
 //     function reward({ completion, prompt, problem }) { … return number | null }
-// It may be async. The source is pasted into the worker's script text (never eval'd: the app's
-// CSP has no 'unsafe-eval'), inside a function, so its top-level declarations are local to it and
-// it sees only the worker's globals. A syntax error, a throw while the source loads or a missing
-// `reward` is a load failure: every call reports it (kind 'invalid' where the caller can say so).
+// It may be async. A syntax error, a throw while the source loads or a missing `reward` is a load
+// failure: every call reports it (kind 'invalid' where the caller can say so).
 //
-// Per call: when `reward` has not settled within timeoutMs the worker is terminated, the call
-// gives a timeout outcome, and the next call starts a fresh worker (paying the start-up again,
-// which is not counted against the limit). Calls run one at a time, in order.
+// Limits (SandboxOptions): the per-call time limit is enforced inside the worker by QuickJS's
+// interrupt handler (promise jobs and guest timers run only within it); a memory limit and a stack
+// limit per source. A watchdog here terminates the worker when it has not answered within the
+// limit plus WATCHDOG_GRACE_MS (a native loop that never checks the interrupt handler). After a
+// timeout, an out-of-memory or an engine fault the worker is replaced, and the next call loads the
+// source afresh (start-up and loading are not counted against the per-call limit). Calls run one at
+// a time, in order. Nothing here keeps a Node event loop alive once dispose() has run.
 
 import type { RewardInput, RewardOutcome } from './rewards';
+import type { FromRewardWorker, QuickJsLimits, ToRewardWorker } from './quickjs-reward-worker';
 
 /** A RewardOutcome that may also say the source could not be loaded at all. */
 export type SandboxOutcome =
   { value: unknown } | { error: unknown; timedOut?: boolean; loadFailed?: boolean };
 
-/** One user source, running in its own worker. */
+/** One user source, running in its own sandbox. */
 export interface RewardSandbox {
   /** One outcome per input, in order. Failures are outcomes; rejects only for timeoutMs ≤ 0. */
   score(inputs: readonly RewardInput[], timeoutMs: number): Promise<SandboxOutcome[]>;
@@ -32,12 +35,43 @@ export interface RewardSandbox {
 export type SandboxFactory = (source: string) => RewardSandbox;
 
 export interface SandboxOptions {
-  /** Limit on starting the worker and running the source's top level (not counted per call). */
+  /** Limit on running the source's top level (not counted per call). */
   loadTimeoutMs?: number;
+  /** QuickJS heap limit of one source (runtime.setMemoryLimit). */
+  memoryLimitBytes?: number;
+  /** QuickJS stack limit of one source (runtime.setMaxStackSize). */
+  stackLimitBytes?: number;
 }
 
-/** Start-up of a worker (thread creation, parsing) can take a second on a busy 2-core machine. */
+/** Top-level evaluation of a source can take a second on a busy 2-core machine. */
 export const DEFAULT_LOAD_TIMEOUT_MS = 5000;
+/** Enough for text scoring; a memory bomb fails its call with "InternalError: out of memory". */
+export const DEFAULT_MEMORY_LIMIT_BYTES = 64 * 1024 * 1024;
+/** Thousands of nested calls; small enough that QuickJS reports the overflow itself before the
+ * host's native stack runs out in most cases (engine faults are handled either way). */
+export const DEFAULT_STACK_LIMIT_BYTES = 256 * 1024;
+/** How long past a limit the worker may take to answer before it is terminated. */
+export const WATCHDOG_GRACE_MS = 500;
+/** Starting a worker and instantiating the QuickJS wasm (not user-controlled; slow only on a
+ * machine that is busy with something else). */
+export const STARTUP_TIMEOUT_MS = 30_000;
+
+export function resolveLimits(options: SandboxOptions = {}): QuickJsLimits {
+  const pick = (v: number | undefined, dflt: number, what: string) => {
+    if (v === undefined) return dflt;
+    if (!(Number.isFinite(v) && v > 0)) throw new RangeError(`${what} must be > 0, got ${v}`);
+    return v;
+  };
+  return {
+    loadTimeoutMs: pick(options.loadTimeoutMs, DEFAULT_LOAD_TIMEOUT_MS, 'loadTimeoutMs'),
+    memoryLimitBytes: pick(
+      options.memoryLimitBytes,
+      DEFAULT_MEMORY_LIMIT_BYTES,
+      'memoryLimitBytes',
+    ),
+    stackLimitBytes: pick(options.stackLimitBytes, DEFAULT_STACK_LIMIT_BYTES, 'stackLimitBytes'),
+  };
+}
 
 // ---------------------------------------------------------------------------------------------
 // Wire format: what crosses worker boundaries (structured-cloneable, no Error subclasses, whose
@@ -50,13 +84,7 @@ export interface WireError {
   message: string;
   line?: number;
   column?: number;
-  /** Only from the harness to the host, which turns it into line/column and drops it. */
-  stack?: string;
 }
-
-// A frame of the harness script in a V8 stack: "[worker eval]:12:9" (Node) or
-// "blob:http://host/uuid:12:9" (browser).
-const SCRIPT_FRAME = /(?:\[worker eval\]|blob:[^\s)]+):(\d+):(\d+)/;
 
 /** A returned value that is not structured-cloneable (function, symbol, object) travels as its
  * typeof only; sanitizeReward only needs the type to report it. */
@@ -109,142 +137,36 @@ export function isLoadFailure(o: SandboxOutcome | RewardOutcome): boolean {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Harness script. One classic script:
-//   (HARNESS)(PRELUDE-IIFE, function () { <user source> ; return reward; });
-// The prelude runs first (argument order) and captures postMessage before user code can touch
-// it; the user function is created at script top level, so it closes over no harness variable.
+// Host side: drives one QuickJS worker per source through the protocol of
+// quickjs-reward-worker.ts, with the watchdogs.
 // ---------------------------------------------------------------------------------------------
-
-export type SandboxPlatform = 'browser' | 'node';
-
-// Browser: the Blob worker has the page's origin, so without this the reward could open the app's
-// IndexedDB (checkpoints), Cache API, OPFS, talk on BroadcastChannels or start further workers
-// (each with fresh globals). The network APIs go too: a reward scores text and needs none, and the
-// app's CSP allows https: in connect-src (models load from user-given URLs), so a reward that
-// arrived in a shared link could otherwise send the completions anywhere. Removed from the
-// instance and its prototypes before user code runs. Defense in depth, not a proof.
-const BROWSER_PRELUDE = `function () {
-  var post = self.postMessage.bind(self);
-  var add = self.addEventListener.bind(self);
-  var drop = ['indexedDB', 'caches', 'BroadcastChannel', 'Worker', 'SharedWorker', 'importScripts',
-    'fetch', 'XMLHttpRequest', 'WebSocket', 'EventSource', 'WebTransport'];
-  for (var o = self; o; o = Object.getPrototypeOf(o)) {
-    for (var i = 0; i < drop.length; i++) {
-      try { delete o[drop[i]]; } catch (e) {}
-    }
-  }
-  try {
-    for (var n = Object.getPrototypeOf(self.navigator); n; n = Object.getPrototypeOf(n)) {
-      delete n.storage;
-    }
-  } catch (e) {}
-  return { post: post, listen: function (f) { add('message', function (e) { f(e.data); }); } };
-}`;
-
-// Node: an eval'd worker gets require/module/__dirname as globals. Removed so a reward that runs
-// in the CLI also runs in the browser. The worker's own \`process\` stays (its env is empty, see
-// reward-sandbox-node.ts) and process.getBuiltinModule still reaches fs, net …: in Node this is
-// a time limit and a fault boundary, NOT a security boundary.
-const NODE_PRELUDE = `function () {
-  var port = require('worker_threads').parentPort;
-  var drop = ['require', 'module', 'exports', '__filename', '__dirname'];
-  for (var i = 0; i < drop.length; i++) {
-    try { delete globalThis[drop[i]]; } catch (e) {}
-  }
-  return { post: function (m) { port.postMessage(m); }, listen: function (f) { port.on('message', f); } };
-}`;
-
-const HARNESS = `function (host, load) {
-  function encodeError(e) {
-    try {
-      if (e !== null && typeof e === 'object' && typeof e.message === 'string') {
-        var out = { name: String(e.name || 'Error'), message: e.message };
-        if (typeof e.stack === 'string') out.stack = e.stack.slice(0, 4000);
-        return out;
-      }
-      return { name: null, message: String(e) };
-    } catch (_) {
-      return { name: null, message: 'an unprintable value was thrown' };
-    }
-  }
-  function encodeValue(v) {
-    var t = typeof v;
-    if (v === null || t === 'number' || t === 'string' || t === 'boolean' || t === 'bigint' || t === 'undefined') {
-      return { value: v };
-    }
-    return { valueType: t };
-  }
-  var fn;
-  try {
-    fn = load();
-  } catch (e) {
-    host.post({ type: 'load-error', error: encodeError(e) });
-    return;
-  }
-  if (typeof fn !== 'function') {
-    host.post({ type: 'load-error', error: { name: 'TypeError', message:
-      'the source must define a function named reward' + (fn === undefined ? '' : ' (reward is a ' + typeof fn + ')') } });
-    return;
-  }
-  host.listen(function (m) {
-    if (m === null || typeof m !== 'object' || m.type !== 'call') return;
-    var id = m.id;
-    new Promise(function (resolve) { resolve(fn(m.input)); }).then(
-      function (v) { host.post({ type: 'result', id: id, outcome: encodeValue(v) }); },
-      function (e) { host.post({ type: 'result', id: id, outcome: { error: encodeError(e) } }); }
-    );
-  });
-  host.post({ type: 'ready' });
-}`;
-
-export interface HarnessScript {
-  script: string;
-  /** 1-based line of the script on which the user's source starts. */
-  sourceLine: number;
-}
-
-export function buildHarness(source: string, platform: SandboxPlatform): HarnessScript {
-  const prelude = platform === 'browser' ? BROWSER_PRELUDE : NODE_PRELUDE;
-  const head = `(${HARNESS})((${prelude})(), function () {\n`;
-  // The newline before the tail ends a trailing // comment in the source.
-  const tail = `\n;return typeof reward === 'undefined' ? undefined : reward;\n});\n`;
-  return { script: head + source + tail, sourceLine: head.split('\n').length };
-}
-
-// ---------------------------------------------------------------------------------------------
-// Host side: drives one worker per source through the protocol, with the time limits.
-// ---------------------------------------------------------------------------------------------
-
-/** What the host sends to a harness. */
-export interface CallMessage {
-  type: 'call';
-  id: number;
-  input: RewardInput;
-}
 
 export interface SandboxWorker {
-  post(message: CallMessage): void;
+  post(message: ToRewardWorker): void;
   terminate(): void;
 }
 
-/** Worker events; `error` is an uncaught error in the worker (a syntax error at start-up, an
- * error thrown outside the reward's promise), `line` relative to the whole script. */
+/** Worker events; `error` is an uncaught error in the worker (outside the QuickJS engine). */
 export interface SandboxWorkerEvents {
   message(data: unknown): void;
   error(error: WireError): void;
   exit(): void;
 }
 
-export type SpawnSandboxWorker = (script: string, events: SandboxWorkerEvents) => SandboxWorker;
+export type SpawnSandboxWorker = (events: SandboxWorkerEvents) => SandboxWorker;
 
 type WorkerEvent =
   { kind: 'message'; data: unknown } | { kind: 'error'; error: WireError } | { kind: 'exit' };
 
 interface LiveWorker {
   worker: SandboxWorker;
-  /** The waiter for the next event; events with nobody waiting only mark a dead worker. */
+  /** The waiter for the next event; events that arrive with nobody waiting queue in `inbox`
+   * (a worker announces the end of a reload on its own, maybe before the next call waits). */
   waiter: ((event: WorkerEvent) => void) | null;
+  inbox: WorkerEvent[];
   dead: boolean;
+  /** The worker is loading the source again (after a timeout or an out-of-memory). */
+  reloading: boolean;
 }
 
 function errorOutcome(
@@ -259,6 +181,10 @@ function isRecord(x: unknown): x is Record<string, unknown> {
   return x !== null && typeof x === 'object';
 }
 
+function message(data: unknown): FromRewardWorker | null {
+  return isRecord(data) && typeof data.type === 'string' ? (data as FromRewardWorker) : null;
+}
+
 /**
  * A RewardSandbox over any worker implementation. `scoreWire` is what a comlink worker forwards
  * (cloneable); `score` gives outcomes ready for sanitizeReward / combineOutcomes.
@@ -269,17 +195,16 @@ export class WorkerRewardSandbox implements RewardSandbox {
   private queue: Promise<unknown> = Promise.resolve();
   private nextId = 1;
   private disposed = false;
-  private readonly harness: HarnessScript;
-  private readonly loadTimeoutMs: number;
+  private readonly limits: QuickJsLimits;
+  /** console output of the last call (captured and capped in the worker; never forwarded). */
+  lastLogs: readonly string[] = [];
 
   constructor(
-    source: string,
-    platform: SandboxPlatform,
+    private readonly source: string,
     private readonly spawn: SpawnSandboxWorker,
     options: SandboxOptions = {},
   ) {
-    this.harness = buildHarness(source, platform);
-    this.loadTimeoutMs = options.loadTimeoutMs ?? DEFAULT_LOAD_TIMEOUT_MS;
+    this.limits = resolveLimits(options);
   }
 
   async score(inputs: readonly RewardInput[], timeoutMs: number): Promise<SandboxOutcome[]> {
@@ -314,6 +239,8 @@ export class WorkerRewardSandbox implements RewardSandbox {
   /** Resolves with the first event, or null after ms. */
   private next(live: LiveWorker, ms: number): Promise<WorkerEvent | null> {
     return new Promise((resolve) => {
+      const queued = live.inbox.shift();
+      if (queued) return resolve(queued);
       if (live.dead) return resolve({ kind: 'exit' });
       const timer = setTimeout(() => {
         live.waiter = null;
@@ -327,39 +254,54 @@ export class WorkerRewardSandbox implements RewardSandbox {
     });
   }
 
-  private mapLine(e: WireError): WireError {
-    if (e.line === undefined) return e;
-    const line = e.line - this.harness.sourceLine + 1;
-    return line >= 1 ? { ...e, line } : { name: e.name, message: e.message };
+  /** The next protocol message (or a worker error/exit, or null at the deadline). */
+  private async expect(
+    live: LiveWorker,
+    deadline: number,
+    accept: (m: FromRewardWorker) => boolean,
+  ): Promise<FromRewardWorker | WorkerEvent | null> {
+    for (;;) {
+      const event = await this.next(live, Math.max(0, deadline - Date.now()));
+      if (event === null) return null;
+      if (event.kind !== 'message') return event;
+      const m = message(event.data);
+      if (m && accept(m)) return m;
+    }
   }
 
-  /** Where in the user's source a thrown Error came from (first frame in the script). */
-  private locate(outcome: WireOutcome): WireOutcome {
-    if (!('error' in outcome) || outcome.error.stack === undefined) return outcome;
-    const { stack, ...error } = outcome.error;
-    const m = SCRIPT_FRAME.exec(stack);
-    if (m) Object.assign(error, { line: Number(m[1]), column: Number(m[2]) });
-    return { ...outcome, error: this.mapLine(error) };
+  /** A failure of the worker itself (not of the user's code), as an outcome. */
+  private workerFailure(event: WorkerEvent | null, during: string): WireOutcome {
+    this.kill();
+    if (this.disposed) return errorOutcome('Error', 'the reward sandbox was disposed');
+    if (event === null) return errorOutcome('Error', `the reward worker did not answer ${during}`);
+    if (event.kind === 'error') return { error: event.error };
+    return errorOutcome('Error', `the reward worker exited ${during}`);
   }
 
   /** A ready worker, or a load-failure outcome (remembered: loading is deterministic). */
   private async ensureWorker(): Promise<LiveWorker | WireOutcome> {
-    if (this.live && !this.live.dead) return this.live;
+    if (this.live && !this.live.dead) {
+      if (!this.live.reloading) return this.live;
+      this.live.reloading = false;
+      return this.awaitLoad(this.live);
+    }
     const live: LiveWorker = {
       worker: null as unknown as SandboxWorker,
       waiter: null,
+      inbox: [],
       dead: false,
+      reloading: false,
     };
     const deliver = (event: WorkerEvent) => {
       if (event.kind !== 'message' && !live.dead) {
-        // A browser worker survives an uncaught error, but its state is unknown: start afresh.
         live.dead = true;
         live.worker?.terminate();
       }
-      live.waiter?.(event);
+      if (live.waiter) live.waiter(event);
+      else if (event.kind === 'message') live.inbox.push(event);
     };
     try {
-      live.worker = this.spawn(this.harness.script, {
+      live.worker = this.spawn({
         message: (data) => deliver({ kind: 'message', data }),
         error: (error) => deliver({ kind: 'error', error }),
         exit: () => deliver({ kind: 'exit' }),
@@ -368,36 +310,48 @@ export class WorkerRewardSandbox implements RewardSandbox {
       return errorOutcome('Error', `could not start the reward worker: ${String(e)}`);
     }
     this.live = live;
-    for (;;) {
-      const event = await this.next(live, this.loadTimeoutMs);
-      if (event === null) {
-        this.kill();
-        this.loadFailure = errorOutcome(
-          'TimeoutError',
-          `the reward source did not finish loading within ${this.loadTimeoutMs} ms`,
-          { timedOut: true, loadFailed: true },
-        );
-        return this.loadFailure;
-      }
-      if (event.kind === 'message') {
-        const m = event.data;
-        if (!isRecord(m)) continue;
-        if (m.type === 'ready') return live;
-        if (m.type === 'load-error') {
-          this.kill();
-          this.loadFailure = this.locate({ error: m.error as WireError, loadFailed: true });
-          return this.loadFailure;
-        }
-        continue;
-      }
+
+    live.worker.post({ type: 'start', limits: this.limits });
+    const started = await this.expect(
+      live,
+      Date.now() + STARTUP_TIMEOUT_MS,
+      (m) => m.type === 'started' || m.type === 'start-error',
+    );
+    if (started === null || !('type' in started))
+      return this.workerFailure(started, 'while starting');
+    if (started.type === 'start-error') {
       this.kill();
-      if (this.disposed) return errorOutcome('Error', 'the reward sandbox was disposed');
-      this.loadFailure =
-        event.kind === 'error'
-          ? { error: this.mapLine(event.error), loadFailed: true }
-          : errorOutcome('Error', 'the reward worker exited while loading', { loadFailed: true });
+      return errorOutcome('Error', `the reward engine could not start: ${started.message}`);
+    }
+
+    live.worker.post({ type: 'load', source: this.source });
+    return this.awaitLoad(live);
+  }
+
+  /** The worker's answer to a load (or reload) of the source. */
+  private async awaitLoad(live: LiveWorker): Promise<LiveWorker | WireOutcome> {
+    const loaded = await this.expect(
+      live,
+      Date.now() + this.limits.loadTimeoutMs + WATCHDOG_GRACE_MS,
+      (m) => m.type === 'ready' || m.type === 'load-error',
+    );
+    if (loaded === null) {
+      this.kill();
+      this.loadFailure = errorOutcome(
+        'TimeoutError',
+        `the reward source did not finish loading within ${this.limits.loadTimeoutMs} ms`,
+        { timedOut: true, loadFailed: true },
+      );
       return this.loadFailure;
     }
+    if (!('type' in loaded)) return this.workerFailure(loaded, 'while loading');
+    if (loaded.type === 'ready') return live;
+    this.kill();
+    if (loaded.type !== 'load-error')
+      return errorOutcome('Error', 'unexpected reward worker state');
+    this.loadFailure = { error: loaded.error as WireError, loadFailed: true };
+    if (loaded.timedOut) this.loadFailure.timedOut = true;
+    return this.loadFailure;
   }
 
   private async callOne(input: RewardInput, timeoutMs: number): Promise<WireOutcome> {
@@ -408,37 +362,35 @@ export class WorkerRewardSandbox implements RewardSandbox {
     const live = ready;
     const id = this.nextId++;
     try {
-      live.worker.post({ type: 'call', id, input });
+      live.worker.post({ type: 'call', id, input, timeoutMs });
     } catch (e) {
       // DataCloneError: the input itself cannot cross (not a user-code failure, but per call).
       return errorOutcome('DataCloneError', `the reward input could not be sent: ${String(e)}`);
     }
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const event = await this.next(live, Math.max(0, deadline - Date.now()));
-      if (event === null) {
-        this.kill();
-        return errorOutcome('TimeoutError', `exceeded the ${timeoutMs} ms time limit`, {
-          timedOut: true,
-        });
-      }
-      if (event.kind === 'message') {
-        const m = event.data;
-        if (isRecord(m) && m.type === 'result' && m.id === id)
-          return this.locate(m.outcome as WireOutcome);
-        continue; // stale results of a previous worker, or the user's own postMessage
-      }
+    const answer = await this.expect(
+      live,
+      Date.now() + timeoutMs + WATCHDOG_GRACE_MS,
+      (m) => m.type === 'result' && m.id === id,
+    );
+    if (answer === null) {
+      // The engine did not stop at the limit by itself (a native loop): the watchdog ends it.
       this.kill();
-      if (this.disposed) return errorOutcome('Error', 'the reward sandbox was disposed');
-      if (event.kind === 'error') return { error: this.mapLine(event.error) };
-      return errorOutcome('Error', 'the reward worker exited during the call');
+      return errorOutcome('TimeoutError', `exceeded the ${timeoutMs} ms time limit`, {
+        timedOut: true,
+      });
     }
+    if (!('type' in answer)) return this.workerFailure(answer, 'during the call');
+    if (answer.type !== 'result') return errorOutcome('Error', 'unexpected reward worker state');
+    this.lastLogs = answer.logs ?? [];
+    if (answer.restart) this.kill();
+    else if (answer.reload) live.reloading = true;
+    return answer.outcome as WireOutcome;
   }
 }
 
 // ---------------------------------------------------------------------------------------------
-// The reward worker (workers/reward.worker.ts) exposes this over comlink; the trainer worker or
-// the page talks to it through remoteSandboxFactory.
+// Several sandboxes behind one comlink-style API: a worker that owns sandboxes exposes
+// createRewardWorkerApi, and another context uses them through remoteSandboxFactory.
 // ---------------------------------------------------------------------------------------------
 
 export interface RewardWorkerApi {

@@ -1,6 +1,8 @@
-// Custom JS rewards in Node worker_threads: each failure mode gives the outcome rewards.ts reports
-// (through scoreCompletions and through scoreCompletionsBatched), an infinite loop is killed at the
-// time limit and the next completion still scores, and what the user code can and cannot reach.
+// Custom JS rewards in the Node sandbox (QuickJS-wasm in a worker thread): each failure mode gives
+// the outcome rewards.ts reports (through scoreCompletions and through scoreCompletionsBatched), an
+// infinite loop is stopped at the time limit and the next completion still scores, and what the
+// user code can and cannot reach (the escape attempts are in reward-sandbox-escape.test.ts).
+// Error texts are QuickJS's (its messages and its line/column positions), not V8's.
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import {
   createCustomRewards,
@@ -132,7 +134,7 @@ describe('custom rewards through scoreCompletions (rewards.ts)', () => {
     const [r] = await scoreCompletions(custom('throws'), null, [input('x')]);
     expect(only(r)).toEqual({
       total: 0,
-      errors: [{ kind: 'threw', message: 'RangeError: no answer here (line 2, column 9)' }],
+      errors: [{ kind: 'threw', message: 'RangeError: no answer here (line 2, column 23)' }],
     });
     const [s] = await scoreCompletions(custom('throwsString'), null, [input('x')]);
     expect(only(s).errors).toEqual([{ kind: 'threw', message: 'plain string' }]);
@@ -158,7 +160,7 @@ describe('custom rewards through scoreCompletions (rewards.ts)', () => {
     expect(results[1]).toEqual({ total: 0, perFunction: { 'custom:async': null }, errors: [] });
     const [rej] = await scoreCompletions(custom('asyncThrows'), null, [input('x')]);
     expect(only(rej).errors).toEqual([
-      { kind: 'threw', message: 'TypeError: async failure (line 1, column 45)' },
+      { kind: 'threw', message: 'TypeError: async failure (line 1, column 58)' },
     ]);
   });
 
@@ -193,7 +195,12 @@ describe('custom rewards through scoreCompletions (rewards.ts)', () => {
     for (const r of results) {
       expect(only(r)).toEqual({
         total: 0,
-        errors: [{ kind: 'threw', message: "SyntaxError: Unexpected token ';' (line 3)" }],
+        errors: [
+          {
+            kind: 'threw',
+            message: "SyntaxError: unexpected token in expression: ';' (line 3, column 29)",
+          },
+        ],
       });
     }
   });
@@ -205,11 +212,13 @@ describe('custom rewards through scoreCompletions (rewards.ts)', () => {
     );
     const [b] = await scoreCompletions(custom('topLevelThrow'), null, [input('x')]);
     expect(only(b).errors[0].message).toBe(
-      'ReferenceError: undefinedThing is not defined (line 1, column 15)',
+      "ReferenceError: 'undefinedThing' is not defined (line 1, column 15)",
     );
   });
 
-  it('process.exit ends only the worker; the next call gets a fresh one', async () => {
+  // The old worker_threads sandbox had a real `process` (process.exit ended the worker); QuickJS
+  // has none, so the call fails with a ReferenceError and the next one scores as before.
+  it('process.exit is not there: that call fails, the next still scores', async () => {
     const results = await scoreCompletions(custom('exits'), null, [
       input('a'),
       input('exit'),
@@ -217,7 +226,7 @@ describe('custom rewards through scoreCompletions (rewards.ts)', () => {
     ]);
     expect(results.map((r) => r.total)).toEqual([2, 0, 2]);
     expect(only(results[1]).errors).toEqual([
-      { kind: 'threw', message: 'Error: the reward worker exited during the call' },
+      { kind: 'threw', message: "ReferenceError: 'process' is not defined (line 2, column 30)" },
     ]);
   });
 
@@ -261,7 +270,11 @@ describe('scoreCompletionsBatched and tryCustomReward keep the exact error kinds
     ]);
     expect(results[1].errors.map((e) => [e.reward, e.kind, e.message])).toEqual([
       ['custom:loops', 'timeout', `TimeoutError: exceeded the ${TIMEOUT_MS} ms time limit`],
-      ['custom:syntax', 'invalid', "SyntaxError: Unexpected token ';' (line 3)"],
+      [
+        'custom:syntax',
+        'invalid',
+        "SyntaxError: unexpected token in expression: ';' (line 3, column 29)",
+      ],
       ['custom:nan', 'non-finite', 'returned NaN'],
     ]);
     // Same totals as the per-completion path.
@@ -290,7 +303,7 @@ describe('scoreCompletionsBatched and tryCustomReward keep the exact error kinds
         error: {
           reward: 'custom:x',
           kind: 'invalid',
-          message: "SyntaxError: Unexpected token ';' (line 3)",
+          message: "SyntaxError: unexpected token in expression: ';' (line 3, column 29)",
         },
       })),
     );
@@ -334,7 +347,7 @@ describe('scoreCompletionsBatched and tryCustomReward keep the exact error kinds
     const results = await scoreCompletionsBatched(fns, null, [input('loop'), input('abc')]);
     expect(results[0].errors.map((e) => [e.kind, e.message])).toEqual([
       ['timeout', `TimeoutError: exceeded the ${TIMEOUT_MS} ms time limit`],
-      ['threw', 'RangeError: no answer here (line 2, column 9)'],
+      ['threw', 'RangeError: no answer here (line 2, column 23)'],
       ['invalid', 'returned function; a reward must return a finite number or null'],
     ]);
     expect(results[1].perFunction['custom:loops']).toBe(3);
@@ -347,6 +360,22 @@ describe('scoreCompletionsBatched and tryCustomReward keep the exact error kinds
     expect('error' in o && String(o.error)).toBe('Error: the reward sandbox was disposed');
   });
 
+  it('an idle or disposed sandbox holds nothing that keeps a Node process alive', async () => {
+    const handles = () =>
+      process.getActiveResourcesInfo().filter((r) => r === 'MessagePort' || r === 'Worker').length;
+    // Workers of earlier tests, disposed without waiting, may still be on their way out.
+    for (let i = 0; i < 60 && handles() > 0; i++) await new Promise((r) => setTimeout(r, 50));
+    const before = handles();
+    const sandbox = createNodeSandbox(SOURCES.good);
+    expect(await sandbox.score([input('<answer>5</answer>')], RELAXED_TIMEOUT_MS)).toEqual([
+      { value: 1.18 },
+    ]);
+    expect(handles()).toBe(before);
+    sandbox.dispose();
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(handles()).toBe(before);
+  });
+
   it('rejects a non-positive time limit', () => {
     expect(() =>
       createCustomRewards({ a: SOURCES.good }, { timeoutMs: 0, sandboxFactory: factory }),
@@ -354,10 +383,9 @@ describe('scoreCompletionsBatched and tryCustomReward keep the exact error kinds
   });
 });
 
-// What the user's code can reach in the Node sandbox. Honest summary: its own isolate, no host
-// module scope, no host globals, no require, an empty environment; but the worker's own
-// `process` (same OS process) and Node's built-in modules through process.getBuiltinModule.
-// It is a time limit and fault boundary, not a security boundary (see reward-sandbox-node.ts).
+// What the user's code can reach in the Node sandbox: the ECMAScript built-ins of its QuickJS
+// context and its input, nothing of the host. (The old worker_threads sandbox reached its own
+// `process`, Node's built-in modules and fetch: that was the defect this sandbox removes.)
 const hostOnlySecret = 'host-module-scope';
 (globalThis as Record<string, unknown>).__hostMarker = 'host-global';
 
@@ -366,11 +394,10 @@ describe('what the Node sandbox can reach', () => {
     delete (globalThis as Record<string, unknown>).__hostMarker;
   });
 
-  it('no host module scope, host globals, require or environment; own process and builtins', async () => {
+  it('no host module scope, host globals, require, process, environment, built-ins or network', async () => {
     expect(hostOnlySecret).toBe('host-module-scope');
     expect(Object.keys(process.env).length).toBeGreaterThan(0);
     const probe = `function reward() {
-  const gbm = typeof process.getBuiltinModule === 'function' ? process.getBuiltinModule : null;
   return JSON.stringify({
     hostOnlySecret: typeof hostOnlySecret,
     hostMarker: typeof globalThis.__hostMarker,
@@ -378,30 +405,34 @@ describe('what the Node sandbox can reach', () => {
     module: typeof module,
     dirname: typeof __dirname,
     window: typeof window,
-    envKeys: Object.keys(process.env).length,
-    isMainThread: gbm ? gbm('worker_threads').isMainThread : null,
-    fsReadable: gbm ? typeof gbm('fs').readFileSync : null,
+    process: typeof process,
+    Buffer: typeof Buffer,
     fetch: typeof fetch,
+    WebAssembly: typeof WebAssembly,
+    postMessage: typeof postMessage,
+    setTimeout: typeof setTimeout,
+    console: typeof console.log,
   });
 }`;
     const sandbox = createNodeSandbox(probe);
     try {
       const [o] = await sandbox.score([input('x')], 2000);
       expect('value' in o).toBe(true);
-      const seen = JSON.parse((o as { value: string }).value);
-      const hasGbm = typeof process.getBuiltinModule === 'function';
-      expect(seen).toEqual({
+      expect(JSON.parse((o as { value: string }).value)).toEqual({
         hostOnlySecret: 'undefined',
         hostMarker: 'undefined',
         require: 'undefined',
         module: 'undefined',
         dirname: 'undefined',
         window: 'undefined',
-        envKeys: 0,
-        isMainThread: hasGbm ? false : null,
-        // Reachable: this is why the Node sandbox is not a security boundary.
-        fsReadable: hasGbm ? 'function' : null,
-        fetch: 'function',
+        process: 'undefined',
+        Buffer: 'undefined',
+        fetch: 'undefined',
+        WebAssembly: 'undefined',
+        postMessage: 'undefined',
+        // The harness's own, bounded by the call's time limit.
+        setTimeout: 'function',
+        console: 'function',
       });
     } finally {
       sandbox.dispose();
