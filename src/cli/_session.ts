@@ -73,7 +73,7 @@ export function loadTask(config: Config, configDir = process.cwd()): Task {
   return createTask(config.task, config.taskOptions, { text: taskText(config, configDir) });
 }
 
-/** Built-in and custom rewards (custom JS runs in worker_threads with the configured time limit). */
+/** Built-in and custom rewards (custom JS runs in QuickJS in a worker thread, with the configured time limit). */
 export function rewardFunctions(config: Config, task: Task): RewardFunction[] {
   const custom = createCustomRewards(config.customRewards, {
     timeoutMs: config.rewardTimeoutMs,
