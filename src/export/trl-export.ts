@@ -49,6 +49,14 @@ export function pyLiteral(v: unknown): string {
   throw new TypeError(`cannot export ${typeof v}`);
 }
 
+/**
+ * Options counted in the playground's steps (sampled batches) that TRL counts in optimizer steps:
+ * each step is numIterations optimizer steps (docs/grpo.md "Steps and the schedule"), so the
+ * exported run has the same schedule, saves at the same batches and logs one row per batch (TRL's
+ * log row then averages the μ optimizer steps, as the playground's row does, §6).
+ */
+const PER_OPTIMIZER_STEP = new Set(['steps', 'saveSteps', 'loggingSteps']);
+
 /** GRPOConfig keyword arguments for every config field with a TRL name, in schema order. */
 export function grpoConfigArgs(config: Config): [string, string][] {
   const args: [string, string][] = [];
@@ -57,6 +65,7 @@ export function grpoConfigArgs(config: Config): [string, string][] {
     let value: unknown = config[row.key];
     // transformers ≥ 5 reads warmup_steps < 1 as a ratio (warmup_ratio was removed).
     if (row.key === 'warmupSteps' && config.warmupSteps === 0) value = config.warmupRatio;
+    if (PER_OPTIMIZER_STEP.has(row.key)) value = (value as number) * config.numIterations;
     args.push([row.trl, pyLiteral(value)]);
   }
   return args;
@@ -167,7 +176,9 @@ rewards.py re-implements the playground's format and accuracy rewards exactly (s
 whitespace, exact Countdown arithmetic with \`fractions.Fraction\`, no \`eval()\`); the playground's test
 suite runs it against the TypeScript rewards. A reward returning \`None\` is "not applicable" in both.
 TRL ${PINNED.trl} computes advantages, clipping and loss aggregation with the same option names; its metrics are
-logged as \`rewards/<function>/mean\` where the playground writes \`reward/<name>/mean\`.
+logged under the same names as the playground's (\`rewards/<function>/mean\` …). \`max_steps\`, \`save_steps\`,
+\`logging_steps\` and \`eval_steps\` are the playground's steps × num_iterations: TRL counts optimizer steps, the
+playground sampled batches (${config.numIterations} optimizer step${config.numIterations === 1 ? '' : 's'} each).
 The option names were checked against trl_options.json (GRPOConfig fields of the TRL 1.x line).
 `;
 }
@@ -195,7 +206,8 @@ export function exportTrl(
       maxPromptLength: c.maxPromptLength,
       conversational: c.template === 'chat',
       hasEval: data.evalPrompts.length > 0,
-      evalSteps: c.evalSteps > 0 ? c.evalSteps : c.saveSteps,
+      evalSteps: (c.evalSteps > 0 ? c.evalSteps : c.saveSteps) * c.numIterations,
+      evalGenerations: c.evalGenerations,
     }),
   );
   files.set('rewards.py', rewardsPy({ rewards: c.rewards, custom: stubs }));

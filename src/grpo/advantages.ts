@@ -13,7 +13,14 @@ export const SCALE_REWARDS: readonly ScaleRewards[] = ['group', 'batch', 'none']
 /** Added to the std before dividing, as in TRL (`std + 1e-4`). */
 export const ADVANTAGE_STD_EPS = 1e-4;
 
-function checkShape(rewards: ArrayLike<number>, groupSize: number): number {
+/**
+ * torch.isclose(std, 0) with its default tolerances (atol 1e-8, rtol 1e-5): TRL's zero-std test
+ * for `frac_reward_zero_std` (docs/grpo.md §2). A NaN std (fewer than 2 scored rewards) is not
+ * close to 0, as in torch.
+ */
+export const ZERO_STD_ATOL = 1e-8;
+
+function checkShape(rewards: ArrayLike<number | null>, groupSize: number): number {
   if (!Number.isInteger(groupSize) || groupSize < 1) {
     throw new RangeError(`groupSize must be a positive integer, got ${groupSize}`);
   }
@@ -32,47 +39,93 @@ function checkShape(rewards: ArrayLike<number>, groupSize: number): number {
     );
   }
   for (let i = 0; i < n; i++) {
-    if (!Number.isFinite(rewards[i])) {
-      throw new RangeError(
-        `reward ${i} is not finite (${rewards[i]}); rewards must be sanitised first`,
-      );
+    const r = rewards[i];
+    if (r !== null && !Number.isFinite(r)) {
+      throw new RangeError(`reward ${i} is not finite (${r}); rewards must be sanitised first`);
     }
   }
   return n / groupSize;
 }
 
-function mean(values: ArrayLike<number>, start: number, count: number): number {
+/** Mean over the scored (non-null) rewards of [start, start + count): TRL's nanmean. NaN if none. */
+function nanMean(values: ArrayLike<number | null>, start: number, count: number): number {
   let sum = 0;
-  for (let i = start; i < start + count; i++) sum += values[i];
-  return sum / count;
+  let k = 0;
+  for (let i = start; i < start + count; i++) {
+    const v = values[i];
+    if (v === null) continue;
+    sum += v;
+    k++;
+  }
+  return k === 0 ? NaN : sum / k;
 }
 
-/** Unbiased sample standard deviation (divides by count − 1, as torch.std). count ≥ 2. */
-function unbiasedStd(values: ArrayLike<number>, start: number, count: number): number {
-  const m = mean(values, start, count);
+/**
+ * Unbiased std over the scored rewards (divides by count − 1): TRL's nanstd, NaN for fewer than
+ * 2 scored values. `round` maps each value first (Math.fround: TRL's float32 rewards).
+ */
+function nanStd(
+  values: ArrayLike<number | null>,
+  start: number,
+  count: number,
+  round: (x: number) => number = (x) => x,
+): number {
+  let sum = 0;
+  let k = 0;
+  for (let i = start; i < start + count; i++) {
+    const v = values[i];
+    if (v === null) continue;
+    sum += round(v);
+    k++;
+  }
+  if (k < 2) return NaN;
+  const m = sum / k;
   let ss = 0;
   for (let i = start; i < start + count; i++) {
-    const d = values[i] - m;
+    const v = values[i];
+    if (v === null) continue;
+    const d = round(v) - m;
     ss += d * d;
   }
-  return Math.sqrt(ss / (count - 1));
+  return Math.sqrt(ss / (k - 1));
 }
 
-/** True when every member of group g has exactly the same reward. */
-function groupAllEqual(rewards: ArrayLike<number>, start: number, groupSize: number): boolean {
-  const first = rewards[start];
-  for (let i = start + 1; i < start + groupSize; i++) if (rewards[i] !== first) return false;
+/**
+ * The std TRL tests for zero: of the float32 rewards (TRL's rewards tensor is float32, so rewards
+ * equal in float32 but not in f64 have std 0 there), within torch.isclose's tolerance.
+ */
+function stdIsZero(values: ArrayLike<number | null>, start: number, count: number): boolean {
+  const s = nanStd(values, start, count, Math.fround);
+  return Math.abs(s) <= ZERO_STD_ATOL; // false for NaN
+}
+
+/** True when the group's scored rewards are all equal in float32 (TRL's arithmetic gives A = 0). */
+function groupAllEqual(
+  rewards: ArrayLike<number | null>,
+  start: number,
+  groupSize: number,
+): boolean {
+  let first: number | null = null;
+  for (let i = start; i < start + groupSize; i++) {
+    const v = rewards[i];
+    if (v === null) continue;
+    if (first === null) first = Math.fround(v);
+    else if (Math.fround(v) !== first) return false;
+  }
   return true;
 }
 
 export interface GroupStats {
-  mean: Float64Array; // (B,)
-  std: Float64Array; // (B,) unbiased, per group
-  zeroStd: Uint8Array; // (B,) 1 where every reward of the group is identical
+  mean: Float64Array; // (B,) over the group's scored rewards (NaN when none is scored)
+  std: Float64Array; // (B,) unbiased, per group, over the scored rewards (NaN below 2)
+  zeroStd: Uint8Array; // (B,) 1 where the group's std is zero in TRL's sense (float32, isclose)
 }
 
-/** Per-group mean, unbiased std and the all-equal flag (for the UI's group view). */
-export function groupStats(rewards: ArrayLike<number>, groupSize: number): GroupStats {
+/**
+ * Per-group mean, unbiased std and the zero-std flag (for the UI's group view). A null reward is
+ * an unscorable completion (every reward function returned null): left out, as TRL does.
+ */
+export function groupStats(rewards: ArrayLike<number | null>, groupSize: number): GroupStats {
   const groups = checkShape(rewards, groupSize);
   const stats: GroupStats = {
     mean: new Float64Array(groups),
@@ -81,55 +134,74 @@ export function groupStats(rewards: ArrayLike<number>, groupSize: number): Group
   };
   for (let g = 0; g < groups; g++) {
     const start = g * groupSize;
-    stats.mean[g] = mean(rewards, start, groupSize);
-    stats.std[g] = unbiasedStd(rewards, start, groupSize);
-    stats.zeroStd[g] = groupAllEqual(rewards, start, groupSize) ? 1 : 0;
+    stats.mean[g] = nanMean(rewards, start, groupSize);
+    stats.std[g] = nanStd(rewards, start, groupSize);
+    stats.zeroStd[g] = stdIsZero(rewards, start, groupSize) ? 1 : 0;
   }
   return stats;
+}
+
+function checkScale(scaleRewards: ScaleRewards): void {
+  if (!SCALE_REWARDS.includes(scaleRewards)) {
+    throw new RangeError(
+      `scaleRewards must be one of ${SCALE_REWARDS.join(', ')}, got ${String(scaleRewards)}`,
+    );
+  }
 }
 
 /**
  * A_i = (r_i − mean_g(r)) / (std + 1e-4), docs/grpo.md §2.
  *   'group': std of the group (default); 'batch': std over all N rewards, mean still per group;
  *   'none':  A_i = r_i − mean_g(r) (Dr. GRPO).
- * A group whose rewards are all identical gives exactly 0 for each member (computed explicitly,
- * because r − mean can be a rounding residue such as 1e-17 that the 1e-4 division would amplify).
+ * A null reward (an unscorable completion: every reward function returned null) is left out of
+ * its group's mean and std and of the batch std, and gets A = 0, as TRL does. So does every member
+ * of a group with fewer than 2 scored completions under 'group'/'batch' (TRL: a NaN std, then
+ * nan_to_num). A group whose scored rewards are all equal in float32 gives exactly 0 for each
+ * member (computed explicitly, because r − mean can be a rounding residue such as 1e-17 that the
+ * 1e-4 division would amplify; TRL's float32 arithmetic gives 0 there).
  * Returns (N,) advantages in the same order as `rewards`.
  */
 export function computeAdvantages(
-  rewards: ArrayLike<number>,
+  rewards: ArrayLike<number | null>,
   groupSize: number,
   scaleRewards: ScaleRewards,
 ): Float64Array {
   const groups = checkShape(rewards, groupSize);
-  if (!SCALE_REWARDS.includes(scaleRewards)) {
-    throw new RangeError(
-      `scaleRewards must be one of ${SCALE_REWARDS.join(', ')}, got ${String(scaleRewards)}`,
-    );
-  }
+  checkScale(scaleRewards);
   const n = rewards.length;
   const out = new Float64Array(n); // (N,)
-  const batchStd = scaleRewards === 'batch' ? unbiasedStd(rewards, 0, n) : 0;
+  const batchStd = scaleRewards === 'batch' ? nanStd(rewards, 0, n) : 0;
   for (let g = 0; g < groups; g++) {
     const start = g * groupSize;
     if (groupAllEqual(rewards, start, groupSize)) continue; // stays 0
-    const m = mean(rewards, start, groupSize);
+    const m = nanMean(rewards, start, groupSize);
     let scale = 1;
-    if (scaleRewards === 'group')
-      scale = unbiasedStd(rewards, start, groupSize) + ADVANTAGE_STD_EPS;
+    if (scaleRewards === 'group') scale = nanStd(rewards, start, groupSize) + ADVANTAGE_STD_EPS;
     else if (scaleRewards === 'batch') scale = batchStd + ADVANTAGE_STD_EPS;
-    for (let i = start; i < start + groupSize; i++) out[i] = (rewards[i] - m) / scale;
+    for (let i = start; i < start + groupSize; i++) {
+      const r = rewards[i];
+      const a = r === null ? NaN : (r - m) / scale;
+      out[i] = Number.isNaN(a) ? 0 : a; // TRL: nan_to_num(advantages, nan=0)
+    }
   }
   return out;
 }
 
 /**
- * Fraction of groups whose rewards are all identical (TRL's `frac_reward_zero_std`): those groups
- * carry no learning signal because every advantage in them is 0.
+ * TRL's `frac_reward_zero_std`: the fraction of the N completions whose *scaling* std is zero
+ * (float32 rewards, torch.isclose tolerance): the group's std under 'group' and 'none', the batch
+ * std under 'batch' (then 0 or 1). With equal group sizes and 'group' this is the fraction of
+ * groups that carry no learning signal.
  */
-export function fracRewardZeroStd(rewards: ArrayLike<number>, groupSize: number): number {
+export function fracRewardZeroStd(
+  rewards: ArrayLike<number | null>,
+  groupSize: number,
+  scaleRewards: ScaleRewards = 'group',
+): number {
   const groups = checkShape(rewards, groupSize);
+  checkScale(scaleRewards);
+  if (scaleRewards === 'batch') return stdIsZero(rewards, 0, rewards.length) ? 1 : 0;
   let zero = 0;
-  for (let g = 0; g < groups; g++) if (groupAllEqual(rewards, g * groupSize, groupSize)) zero++;
+  for (let g = 0; g < groups; g++) if (stdIsZero(rewards, g * groupSize, groupSize)) zero++;
   return zero / groups;
 }

@@ -7,7 +7,7 @@
 // the regexes use the ASCII whitespace set [ \t\n\v\f\r] explicitly because JavaScript's and Python's
 // \s differ on Unicode spaces.
 
-import { fracRewardZeroStd, groupStats } from './advantages';
+import { fracRewardZeroStd, type ScaleRewards } from './advantages';
 import type { Problem, Task } from '../tasks/types';
 import { verifyAnswer } from '../tasks/verify';
 
@@ -37,7 +37,9 @@ export interface RewardError {
 }
 
 export interface CompletionReward {
-  /** Σ_k w_k · r_k with not-applicable and failed rewards counted as 0. */
+  /** Σ_k w_k · r_k with not-applicable and failed rewards counted as 0 (an unscorable
+   * completion, every r_k null, shows 0 here; the advantages see it through rewardTotals as
+   * null, docs/grpo.md §1). */
   total: number;
   /** Each function's value after sanitising: null = not applicable, 0 for a failed function. */
   perFunction: Record<string, RewardValue>;
@@ -185,7 +187,18 @@ export function combineOutcomes(
   const errors: RewardError[] = [];
   let total = 0;
   names.forEach((name, k) => {
-    const { value, error } = sanitizeReward(name, outcomes[k]);
+    let { value, error } = sanitizeReward(name, outcomes[k]);
+    // A finite value can still make the weighted sum non-finite (1e308 · 10, or two huge terms):
+    // the term that does so is that reward's failure, as a non-finite return would be, so the
+    // advantages never see a non-finite total.
+    if (value !== null && !error && !Number.isFinite(total + w[k] * value)) {
+      error = {
+        reward: name,
+        kind: 'non-finite',
+        message: `returned ${value}, which with weight ${w[k]} makes the weighted total ${total + w[k] * value}`,
+      };
+      value = 0;
+    }
     perFunction[name] = value;
     if (error) errors.push(error);
     if (value !== null) total += w[k] * value;
@@ -257,37 +270,48 @@ function meanStdIgnoringNull(values: readonly RewardValue[]): {
 }
 
 /**
- * Step metrics with TRL's names (docs/grpo.md §6; TRL spells the per-function ones
- * rewards/<name>/…): reward (mean total), reward_std (mean over groups of the unbiased group std),
- * reward/<name>/mean and /std over the completions where the function applied (TRL's
- * nanmean/nanstd), frac_reward_zero_std; plus this project's accuracy and format_rate (the means of
- * those rewards when present), reward/<name>/na_frac and reward_error_frac. NaN where a value is
- * undefined (no applicable completion, or a single one for a std).
+ * A completion that no reward function scored (every value null): TRL's "unscorable" row,
+ * docs/grpo.md §1. It is left out of its group's statistics and of `reward`/`reward_std`.
+ */
+export function isUnscorable(r: CompletionReward): boolean {
+  const values = Object.values(r.perFunction);
+  return values.length > 0 && values.every((v) => v === null);
+}
+
+/** The totals the advantages see: r.total, or null for an unscorable completion (§1, §2). */
+export function rewardTotals(results: readonly CompletionReward[]): (number | null)[] {
+  return results.map((r) => (isUnscorable(r) ? null : r.total));
+}
+
+/**
+ * Step metrics with TRL's names (docs/grpo.md §6): reward and reward_std (nanmean and nanstd of
+ * the N weighted totals, unscorable completions left out), rewards/<name>/mean and /std over the
+ * completions where the function applied (TRL's nanmean/nanstd), frac_reward_zero_std (the
+ * scaling std, §2); plus this project's accuracy and format_rate (the means of those rewards when
+ * present), rewards/<name>/na_frac and reward_error_frac. NaN where a value is undefined (no
+ * applicable completion, or a single one for a std).
  */
 export function rewardMetrics(
   results: readonly CompletionReward[],
   names: readonly string[],
   groupSize: number,
+  scaleRewards: ScaleRewards = 'group',
 ): Record<string, number> {
-  const totals = results.map((r) => r.total);
-  const stats = groupStats(totals, groupSize);
-  let stdSum = 0;
-  for (const s of stats.std) stdSum += s;
-  let totalSum = 0;
-  for (const t of totals) totalSum += t;
+  const totals = rewardTotals(results);
+  const t = meanStdIgnoringNull(totals);
   const m: Record<string, number> = {
-    reward: totalSum / totals.length,
-    reward_std: stdSum / stats.std.length,
-    frac_reward_zero_std: fracRewardZeroStd(totals, groupSize),
+    reward: t.mean,
+    reward_std: t.std,
+    frac_reward_zero_std: fracRewardZeroStd(totals, groupSize, scaleRewards),
   };
   for (const name of names) {
     const s = meanStdIgnoringNull(results.map((r) => r.perFunction[name] ?? null));
-    m[`reward/${name}/mean`] = s.mean;
-    m[`reward/${name}/std`] = s.std;
-    m[`reward/${name}/na_frac`] = (results.length - s.count) / results.length;
+    m[`rewards/${name}/mean`] = s.mean;
+    m[`rewards/${name}/std`] = s.std;
+    m[`rewards/${name}/na_frac`] = (results.length - s.count) / results.length;
   }
-  if (names.includes('accuracy')) m.accuracy = m['reward/accuracy/mean'];
-  if (names.includes('format')) m.format_rate = m['reward/format/mean'];
+  if (names.includes('accuracy')) m.accuracy = m['rewards/accuracy/mean'];
+  if (names.includes('format')) m.format_rate = m['rewards/format/mean'];
   m.reward_error_frac = results.filter((r) => r.errors.length > 0).length / results.length;
   return m;
 }

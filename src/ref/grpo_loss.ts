@@ -130,3 +130,173 @@ export function grpoLossRef(inputs: GrpoLossInputs): GrpoLossResult {
     },
   };
 }
+
+// ---------------------------------------------------------------------------------------------
+// TRL's logged loss statistics (docs/grpo.md §6). TRL appends one value per micro-batch (and per
+// optimizer step) and its log() averages the values appended since the last log, leaving NaNs out:
+// with gradient accumulation that is the unweighted mean of per-micro-batch token means.
+// ---------------------------------------------------------------------------------------------
+
+export interface MicroBatchMetricsInputs {
+  logp: ArrayLike<number>; // (N, L) this pass's log-probs
+  oldLogp: ArrayLike<number>; // (N, L) the old log-probs (logp itself when μ = 1)
+  refLogp: ArrayLike<number> | null; // (N, L) or null when β = 0
+  entropy: ArrayLike<number>; // (N, L) entropy of softmax(z/T) at each position
+  advantages: ArrayLike<number>; // (N)
+  mask: ArrayLike<number>; // (N, L)
+  N: number;
+  L: number;
+  epsilonLow: number;
+  epsilonHigh: number;
+  beta: number;
+}
+
+/** One micro-batch's values of TRL's loss metrics (`_compute_loss`). */
+export interface MicroBatchMetrics {
+  kl: number; // NaN when β = 0 (TRL logs no kl then)
+  entropy: number;
+  clipRatioLow: number;
+  clipRatioHigh: number;
+  clipRatioRegion: number;
+  /** nanmin over sequences of the sequence's fraction of low-clipped tokens (NaN: none counted). */
+  clipRatioLowMin: number;
+  /** nanmax over sequences of the sequence's fraction of high-clipped tokens. */
+  clipRatioHighMax: number;
+}
+
+/**
+ * TRL's `global_masked_mean` (Σ m·x / max(Σ m, 1)) of kl, entropy and the clip flags, and
+ * `nanmin`/`nanmax` of `masked_seq_mean` (Σ_t m·x / Σ_t m, NaN for an all-masked sequence) for
+ * `clip_ratio/low_min` and `clip_ratio/high_max`, on one micro-batch.
+ */
+export function microBatchMetrics(x: MicroBatchMetricsInputs): MicroBatchMetrics {
+  const { N, L, mask } = x;
+  const useKl = x.beta !== 0 && x.refLogp !== null;
+  let active = 0;
+  let kl = 0;
+  let entropy = 0;
+  let low = 0;
+  let high = 0;
+  let region = 0;
+  let lowMin = NaN;
+  let highMax = NaN;
+  for (let i = 0; i < N; i++) {
+    const a = x.advantages[i];
+    let seqActive = 0;
+    let seqLow = 0;
+    let seqHigh = 0;
+    for (let t = 0; t < L; t++) {
+      const j = i * L + t;
+      const m = mask[j];
+      if (m === 0) continue;
+      const rho = Math.exp(x.logp[j] - x.oldLogp[j]);
+      const isLow = rho < 1 - x.epsilonLow && a < 0;
+      const isHigh = rho > 1 + x.epsilonHigh && a > 0;
+      if (useKl) {
+        const d = x.refLogp![j] - x.logp[j];
+        kl += m * (Math.exp(d) - d - 1);
+      }
+      entropy += m * x.entropy[j];
+      active += m;
+      seqActive += m;
+      if (isLow) {
+        low += m;
+        seqLow += m;
+      }
+      if (isHigh) {
+        high += m;
+        seqHigh += m;
+      }
+      if (isLow || isHigh) region += m;
+    }
+    if (seqActive > 0) {
+      const fl = seqLow / seqActive;
+      const fh = seqHigh / seqActive;
+      lowMin = Number.isNaN(lowMin) ? fl : Math.min(lowMin, fl);
+      highMax = Number.isNaN(highMax) ? fh : Math.max(highMax, fh);
+    }
+  }
+  const d = Math.max(active, 1);
+  return {
+    kl: useKl ? kl / d : NaN,
+    entropy: entropy / d,
+    clipRatioLow: low / d,
+    clipRatioHigh: high / d,
+    clipRatioRegion: region / d,
+    clipRatioLowMin: lowMin,
+    clipRatioHighMax: highMax,
+  };
+}
+
+/** TRL's log(): the mean of the appended values with NaNs left out (NaN when none is left). */
+export function logMean(values: readonly number[]): number {
+  let sum = 0;
+  let k = 0;
+  for (const v of values) {
+    if (Number.isNaN(v)) continue;
+    sum += v;
+    k++;
+  }
+  return k === 0 ? NaN : sum / k;
+}
+
+/**
+ * One step's row of TRL loss metrics from every micro-batch of every pass (μ·GA values each),
+ * as TRL logs them with logging_steps = μ (docs/grpo.md §6).
+ */
+export function loggedLossMetrics(
+  perMicroBatch: readonly MicroBatchMetrics[],
+  beta: number,
+): Record<string, number> {
+  const col = (k: keyof MicroBatchMetrics) => logMean(perMicroBatch.map((m) => m[k]));
+  return {
+    ...(beta > 0 ? { kl: col('kl') } : {}),
+    entropy: col('entropy'),
+    'clip_ratio/low_mean': col('clipRatioLow'),
+    'clip_ratio/high_mean': col('clipRatioHigh'),
+    'clip_ratio/region_mean': col('clipRatioRegion'),
+    'clip_ratio/low_min': col('clipRatioLowMin'),
+    'clip_ratio/high_max': col('clipRatioHighMax'),
+  };
+}
+
+/**
+ * One pass over a batch with gradient accumulation, as the trainer runs it (docs/grpo.md §4):
+ * GA micro-batches of N/GA sequences in order, each's loss and ∂loss/∂logp scaled by 1/GA except
+ * for 'dapo' (whose denominator is already the whole batch's active-token count), summed; plus
+ * each micro-batch's own result (its `stats` are the kernel's per-micro-batch statistics).
+ */
+export function accumulatedLossRef(
+  inputs: GrpoLossInputs,
+  GA: number,
+): { loss: number; dLogp: Float64Array; microBatches: GrpoLossResult[] } {
+  const { N, L } = inputs;
+  if (!Number.isInteger(GA) || GA < 1 || N % GA !== 0) {
+    throw new RangeError(`gradientAccumulationSteps ${GA} must divide N = ${N}`);
+  }
+  const Nm = N / GA;
+  let total = 0;
+  for (let i = 0; i < N * L; i++) total += inputs.mask[i];
+  const scale = inputs.lossType === 'dapo' ? 1 : 1 / GA;
+  const dLogp = new Float64Array(N * L);
+  const microBatches: GrpoLossResult[] = [];
+  let loss = 0;
+  const rows = (a: ArrayLike<number>, m: number) =>
+    Array.prototype.slice.call(a, m * Nm * L, (m + 1) * Nm * L) as number[];
+  for (let m = 0; m < GA; m++) {
+    const r = grpoLossRef({
+      ...inputs,
+      logp: rows(inputs.logp, m),
+      oldLogp: rows(inputs.oldLogp, m),
+      refLogp: inputs.refLogp ? rows(inputs.refLogp, m) : null,
+      advantages: Array.prototype.slice.call(inputs.advantages, m * Nm, (m + 1) * Nm) as number[],
+      mask: rows(inputs.mask, m),
+      N: Nm,
+      activeTokensInBatch: inputs.activeTokensInBatch ?? total,
+    });
+    microBatches.push(r);
+    loss += r.loss * scale;
+    for (let j = 0; j < Nm * L; j++) dLogp[m * Nm * L + j] = r.dLogp[j] * scale;
+  }
+  return { loss, dLogp, microBatches };
+}

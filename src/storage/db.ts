@@ -34,7 +34,7 @@ export interface RunRecord {
 }
 
 /**
- * One step's metrics under docs/grpo.md §6 names ('reward', 'reward/<name>/mean', 'kl', 'loss',
+ * One step's metrics under docs/grpo.md §6 names ('reward', 'rewards/<name>/mean', 'kl', 'loss',
  * 'completions/mean_length', …). Metrics that were not computed are absent, never 0.
  */
 export interface MetricsRow {

@@ -17,8 +17,8 @@ const STEP_TIMEOUT = 300_000;
 const EXACT = [
   'reward',
   'reward_std',
-  'reward/format/mean',
-  'reward/accuracy/mean',
+  'rewards/format/mean',
+  'rewards/accuracy/mean',
   'accuracy',
   'format_rate',
   'reflection_rate',

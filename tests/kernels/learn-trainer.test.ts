@@ -71,17 +71,21 @@ describe('Learn mode reproduces the trainer', { timeout: 300_000 }, () => {
       const report = await trainer.trainStep();
       const config = trainer.config;
       const { loss, stats } = stepLoss(report, config, lossType);
-      within(loss, report.metrics.loss, LOSS_TOL, `${lossType} loss`);
-      within(stats.meanKl, report.metrics.kl, KL_TOL, 'kl (loss stats)');
-      within(meanKl(allCompletions(report), config)!, report.metrics.kl, KL_TOL, 'kl');
-      expect(report.metrics.kl).toBeGreaterThan(0);
+      // The report's log-probs are the first pass's: Learn recomputes the project's first_pass/*
+      // figures (the logged loss, kl and clip ratios are TRL's row over both passes and every
+      // micro-batch, docs/grpo.md §6; tests/kernels/trl-parity.test.ts checks those).
+      const m = report.metrics;
+      within(loss, m['first_pass/loss'], LOSS_TOL, `${lossType} loss`);
+      within(stats.meanKl, m['first_pass/kl'], KL_TOL, 'kl (loss stats)');
+      within(meanKl(allCompletions(report), config)!, m['first_pass/kl'], KL_TOL, 'kl');
+      expect(m['first_pass/kl']).toBeGreaterThan(0);
       for (const key of ['low', 'high', 'region'] as const) {
         const mine = {
           low: stats.clipRatioLow,
           high: stats.clipRatioHigh,
           region: stats.clipRatioRegion,
         }[key];
-        within(mine, report.metrics[`clip_ratio/${key}_mean`], LOSS_TOL, `clip ${key}`);
+        within(mine, m[`first_pass/clip_ratio/${key}_mean`], LOSS_TOL, `clip ${key}`);
       }
       trainer.destroy();
     },

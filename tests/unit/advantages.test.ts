@@ -100,3 +100,26 @@ describe('fracRewardZeroStd and groupStats', () => {
     expect(Array.from(s.zeroStd)).toEqual([0, 1]);
   });
 });
+
+describe('unscorable completions and TRL’s zero-std test (docs/grpo.md §1, §2)', () => {
+  it('a null reward is left out of its group’s mean and std and gets A = 0', () => {
+    // Group [1, 0, null, 0]: mean 1/3, std √(1/3) over the three scored rewards.
+    const a = computeAdvantages([1, 0, null, 0, 1, 1, 0, 0], 4, 'group');
+    const s = Math.sqrt(1 / 3) + 1e-4;
+    expectClose(a.subarray(0, 4), [2 / 3 / s, -(1 / 3) / s, 0, -(1 / 3) / s]);
+    expect(a[2]).toBe(0);
+    const stats = groupStats([1, 0, null, 0, null, null, null, null], 4);
+    expectClose(stats.mean.subarray(0, 1), [1 / 3]);
+    expect(stats.mean[1]).toBeNaN();
+    expect(Array.from(stats.zeroStd)).toEqual([0, 0]); // a NaN std is not zero
+  });
+
+  it('rewards equal in float32 but not in f64 count as zero-std and give A = 0', () => {
+    const r = [0.1 + 0.2, 0.3, 0.3, 0.3, 1, 0, 0, 0];
+    expect(Array.from(computeAdvantages(r, 4, 'group').subarray(0, 4))).toEqual([0, 0, 0, 0]);
+    expect(fracRewardZeroStd(r, 4, 'group')).toBe(0.5);
+    // Under 'batch' the test is on the batch std: not zero here, so nothing counts.
+    expect(fracRewardZeroStd(r, 4, 'batch')).toBe(0);
+    expect(fracRewardZeroStd([2, 2, 2, 2], 2, 'batch')).toBe(1);
+  });
+});

@@ -1,5 +1,5 @@
-// Built-in rewards (GRPO.md §1): format regex edge cases, accuracy via the task verifier, weights,
-// not-applicable and failing rewards, step metrics.
+// Built-in rewards (docs/grpo.md §1): format regex edge cases, accuracy via the task verifier,
+// weights, not-applicable and failing rewards, step metrics.
 import { describe, expect, it } from 'vitest';
 import {
   accuracyReward,
@@ -177,14 +177,15 @@ describe('rewardMetrics', () => {
     ];
     const m = rewardMetrics(results, ['format', 'accuracy'], 2);
     expect(m.reward).toBe(0.75);
-    // Group 0 [2, 1]: std √0.5; group 1 [0, 0]: std 0.
-    expect(m.reward_std).toBeCloseTo(Math.sqrt(0.5) / 2, 15);
+    // TRL's reward_std: the unbiased std of all N totals [2, 1, 0, 0] (was the mean of the
+    // group stds, √0.5 / 2, before the code followed TRL; docs/grpo.md §6).
+    expect(m.reward_std).toBeCloseTo(Math.sqrt(2.75 / 3), 15);
     expect(m.frac_reward_zero_std).toBe(0.5);
-    expect(m['reward/format/mean']).toBe(0.5);
-    expect(m['reward/format/std']).toBeCloseTo(Math.sqrt(1 / 3), 15);
-    expect(m['reward/accuracy/mean']).toBe(0.5); // over the 2 applicable
-    expect(m['reward/accuracy/std']).toBeCloseTo(Math.SQRT1_2, 15);
-    expect(m['reward/accuracy/na_frac']).toBe(0.5);
+    expect(m['rewards/format/mean']).toBe(0.5);
+    expect(m['rewards/format/std']).toBeCloseTo(Math.sqrt(1 / 3), 15);
+    expect(m['rewards/accuracy/mean']).toBe(0.5); // over the 2 applicable
+    expect(m['rewards/accuracy/std']).toBeCloseTo(Math.SQRT1_2, 15);
+    expect(m['rewards/accuracy/na_frac']).toBe(0.5);
     expect(m.accuracy).toBe(0.5);
     expect(m.format_rate).toBe(0.5);
     expect(m.reward_error_frac).toBe(0);

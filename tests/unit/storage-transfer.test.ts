@@ -73,9 +73,9 @@ function payload(runId: string, step: number): CheckpointPayload {
     tokenizerIdentity: { name: 'qwen-tiny tokenizer', sha256: '02'.repeat(32) },
     metricsSoFar: [
       { step: 1, reward: 0.25, loss: 0.01, kl: NaN },
-      { step: 2, reward: 0.5, loss: -0.02, 'reward/format/mean': 0.75 },
+      { step: 2, reward: 0.5, loss: -0.02, 'rewards/format/mean': 0.75 },
     ],
-    metrics: { step: 2, reward: 0.5, loss: -0.02, 'reward/format/mean': 0.75 },
+    metrics: { step: 2, reward: 0.5, loss: -0.02, 'rewards/format/mean': 0.75 },
   };
 }
 

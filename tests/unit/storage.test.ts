@@ -460,13 +460,13 @@ describe('runs', () => {
     ]);
 
     await storage.putMetrics('a', [
-      { step: 2, reward: 0.5, 'reward/format/mean': 1 },
+      { step: 2, reward: 0.5, 'rewards/format/mean': 1 },
       { step: 1, reward: 0.25, kl: 0.01 },
     ]);
     await storage.putMetrics(b.id, [{ step: 1, reward: 9 }]);
     expect(await storage.getMetrics('a')).toEqual([
       { step: 1, reward: 0.25, kl: 0.01 },
-      { step: 2, reward: 0.5, 'reward/format/mean': 1 },
+      { step: 2, reward: 0.5, 'rewards/format/mean': 1 },
     ]);
     const samples = {
       runId: 'a',

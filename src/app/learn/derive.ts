@@ -8,7 +8,7 @@
 // L the longest completion of the step (per-token arrays are laid out (N, L), zero-padded).
 import { ADVANTAGE_STD_EPS, computeAdvantages, type ScaleRewards } from '../../grpo/advantages';
 import type { Config } from '../../grpo/config';
-import type { RewardError } from '../../grpo/rewards';
+import { rewardTotals, type RewardError } from '../../grpo/rewards';
 import type { CompletionRecord, GroupRecord, StepReport } from '../../grpo/trainer';
 import {
   aggregationWeights,
@@ -152,7 +152,7 @@ export function recomputeAdvantages(
 ): Float64Array {
   const G = report.groups[0]?.completions.length ?? 0;
   return computeAdvantages(
-    allCompletions(report).map((c) => c.reward.total),
+    rewardTotals(allCompletions(report).map((c) => c.reward)),
     G,
     config.scaleRewards,
   );
@@ -166,8 +166,10 @@ export function advantageWalk(
   const group = report.groups[groupIndex];
   const G = group.completions.length;
   const recomputed = recomputeAdvantages(report, config);
-  const rewards = group.completions.map((c) => c.reward.total);
-  const all = allCompletions(report).map((c) => c.reward.total);
+  // Unscorable completions (every reward null) are left out of the statistics (docs/grpo.md §1).
+  const scored = (xs: readonly (number | null)[]) => xs.filter((x): x is number => x !== null);
+  const rewards = scored(rewardTotals(group.completions.map((c) => c.reward)));
+  const all = scored(rewardTotals(allCompletions(report).map((c) => c.reward)));
   const mean = meanOf(rewards);
   const groupStd = unbiasedStd(rewards);
   const batchStd = unbiasedStd(all);
@@ -191,7 +193,8 @@ export function advantageWalk(
     batchStd,
     denominator,
     eps: ADVANTAGE_STD_EPS,
-    allEqual: rewards.every((r) => r === rewards[0]),
+    // Equal in float32, as TRL's rewards tensor holds them (§2).
+    allEqual: rewards.every((r) => Math.fround(r) === Math.fround(rewards[0])),
     rows,
     sum: rows.reduce((s, r) => s + r.reported, 0),
   };

@@ -24,7 +24,7 @@ export function chartSpecs(rewardNames: readonly string[]): ChartSpec[] {
       learn: '#learn/rewards',
       series: [
         { key: 'reward', label: 'total' },
-        ...rewardNames.map((n) => ({ key: `reward/${n}/mean`, label: n })),
+        ...rewardNames.map((n) => ({ key: `rewards/${n}/mean`, label: n })),
       ],
     },
     {

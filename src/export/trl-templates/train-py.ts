@@ -15,7 +15,10 @@ export interface TrainPyOptions {
   maxPromptLength: number;
   conversational: boolean;
   hasEval: boolean;
+  /** In optimizer steps (the playground's evalSteps × numIterations). */
   evalSteps: number;
+  /** num_generations_eval: the eval batch holds one prompt's completions per device. */
+  evalGenerations: number;
 }
 
 export function trainPy(o: TrainPyOptions): string {
@@ -23,7 +26,7 @@ export function trainPy(o: TrainPyOptions): string {
   const evalArgs = o.hasEval
     ? `        eval_strategy="steps",
         eval_steps=${o.evalSteps},
-        per_device_eval_batch_size=NUM_GENERATIONS,
+        per_device_eval_batch_size=${o.evalGenerations},
 `
     : '';
   return String.raw`#!/usr/bin/env python3
