@@ -6,8 +6,11 @@
 // The browser stores a payload in IndexedDB (src/storage/checkpoints.ts: its tensors as chunks);
 // the CLI stores it as files (checkpointToFiles: model.safetensors, optimizer.safetensors,
 // trainer_state.json, which with a Hugging Face folder's config and tokenizer PyTorch loads).
+// A LoRA run (config.usePeft) saves only its adapters (PEFT names) and their AdamW moments: the base
+// is frozen, so the base model's identity (modelIdentity) is all a restore needs to find it.
 import { EXP_AVG_PREFIX, EXP_AVG_SQ_PREFIX } from '../optim/adamw';
-import type { Config } from './config';
+import { loraOptionsOf, type Config } from './config';
+import { loraAdapterSpecs } from '../ref/lora';
 import type { TrainerSnapshot } from './trainer';
 import { numel, parameterSpecs, type LlamaConfig } from '../core/model-config';
 import { parseSafetensors, writeSafetensors } from '../formats/safetensors';
@@ -35,7 +38,7 @@ export function snapshotToPayload(
   ctx: CheckpointContext,
 ): CheckpointPayload {
   const tensors: CheckpointTensor[] = [];
-  const specs = parameterSpecs(ctx.modelConfig);
+  const specs = savedSpecs(ctx.config, ctx.modelConfig);
   for (const spec of specs) {
     tensors.push({ name: spec.name, shape: spec.shape, data: snapshot.weights.get(spec.name)! });
   }
@@ -81,7 +84,8 @@ export function payloadToSnapshot(payload: CheckpointPayload): TrainerSnapshot {
   const optimizer = new Map<string, Float32Array>();
   for (const t of payload.tensors)
     (t.name.startsWith('optimizer.') ? optimizer : weights).set(t.name, t.data);
-  for (const spec of parameterSpecs(payload.modelConfig)) {
+  const config = payload.config as Partial<Config> | null;
+  for (const spec of savedSpecs(config, payload.modelConfig)) {
     if (weights.get(spec.name)?.length !== numel(spec.shape)) {
       throw new Error(
         `checkpoint at step ${payload.step}: parameter ${spec.name} is missing or has the wrong size`,
@@ -97,6 +101,12 @@ export function payloadToSnapshot(payload: CheckpointPayload): TrainerSnapshot {
     weights,
     optimizer,
   };
+}
+
+/** The weights a checkpoint holds: every parameter, or a LoRA run's adapters only. */
+function savedSpecs(config: Partial<Config> | null, modelConfig: LlamaConfig) {
+  const lora = config?.usePeft ? loraOptionsOf(config as Config) : null;
+  return lora ? loraAdapterSpecs(modelConfig, lora) : parameterSpecs(modelConfig);
 }
 
 /** Identity of a set of weights: a name and the SHA-256 of names, shapes and bytes in order. */
@@ -154,18 +164,25 @@ export function checkBaseModel(
 /** The files of a checkpoint on the file system (beside a Hugging Face folder's other files). */
 export const CHECKPOINT_FILES = {
   weights: 'model.safetensors',
+  /** A LoRA run's adapters instead of model.safetensors (PEFT's file name; PEFT names inside). */
+  adapters: 'adapter_model.safetensors',
   optimizer: 'optimizer.safetensors',
   state: 'trainer_state.json',
 } as const;
+
+/** The weights file of a checkpoint of this config: the adapters' for a LoRA run. */
+const weightsFile = (config: Record<string, unknown> | null | undefined) =>
+  config?.usePeft === true ? CHECKPOINT_FILES.adapters : CHECKPOINT_FILES.weights;
 
 // The same split as payloadToSnapshot: every optimizer tensor is an AdamW moment.
 const isOptimizerTensor = (name: string) => name.startsWith('optimizer.');
 
 /**
  * A payload as files: the weights as model.safetensors (parameter order, `format: pt`, exactly the
- * file a Hugging Face export writes), the AdamW moments as optimizer.safetensors, and everything
- * else as trainer_state.json with `extraState` merged in. The metrics history stays out: the run
- * folder's metrics.jsonl holds it, and a growing copy in every checkpoint would be quadratic.
+ * file a Hugging Face export writes; a LoRA run's adapters as adapter_model.safetensors instead),
+ * the AdamW moments as optimizer.safetensors, and everything else as trainer_state.json with
+ * `extraState` merged in. The metrics history stays out: the run folder's metrics.jsonl holds it,
+ * and a growing copy in every checkpoint would be quadratic.
  */
 export function checkpointToFiles(
   payload: CheckpointPayload,
@@ -176,7 +193,7 @@ export function checkpointToFiles(
   const { tensors: _t, metricsSoFar: _m, metrics: _r, ...fields } = payload;
   const state = { ...fields, ...extraState };
   return new Map([
-    [CHECKPOINT_FILES.weights, writeSafetensors(weights, { format: 'pt' })],
+    [weightsFile(payload.config), writeSafetensors(weights, { format: 'pt' })],
     [
       CHECKPOINT_FILES.optimizer,
       writeSafetensors(moments, undefined, { fileName: CHECKPOINT_FILES.optimizer }),
@@ -225,7 +242,7 @@ export function checkpointFromFiles(
     runName: state.runName,
     step: state.step as number,
     optimizerStep: state.optimizerStep as number,
-    tensors: [...tensors(CHECKPOINT_FILES.weights), ...tensors(CHECKPOINT_FILES.optimizer)],
+    tensors: [...tensors(weightsFile(config)), ...tensors(CHECKPOINT_FILES.optimizer)],
     rng,
     config,
     modelConfig: (state.modelConfig ?? modelConfig) as LlamaConfig,

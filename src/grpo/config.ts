@@ -3,11 +3,13 @@
 // project's own (model, task, rewards …). Everything — the Config type, the defaults, validation,
 // CLI flags, --help, URL parameters and the TRL mapping — comes from the single CONFIG_SCHEMA table.
 
-import { LOSS_TYPES } from '../ref/grpo_loss';
+import { IMPORTANCE_SAMPLING_LEVELS, LOSS_TYPES } from '../ref/grpo_loss';
+import { checkLoraOptions, type LoraOptions } from '../ref/lora';
 import { resolveTaskOptions, TASK_NAMES } from '../tasks/index';
 import { PROMPT_TEMPLATES } from '../tasks/types';
 import { SCALE_REWARDS } from './advantages';
 import { BUILTIN_REWARDS, CUSTOM_REWARD_PREFIX } from './rewards';
+import { rewardIdsProblem } from './reward-id';
 
 // ---------------------------------------------------------------------------------------------
 // Value types of the table. `T` is carried for the derived Config type only.
@@ -49,7 +51,8 @@ export interface FieldSpec<T> {
   help: string;
   /** The TRL GRPOConfig / TrainingArguments option this maps to one-to-one, or null. */
   trl: string | null;
-  /** For trl = null: how the TRL export handles it instead (README lists these). */
+  /** For trl = null: how the TRL export handles it instead (README lists these); with a TRL
+   * name: how the exported value differs (steps → max_steps × numIterations). */
   exportNote?: string;
 }
 
@@ -68,6 +71,14 @@ const field = <T>(
 });
 
 export const LR_SCHEDULERS = ['constant', 'cosine', 'linear'] as const;
+
+/** TRL's boolean spellings of scale_rewards (also as CLI/URL text). */
+const SCALE_REWARDS_BOOLEANS = new Map<unknown, string>([
+  [true, 'group'],
+  [false, 'none'],
+  ['true', 'group'],
+  ['false', 'none'],
+]);
 
 /** The schema: order here is the order of --help and of the UI form. */
 export const CONFIG_SCHEMA = {
@@ -173,13 +184,13 @@ export const CONFIG_SCHEMA = {
   warmupSteps: field(
     int(0),
     0,
-    'linear warmup steps (wins over warmupRatio when > 0)',
+    'linear warmup in optimizer steps (wins over warmupRatio when > 0)',
     'warmup_steps',
   ),
   warmupRatio: field(
     num(0, 1),
     0,
-    'warmup as a fraction of steps, in [0, 1)',
+    'warmup as a fraction of the optimizer steps (steps × numIterations), in [0, 1)',
     null,
     'exported as warmup_steps=<ratio> (transformers ≥ 5 reads a value < 1 as a ratio; warmup_ratio was removed)',
   ),
@@ -205,10 +216,22 @@ export const CONFIG_SCHEMA = {
   ),
   numIterations: field(int(1), 1, 'μ: optimizer passes per sampled batch', 'num_iterations'),
   lossType: field(oneOf(LOSS_TYPES), 'dapo', 'loss aggregation (docs/grpo.md §4)', 'loss_type'),
+  importanceSamplingLevel: field(
+    oneOf(IMPORTANCE_SAMPLING_LEVELS),
+    'token',
+    "'token' ratios, or 'sequence' (GSPO): one ratio per completion, exp of its mean log-ratio (docs/grpo.md §3)",
+    'importance_sampling_level',
+  ),
+  delta: field(
+    nullable(num(0, undefined, true)),
+    null,
+    'two-sided clipping (INTELLECT-2): cap the unclipped ratio at δ, best > 1 + epsilonHigh (null = off)',
+    'delta',
+  ),
   scaleRewards: field(
     oneOf(SCALE_REWARDS),
     'group',
-    "advantage scaling: 'group', 'batch' or 'none' (Dr. GRPO)",
+    "advantage scaling: 'group', 'batch' or 'none' (Dr. GRPO); true/false as in TRL mean 'group'/'none'",
     'scale_rewards',
   ),
   maskTruncatedCompletions: field(
@@ -217,8 +240,56 @@ export const CONFIG_SCHEMA = {
     'drop completions that hit maxCompletionLength from the loss',
     'mask_truncated_completions',
   ),
+  // --- LoRA (PEFT) ------------------------------------------------------------------------
+  // TRL ModelConfig / PEFT LoraConfig options, not GRPOConfig ones: the flags take their TRL
+  // spellings (--use_peft, --lora_r …) but the TRL export does not pass them to GRPOConfig.
+  usePeft: field(
+    bool(),
+    false,
+    'train LoRA adapters only (base frozen); the reference policy is the base model with them off',
+    null,
+    'TRL ModelConfig use_peft: not exported (train_grpo.py trains every weight)',
+  ),
+  loraR: field(int(1, 1024), 16, 'LoRA rank r', null, 'TRL ModelConfig lora_r: not exported'),
+  loraAlpha: field(
+    num(0, undefined, true),
+    32,
+    'LoRA α: the adapter is scaled by α / r (α / √r with useRslora)',
+    null,
+    'TRL ModelConfig lora_alpha: not exported',
+  ),
+  loraDropout: field(
+    num(0, 1),
+    0,
+    'dropout on the adapter input; only 0 is supported (a non-zero value is rejected)',
+    null,
+    'TRL ModelConfig lora_dropout: not exported',
+  ),
+  loraTargetModules: field(
+    strList(),
+    ['all-linear'],
+    "projections that get adapters: 'all-linear' (every decoder projection, not lm_head) or q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj",
+    null,
+    'TRL ModelConfig lora_target_modules: not exported',
+  ),
+  useRslora: field(
+    bool(),
+    false,
+    'rank-stabilised LoRA: scale by α / √r instead of α / r',
+    null,
+    'TRL ModelConfig use_rslora: not exported',
+  ),
   // --- run --------------------------------------------------------------------------------
-  steps: field(int(1), 200, 'optimizer steps', 'max_steps'),
+  // A step is one sampled batch (generation round) with its μ optimizer steps; the learning-rate
+  // schedule and TRL's max_steps count optimizer steps, steps·μ (docs/grpo.md "Steps and the
+  // schedule"). --max_steps sets this field as it is (one-to-one when μ = 1).
+  steps: field(
+    int(1),
+    200,
+    'sampled batches (each: numIterations optimizer steps)',
+    'max_steps',
+    'exported as max_steps = steps × numIterations (TRL counts optimizer steps)',
+  ),
   saveSteps: field(int(1), 50, 'checkpoint every this many steps', 'save_steps'),
   loggingSteps: field(int(1), 1, 'log metrics every this many steps', 'logging_steps'),
   evalSteps: field(
@@ -232,8 +303,7 @@ export const CONFIG_SCHEMA = {
     int(1),
     2,
     'completions sampled per eval prompt in those evaluations (their eval accuracy)',
-    null,
-    'TRL evaluates with num_generations completions per prompt',
+    'num_generations_eval',
   ),
   loadBestModelAtEnd: field(
     bool(),
@@ -344,6 +414,25 @@ function checkValue(key: string, t: TypeSpec<unknown>, v: unknown): void {
   }
 }
 
+/** The LoRA settings of a config (checked: unknown target modules throw), or null without usePeft. */
+export function loraOptionsOf(
+  c: Pick<
+    Config,
+    'usePeft' | 'loraR' | 'loraAlpha' | 'loraDropout' | 'loraTargetModules' | 'useRslora'
+  >,
+): LoraOptions | null {
+  if (!c.usePeft) return null;
+  const options: LoraOptions = {
+    r: c.loraR,
+    alpha: c.loraAlpha,
+    targetModules: c.loraTargetModules,
+    useRslora: c.useRslora,
+    dropout: c.loraDropout,
+  };
+  checkLoraOptions(options);
+  return options;
+}
+
 function closest(key: string): string | null {
   const norm = (s: string) => s.replace(/[-_]/g, '').toLowerCase();
   const hit = CONFIG_KEYS.find(
@@ -411,7 +500,9 @@ function checkConfig(partial: unknown): ConfigInput {
   }
   const out: Record<string, unknown> = {};
   for (const key of CONFIG_KEYS) {
-    const v = given[key] === undefined ? clone(spec(key).default) : given[key];
+    let v = given[key] === undefined ? clone(spec(key).default) : given[key];
+    // TRL's GRPOConfig maps scale_rewards True → "group" and False → "none".
+    if (key === 'scaleRewards') v = SCALE_REWARDS_BOOLEANS.get(v as never) ?? v;
     checkValue(key, spec(key).type, v);
     out[key] = clone(v);
   }
@@ -422,6 +513,9 @@ function checkConfig(partial: unknown): ConfigInput {
   } catch (e) {
     throw new ConfigError('taskOptions', (e as Error).message);
   }
+  // One rule for reward ids (reward-id.ts), before any id is used as a name.
+  const idProblem = rewardIdsProblem(c);
+  if (idProblem) throw new ConfigError(idProblem.key, idProblem.message);
   for (const [id, source] of Object.entries(c.customRewards)) {
     if (typeof source !== 'string')
       throw new ConfigError('customRewards', `customRewards.${id} must be a JS source string`);
@@ -447,6 +541,27 @@ function checkConfig(partial: unknown): ConfigInput {
       'rewardWeights',
       `config 'rewardWeights' has ${c.rewardWeights.length} entries for ${c.rewards.length} rewards (${c.rewards.join(', ')})`,
     );
+  }
+  if (c.loraDropout !== 0) {
+    throw new ConfigError(
+      'loraDropout',
+      `config 'loraDropout' (lora_dropout) ${c.loraDropout} is not supported: only 0 (LoRA without dropout)`,
+    );
+  }
+  if (c.usePeft && c.loadBestModelAtEnd) {
+    // The best evaluation's weights are kept as base weights (eval-during-training.ts), which
+    // LoRA never changes: loading them would silently keep the last adapters.
+    throw new ConfigError(
+      'loadBestModelAtEnd',
+      "config 'loadBestModelAtEnd' is not supported with usePeft (it keeps base weights, not adapters)",
+    );
+  }
+  if (c.usePeft) {
+    try {
+      loraOptionsOf(c as Config);
+    } catch (e) {
+      throw new ConfigError('loraTargetModules', (e as Error).message);
+    }
   }
   if (c.warmupRatio >= 1)
     throw new ConfigError('warmupRatio', `config 'warmupRatio' must be < 1, got ${c.warmupRatio}`);
@@ -656,6 +771,8 @@ export function configFromUrlParams(params: URLSearchParams | string): Partial<C
     checkValue(key, spec(key).type, parsed);
     out[key] = parsed;
   }
+  const idProblem = rewardIdsProblem(out);
+  if (idProblem) throw new ConfigError(idProblem.key, idProblem.message);
   return out as Partial<ConfigInput>;
 }
 

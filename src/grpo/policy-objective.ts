@@ -16,22 +16,36 @@ import { LogprobGatherBackwardKernel, LogprobGatherKernel } from '../kernels/log
 import type { PackedBatch } from '../model/batch';
 import type { ForwardState, GpuLlama } from '../model/llama';
 import type { GpuAdamW } from '../optim/adamw';
+import { loggedLossMetrics, microBatchMetrics, type MicroBatchMetrics } from '../ref/grpo_loss';
 import type { Config } from './config';
 
 const F32 = 4;
 const OUT = GRPO_LOSS_OUT.length; // loss statistics per micro-batch
 
-/** What an update reports: the first iteration's statistics (the ones TRL logs per step). */
-export interface PolicyUpdate {
+/** One of the μ passes (optimizer steps) of an update. */
+export interface PassReport {
+  /** The pass's aggregated loss (§4), summed over micro-batches as the gradient is. */
   loss: number;
-  clipRatioLow: number;
-  clipRatioHigh: number;
-  clipRatioRegion: number;
-  meanKl: number;
   gradNorm: number;
-  /** Mean entropy over counted completion tokens. */
-  entropy: number;
+  /** The learning rate this pass's AdamW step used. */
   learningRate: number;
+  /** TRL's loss metrics of each micro-batch, in order (docs/grpo.md §6). */
+  microBatches: MicroBatchMetrics[];
+  logp: Float32Array; // (N, L) the pass's log-probs (before its own optimizer step)
+  entropy: Float32Array; // (N, L) the pass's per-position entropies
+}
+
+/**
+ * What an update reports. `metrics` is TRL's log row for the update's μ optimizer steps as TRL
+ * writes it with logging_steps = μ (docs/grpo.md §6): `loss` the mean of the passes' losses,
+ * `grad_norm` and `learning_rate` the last pass's, and kl, entropy and the clip ratios the
+ * NaN-skipping mean of their per-micro-batch values over all μ·GA micro-batches. The project-only
+ * `first_pass/…` values are the first pass's, token-weighted over the whole batch (the Learn view
+ * recomputes them from the report's log-probs).
+ */
+export interface PolicyUpdate {
+  metrics: Record<string, number>;
+  passes: PassReport[];
   /** Why the update was skipped (non-finite loss or gradient), or null when it was applied. */
   skipped: string | null;
   logp: Float32Array; // (N, L) under the policy before the update
@@ -110,7 +124,10 @@ export class PolicyObjective {
   constructor(
     private readonly engine: Engine,
     private readonly policy: GpuLlama,
-    /** The frozen starting weights (β > 0), or null. */
+    /**
+     * The reference policy (β > 0): a frozen copy of the starting weights, or `policy` itself when
+     * it has LoRA adapters (scored with them off: the base model), or null.
+     */
     private readonly reference: GpuLlama | null,
     private readonly optimizer: GpuAdamW,
   ) {
@@ -128,7 +145,7 @@ export class PolicyObjective {
     const { gather, gatherBackward, loss, add } = this.parts;
     this.ready = Promise.all([
       policy.ready,
-      reference?.ready,
+      reference === policy ? undefined : reference?.ready,
       optimizer.ready,
       gather.prepare(policy.config.vocabSize),
       gatherBackward.prepare(),
@@ -140,17 +157,22 @@ export class PolicyObjective {
 
   /**
    * μ iterations over the batch, each: forward → gather → loss → backward (per micro-batch) →
-   * clip → AdamW at `learningRate`. samplingLogps are the sampler's per-token log-probs (the old
-   * log-probs when μ > 1). With `recordLogpAfter`, one more forward scores the updated policy.
+   * clip → AdamW. `learningRate` is a rate or the schedule: a function of the optimizer's step
+   * count, evaluated before each of the μ optimizer steps (each pass is a step of the schedule,
+   * docs/grpo.md "Steps and the schedule"). samplingLogps are the sampler's per-token log-probs
+   * (the old log-probs when μ > 1). With `recordLogpAfter`, one more forward scores the updated
+   * policy.
    */
   async update(
     config: Config,
     batch: PackedBatch,
     advantages: Float64Array,
     samplingLogps: Float32Array[],
-    learningRate: number,
+    learningRate: number | ((optimizerStep: number) => number),
     recordLogpAfter = false,
   ): Promise<PolicyUpdate> {
+    const lrAt = () =>
+      typeof learningRate === 'number' ? learningRate : learningRate(this.optimizer.stepCount);
     const { N, L } = batch;
     await this.ready;
     // (N, L) sampling-policy log-probs: the old log-probs when μ > 1.
@@ -168,40 +190,70 @@ export class PolicyObjective {
       writeBuffer(device, buffers.oldLogp, oldHost);
       const step = new Step(this.parts, config, batch, buffers);
 
-      // Reference log-probs (β > 0) from the frozen starting weights.
+      // Reference log-probs (β > 0) from the frozen starting weights (LoRA: adapters off).
       if (this.reference && buffers.refLogp) {
+        const adaptersOff = this.reference === this.policy;
+        if (adaptersOff && !this.policy.lora)
+          throw new Error('the policy is its own reference only with LoRA adapters');
         for (let m = 0; m < GA; m++) {
-          await step.scoreInto(this.reference, m, buffers.refLogp, 'reference');
+          await step.scoreInto(this.reference, m, buffers.refLogp, 'reference', adaptersOff);
         }
       }
-      let first: (IterationStats & { logp: Float32Array; entropy: number }) | null = null;
+      const refHost = buffers.refLogp ? await readF32(device, buffers.refLogp, N * L) : null;
+      // The advantages as the loss kernel sees them (f32), for the host-side metrics.
+      const advF32 = Float32Array.from(advantages);
+      const Nm = N / GA;
+      const passes: PassReport[] = [];
+      let first: IterationStats | null = null;
       let skipped: string | null = null;
       for (let iteration = 0; iteration < config.numIterations && !skipped; iteration++) {
+        const lr = lrAt();
         await this.engine.run((enc) => this.policy.zeroGradients(enc), 'zero-grad');
         for (let m = 0; m < GA; m++) {
           await this.engine.run((enc) => step.lossAndBackward(enc, m), 'policy');
         }
         // Clip and AdamW on the GPU; the update is skipped there when the norm is not finite.
-        await this.engine.run((enc) => this.optimizer.encodeStep(enc, learningRate), 'optimizer');
+        await this.engine.run((enc) => this.optimizer.encodeStep(enc, lr), 'optimizer');
         const stats = await step.readIteration();
         if (!Number.isFinite(stats.loss)) skipped = `loss = ${stats.loss}`;
         else if (!stats.finite) skipped = `grad_norm = ${stats.gradNorm}`;
         // A non-finite loss with a finite norm cannot happen (the loss's gradient flows into the
         // norm), but the optimizer's own check is the one that guards the weights.
         if (stats.finite) this.optimizer.commitStep();
-        if (iteration === 0) {
-          const entropyHost = await readF32(device, buffers.entropy, N * L);
-          let entropySum = 0;
-          for (let i = 0; i < entropyHost.length; i++) entropySum += entropyHost[i] * batch.mask[i];
-          const activeTokens = batch.mask.reduce((s, m) => s + m, 0);
-          first = {
-            ...stats,
-            logp: await readF32(device, buffers.logp, N * L),
-            entropy: entropySum / Math.max(activeTokens, 1),
-          };
+        if (iteration === 0) first = stats;
+        const logp = await readF32(device, buffers.logp, N * L);
+        const entropy = await readF32(device, buffers.entropy, N * L);
+        const old = config.numIterations > 1 ? oldHost : logp; // μ = 1: ρ = 1 (§3)
+        const microBatches: MicroBatchMetrics[] = [];
+        for (let m = 0; m < GA; m++) {
+          const rows = (a: Float32Array) => a.subarray(m * Nm * L, (m + 1) * Nm * L);
+          microBatches.push(
+            microBatchMetrics({
+              logp: rows(logp),
+              oldLogp: rows(old),
+              refLogp: refHost ? rows(refHost) : null,
+              entropy: rows(entropy),
+              advantages: advF32.subarray(m * Nm, (m + 1) * Nm),
+              mask: batch.mask.subarray(m * Nm * L, (m + 1) * Nm * L),
+              N: Nm,
+              L,
+              epsilonLow: config.epsilon,
+              epsilonHigh: config.epsilonHigh,
+              beta: config.beta,
+              importanceSamplingLevel: config.importanceSamplingLevel,
+              delta: config.delta,
+            }),
+          );
         }
+        passes.push({
+          loss: stats.loss,
+          gradNorm: stats.gradNorm,
+          learningRate: lr,
+          microBatches,
+          logp,
+          entropy,
+        });
       }
-      const refHost = buffers.refLogp ? await readF32(device, buffers.refLogp, N * L) : null;
       let afterHost: Float32Array | null = null;
       if (recordLogpAfter) {
         for (let m = 0; m < GA; m++) {
@@ -209,19 +261,28 @@ export class PolicyObjective {
         }
         afterHost = await readF32(device, buffers.logp, N * L);
       }
-      const result = first!;
+      const head = first!;
+      const last = passes[passes.length - 1];
+      const metrics: Record<string, number> = {
+        loss: passes.reduce((s, p) => s + p.loss, 0) / passes.length,
+        grad_norm: last.gradNorm,
+        learning_rate: last.learningRate,
+        ...loggedLossMetrics(
+          passes.flatMap((p) => p.microBatches),
+          config.beta,
+        ),
+        'first_pass/loss': head.loss,
+        ...(config.beta > 0 ? { 'first_pass/kl': head.meanKl } : {}),
+        'first_pass/clip_ratio/low_mean': head.clipRatioLow,
+        'first_pass/clip_ratio/high_mean': head.clipRatioHigh,
+        'first_pass/clip_ratio/region_mean': head.clipRatioRegion,
+      };
       return {
-        loss: result.loss,
-        clipRatioLow: result.clipRatioLow,
-        clipRatioHigh: result.clipRatioHigh,
-        clipRatioRegion: result.clipRatioRegion,
-        meanKl: result.meanKl,
-        gradNorm: result.gradNorm,
-        entropy: result.entropy,
-        learningRate,
+        metrics,
+        passes,
         skipped,
-        logp: result.logp,
-        oldLogp: config.numIterations > 1 ? oldHost : result.logp,
+        logp: passes[0].logp,
+        oldLogp: config.numIterations > 1 ? oldHost : passes[0].logp,
         refLogp: refHost,
         logpAfter: afterHost,
       };
@@ -330,10 +391,21 @@ class Step {
     return state;
   }
 
-  /** Scores micro-batch m with `model` into its rows of `into` (N, L), in one submission. */
-  scoreInto(model: GpuLlama, m: number, into: GPUBuffer, label: string): Promise<void> {
+  /**
+   * Scores micro-batch m with `model` into its rows of `into` (N, L), in one submission; with
+   * `adaptersOff`, as the base model (LoRA adapters skipped).
+   */
+  scoreInto(
+    model: GpuLlama,
+    m: number,
+    into: GPUBuffer,
+    label: string,
+    adaptersOff = false,
+  ): Promise<void> {
     return this.parts.engine.run((enc) => {
-      this.scoreMicro(enc, model, m);
+      const score = () => this.scoreMicro(enc, model, m);
+      if (adaptersOff) model.withAdaptersDisabled(score);
+      else score();
       enc.copyBufferToBuffer(this.b.micro.logp, 0, into, this.tokenOffset(m), this.rows * F32);
     }, label);
   }
@@ -369,6 +441,9 @@ class Step {
       beta: config.beta,
       maxCompletionLength: config.maxCompletionLength,
       activeTokensInBatch: this.activeTokens,
+      // Objective variants (docs/grpo.md §3): GSPO sequence ratios, two-sided clipping.
+      importanceSamplingLevel: config.importanceSamplingLevel,
+      delta: config.delta,
     });
     enc.copyBufferToBuffer(micro.lossOut, 0, b.lossOut, m * OUT * F32, OUT * F32);
     // Every loss type but dapo is a mean over its micro-batch: micro-batches are averaged (§4).

@@ -106,7 +106,7 @@ export interface RunSetup {
   /** The task that scores rewards and evaluations when it is not the training task: the aha
    * command trains on the preset's task (held-out problems excluded) and scores with Countdown. */
   scoringTask?: Task;
-  /** Where custom reward code runs (a Blob worker in the browser, worker_threads in Node). */
+  /** Where custom reward code runs (QuickJS in a worker per source: a module worker in the browser, worker_threads in Node). */
   sandboxFactory: SandboxFactory;
   /** Also score each step's completions after the update (the Learn view). */
   recordLogpAfterUpdate?: boolean;

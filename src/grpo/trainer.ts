@@ -11,13 +11,13 @@ import type { LlamaConfig } from '../core/model-config';
 import { GpuLlama } from '../model/llama';
 import { Sampler, type SampleResult } from '../model/sampler';
 import { GpuAdamW } from '../optim/adamw';
-import { learningRateAt } from '../optim/schedule';
+import { learningRateAt, runSchedule } from '../optim/schedule';
 import type { Problem, PromptTemplate, Task } from '../tasks/types';
 import { trainEvalStream, type ProblemStream } from '../tasks/index';
 import { promptTooLongError } from '../tasks/jsonl';
 import { mixSeeds } from '../core/rng';
 import { computeAdvantages } from './advantages';
-import type { Config } from './config';
+import { loraOptionsOf, type Config } from './config';
 import {
   reflectionMarkers,
   reflectionMetrics,
@@ -27,7 +27,7 @@ import {
 } from './reflection';
 import { scoreCompletionsBatched } from './custom-reward';
 import { PolicyObjective } from './policy-objective';
-import { rewardMetrics, type CompletionReward, type RewardFunction } from './rewards';
+import { rewardMetrics, rewardTotals, type CompletionReward, type RewardFunction } from './rewards';
 
 /** The part of a tokenizer the trainer needs (src/formats/tokenizer.ts implements it). */
 export interface TrainerTokenizer {
@@ -136,7 +136,7 @@ export interface TrainerSnapshot {
   promptCursor: number;
   consecutiveSkips: number;
   optimizerStep: number;
-  /** Policy weights in Hugging Face names. */
+  /** Policy weights in Hugging Face names (LoRA: the adapters only, PEFT names). */
   weights: Map<string, Float32Array>;
   /** AdamW moments: optimizer.exp_avg.<name>, optimizer.exp_avg_sq.<name>. */
   optimizer: Map<string, Float32Array>;
@@ -172,8 +172,13 @@ export class GrpoTrainer {
         `${config.rewards.length} rewards configured but ${setup.rewardFunctions.length} functions given`,
       );
     }
-    this.policy = GpuLlama.load(engine, modelConfig, weights);
-    this.reference = config.beta > 0 ? GpuLlama.load(engine, modelConfig, weights) : null;
+    // LoRA (usePeft): adapters initialised as PEFT does from the run's seed, base frozen; the
+    // reference policy is then the policy with its adapters off, so no second copy is loaded.
+    const lora = loraOptionsOf(config);
+    this.policy = GpuLlama.load(engine, modelConfig, weights, {
+      lora: lora ? { ...lora, seed: config.seed } : undefined,
+    });
+    this.reference = config.beta > 0 && !lora ? GpuLlama.load(engine, modelConfig, weights) : null;
     this.sampler = new Sampler(engine, this.policy);
     this.optimizer = new GpuAdamW(engine, this.policy, {
       beta1: config.adamBeta1,
@@ -182,7 +187,8 @@ export class GrpoTrainer {
       weightDecay: config.weightDecay,
       maxGradNorm: config.maxGradNorm,
     });
-    this.objective = new PolicyObjective(engine, this.policy, this.reference, this.optimizer);
+    const reference = config.beta > 0 && lora ? this.policy : this.reference;
+    this.objective = new PolicyObjective(engine, this.policy, reference, this.optimizer);
     this.markers = reflectionMarkers(setup.task.reflectionMarkers ?? []);
     this.problems = trainEvalStream(
       setup.task,
@@ -196,16 +202,18 @@ export class GrpoTrainer {
     return this.setup.config;
   }
 
+  /**
+   * The learning rate of optimizer step `optimizerStep` (default: the next one). The schedule
+   * runs over steps·μ optimizer steps (docs/grpo.md "Steps and the schedule"), so each of a step's
+   * μ passes takes its own rate and the last sampled batch still trains at a non-zero rate.
+   */
+  learningRateAt(optimizerStep: number = this.optimizer.stepCount): number {
+    return learningRateAt(optimizerStep, runSchedule(this.config));
+  }
+
   /** The learning rate of the next optimizer step. */
   get learningRate(): number {
-    const c = this.config;
-    const warmupSteps = c.warmupSteps > 0 ? c.warmupSteps : Math.ceil(c.warmupRatio * c.steps);
-    return learningRateAt(this.optimizer.stepCount, {
-      scheduler: c.lrScheduler,
-      learningRate: c.learningRate,
-      warmupSteps,
-      totalSteps: c.steps,
-    });
+    return this.learningRateAt();
   }
 
   /** The prompt as text and token ids (R1-Zero template or the model's chat template). */
@@ -280,12 +288,9 @@ export class GrpoTrainer {
       })),
     );
 
-    // 3. Advantages within each group (docs/grpo.md §2).
-    const advantages = computeAdvantages(
-      rewards.map((r) => r.total),
-      G,
-      config.scaleRewards,
-    );
+    // 3. Advantages within each group (docs/grpo.md §2); an unscorable completion (no reward
+    // function scored it) is left out of its group's statistics and gets A = 0 (§1).
+    const advantages = computeAdvantages(rewardTotals(rewards), G, config.scaleRewards);
 
     // 4. The training batch: left-padded prompts, completions from column P.
     const truncated = sampled.finished.map((f) => !f);
@@ -318,22 +323,21 @@ export class GrpoTrainer {
         rewards,
         rewardFunctions.map((f) => f.name),
         G,
+        config.scaleRewards,
       ),
       'completions/mean_length': completionTokens / N,
       'completions/min_length': Math.min(...lengths),
       'completions/max_length': Math.max(...lengths),
       'completions/clipped_ratio': truncated.filter(Boolean).length / N,
+      // TRL: 0 for all three when no completion terminated.
       'completions/mean_terminated_length': terminated.length
         ? terminated.reduce((s, l) => s + l, 0) / terminated.length
         : 0,
-      ...(config.beta > 0 ? { kl: update.meanKl } : {}),
-      entropy: update.entropy,
-      'clip_ratio/low_mean': update.clipRatioLow,
-      'clip_ratio/high_mean': update.clipRatioHigh,
-      'clip_ratio/region_mean': update.clipRatioRegion,
-      loss: update.loss,
-      grad_norm: update.gradNorm,
-      learning_rate: update.learningRate,
+      'completions/min_terminated_length': terminated.length ? Math.min(...terminated) : 0,
+      'completions/max_terminated_length': terminated.length ? Math.max(...terminated) : 0,
+      // loss, grad_norm, learning_rate, kl, entropy, clip_ratio/* (TRL's row for the μ optimizer
+      // steps) and the project's first_pass/* values (docs/grpo.md §6).
+      ...update.metrics,
       num_tokens: this.numTokens,
       step_time: stepSeconds,
       ...reflectionMetrics(reflection),
@@ -379,7 +383,7 @@ export class GrpoTrainer {
 
   /**
    * μ iterations over the batch (forward → gather → loss → backward per micro-batch → clip →
-   * AdamW) at the current learning rate; the GPU work is the policy objective's.
+   * AdamW), each at its own scheduled learning rate; the GPU work is the policy objective's.
    */
   private update(batch: PackedBatch, advantages: Float64Array, samplingLogps: Float32Array[]) {
     const { config, recordLogpAfterUpdate = false } = this.setup;
@@ -388,7 +392,7 @@ export class GrpoTrainer {
       batch,
       advantages,
       samplingLogps,
-      this.learningRate,
+      (optimizerStep) => this.learningRateAt(optimizerStep),
       recordLogpAfterUpdate,
     );
   }
@@ -421,14 +425,18 @@ export class GrpoTrainer {
       promptCursor: this.promptCursor,
       consecutiveSkips: this.consecutiveSkips,
       optimizerStep: this.optimizer.stepCount,
-      weights: await this.policy.readParameters(),
+      // LoRA: the adapters only (the base is frozen: the trainer is built with it).
+      weights: this.policy.lora
+        ? await this.policy.readAdapters()
+        : await this.policy.readParameters(),
       optimizer: await this.optimizer.readState(),
     };
   }
 
   /** Continues from a snapshot; the trainer must have been built with the run's initial weights. */
   restore(snapshot: TrainerSnapshot): void {
-    this.policy.writeParameters(snapshot.weights);
+    if (this.policy.lora) this.policy.writeAdapters(snapshot.weights);
+    else this.policy.writeParameters(snapshot.weights);
     this.optimizer.writeState(snapshot.optimizer, snapshot.optimizerStep);
     this.step = snapshot.step;
     this.numTokens = snapshot.numTokens;

@@ -14,6 +14,10 @@
 // Split tensors (src/model/parameters.ts): the embedding lookup runs per row chunk, the head's
 // matmul writes each chunk's block of logit columns, and the head's input gradient continues its
 // sum across chunks (MatmulKernel continueSum), so a split model computes the bits of an unsplit one.
+// LoRA (src/ref/lora.ts, PEFT semantics): a Linear may carry an adapter; its projection adds
+// s·(x·Aᵀ)·Bᵀ after the bias, composed from two matmuls. The base weights are then frozen: backward
+// computes only the adapters' gradients (and every input gradient they need). withAdaptersDisabled
+// encodes the base model alone, bit for bit: the reference policy needs no second copy.
 import { type LlamaConfig, type ParameterSpec } from '../core/model-config';
 import { writeBuffer } from '../engine/buffers';
 import type { Engine } from '../engine/engine';
@@ -40,6 +44,15 @@ import {
 } from '../kernels/rmsnorm';
 import { RopeKernel } from '../kernels/rope';
 import { SwigluBackwardKernel, SwigluForwardKernel } from '../kernels/swiglu';
+import {
+  checkLoraOptions,
+  initLoraAdapters,
+  loraAdapterSpecs,
+  loraAName,
+  loraBName,
+  loraScaling,
+  type LoraOptions,
+} from '../ref/lora';
 import { ParameterStore, type GpuParameter, type ParameterChunk } from './parameters';
 
 export { planParameterChunks, type ParameterChunk } from './parameters';
@@ -85,6 +98,23 @@ export interface GpuLlamaOptions {
    * min(maxStorageBufferBindingSize, maxBufferSize). Tests lower it to force a split.
    */
   maxBindingBytes?: number;
+  /** LoRA adapters on the decoder's projections; the base weights are frozen. Default: none. */
+  lora?: GpuLoraOptions;
+}
+
+/** LoRA settings and the adapters' starting values (given, or PEFT's init from `seed`). */
+export interface GpuLoraOptions extends LoraOptions {
+  /** A/B tensors by PEFT name (loraAdapterSpecs); default: initLoraAdapters(config, options, seed). */
+  adapters?: ReadonlyMap<string, Float32Array>;
+  seed?: number;
+}
+
+/** A LoRA adapter on one projection: y += scaling · (x·Aᵀ)·Bᵀ. */
+export interface LoraAdapter {
+  a: GpuParameter; // (r, in) lora_A
+  b: GpuParameter; // (out, r) lora_B
+  r: number;
+  scaling: number;
 }
 
 /** One projection y (rows, out) = x (rows, in) · Wᵀ (+ b), W stored (out, in) as in HF. */
@@ -93,6 +123,8 @@ export interface Linear {
   bias: GpuParameter | null; // (out), Qwen2's q/k/v bias
   inDim: number;
   outDim: number;
+  /** LoRA adapter on this projection, or null. */
+  adapter: LoraAdapter | null;
 }
 
 /** The weights of one decoder layer, named as src/ref/llama.ts names them. */
@@ -109,6 +141,18 @@ function linearShapes(lin: Linear, rows: number) {
     forward: { M: rows, N: lin.outDim, K: lin.inDim, transB: true }, // y = x·Wᵀ
     inputGrad: { M: rows, N: lin.inDim, K: lin.outDim }, // dX = dY·W
     weightGrad: { M: lin.outDim, N: lin.inDim, K: rows, transA: true }, // dW += dYᵀ·X
+  } satisfies Record<string, MatmulShape>;
+}
+
+/** The products of a Linear's adapter over `rows` rows (see GpuLlama.linear / linearBackward). */
+function loraShapes(lin: Linear, r: number, rows: number) {
+  return {
+    down: { M: rows, N: r, K: lin.inDim, transB: true }, // u = x·Aᵀ (rows, r)
+    up: { M: rows, N: lin.outDim, K: r, transB: true, accumulate: true }, // y += s·u·Bᵀ
+    dU: { M: rows, N: r, K: lin.outDim }, // du = s·dY·B (rows, r)
+    dB: { M: lin.outDim, N: r, K: rows, transA: true, accumulate: true }, // dB += s·dYᵀ·u
+    dA: { M: r, N: lin.inDim, K: rows, transA: true, accumulate: true }, // dA += duᵀ·x
+    dX: { M: rows, N: lin.inDim, K: r, accumulate: true }, // dX += du·A
   } satisfies Record<string, MatmulShape>;
 }
 
@@ -165,23 +209,52 @@ export class GpuLlama {
    * before encoding; a pipeline not ready yet is compiled synchronously on first use instead.
    */
   readonly ready: Promise<void>;
+  /** The LoRA settings when the model has adapters (base frozen), else null. */
+  readonly lora: LoraOptions | null;
   private readonly ws: Workspace;
   private readonly k: ReturnType<typeof createKernels>;
+  /** False while withAdaptersDisabled() encodes: projections skip their adapters. */
+  private adaptersOn = true;
 
   private constructor(
     private readonly engine: Engine,
     readonly config: LlamaConfig,
     tensors: ReadonlyMap<string, Float32Array>,
     maxBindingBytes: number,
+    lora: GpuLoraOptions | null,
   ) {
-    this.parameters = new ParameterStore(engine.device, config, tensors, maxBindingBytes);
+    let adapters: { specs: ParameterSpec[]; tensors: ReadonlyMap<string, Float32Array> } | null =
+      null;
+    if (lora) {
+      checkLoraOptions(lora);
+      adapters = {
+        specs: loraAdapterSpecs(config, lora),
+        tensors: lora.adapters ?? initLoraAdapters(config, lora, lora.seed ?? 0),
+      };
+    }
+    this.lora = lora
+      ? {
+          r: lora.r,
+          alpha: lora.alpha,
+          targetModules: lora.targetModules,
+          useRslora: lora.useRslora,
+          dropout: lora.dropout,
+        }
+      : null;
+    this.parameters = new ParameterStore(engine.device, config, tensors, maxBindingBytes, adapters);
     const p = (name: string) => this.parameters.param(name);
     const { hiddenSize: C, intermediateSize: I, numHeads: H, numKvHeads: Hkv, headDim: D } = config;
+    const scaling = lora ? loraScaling(lora) : 0;
+    const adapterOf = (name: string): LoraAdapter | null =>
+      lora && this.parameters.params.has(loraAName(name))
+        ? { a: p(loraAName(name)), b: p(loraBName(name)), r: lora.r, scaling }
+        : null;
     const linear = (name: string, inDim: number, outDim: number, bias = false): Linear => ({
       weight: p(`${name}.weight`),
       bias: bias ? p(`${name}.bias`) : null,
       inDim,
       outDim,
+      adapter: adapterOf(name),
     });
     const qkvBias = config.attentionBias;
     this.layers = Array.from({ length: config.numLayers }, (_, l) => {
@@ -220,7 +293,33 @@ export class GpuLlama {
     const limits = engine.device.limits;
     const maxBindingBytes =
       options.maxBindingBytes ?? Math.min(limits.maxStorageBufferBindingSize, limits.maxBufferSize);
-    return new GpuLlama(engine, config, tensors, maxBindingBytes);
+    return new GpuLlama(engine, config, tensors, maxBindingBytes, options.lora ?? null);
+  }
+
+  /**
+   * Runs `encode` with every adapter skipped: what it encodes is the base model's computation,
+   * kernel for kernel (the reference policy under LoRA). Encoding is synchronous, so the switch
+   * cannot leak into other work.
+   */
+  withAdaptersDisabled<T>(encode: () => T): T {
+    const before = this.adaptersOn;
+    this.adaptersOn = false;
+    try {
+      return encode();
+    } finally {
+      this.adaptersOn = before;
+    }
+  }
+
+  /** The adapters' current values by PEFT name (empty without LoRA). */
+  readAdapters(): Promise<Map<string, Float32Array>> {
+    return this.parameters.readJoined(this.parameters.params, this.parameters.adapterSpecs);
+  }
+
+  /** Replaces the adapters' values (checkpoint restore); every adapter must be given. */
+  writeAdapters(tensors: ReadonlyMap<string, Float32Array>): void {
+    const specs = this.parameters.adapterSpecs;
+    this.parameters.writeSplit(this.parameters.params, tensors, 'writeAdapters', specs);
   }
 
   // The parameter store's surface, kept on the model for its users (optimizer, trainer, tests).
@@ -232,9 +331,17 @@ export class GpuLlama {
   get grads(): Map<string, GPUBuffer> {
     return this.parameters.grads;
   }
-  /** One spec per GPU buffer (a split parameter's row chunks replace it); the optimizer's list. */
+  /** One spec per base GPU buffer (a split parameter's row chunks replace it). */
   get specs(): ParameterSpec[] {
     return this.parameters.specs;
+  }
+  /** The optimizer's list: the adapters with LoRA, else `specs`. */
+  get trainableSpecs(): ParameterSpec[] {
+    return this.parameters.trainableSpecs;
+  }
+  /** Whole-tensor specs of what trains (adapters with LoRA, else tensorSpecs): optimizer state. */
+  get trainableTensorSpecs(): ParameterSpec[] {
+    return this.parameters.trainableTensorSpecs;
   }
   /** The model's parameters in Hugging Face naming (what read/writeParameters exchange). */
   get tensorSpecs(): ParameterSpec[] {
@@ -257,8 +364,9 @@ export class GpuLlama {
   zeroGradients(encoder: GPUCommandEncoder): void {
     this.parameters.zeroGradients(encoder);
   }
+  /** The base model's parameters in HF naming (adapters: readAdapters). */
   readParameters(): Promise<Map<string, Float32Array>> {
-    return this.parameters.readJoined(this.parameters.params);
+    return this.parameters.readJoined(this.parameters.params, this.parameters.tensorSpecs);
   }
   readGradients(): Promise<Map<string, Float32Array>> {
     return this.parameters.readJoined(this.parameters.grads);
@@ -276,8 +384,9 @@ export class GpuLlama {
     buffers: ReadonlyMap<string, GPUBuffer>,
     tensors: ReadonlyMap<string, Float32Array>,
     what: string,
+    specs?: readonly ParameterSpec[],
   ): void {
-    this.parameters.writeSplit(buffers, tensors, what);
+    this.parameters.writeSplit(buffers, tensors, what, specs);
   }
 
   /**
@@ -311,6 +420,10 @@ export class GpuLlama {
       for (const lin of linears) {
         const s = linearShapes(lin, rows);
         products.push(s.forward, s.inputGrad);
+        if (lin.adapter) {
+          const a = loraShapes(lin, lin.adapter.r, rows);
+          products.push(a.down, a.up, a.dU, a.dX);
+        }
       }
       for (const chunk of this.chunks.get(this.headWeightName())!) {
         const s = headShapes(chunk, C, V, rows);
@@ -318,7 +431,13 @@ export class GpuLlama {
       }
     }
     for (const rows of [64, 65]) {
-      for (const lin of linears) products.push(linearShapes(lin, rows).weightGrad);
+      for (const lin of linears) {
+        if (!lin.adapter) products.push(linearShapes(lin, rows).weightGrad);
+        else {
+          const a = loraShapes(lin, lin.adapter.r, rows);
+          products.push(a.dB, a.dA);
+        }
+      }
       for (const chunk of this.chunks.get(this.headWeightName())!)
         products.push(headShapes(chunk, C, V, rows).weightGrad);
     }
@@ -368,6 +487,14 @@ export class GpuLlama {
     if (lin.bias) {
       this.k.biasAdd.encode(enc, { y, bias: lin.bias.buffer, rows, C: lin.outDim });
     }
+    const ad = this.adaptersOn ? lin.adapter : null;
+    if (ad) {
+      // PEFT: result = base(x) + lora_B(lora_A(x)) · scaling, after the bias.
+      const s = loraShapes(lin, ad.r, rows);
+      const u = this.ws.get('lora.u', rows * ad.r * F32); // (rows, r)
+      this.k.matmul.encode(enc, { a: x, b: ad.a.buffer, c: u, ...s.down });
+      this.k.matmul.encode(enc, { a: u, b: ad.b.buffer, c: y, ...s.up, alpha: ad.scaling });
+    }
   }
 
   /** Backward of linear(): dX (rows, in) = dY·W (written, or added into dX), dW += dYᵀ·X,
@@ -382,7 +509,6 @@ export class GpuLlama {
     dxMode: 'write' | 'add',
   ) {
     const s = linearShapes(lin, rows);
-    const dw = this.parameters.grad(lin.weight.name);
     this.k.matmul.encode(enc, {
       a: dy,
       b: lin.weight.buffer,
@@ -390,10 +516,27 @@ export class GpuLlama {
       ...s.inputGrad,
       accumulate: dxMode === 'add',
     });
-    this.k.matmul.encode(enc, { a: dy, b: x, c: dw, ...s.weightGrad, accumulate: true });
-    if (lin.bias) {
-      const db = this.parameters.grad(lin.bias.name);
-      this.k.biasGrad.encode(enc, { dy, db, rows, C: lin.outDim, accumulate: true });
+    if (!this.parameters.baseFrozen) {
+      const dw = this.parameters.grad(lin.weight.name);
+      this.k.matmul.encode(enc, { a: dy, b: x, c: dw, ...s.weightGrad, accumulate: true });
+      if (lin.bias) {
+        const db = this.parameters.grad(lin.bias.name);
+        this.k.biasGrad.encode(enc, { dy, db, rows, C: lin.outDim, accumulate: true });
+      }
+    }
+    const ad = this.adaptersOn ? lin.adapter : null;
+    if (ad) {
+      // u = x·Aᵀ is recomputed (r columns: cheaper than keeping one per projection and layer).
+      const a = loraShapes(lin, ad.r, rows);
+      const u = this.ws.get('lora.u', rows * ad.r * F32); // (rows, r)
+      const du = this.ws.get('lora.du', rows * ad.r * F32); // (rows, r)
+      const [dA, dB] = [this.parameters.grad(ad.a.name), this.parameters.grad(ad.b.name)];
+      const mm = this.k.matmul;
+      mm.encode(enc, { a: x, b: ad.a.buffer, c: u, ...a.down });
+      mm.encode(enc, { a: dy, b: ad.b.buffer, c: du, ...a.dU, alpha: ad.scaling });
+      mm.encode(enc, { a: dy, b: u, c: dB, ...a.dB, alpha: ad.scaling });
+      mm.encode(enc, { a: du, b: x, c: dA, ...a.dA });
+      mm.encode(enc, { a: du, b: ad.a.buffer, c: dx, ...a.dX });
     }
   }
 
@@ -424,6 +567,7 @@ export class GpuLlama {
     const C = this.config.hiddenSize;
     const accumulate = dxMode === 'add';
     this.k.rmsBackward.encode(enc, { dy, x, w: w.buffer, rstd, dx, rows, C, accumulate });
+    if (this.parameters.baseFrozen) return;
     const dw = this.parameters.grad(w.name);
     this.k.rmsBackwardWeight.encode(enc, { dy, x, rstd, dw, rows, C, accumulate: true });
   }
@@ -515,8 +659,9 @@ export class GpuLlama {
     this.chunks.get(this.headWeightName())!.forEach((chunk, i) => {
       const s = headShapes(chunk, C, V, rows);
       const w = this.parameters.param(chunk.key).buffer;
-      const dw = this.parameters.grad(chunk.key);
       this.k.matmul.encode(enc, { a: dLogits, b: w, c: dx, ...s.inputGrad, continueSum: i > 0 });
+      if (this.parameters.baseFrozen) return;
+      const dw = this.parameters.grad(chunk.key);
       this.k.matmul.encode(enc, { a: dLogits, b: x, c: dw, ...s.weightGrad, accumulate: true });
     });
   }
@@ -656,7 +801,7 @@ export class GpuLlama {
     return { batch, head, logits, headInput };
   }
 
-  /** Backward from dLogits (N·count, V): adds every parameter's gradient into this.grads. */
+  /** Backward from dLogits (N·count, V): adds every trainable parameter's gradient into this.grads. */
   backward(enc: GPUCommandEncoder, state: ForwardState, dLogits: GPUBuffer): void {
     const { hiddenSize: C, numLayers } = this.config;
     const { batch, head } = state;
@@ -685,7 +830,8 @@ export class GpuLlama {
       this.mlpBackward(enc, l, a, d, dx, R);
       this.attentionBackward(enc, l, a, d, dx, batch);
     }
-    this.embedBackward(enc, dx, buildTokenIndex(batch.tokensHost));
+    // A frozen embedding needs no gradient (the residual's gradient ends here).
+    if (!this.parameters.baseFrozen) this.embedBackward(enc, dx, buildTokenIndex(batch.tokensHost));
   }
 
   /** The activations layer l keeps for backward, by name in the workspace. */

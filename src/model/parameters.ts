@@ -6,6 +6,10 @@
 // ids), each its own buffer, gradient and AdamW state. Chunk sizes are multiples of MATMUL_TILE_K
 // rows, so the head's input gradient, summed chunk after chunk (MatmulKernel continueSum), has the
 // bits of one unsplit product (see GpuLlama's head).
+//
+// LoRA adapters (src/ref/lora.ts) are stored beside the base weights under their PEFT names, one
+// buffer each (never split). With adapters the base is frozen: only the adapters get gradient
+// buffers and are what the optimizer sees (trainableSpecs); without them every parameter trains.
 import { numel, parameterSpecs, type LlamaConfig, type ParameterSpec } from '../core/model-config';
 import { createStorageBuffer, readF32, uploadStorageBuffer, writeBuffer } from '../engine/buffers';
 import { MATMUL_TILE_K } from '../kernels/matmul';
@@ -81,13 +85,23 @@ export class ParameterStore {
   readonly tensorSpecs: ParameterSpec[];
   /** Row chunks by parameter name (a single chunk for a tensor that is not split). */
   readonly chunks: Map<string, ParameterChunk[]>;
+  /** LoRA adapter tensors (PEFT names, one buffer each); empty without LoRA. */
+  readonly adapterSpecs: ParameterSpec[];
+  /** The buffers that get gradients and optimizer state: the adapters with LoRA, else `specs`. */
+  readonly trainableSpecs: ParameterSpec[];
+  /** Whole-tensor specs of the trainable parameters (the adapters with LoRA, else tensorSpecs). */
+  readonly trainableTensorSpecs: ParameterSpec[];
 
-  /** Uploads `tensors` (HF names, shapes as parameterSpecs) as row chunks of ≤ maxBindingBytes. */
+  /**
+   * Uploads `tensors` (HF names, shapes as parameterSpecs) as row chunks of ≤ maxBindingBytes,
+   * and `adapters` (LoRA A/B by PEFT name, shapes as their specs) when given.
+   */
   constructor(
     private readonly device: GPUDevice,
     config: LlamaConfig,
     tensors: ReadonlyMap<string, Float32Array>,
     maxBindingBytes: number,
+    adapters: { specs: ParameterSpec[]; tensors: ReadonlyMap<string, Float32Array> } | null = null,
   ) {
     this.tensorSpecs = parameterSpecs(config);
     this.chunks = planParameterChunks(config, maxBindingBytes);
@@ -97,9 +111,15 @@ export class ParameterStore {
         shape: [chunk.rows, ...spec.shape.slice(1)],
       })),
     );
+    this.adapterSpecs = adapters?.specs ?? [];
+    for (const spec of this.adapterSpecs) {
+      this.chunks.set(spec.name, [{ key: spec.name, rowStart: 0, rows: spec.shape[0] }]);
+    }
+    this.trainableSpecs = adapters ? this.adapterSpecs : this.specs;
+    this.trainableTensorSpecs = adapters ? this.adapterSpecs : this.tensorSpecs;
     // Check every tensor before the first upload, so a bad model leaves nothing allocated.
-    for (const spec of this.tensorSpecs) {
-      const data = tensors.get(spec.name);
+    for (const spec of [...this.tensorSpecs, ...this.adapterSpecs]) {
+      const data = tensors.get(spec.name) ?? adapters?.tensors.get(spec.name);
       if (!data) throw new Error(`missing parameter ${spec.name}`);
       if (data.length !== numel(spec.shape)) {
         throw new Error(
@@ -107,8 +127,8 @@ export class ParameterStore {
         );
       }
     }
-    for (const spec of this.tensorSpecs) {
-      const data = tensors.get(spec.name)!;
+    for (const spec of [...this.tensorSpecs, ...this.adapterSpecs]) {
+      const data = tensors.get(spec.name) ?? adapters!.tensors.get(spec.name)!;
       for (const chunk of this.chunks.get(spec.name)!) {
         const part = rowsOf(data, spec, chunk);
         this.params.set(chunk.key, uploadStorageBuffer(device, part, chunk.key));
@@ -139,9 +159,14 @@ export class ParameterStore {
     return this.specs.length !== this.tensorSpecs.length;
   }
 
-  /** Zero-filled gradient buffers for every parameter (idempotent). */
+  /** Whether the base weights are frozen (LoRA: only the adapters have gradients). */
+  get baseFrozen(): boolean {
+    return this.adapterSpecs.length > 0;
+  }
+
+  /** Zero-filled gradient buffers for every trainable parameter (idempotent). */
   allocateGradients(): void {
-    for (const spec of this.specs) {
+    for (const spec of this.trainableSpecs) {
       if (!this.grads.has(spec.name)) {
         this.grads.set(
           spec.name,
@@ -157,11 +182,15 @@ export class ParameterStore {
 
   /**
    * Whole tensors by parameter name from per-chunk buffers keyed like `specs` (parameters,
-   * gradients, optimizer moments), row chunks joined.
+   * gradients, optimizer moments), row chunks joined; those of `specs` that `buffers` holds
+   * (default: the base tensors, then the adapters).
    */
-  async readJoined(buffers: ReadonlyMap<string, GPUBuffer>): Promise<Map<string, Float32Array>> {
+  async readJoined(
+    buffers: ReadonlyMap<string, GPUBuffer>,
+    specs: readonly ParameterSpec[] = [...this.tensorSpecs, ...this.adapterSpecs],
+  ): Promise<Map<string, Float32Array>> {
     const out = new Map<string, Float32Array>();
-    for (const spec of this.tensorSpecs) {
+    for (const spec of specs) {
       const chunks = this.chunks.get(spec.name)!;
       if (!chunks.every((chunk) => buffers.has(chunk.key))) continue;
       const rowLength = numel(spec.shape) / spec.shape[0];
@@ -175,18 +204,22 @@ export class ParameterStore {
     return out;
   }
 
-  /** Writes whole tensors by parameter name into per-chunk buffers keyed like `specs`. */
+  /**
+   * Writes whole tensors by parameter name into per-chunk buffers keyed like `specs`; every one of
+   * `specs` (default: the base tensors) must be given.
+   */
   writeSplit(
     buffers: ReadonlyMap<string, GPUBuffer>,
     tensors: ReadonlyMap<string, Float32Array>,
     what: string,
+    specs: readonly ParameterSpec[] = this.tensorSpecs,
   ): void {
-    for (const spec of this.tensorSpecs) {
+    for (const spec of specs) {
       const data = tensors.get(spec.name);
       if (!data || data.length !== numel(spec.shape))
         throw new Error(`${what}: bad or missing ${spec.name}`);
     }
-    for (const spec of this.tensorSpecs) {
+    for (const spec of specs) {
       const data = tensors.get(spec.name)!;
       for (const chunk of this.chunks.get(spec.name)!) {
         writeBuffer(this.device, buffers.get(chunk.key)!, rowsOf(data, spec, chunk));

@@ -2,6 +2,8 @@
 // finite flag in a small buffer → AdamW on every parameter reading that buffer. No readback inside:
 // when the norm is not finite the AdamW kernel leaves weights and moments untouched (the NaN guard),
 // and the caller reads the 4-float stats buffer once, at the end of the step, to learn what happened.
+// It steps the model's trainable parameters only: every parameter, or with LoRA the adapters (the
+// frozen base has neither gradients nor moments).
 import { createStorageBuffer, readF32 } from '../engine/buffers';
 import type { Engine } from '../engine/engine';
 import { AdamWKernel } from '../kernels/adamw';
@@ -41,21 +43,21 @@ export class GpuAdamW {
   ) {
     const { device, pipelines } = engine;
     model.allocateGradients();
-    for (const spec of model.specs) {
+    for (const spec of model.trainableSpecs) {
       const bytes = numel(spec.shape) * 4;
       this.m.set(spec.name, createStorageBuffer(device, bytes, `${EXP_AVG_PREFIX}${spec.name}`));
       this.v.set(spec.name, createStorageBuffer(device, bytes, `${EXP_AVG_SQ_PREFIX}${spec.name}`));
     }
     this.partials = createStorageBuffer(
       device,
-      gradNormPartialsLength(model.specs.length) * 4,
+      gradNormPartialsLength(model.trainableSpecs.length) * 4,
       'gradnorm.partials',
     );
     this.stats = createStorageBuffer(device, GRAD_CLIP_OUT.length * 4, 'gradnorm.out');
     this.norm = new GradNormKernel(device, pipelines);
     this.adamw = new AdamWKernel(device, pipelines);
     this.ready = Promise.all([
-      this.norm.prepare(model.specs.map((spec) => numel(spec.shape))),
+      this.norm.prepare(model.trainableSpecs.map((spec) => numel(spec.shape))),
       this.adamw.prepare(),
     ]);
     this.ready.catch(() => {}); // reported to whoever awaits `ready`
@@ -63,7 +65,7 @@ export class GpuAdamW {
 
   /** Encodes norm → clip → AdamW for the gradients currently in model.grads, at learning rate `lr`. */
   encodeStep(enc: GPUCommandEncoder, lr: number): void {
-    const specs = this.model.specs;
+    const specs = this.model.trainableSpecs;
     this.norm.encode(enc, {
       grads: specs.map((s) => ({ buffer: this.model.grads.get(s.name)!, n: numel(s.shape) })),
       partials: this.partials,
@@ -128,11 +130,12 @@ export class GpuAdamW {
       [EXP_AVG_SQ_PREFIX, this.v],
     ] as const) {
       const tensors = new Map<string, Float32Array>();
-      for (const spec of this.model.tensorSpecs) {
+      const specs = this.model.trainableTensorSpecs;
+      for (const spec of specs) {
         const data = state.get(prefix + spec.name);
         if (data) tensors.set(spec.name, data);
       }
-      this.model.writeSplit(buffers, tensors, `optimizer state ${prefix}*`);
+      this.model.writeSplit(buffers, tensors, `optimizer state ${prefix}*`, specs);
     }
     this.stepCount = stepCount;
   }

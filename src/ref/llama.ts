@@ -18,6 +18,10 @@
 // columns). A query at column t attends to keys [keyStart[n], t]; a pad query (t < keyStart[n])
 // sees no key and its attention output is 0, as in src/ref/attention.ts (it never reaches a loss).
 //
+// LoRA (src/ref/lora.ts): with adapters, each targeted projection adds s·(x·Aᵀ)·Bᵀ after its bias,
+// as PEFT does; backward adds the adapters' gradients (by their PEFT names) and their share of dX.
+// `adaptersEnabled = false` gives the base model's exact bits (the reference policy under LoRA).
+//
 // Legend: N sequences, T time (columns), C hidden, I intermediate, V vocab, H heads, Hkv kv-heads,
 // D head dim, L layers, S_cap KV-cache capacity (columns).
 
@@ -27,12 +31,27 @@ import { attentionBackwardRef, attentionForwardRef } from './attention';
 import { biasAddRef, biasGradRef } from './bias';
 import { embeddingBackwardRef, embeddingForwardRef } from './embedding';
 import { logprobGatherBackwardRef, logprobGatherRef } from './logprob';
+import {
+  loraAdapterSpecs,
+  loraAName,
+  loraBackwardRef,
+  loraBName,
+  loraForwardRef,
+  loraScaling,
+  type LoraOptions,
+} from './lora';
 import { matmulF64 } from './matmul';
 import { rmsnormBackwardRef, rmsnormBackwardWeightRef, rmsnormForwardRef } from './rmsnorm';
 import { ropeInvFreqF64, ropeRotate } from './rope';
 import { swigluBackwardRef, swigluForwardRef } from './swiglu';
 
 type ParamInput = Float32Array | Float64Array;
+
+/** LoRA adapters for RefLlama: the options and A/B tensors by PEFT name (src/ref/lora.ts). */
+export interface RefLoraInput {
+  options: LoraOptions;
+  adapters: ReadonlyMap<string, ParamInput>;
+}
 
 interface LayerCache {
   xIn: Float64Array; // (N·T, C) residual stream entering the layer
@@ -195,12 +214,21 @@ export class RefLlama {
   /** f64 copies owned by the model, keyed by HF name; an optimizer may update them in place. */
   readonly params: Map<string, Float64Array>;
   private readonly invFreq: Float64Array;
+  /** Adapter scaling s and rank r, or null without LoRA. */
+  private readonly lora: { scaling: number; r: number } | null;
+  /** With LoRA: false scores the base model alone (adapters skipped, base bits unchanged). */
+  adaptersEnabled = true;
 
-  constructor(config: LlamaConfig, params: Map<string, ParamInput>) {
+  constructor(config: LlamaConfig, params: Map<string, ParamInput>, lora?: RefLoraInput) {
     this.config = config;
     this.params = new Map();
-    for (const spec of parameterSpecs(config)) {
-      const p = params.get(spec.name);
+    const specs = [
+      ...parameterSpecs(config),
+      ...(lora ? loraAdapterSpecs(config, lora.options) : []),
+    ];
+    this.lora = lora ? { scaling: loraScaling(lora.options), r: lora.options.r } : null;
+    for (const spec of specs) {
+      const p = params.get(spec.name) ?? lora?.adapters.get(spec.name);
       if (!p) throw new Error(`RefLlama: missing parameter ${spec.name}`);
       if (p.length !== numel(spec.shape)) {
         throw new Error(
@@ -218,6 +246,50 @@ export class RefLlama {
     return t;
   }
 
+  /** The adapter (A, B) on the projection at `path`, or null (none, or adapters disabled). */
+  private adapter(path: string): { A: Float64Array; B: Float64Array } | null {
+    if (!this.lora || !this.adaptersEnabled) return null;
+    const A = this.params.get(loraAName(path));
+    const B = this.params.get(loraBName(path));
+    return A && B ? { A, B } : null;
+  }
+
+  /** The projection at `path` (weight `${path}.weight`): y = x·Wᵀ (+ b) (+ s·(x·Aᵀ)·Bᵀ). */
+  private proj(
+    x: Float64Array,
+    path: string,
+    b: Float64Array | null,
+    rows: number,
+    K: number,
+    Nout: number,
+  ): Float64Array {
+    const y = linear(x, this.p(`${path}.weight`), b, rows, K, Nout);
+    const ad = this.adapter(path);
+    if (!ad || !this.lora) return y;
+    return loraForwardRef(y, x, ad.A, ad.B, this.lora.scaling, rows, K, this.lora.r, Nout);
+  }
+
+  /** Backward of proj(): linearBackward, plus the adapter's dA, dB and its share of dX. */
+  private projBackward(
+    dy: Float64Array,
+    x: Float64Array,
+    path: string,
+    rows: number,
+    K: number,
+    Nout: number,
+    dx: Float64Array,
+    grads: Map<string, Float64Array>,
+    db: Float64Array | null,
+  ): void {
+    const w = `${path}.weight`;
+    linearBackward(dy, x, this.p(w), rows, K, Nout, dx, grads.get(w)!, db);
+    const ad = this.adapter(path);
+    if (!ad || !this.lora) return;
+    const dA = grads.get(loraAName(path))!;
+    const dB = grads.get(loraBName(path))!;
+    loraBackwardRef(dy, x, ad.A, ad.B, this.lora.scaling, rows, K, this.lora.r, Nout, dx, dA, dB);
+  }
+
   private headName(): string {
     return this.config.tieWordEmbeddings ? 'model.embed_tokens.weight' : 'lm_head.weight';
   }
@@ -233,10 +305,10 @@ export class RefLlama {
 
   private mlp(h: Float64Array, rows: number, prefix: string) {
     const { hiddenSize: C, intermediateSize: I } = this.config;
-    const gate = linear(h, this.p(`${prefix}.mlp.gate_proj.weight`), null, rows, C, I);
-    const up = linear(h, this.p(`${prefix}.mlp.up_proj.weight`), null, rows, C, I);
+    const gate = this.proj(h, `${prefix}.mlp.gate_proj`, null, rows, C, I);
+    const up = this.proj(h, `${prefix}.mlp.up_proj`, null, rows, C, I);
     const act = swigluForwardRef(gate, up);
-    const out = linear(act, this.p(`${prefix}.mlp.down_proj.weight`), null, rows, I, C);
+    const out = this.proj(act, `${prefix}.mlp.down_proj`, null, rows, I, C);
     return { gate, up, act, out };
   }
 
@@ -244,10 +316,10 @@ export class RefLlama {
     const { hiddenSize: C, numHeads: H, numKvHeads: Hkv, headDim: D, attentionBias } = this.config;
     const bias = (name: string) =>
       attentionBias ? this.p(`${prefix}.self_attn.${name}.bias`) : null;
-    const w = (name: string) => this.p(`${prefix}.self_attn.${name}.weight`);
-    const q = linear(h, w('q_proj'), bias('q_proj'), rows, C, H * D);
-    const k = linear(h, w('k_proj'), bias('k_proj'), rows, C, Hkv * D);
-    const v = linear(h, w('v_proj'), bias('v_proj'), rows, C, Hkv * D);
+    const path = (name: string) => `${prefix}.self_attn.${name}`;
+    const q = this.proj(h, path('q_proj'), bias('q_proj'), rows, C, H * D);
+    const k = this.proj(h, path('k_proj'), bias('k_proj'), rows, C, Hkv * D);
+    const v = this.proj(h, path('v_proj'), bias('v_proj'), rows, C, Hkv * D);
     ropeRotate(q, pos, rows, H, D, this.invFreq, f64Angle, false, q);
     ropeRotate(k, pos, rows, Hkv, D, this.invFreq, f64Angle, false, k);
     return { q, k, v };
@@ -274,7 +346,7 @@ export class RefLlama {
       const { q, k, v } = this.qkv(n1.y, rows, prefix, positions);
       // (N, T, H, D); a pad query (t < keyStart[n]) sees no key: output 0.
       const attn = attentionForwardRef(q, k, v, keyStart, { N, Tq: T, H, Hkv, D }).o;
-      const o = linear(attn, this.p(`${prefix}.self_attn.o_proj.weight`), null, rows, H * D, C);
+      const o = this.proj(attn, `${prefix}.self_attn.o_proj`, null, rows, H * D, C);
       const xMid = addRef(x, o);
       const n2 = rmsnormForwardRef(
         xMid,
@@ -335,8 +407,7 @@ export class RefLlama {
     const rows = N * T;
     if (dLogits.length !== rows * V) throw new RangeError('dLogits must be (N, T, V)');
     const grads = new Map<string, Float64Array>();
-    for (const spec of parameterSpecs(cfg))
-      grads.set(spec.name, new Float64Array(numel(spec.shape)));
+    for (const [name, p] of this.params) grads.set(name, new Float64Array(p.length));
     const g = (name: string) => grads.get(name) as Float64Array;
     const dy = Float64Array.from(dLogits);
 
@@ -353,22 +424,19 @@ export class RefLlama {
       const lc = cache.layers[l];
       // MLP: xOut = xMid + down(silu(gate(h2))·up(h2)).
       const dAct = new Float64Array(rows * I);
-      const wDown = `${prefix}.mlp.down_proj.weight`;
-      linearBackward(dx, lc.act, this.p(wDown), rows, I, C, dAct, g(wDown), null);
+      this.projBackward(dx, lc.act, `${prefix}.mlp.down_proj`, rows, I, C, dAct, grads, null);
       const { dgate: dGate, dup: dUp } = swigluBackwardRef(dAct, lc.gate, lc.up);
       const dh2 = new Float64Array(rows * C);
-      const wGate = `${prefix}.mlp.gate_proj.weight`;
-      const wUp = `${prefix}.mlp.up_proj.weight`;
-      linearBackward(dGate, lc.h2, this.p(wGate), rows, C, I, dh2, g(wGate), null);
-      linearBackward(dUp, lc.h2, this.p(wUp), rows, C, I, dh2, g(wUp), null);
+      this.projBackward(dGate, lc.h2, `${prefix}.mlp.gate_proj`, rows, C, I, dh2, grads, null);
+      this.projBackward(dUp, lc.h2, `${prefix}.mlp.up_proj`, rows, C, I, dh2, grads, null);
       const wPost = `${prefix}.post_attention_layernorm.weight`;
       const dxMid = rmsnormBackwardRef(dh2, lc.xMid, this.p(wPost), lc.rstd2, rows, C, dx);
       g(wPost).set(rmsnormBackwardWeightRef(dh2, lc.xMid, lc.rstd2, rows, C, g(wPost)));
 
       // Attention: xMid = xIn + o_proj(attn(q, k, v)).
       const dAttn = new Float64Array(rows * H * D);
-      const wO = `${prefix}.self_attn.o_proj.weight`;
-      linearBackward(dxMid, lc.attn, this.p(wO), rows, H * D, C, dAttn, g(wO), null);
+      const pathO = `${prefix}.self_attn.o_proj`;
+      this.projBackward(dxMid, lc.attn, pathO, rows, H * D, C, dAttn, grads, null);
       const shape = { N, T, H, Hkv, D };
       const { dq, dk, dv } = attentionBackwardRef(dAttn, lc.q, lc.k, lc.v, cache.keyStart, shape);
       ropeRotate(dq, cache.positions, rows, H, D, this.invFreq, f64Angle, true, dq);
@@ -381,8 +449,8 @@ export class RefLlama {
         ['k_proj', dk, Hkv * D],
         ['v_proj', dv, Hkv * D],
       ] as const) {
-        const w = `${prefix}.self_attn.${name}.weight`;
-        linearBackward(dOut, lc.h1, this.p(w), rows, C, width, dh1, g(w), bias(name));
+        const path = `${prefix}.self_attn.${name}`;
+        this.projBackward(dOut, lc.h1, path, rows, C, width, dh1, grads, bias(name));
       }
       const wIn = `${prefix}.input_layernorm.weight`;
       dx = rmsnormBackwardRef(dh1, lc.xIn, this.p(wIn), lc.rstd1, rows, C, dxMid);
@@ -459,7 +527,7 @@ export class RefLlama {
       // One query row (column col) per sequence against the cache's columns [keyStart, col].
       const shape = { N, Tq: 1, H, Hkv, D, qOffset: col, S: col + 1, sCap: capacity };
       const attn = attentionForwardRef(q, kc, vc, kv.keyStart, shape).o; // (N, H, D)
-      const o = linear(attn, this.p(`${prefix}.self_attn.o_proj.weight`), null, N, H * D, C);
+      const o = this.proj(attn, `${prefix}.self_attn.o_proj`, null, N, H * D, C);
       const xMid = addRef(x, o);
       const n2 = rmsnormForwardRef(
         xMid,

@@ -9,6 +9,7 @@ import { createEngine, type Engine } from '../engine/engine';
 import { WebGpuUnavailableError } from '../engine/errors';
 import { checkBaseModel, weightsIdentity } from '../grpo/checkpoint';
 import { resolveConfig, type Config, type ConfigInput } from '../grpo/config';
+import { customRewardCode, withoutCustomRewards, type CustomCodeConsent } from '../grpo/reward-id';
 import { evaluate, type EvalReport } from '../grpo/evaluate';
 import { browserSandboxFactory } from '../grpo/reward-sandbox-browser';
 import type { SandboxFactory } from '../grpo/reward-sandbox';
@@ -54,7 +55,7 @@ export type AdapterProbe =
 
 export interface TrainerApiOptions {
   createEngine?: () => Promise<Engine>;
-  /** Where custom reward code runs (default: a Blob worker per source, nested in this worker). */
+  /** Where custom reward code runs (default: QuickJS in a module worker per source, nested in this worker). */
   sandboxFactory?: () => SandboxFactory;
   openStorage?: () => Promise<GrpoStorage>;
   /** URL of the bundled model folder (default /models/tiny-reasoner/ under the app's base). */
@@ -327,8 +328,9 @@ export function createTrainerApi(options: TrainerApiOptions = {}) {
     jsonlText: string | undefined,
     ids: { id: string; name: string },
     history?: ActiveRun['run']['history'],
+    config: Config = resolveConfig(loaded.config),
   ): Promise<ActiveRun> {
-    const r = await buildRun(resolveConfig(loaded.config), jsonlText, ids);
+    const r = await buildRun(config, jsonlText, ids);
     r.run.restore(loaded, history);
     return r;
   }
@@ -484,15 +486,23 @@ export function createTrainerApi(options: TrainerApiOptions = {}) {
     },
 
     /** Continues a saved run: the same base model must be loaded (it is the reference policy). */
-    async restoreCheckpoint(id: string, jsonlText?: string): Promise<RunState> {
+    async restoreCheckpoint(
+      id: string,
+      jsonlText?: string,
+      consent?: CustomCodeConsent,
+    ): Promise<RunState> {
       if (status === 'running') throw new Error('Pause training before restoring.');
       if (!model) throw new Error('Load the model this checkpoint was trained from first.');
       const s = await getStorage();
       const loaded = await s.loadCheckpoint(id);
       checkBaseModel(loaded, model.identity, model.label);
+      // Custom reward code from storage runs only with the page's consent (none asked: left out).
+      const code = customRewardCode(loaded.config);
+      const allowed = Object.keys(code).length === 0 || (!!consent && (await consent(code)));
+      const config = resolveConfig(allowed ? loaded.config : withoutCustomRewards(loaded.config));
       const runRecord = await s.getRun(loaded.runId);
       const name = runRecord?.name ?? loaded.runName ?? loaded.runId;
-      const r = await restoredRun(loaded, jsonlText, { id: loaded.runId, name });
+      const r = await restoredRun(loaded, jsonlText, { id: loaded.runId, name }, undefined, config);
       lost = false;
       r.lastCheckpoint = checkpointInfo(loaded, name);
       run = r;
@@ -551,6 +561,8 @@ export function createTrainerApi(options: TrainerApiOptions = {}) {
             jsonlText,
             ids,
             old.history,
+            // The run's own config: custom code declined at restore stays out after a device loss.
+            old.config,
           )
         : await buildRun(old.config, jsonlText, ids);
       fresh.lastCheckpoint = ckpt;

@@ -27,6 +27,8 @@ export const OPTION_GROUPS: OptionGroup[] = [
       'lossType',
       'epsilon',
       'epsilonHigh',
+      'delta',
+      'importanceSamplingLevel',
       'beta',
       'numIterations',
       'scaleRewards',
@@ -62,6 +64,10 @@ export const OPTION_GROUPS: OptionGroup[] = [
       'loggingSteps',
     ],
   },
+  {
+    title: 'LoRA (PEFT)',
+    keys: ['usePeft', 'loraR', 'loraAlpha', 'loraTargetModules', 'useRslora', 'loraDropout'],
+  },
 ];
 
 /** Learn-page section per option (the element id of that section in src/app/learn/LearnView). */
@@ -77,6 +83,8 @@ export const OPTION_TOPIC: Partial<Record<ConfigKey, string>> = {
   maskTruncatedCompletions: 'loss-types',
   epsilon: 'clipping',
   epsilonHigh: 'clipping',
+  delta: 'clipping',
+  importanceSamplingLevel: 'clipping',
   beta: 'kl',
   numIterations: 'clipping',
   scaleRewards: 'advantages',
