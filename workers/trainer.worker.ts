@@ -7,7 +7,7 @@ const api = createTrainerApi();
 
 Comlink.expose({
   ...api,
-  async exportModel(format: 'hf' | 'onnx') {
+  async exportModel(format: 'hf' | 'onnx' | 'peft') {
     const files = await api.exportModel(format);
     return Comlink.transfer(
       files,

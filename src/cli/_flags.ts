@@ -49,6 +49,11 @@ export const TRAIN: Command = {
       help: 'a custom reward’s JavaScript source from a file: customRewards.<id>, added to --rewards as custom:<id> (repeatable)',
       repeatable: true,
     },
+    {
+      name: 'export',
+      value: 'folder',
+      help: 'after training, the final model as a Hugging Face folder there (LoRA: adapters merged in, and the PEFT adapter in <folder>/adapter/)',
+    },
   ],
 };
 

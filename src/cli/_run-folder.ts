@@ -11,7 +11,7 @@
 //   4. remove `<dir>.old`
 // recoverRunFolder undoes or finishes each of these states; a rename is atomic on one file system.
 import * as nodeFs from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 
 /** The file-system calls the replacement makes (tests inject a failure between them). */
 export type FolderFs = Pick<
@@ -33,7 +33,11 @@ export function writeFolderAtomically(
   const aside = dir + ASIDE_SUFFIX;
   fs.rmSync(partial, { recursive: true, force: true });
   fs.mkdirSync(partial, { recursive: true });
-  for (const [name, bytes] of files) fs.writeFileSync(join(partial, name), bytes);
+  for (const [name, bytes] of files) {
+    // A name may hold a subfolder (a LoRA export's adapter/): part of the same replacement.
+    if (name.includes('/')) fs.mkdirSync(dirname(join(partial, name)), { recursive: true });
+    fs.writeFileSync(join(partial, name), bytes);
+  }
   // A leftover .old beside a complete folder is from an earlier finished replacement.
   if (fs.existsSync(dir)) {
     fs.rmSync(aside, { recursive: true, force: true });

@@ -2,8 +2,10 @@
 // playground's worker shares) with a run folder's I/O around it: config.json, metrics.jsonl,
 // samples.jsonl and evals.jsonl appended per step, checkpoint-<step>/ written atomically through
 // the checkpoint codec (src/grpo/checkpoint.ts) and recovered after a kill (_run-folder.ts; a
-// resume cuts the logs back to its step), best-model/ and eval.json at the end, progress on
-// stdout. A module of its own (not an entry point) so tests drive the command's path in-process.
+// resume cuts the logs back to its step), best-model/ and eval.json at the end (and the final
+// model with --export; a LoRA run's model folders hold merged weights plus the PEFT adapter/),
+// progress on stdout. A module of its own (not an entry point) so tests drive the command's path
+// in-process.
 import {
   appendFileSync,
   existsSync,
@@ -22,6 +24,7 @@ import { nodeSandboxFactory } from '../grpo/reward-sandbox-node';
 import { Run } from '../grpo/run';
 import type { StepReport } from '../grpo/trainer';
 import { exportHfFolder, generationConfig } from '../export/hf-export';
+import { exportPeftAdapter, type LoraWeights } from '../export/peft-adapter';
 import { formatBytes } from '../core/format';
 import type { MemoryPlan } from '../model/memory-plan';
 import type { CheckpointPayload } from '../storage/checkpoints';
@@ -136,6 +139,37 @@ export function readCheckpointFolder(
   return { payload, config: resolveConfig(payload.config), baseModel: String(state.baseModel) };
 }
 
+/**
+ * The policy's current weights as a Hugging Face folder's files (`--export`, best-model/). A LoRA
+ * run's folder holds the merged weights (W + s·B·A: the trained model, loadable without PEFT) and,
+ * under `adapter/`, the PEFT adapter folder (`PeftModel.from_pretrained(base, <folder>/adapter)`).
+ */
+async function modelFolderFiles(run: Run, model: LoadedModel): Promise<Map<string, Uint8Array>> {
+  const policy = run.trainer.policy;
+  const lora: LoraWeights | null = policy.lora
+    ? { options: policy.lora, adapters: await policy.readAdapters() }
+    : null;
+  const files = exportHfFolder({
+    config: model.hf.config,
+    tensors: await policy.readParameters(),
+    lora,
+    tokenizerFiles: model.hf.tokenizerFiles,
+    generation: model.hf.generation,
+  });
+  if (lora) {
+    const adapter = exportPeftAdapter({
+      config: model.hf.config,
+      lora,
+      baseModelNameOrPath: model.folder,
+    });
+    for (const [name, bytes] of adapter) files.set(`${ADAPTER_FOLDER}/${name}`, bytes);
+  }
+  return files;
+}
+
+/** The PEFT adapter's subfolder in a LoRA run's exported model folders. */
+export const ADAPTER_FOLDER = 'adapter';
+
 export interface TrainFolderOptions {
   engine: Engine;
   model: LoadedModel;
@@ -147,6 +181,8 @@ export interface TrainFolderOptions {
   taskText?: string;
   /** Continue from this checkpoint (`--resume`): `from` names it in the output. */
   resume?: { payload: CheckpointPayload; from: string } | null;
+  /** `--export`: the final model as a Hugging Face folder here (LoRA: merged, + adapter/). */
+  exportDir?: string | null;
   log?: (line: string) => void;
 }
 
@@ -193,15 +229,10 @@ export async function trainFolder(o: TrainFolderOptions): Promise<{
         );
       },
       // The last checkpoint keeps the last step's weights; the best ones go to best-model/.
-      onBestLoaded: ({ best, weights }) => {
+      // The policy holds the best weights now (LoRA: base + best adapters, written merged).
+      onBestLoaded: async ({ best }) => {
         const dir = join(runDir, 'best-model');
-        const files = exportHfFolder({
-          config: model.hf.config,
-          tensors: weights,
-          tokenizerFiles: model.hf.tokenizerFiles,
-          generation: model.hf.generation,
-        });
-        writeFolderAtomically(dir, files);
+        writeFolderAtomically(dir, await modelFolderFiles(run, model));
         log(
           `loaded the best evaluation's weights (step ${best.step}, eval_accuracy ${best.evalAccuracy.toFixed(3)}), written to ${dir}`,
         );
@@ -226,6 +257,14 @@ export async function trainFolder(o: TrainFolderOptions): Promise<{
     const started = performance.now();
     await run.runUntil();
     log(`trained ${config.steps} steps in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+    if (o.exportDir) {
+      writeFolderAtomically(o.exportDir, await modelFolderFiles(run, model));
+      log(
+        run.trainer.policy.lora
+          ? `exported the merged model to ${o.exportDir} and the PEFT adapter to ${join(o.exportDir, ADAPTER_FOLDER)}`
+          : `exported the model to ${o.exportDir}`,
+      );
+    }
     if (config.evalPrompts > 0 && run.trainer.evalProblems.length > 0) {
       const report = await evaluate(run.evalContext, run.trainer.evalProblems, {
         k: 4,

@@ -4,8 +4,10 @@
 // checkpoint-<step>/ (a Hugging Face folder + optimizer.safetensors + trainer_state.json, written
 // atomically), and eval.json (held-out prompts) at the end. `--resume <run>/checkpoint-<step>`
 // continues a run; `--config <file.json>` gives options as JSON, `--reward-file id=file.js` a custom
-// reward's source. Exits 0 when the run finished, 1 with a message otherwise. This file reads argv
-// and loads the model; _train.ts runs the loop and the folder, _flags.ts holds the flag table.
+// reward's source, `--export <folder>` the final model (with --use_peft: merged, plus the PEFT
+// adapter in <folder>/adapter/). Exits 0 when the run finished, 1 with a message otherwise. This
+// file reads argv and loads the model; _train.ts runs the loop and the folder, _flags.ts holds the
+// flag table.
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { checkBaseModel, weightsIdentity } from '../grpo/checkpoint';
@@ -36,6 +38,7 @@ async function main(args: string[]) {
   const out = one('out');
   const configPath = one('config');
   const resumeFrom = one('resume');
+  const exportTo = one('export');
   const overrides: Record<string, unknown> = parseCliArgs(rest);
   let config: Config;
   let resume: ReturnType<typeof readCheckpointFolder> | null = null;
@@ -98,6 +101,7 @@ async function main(args: string[]) {
       runDir,
       taskText: text,
       resume: resume && { payload: resume.payload, from: resumeFrom! },
+      exportDir: exportTo ? resolve(exportTo) : null,
     });
   } finally {
     engine.destroy();

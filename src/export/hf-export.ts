@@ -2,16 +2,21 @@
 // this app's loader) accepts: config.json (toHfConfig), generation_config.json, model.safetensors
 // (or shards + model.safetensors.index.json) and the tokenizer files copied unchanged. Returns the
 // files as bytes; the caller zips them, writes them to disk or hands them to a download.
+// A LoRA run's export is the trained model: `lora` is merged into the base weights
+// (W + s·B·A, src/export/peft-adapter.ts) before anything is written, never left out.
 
 import { numel, parameterSpecs, toHfConfig, type LlamaConfig } from '../core/model-config';
 import { ModelFileError } from '../formats/errors';
 import type { GenerationDefaults } from '../formats/hf-folder';
 import { writeSafetensors, type SafetensorsDtype } from '../formats/safetensors';
+import { mergeLoraWeights, type LoraWeights } from './peft-adapter';
 
 export interface HfExportInput {
   config: LlamaConfig;
   /** Every parameterSpecs(config) tensor; extra entries are ignored. */
   tensors: ReadonlyMap<string, Float32Array>;
+  /** LoRA adapters on `tensors` (the base): written merged into their projections' weights. */
+  lora?: LoraWeights | null;
   /** Copied verbatim (tokenizer.json, tokenizer_config.json, chat_template.jinja …). */
   tokenizerFiles?: ReadonlyMap<string, Uint8Array>;
   /** Written to generation_config.json; EOS/BOS default to the config's. */
@@ -48,8 +53,9 @@ export function exportHfFolder(input: HfExportInput): Map<string, Uint8Array> {
   const { config } = input;
   const dtype = input.dtype ?? 'F32';
   const elementBytes = dtype === 'F32' ? 4 : 2;
+  const weights = input.lora ? mergeLoraWeights(config, input.tensors, input.lora) : input.tensors;
   const tensors = parameterSpecs(config).map((spec) => {
-    const data = input.tensors.get(spec.name);
+    const data = weights.get(spec.name);
     if (!data) throw new ModelFileError('model.safetensors', 'no weights to export', spec.name);
     if (data.length !== numel(spec.shape)) {
       throw new ModelFileError(

@@ -12,12 +12,15 @@
 // Positions follow the attention mask (cumsum − 1, as transformers does for left-padded batches),
 // so left-padded rows give the same logits as unpadded ones on their real tokens.
 //
+// A LoRA run exports the trained model: `lora` is merged into the base weights first (W + s·B·A).
+//
 // Legend: N batch, T new tokens, P cached (past) columns, S = P + T mask columns, C hidden,
 // I intermediate, V vocab, H heads, Hkv kv-heads, R = H / Hkv heads per kv-head, D head dim.
 
 import { numel, parameterSpecs, toHfConfig, type LlamaConfig } from '../core/model-config';
 import { ModelFileError } from '../formats/errors';
 import { generationConfig } from './hf-export';
+import { mergeLoraWeights, type LoraWeights } from './peft-adapter';
 import type { GenerationDefaults } from '../formats/hf-folder';
 import {
   OnnxDataType,
@@ -41,6 +44,8 @@ const MASK_VALUE = -1e9;
 export interface OnnxExportInput {
   config: LlamaConfig;
   tensors: ReadonlyMap<string, Float32Array>;
+  /** LoRA adapters on `tensors` (the base): exported merged into their projections' weights. */
+  lora?: LoraWeights | null;
   producerVersion?: string;
   /** Add past_key_values inputs and present outputs (what transformers.js needs to generate). */
   pastKeyValues?: boolean;
@@ -110,8 +115,9 @@ export function exportOnnx(input: OnnxExportInput): Uint8Array {
   } = config;
   const R = H / Hkv;
   const weights = new Map<string, Float32Array>();
+  const given = input.lora ? mergeLoraWeights(config, input.tensors, input.lora) : input.tensors;
   for (const spec of parameterSpecs(config)) {
-    const data = input.tensors.get(spec.name);
+    const data = given.get(spec.name);
     if (!data || data.length !== numel(spec.shape)) {
       throw new ModelFileError(
         'model.onnx',
@@ -299,6 +305,8 @@ export function exportOnnx(input: OnnxExportInput): Uint8Array {
 export interface OnnxFolderInput {
   config: LlamaConfig;
   tensors: ReadonlyMap<string, Float32Array>;
+  /** LoRA adapters on `tensors`: exported merged (exportOnnx's `lora`). */
+  lora?: LoraWeights | null;
   /** Copied verbatim (tokenizer.json, tokenizer_config.json …): transformers.js needs them. */
   tokenizerFiles?: ReadonlyMap<string, Uint8Array>;
   generation?: Partial<GenerationDefaults>;
@@ -329,6 +337,7 @@ export function exportOnnxFolder(input: OnnxFolderInput): Map<string, Uint8Array
     exportOnnx({
       config: input.config,
       tensors: input.tensors,
+      lora: input.lora,
       producerVersion: input.producerVersion,
       pastKeyValues: true,
     }),

@@ -3,7 +3,8 @@
 // each of the run's eval prompts (the eval split: disjoint from its training prompts); their mean
 // accuracy is the step's eval accuracy. With `loadBestModelAtEnd` the weights of the best evaluation
 // are kept (a CPU copy) and written back after the last step, so the run ends on the checkpoint
-// that held-out-style data preferred rather than wherever the last update left the policy.
+// that held-out-style data preferred rather than wherever the last update left the policy. A LoRA
+// run keeps and restores its adapters: they are all that training changes.
 //
 // Sampling is keyed by (seed, stream) and never touches the training draws, so a run with
 // evaluation takes exactly the same training steps as one without.
@@ -87,7 +88,10 @@ export class EvalDuringTraining {
     if (this.bestRecord === null || m.sample_accuracy > this.bestRecord.evalAccuracy) {
       this.bestRecord = { step, evalAccuracy: m.sample_accuracy };
       if (this.config.loadBestModelAtEnd) {
-        this.bestWeights = await this.trainer.policy.readParameters();
+        const policy = this.trainer.policy;
+        this.bestWeights = policy.lora
+          ? await policy.readAdapters()
+          : await policy.readParameters();
       }
     }
     return record;
@@ -97,11 +101,14 @@ export class EvalDuringTraining {
    * Writes the best evaluation's weights back into the policy (loadBestModelAtEnd). Returns the
    * evaluation loaded with its weights (the CPU copy: no need to read them back from the GPU), or
    * null when there is nothing to load (option off, or no evaluation yet). Only the weights change:
-   * the step count and optimizer state stay those of the last step.
+   * the step count and optimizer state stay those of the last step. A LoRA run's weights are its
+   * adapters (PEFT names).
    */
   loadBest(): { best: BestEval; weights: Map<string, Float32Array> } | null {
     if (!this.config.loadBestModelAtEnd || !this.bestWeights || !this.bestRecord) return null;
-    this.trainer.policy.writeParameters(this.bestWeights);
+    const policy = this.trainer.policy;
+    if (policy.lora) policy.writeAdapters(this.bestWeights);
+    else policy.writeParameters(this.bestWeights);
     return { best: this.bestRecord, weights: this.bestWeights };
   }
 }

@@ -98,10 +98,19 @@ export class Sampler implements TextGenerator {
   /** The model's pipelines and the sampling kernel's, compiled (generate awaits it). */
   private readonly ready: Promise<unknown>;
 
+  /** Whether decoding uses the model's LoRA adapters (false: the base model alone). */
+  private readonly adapters: boolean;
+
+  /**
+   * `adapters: false` decodes a LoRA model's base alone (each forward encoded inside
+   * withAdaptersDisabled, so the same weights give the base model's exact tokens).
+   */
   constructor(
     private readonly engine: Engine,
     private readonly model: GpuLlama,
+    options: { adapters?: boolean } = {},
   ) {
+    this.adapters = options.adapters ?? true;
     this.sample = new SampleKernel(engine.device, engine.pipelines);
     this.ready = Promise.all([model.ready, this.sample.prepare(model.config.vocabSize)]);
     this.ready.catch(() => {}); // reported by generate(), not as an unhandled rejection
@@ -151,6 +160,11 @@ export class Sampler implements TextGenerator {
     // every training step draws fresh numbers.
     const callSeed = mixSeeds(options.seed, options.stream);
 
+    // Encoding is synchronous: the adapters are off exactly while this forward is encoded.
+    const extend = (...args: Parameters<GpuLlama['extend']>) =>
+      this.adapters
+        ? this.model.extend(...args)
+        : this.model.withAdaptersDisabled(() => this.model.extend(...args));
     const draw = (enc: GPUCommandEncoder, logits: GPUBuffer, i: number) => {
       this.sample.encode(enc, {
         logits,
@@ -175,7 +189,7 @@ export class Sampler implements TextGenerator {
       // Pipelines compiled first (since the model loaded), so that encoding never compiles.
       await this.ready;
       await this.engine.run(
-        (enc) => draw(enc, this.model.extend(enc, cache, promptBuf, promptPosBuf, P, 0), 0),
+        (enc) => draw(enc, extend(enc, cache, promptBuf, promptPosBuf, P, 0), 0),
         'prefill',
       );
       const checkEvery = options.checkEvery ?? 8;
@@ -188,7 +202,7 @@ export class Sampler implements TextGenerator {
         writeBuffer(device, positions, pos);
         const i = done;
         await this.engine.run(
-          (enc) => draw(enc, this.model.extend(enc, cache, next, positions, 1, column), i),
+          (enc) => draw(enc, extend(enc, cache, next, positions, 1, column), i),
           'decode',
         );
         done += 1;
