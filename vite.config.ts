@@ -51,6 +51,9 @@ export default defineConfig(({ mode }) => {
             name: 'unit',
             include: ['tests/unit/**/*.test.ts'],
             environment: 'node',
+            // Some unit tests start onnxruntime, python3 or a vite server: 5 s is too tight for
+            // them on a loaded 2-core machine, and a time-out is never what these tests check.
+            testTimeout: 30_000,
           },
         },
         {
