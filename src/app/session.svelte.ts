@@ -21,6 +21,7 @@ import { decodeCheckpointFile } from '../storage/transfer';
 import { parseJsonlDataset, type JsonlDataset } from '../tasks/jsonl';
 import type { DeletionCandidate } from '../storage/errors';
 import { estimate } from './lib/format';
+import { changedOptions } from './lib/pending';
 import { splitTestHooks } from './lib/test-hooks';
 import { ConsentMemory, codeHash, type ConsentOrigin, type ConsentRequest } from './consent';
 import { CHECKPOINT_FAILURE_REPORTED } from '../worker/protocol';
@@ -32,6 +33,7 @@ import type {
   ModelChoice,
   ModelInfo,
   ModelPreview,
+  PhaseProgress,
   RunState,
   StorageInfo,
   TrainerEvent,
@@ -95,6 +97,26 @@ export interface LoadProgress {
 export interface DeviceLost {
   message: string;
   lastCheckpoint: CheckpointInfo | null;
+}
+
+/** What would discard unsaved steps: the confirm dialog names it. */
+export type DiscardAction = 'reset' | 'restore' | 'load';
+
+/** The confirm dialog's question: `steps` trained since the last saved checkpoint would be lost. */
+export interface DiscardRequest {
+  action: DiscardAction;
+  steps: number;
+  /** The run's current step (the dialog says which steps: savedStep + 1 … step). */
+  step: number;
+}
+
+/** The confirm dialog's answers. */
+export type DiscardAnswer = 'save' | 'discard' | 'cancel';
+
+/** The step under way as the page shows it: the worker's phase and when the step began here. */
+export interface StepActivity extends PhaseProgress {
+  /** performance.now() on the page when this step's first phase arrived. */
+  startedAt: number;
 }
 
 /** Where a checkpoint file's manifest ends: read that much to see its config before importing. */
@@ -179,8 +201,14 @@ export class Session {
   #deviceLost: DeviceLost | null = $state.raw(null);
   #banners: Banner[] = $state([]);
   #consent: ConsentRequest | null = $state.raw(null);
+  #discard: DiscardRequest | null = $state.raw(null);
+  /** Pause was asked for and the worker has not stopped yet (the step under way finishes). */
+  #pausing = $state(false);
+  #activity: StepActivity | null = $state.raw(null);
 
   #bannerId = 0;
+  /** Resolves the open discard dialog's promise (confirmDiscard). */
+  #discardAnswer: ((answer: DiscardAnswer) => void) | null = null;
   /** Resolves the open consent dialog's promise (askConsent). */
   #consentAnswer: ((allowed: boolean) => void) | null = null;
   /** One dialog at a time: each question waits for the ones before it. */
@@ -206,6 +234,17 @@ export class Session {
       !this.#resolved.config ||
       JSON.stringify(this.#resolved.config) !== JSON.stringify(this.#applied),
   );
+
+  /** The options whose change waits for a Reset (everything in the config does today). */
+  #pendingOptions: string[] = $derived(
+    this.#applied && this.#resolved.config
+      ? changedOptions(this.#applied, this.#resolved.config)
+      : [],
+  );
+
+  /** The last step of this run that a stored checkpoint holds: the step it was adopted at (0, or
+   * the checkpoint it was restored from), or a later save; a deleted checkpoint no longer counts. */
+  #savedStep = $state(0);
 
   #timing = $derived(
     estimate(this.#stepMs, (this.#applied?.steps ?? this.#draft.steps) - this.#step),
@@ -325,6 +364,31 @@ export class Session {
 
   get timing() {
     return this.#timing;
+  }
+
+  /** The options changed in the form since this run started (they apply on Reset). */
+  get pendingOptions(): string[] {
+    return this.#pendingOptions;
+  }
+
+  /** Steps trained since the last checkpoint of this run: what Reset, Restore or Load would lose. */
+  get unsavedSteps(): number {
+    return this.#runId ? Math.max(0, this.#step - Math.min(this.#savedStep, this.#step)) : 0;
+  }
+
+  /** Pause was clicked; the step under way finishes first. */
+  get pausing(): boolean {
+    return this.#pausing;
+  }
+
+  /** The phase of the step under way (sampling k/N tokens, rewards, …), or null. */
+  get activity(): StepActivity | null {
+    return this.#activity;
+  }
+
+  /** The open "discard unsaved steps?" question, or null. */
+  get discard(): DiscardRequest | null {
+    return this.#discard;
   }
 
   get rewardNames(): string[] {
@@ -485,7 +549,20 @@ export class Session {
       case 'status':
         this.#status = e.status;
         this.#step = e.step;
+        if (e.status !== 'running') {
+          this.#pausing = false;
+          this.#activity = null;
+        }
         break;
+      case 'phase': {
+        const p = e.progress;
+        const prev = this.#activity;
+        // One clock per step: from its first phase on this page to its checkpoint and eval.
+        this.#activity = p
+          ? { ...p, startedAt: prev && prev.step === p.step ? prev.startedAt : performance.now() }
+          : null;
+        break;
+      }
       case 'step': {
         this.#step = e.report.step;
         this.#history = [...this.#history, { step: e.report.step, metrics: e.report.metrics }];
@@ -510,6 +587,7 @@ export class Session {
         break;
       case 'checkpoint-saved':
         this.#lastSaved = e.checkpoint;
+        this.noteSaved(e.checkpoint);
         void this.refreshCheckpoints();
         break;
       case 'checkpoint-failed':
@@ -583,6 +661,7 @@ export class Session {
   }
 
   async loadModel(): Promise<void> {
+    if (!(await this.confirmDiscard('load'))) return;
     this.#loadProgress = null;
     const out = await this.task(
       'Loading the model',
@@ -602,6 +681,8 @@ export class Session {
     this.#runName = run.runName;
     this.#applied = run.config;
     this.#step = run.step;
+    // A run is adopted at step 0 or at the checkpoint it was restored from: nothing to lose yet.
+    this.#savedStep = run.step;
     this.#history = run.history;
     // The worker builds a new run here: its evaluations start over.
     this.#evals = [];
@@ -648,13 +729,57 @@ export class Session {
     }
   }
 
+  /** Asks the worker to stop after the step under way; `pausing` shows it before the worker
+   * answers (the worker is busy with that step, so its answer can take the step's time). */
   async pause(): Promise<void> {
-    await this.api.pause();
+    if (this.#status !== 'running') return;
+    this.#pausing = true;
+    try {
+      await this.api.pause();
+    } catch (err) {
+      this.#pausing = false;
+      this.notify('error', 'Pause failed', msg(err));
+    }
+  }
+
+  /** Run when stopped, Pause when running (the keyboard shortcut and the toggle). */
+  async toggleRun(): Promise<void> {
+    if (this.#status === 'running') await this.pause();
+    else await this.run();
+  }
+
+  /**
+   * Before an action that replaces the run: when steps were trained since its last checkpoint,
+   * asks whether to save first, discard them or cancel (the discard dialog, App.svelte). Resolves
+   * true when the action may go on. With nothing unsaved it asks nothing.
+   */
+  async confirmDiscard(action: DiscardAction): Promise<boolean> {
+    const steps = this.unsavedSteps;
+    if (steps === 0) return true;
+    const answer = await new Promise<DiscardAnswer>((resolve) => {
+      this.#discardAnswer?.('cancel');
+      this.#discardAnswer = resolve;
+      this.#discard = { action, steps, step: this.#step };
+    });
+    if (answer === 'cancel') return false;
+    if (answer === 'discard') return true;
+    await this.save();
+    // Go on only when the save worked: a failed save has its banner and keeps the run.
+    return this.unsavedSteps === 0;
+  }
+
+  /** The discard dialog's answer (Escape cancels). */
+  answerDiscard(answer: DiscardAnswer) {
+    const resolve = this.#discardAnswer;
+    this.#discardAnswer = null;
+    this.#discard = null;
+    resolve?.(answer);
   }
 
   /** A new run from the loaded weights with the draft config. */
   async reset(): Promise<void> {
     if (!this.#model) return;
+    if (!(await this.confirmDiscard('reset'))) return;
     const run = await this.task(
       'Resetting',
       () => this.api.configure(this.draftForWorker(), this.#jsonl?.text),
@@ -681,6 +806,7 @@ export class Session {
     this.#busy = 'Saving';
     try {
       this.#lastSaved = await this.api.saveCheckpoint();
+      this.noteSaved(this.#lastSaved);
     } catch (err) {
       // A failure the worker already reported with its 'checkpoint-failed' event is not repeated.
       if ((err as { name?: string }).name !== CHECKPOINT_FAILURE_REPORTED)
@@ -691,6 +817,7 @@ export class Session {
   }
 
   async restore(id: string): Promise<void> {
+    if (!(await this.confirmDiscard('restore'))) return;
     const info = this.#checkpoints.find((c) => c.id === id);
     const subject = info
       ? `The checkpoint of run '${info.runName}' at step ${info.step}`
@@ -742,9 +869,30 @@ export class Session {
     await this.refreshCheckpoints();
   }
 
+  /** A checkpoint of the current run now holds its steps up to `c.step`. */
+  private noteSaved(c: CheckpointInfo) {
+    if (c.runId === this.#runId) this.#savedStep = Math.max(this.#savedStep, c.step);
+  }
+
   async remove(id: string): Promise<void> {
-    await this.task('Deleting', () => this.api.deleteCheckpoint(id), 'Not deleted');
+    const info = this.#checkpoints.find((c) => c.id === id);
+    const deleted = await this.task(
+      'Deleting',
+      async () => (await this.api.deleteCheckpoint(id), true),
+      'Not deleted',
+    );
+    // "saved at step N" and the unsaved-steps count must not lean on a deleted checkpoint.
+    if (deleted && this.#lastSaved?.id === id) this.#lastSaved = null;
     await this.refreshCheckpoints();
+    if (deleted && info && info.runId === this.#runId && info.step === this.#savedStep) {
+      // The run's steps up to there are now held only by its other checkpoints, if any.
+      this.#savedStep = Math.max(
+        0,
+        ...this.#checkpoints
+          .filter((c) => c.runId === this.#runId && c.step <= this.#step)
+          .map((c) => c.step),
+      );
+    }
   }
 
   async exportCheckpoint(id: string): Promise<{ blob: Blob; fileName: string } | null> {
@@ -794,7 +942,7 @@ export class Session {
     return this.task('Comparing', () => this.api.compare(), 'The comparison failed');
   }
 
-  exportModel(format: 'hf' | 'onnx') {
+  exportModel(format: 'hf' | 'onnx' | 'peft') {
     return this.task('Exporting the model', () => this.api.exportModel(format), 'Not exported');
   }
 }

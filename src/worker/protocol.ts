@@ -84,11 +84,38 @@ export const CHECKPOINT_FAILURE_REPORTED = 'CheckpointFailureReported';
 
 export type TrainerStatus = 'no-model' | 'loading' | 'ready' | 'running' | 'paused' | 'lost';
 
+/**
+ * What a training step is doing right now, in the order a step does it: sampling the group's
+ * tokens, scoring rewards, the reference policy's log-probs (β > 0), forward + backward of each
+ * of the μ passes, clip + AdamW, re-scoring the updated policy (the Learn view's "after" log-probs),
+ * then the automatic checkpoint and evaluation that may follow the step.
+ */
+export type StepPhase =
+  | 'sampling'
+  | 'rewards'
+  | 'reference'
+  | 'backward'
+  | 'optimizer'
+  | 'rescoring'
+  | 'checkpoint'
+  | 'eval';
+
+/** A step's phase; `done` / `total` count tokens while sampling and passes (μ) while updating. */
+export interface PhaseProgress {
+  /** The step this work belongs to (1-based: the step being trained, or just trained). */
+  step: number;
+  phase: StepPhase;
+  done: number | null;
+  total: number | null;
+}
+
 /** The trainer worker's progress stream (one Comlink.proxy callback receives every event). */
 export type TrainerEvent =
   | { type: 'load-progress'; phase: string; file: string; loaded: number; total: number | null }
   | { type: 'status'; status: TrainerStatus; step: number; steps: number }
   | { type: 'step'; report: UiStepReport }
+  /** Sub-progress of the step under way; null between steps. */
+  | { type: 'phase'; progress: PhaseProgress | null }
   | { type: 'checkpoint-saved'; checkpoint: CheckpointInfo; automatic: boolean }
   | {
       type: 'checkpoint-failed';

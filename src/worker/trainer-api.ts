@@ -13,7 +13,7 @@ import { customRewardCode, withoutCustomRewards, type CustomCodeConsent } from '
 import { evaluate, type EvalReport } from '../grpo/evaluate';
 import { browserSandboxFactory } from '../grpo/reward-sandbox-browser';
 import type { SandboxFactory } from '../grpo/reward-sandbox';
-import { planRunMemory, Run } from '../grpo/run';
+import { checkpointDue, planRunMemory, Run } from '../grpo/run';
 import { TrainingDivergedError, type StepReport } from '../grpo/trainer';
 import { exportHfFolder } from '../export/hf-export';
 import { CONFIG_FILE, loadHfFolder, type LoadedHfModel } from '../formats/hf-folder';
@@ -25,6 +25,15 @@ import {
   type ReadProgress,
 } from '../formats/model-source';
 import { exportOnnx } from '../export/onnx-export';
+import {
+  exportPeftAdapter,
+  loraConfigFields,
+  parsePeftAdapter,
+  PEFT_CONFIG_FILE,
+  PEFT_WEIGHTS_FILE,
+  type LoraWeights,
+} from '../export/peft-adapter';
+import { Sampler } from '../model/sampler';
 import { loadTokenizer, type Tokenizer } from '../formats/tokenizer';
 import { parameterCount, parseHfConfig, type LlamaConfig } from '../core/model-config';
 import type { MemoryPlan } from '../model/memory-plan';
@@ -33,6 +42,7 @@ import { GrpoStorage } from '../storage/index';
 import type { Identity, MetricsRow as StoredMetricsRow } from '../storage/db';
 import { StorageQuotaError } from '../storage/errors';
 import { CHECKPOINT_FAILURE_REPORTED } from './protocol';
+import { StepProgress } from './step-progress';
 import type {
   ChatOptions,
   ChatReply,
@@ -112,6 +122,8 @@ export function createTrainerApi(options: TrainerApiOptions = {}) {
       // A closed page must not stop training; events are best-effort.
     }
   };
+  // The step's sub-progress, streamed as 'phase' events (step-progress.ts).
+  const progress = new StepProgress((p) => emit({ type: 'phase', progress: p }));
   const setStatus = (next: TrainerStatus) => {
     status = next;
     emit({
@@ -132,7 +144,16 @@ export function createTrainerApi(options: TrainerApiOptions = {}) {
 
   async function getEngine(): Promise<Engine> {
     if (engine && !engine.gpu.lost) return engine;
-    engine = await (options.createEngine ?? (() => createEngine()))();
+    const created = await (options.createEngine ?? (() => createEngine()))();
+    // Every GPU submission passes its label to the step's progress (a wrapper: the engine itself
+    // may be shared, as in tests).
+    engine = {
+      ...created,
+      run: (record, label) => {
+        progress.gpuWork(label);
+        return created.run(record, label);
+      },
+    };
     engine.gpu.onDeviceLost((event) => {
       lost = true;
       pauseRequested = true;
@@ -236,14 +257,30 @@ export function createTrainerApi(options: TrainerApiOptions = {}) {
         onStep: (report, { elapsedMs }) => {
           active.lastReport = withPieces(report, elapsedMs);
           emit({ type: 'step', report: active.lastReport });
+          afterStep(active, report.step, true);
         },
-        onCheckpoint: (payload, { automatic }) => storeCheckpoint(active, payload, automatic),
-        onEval: (record, best) => emit({ type: 'eval', record, best }),
+        onCheckpoint: async (payload, { automatic }) => {
+          await storeCheckpoint(active, payload, automatic);
+          if (automatic) afterStep(active, payload.step, false);
+        },
+        onEval: (record, best) => {
+          emit({ type: 'eval', record, best });
+          progress.idle();
+        },
         onBestLoaded: (loaded, lastStep) =>
           emit({ type: 'best-loaded', best: loaded.best, lastStep }),
       },
     });
+    active.run.trainer.onPhase = (phase) =>
+      progress.trainer(phase, active.run.stepCount + 1, active.run.config);
     return active;
+  }
+
+  /** What follows step `step` (Run.step's order: checkpoint, then evaluation), or nothing. */
+  function afterStep(r: ActiveRun, step: number, checkpointNext: boolean) {
+    if (checkpointNext && checkpointDue(step, r.run.config)) progress.after(step, 'checkpoint');
+    else if (r.run.evals.due(step)) progress.after(step, 'eval');
+    else progress.idle();
   }
 
   function runState(r: ActiveRun): RunState {
@@ -313,6 +350,7 @@ export function createTrainerApi(options: TrainerApiOptions = {}) {
       await r.run.step();
       return r.lastReport!;
     } catch (err) {
+      progress.idle();
       emit({
         type: 'error',
         message: message(err),
@@ -447,6 +485,7 @@ export function createTrainerApi(options: TrainerApiOptions = {}) {
       } catch {
         stopped = lost ? 'lost' : 'error';
       }
+      progress.idle();
       if (lost) stopped = 'lost';
       else setStatus('paused');
       return { step: r.run.stepCount, stopped };
@@ -646,8 +685,16 @@ export function createTrainerApi(options: TrainerApiOptions = {}) {
         maxCompletionLength: r.config.maxCompletionLength,
         seed: r.config.seed,
       };
-      const current = await r.trainer.policy.readParameters();
+      const policy = r.trainer.policy;
       let before: EvalReport;
+      if (policy.lora) {
+        // LoRA: the base is the same weights with the adapters off (swapping base weights in
+        // would leave the adapters on).
+        const base = new Sampler(await getEngine(), policy, { adapters: false });
+        before = await evaluate({ ...ctx, sampler: base }, problems, evalOptions);
+        return { step: r.trainer.step, before, after: await evaluate(ctx, problems, evalOptions) };
+      }
+      const current = await policy.readParameters();
       try {
         r.trainer.policy.writeParameters(model!.hf.tensors);
         before = await evaluate(ctx, problems, evalOptions);
@@ -658,21 +705,72 @@ export function createTrainerApi(options: TrainerApiOptions = {}) {
       return { step: r.trainer.step, before, after };
     },
 
-    /** The current weights as a Hugging Face folder or an ONNX file. */
-    async exportModel(format: 'hf' | 'onnx'): Promise<ExportedFile[]> {
+    /**
+     * The current weights as a Hugging Face folder or an ONNX file (a LoRA run's adapters merged
+     * in), or a LoRA run's adapter as a PEFT folder ('peft': adapter_config.json and
+     * adapter_model.safetensors).
+     */
+    async exportModel(format: 'hf' | 'onnx' | 'peft'): Promise<ExportedFile[]> {
       const r = requireRun().run;
-      const tensors = await r.trainer.policy.readParameters();
+      const policy = r.trainer.policy;
+      const tensors = await policy.readParameters();
+      const lora: LoraWeights | null = policy.lora
+        ? { options: policy.lora, adapters: await policy.readAdapters() }
+        : null;
       const m = model!;
+      if (format === 'peft') {
+        if (!lora) throw new Error('This run trains every weight (usePeft is off): no adapter.');
+        const files = exportPeftAdapter({
+          config: m.hf.config,
+          lora,
+          baseModelNameOrPath: m.label,
+        });
+        return [...files].map(([name, bytes]) => ({ name, bytes }));
+      }
       if (format === 'onnx') {
-        return [{ name: 'model.onnx', bytes: exportOnnx({ config: m.hf.config, tensors }) }];
+        return [{ name: 'model.onnx', bytes: exportOnnx({ config: m.hf.config, tensors, lora }) }];
       }
       const files = exportHfFolder({
         config: m.hf.config,
         tensors,
+        lora,
         tokenizerFiles: m.hf.tokenizerFiles,
         generation: m.hf.generation,
       });
       return [...files].map(([name, bytes]) => ({ name, bytes }));
+    },
+
+    /**
+     * Loads a PEFT LoRA adapter (adapter_config.json + adapter_model.safetensors) onto the loaded
+     * base model: checked against it, then a new run (step 0) with the adapter's LoRA settings
+     * and the run's other options starts from the adapter's weights.
+     */
+    async importAdapter(
+      files: readonly { name: string; bytes: Uint8Array }[],
+      jsonlText?: string,
+    ): Promise<RunState> {
+      if (status === 'running') throw new Error('Pause training before loading an adapter.');
+      if (!model) throw new Error('Load the adapter’s base model first.');
+      const named = (file: string) => {
+        const hit = files.find((f) => f.name.split('/').pop() === file);
+        if (!hit)
+          throw new Error(
+            `${file} is missing: choose both ${PEFT_CONFIG_FILE} and ${PEFT_WEIGHTS_FILE}.`,
+          );
+        return hit.bytes;
+      };
+      const adapter = parsePeftAdapter(
+        { config: named(PEFT_CONFIG_FILE), weights: named(PEFT_WEIGHTS_FILE) },
+        model.hf.config,
+      );
+      const base = run?.run.config ?? resolveConfig({});
+      const config = resolveConfig({ ...base, ...loraConfigFields(adapter.options) });
+      const r = await buildRun(config, jsonlText, newRunIds(config));
+      r.run.trainer.setAdapters(adapter.options, adapter.adapters);
+      run = r;
+      lost = false;
+      setStatus('ready');
+      return runState(r);
     },
   };
 
