@@ -241,6 +241,8 @@ export async function trainFolder(o: TrainFolderOptions): Promise<{
   });
   try {
     log(`memory plan: ${formatBytes(run.plan.peakBytes)} at peak`);
+    // For a JSONL dataset this names the lines that were skipped and why.
+    log(`task: ${run.task.description}`);
     mkdirSync(runDir, { recursive: true });
     for (const action of recoverRunFolder(runDir)) log(action);
     if (o.resume) {
