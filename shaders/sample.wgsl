@@ -5,6 +5,8 @@
 //   greedy: tok = argmax z (lowest index on ties)
 //   else:   keep x with key(x) ≥ τ, τ = the k-th largest key (top-k, k = 0 off), raised to the
 //           largest key u with mass(key ≥ u) ≥ p · mass(top-k set) (top-p, p ≥ 1 off);
+//           then min-p (minP > 0, HF's MinPLogitsWarper after top-p): keep only exp(x − max) ≥ minP,
+//           an upper set in key order, so τ is raised to its k-th largest key, k its size;
 //           tok = first kept index (in index order) whose cumulative exp(x − max) exceeds
 //           u · Σ kept, u ∈ [0, 1) from Philox-4x32-10(counter (step, sequence, 0, 0), key seed).
 // key() maps f32 to an order-preserving u32. Both thresholds are found without sorting: bit by bit
@@ -38,6 +40,7 @@ struct Params {
   sequenceOffset: u32,
   outStride: u32,
   outOffset: u32,
+  minP: f32, // 0 = off
 }
 
 @group(0) @binding(0) var<storage, read> logits: array<f32>;
@@ -159,6 +162,15 @@ fn first_pass(base: u32, first: u32, step: u32) -> FirstPass {
   return FirstPass(m, s, best_z, best_i);
 }
 
+// How many of v = first, first + step, … pass min-p: exp(x − m) ≥ minP.
+fn count_min_p(base: u32, first: u32, step: u32, m: f32) -> u32 {
+  var count = 0u;
+  for (var v = first; v < params.V; v = v + step) {
+    count = count + select(0u, 1u, exp(x_at(base, v) - m) >= params.minP);
+  }
+  return count;
+}
+
 // How many of v = first, first + step, … have key(x) ≥ tau.
 fn count_at_least(base: u32, first: u32, step: u32, tau: u32) -> u32 {
   var count = 0u;
@@ -245,6 +257,16 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         if (mass_at_least(lid, base, max_x, cand) >= mass_goal) { tau_p = cand; }
       }
       tau = max(tau, tau_p);
+    }
+    if (params.minP > 0.0) {
+      // Min-p keeps an upper set of keys: its threshold is its k-th largest key (as top-k).
+      let k = sum_u32(lid, count_min_p(base, lid, WG, max_x));
+      var tau_m = 0u;
+      for (var bit = 31; bit >= 0; bit = bit - 1) {
+        let cand = tau_m | (1u << u32(bit));
+        if (sum_u32(lid, count_at_least(base, lid, WG, cand)) >= k) { tau_m = cand; }
+      }
+      tau = max(tau, tau_m);
     }
 
     // Inverse CDF in index order: thread t sums the kept weights of its contiguous chunk, thread 0
@@ -339,6 +361,15 @@ fn main_row_per_thread(@builtin(workgroup_id) wid: vec3<u32>,
         if (mass_at_least_serial(base, max_x, cand) >= mass_goal) { tau_p = cand; }
       }
       tau = max(tau, tau_p);
+    }
+    if (params.minP > 0.0) {
+      let k = count_min_p(base, 0u, 1u, max_x);
+      var tau_m = 0u;
+      for (var bit = 31; bit >= 0; bit = bit - 1) {
+        let cand = tau_m | (1u << u32(bit));
+        if (count_at_least(base, 0u, 1u, cand) >= k) { tau_m = cand; }
+      }
+      tau = max(tau, tau_m);
     }
     // Inverse CDF in index order, in main's CHUNKS chunks and with its arithmetic (chunk sums,
     // their total, the residual walk), so the token is main's whenever tau is.

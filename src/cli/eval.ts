@@ -56,6 +56,7 @@ async function main(args: string[]) {
             temperature: config.temperature,
             topP: config.topP,
             topK: config.topK,
+            minP: config.minP ?? 0,
             maxCompletionLength: config.maxCompletionLength,
             seed: config.seed,
           },

@@ -205,3 +205,70 @@ export function fracRewardZeroStd(
   for (let g = 0; g < groups; g++) if (stdIsZero(rewards, g * groupSize, groupSize)) zero++;
   return zero / groups;
 }
+
+// ---------------------------------------------------------------------------------------------
+// GDPO: TRL's multi_objective_aggregation='normalize_then_sum' (docs/grpo.md §2).
+// ---------------------------------------------------------------------------------------------
+
+/** TRL's `multi_objective_aggregation`; 'sum_then_normalize' is computeAdvantages above. */
+export const MULTI_OBJECTIVE_AGGREGATIONS = ['sum_then_normalize', 'normalize_then_sum'] as const;
+
+export type MultiObjectiveAggregation = (typeof MULTI_OBJECTIVE_AGGREGATIONS)[number];
+
+/**
+ * 'normalize_then_sum' (GDPO), as TRL computes it: each reward function k is normalised within
+ * each group over the completions it scored, ñ_ik = (r_ik − mean_g,k) / (std_g,k + 1e-4) (a null
+ * r_ik, or a group where k scored fewer than 2, gives NaN, which the weighted nansum drops); the
+ * completion's reward is Σ_k w_k·ñ_ik (null for an unscorable completion); the advantage is
+ * (r_i − mean(r)) / (std(r) + 1e-4) over the whole batch (mean and std over the scored ones; an
+ * unscorable completion gets 0). scaleRewards is not used. Values equal in float32 give exactly 0
+ * deviations, as TRL's float32 arithmetic does (computeAdvantages' reason). zeroStd: TRL's
+ * is_std_zero of the batch std, so frac_reward_zero_std is 0 or 1.
+ * perFunction: (N, K) values (null = not applicable), rows group-major as computeAdvantages'.
+ */
+export function normalizeThenSumAdvantages(
+  perFunction: readonly (readonly (number | null)[])[],
+  weights: readonly number[],
+  groupSize: number,
+): { advantages: Float64Array; rewards: (number | null)[]; zeroStd: boolean } {
+  const n = perFunction.length;
+  const groups = checkShape(
+    perFunction.map(() => 0),
+    groupSize,
+  );
+  const K = weights.length;
+  const rewards: (number | null)[] = perFunction.map((row) => {
+    if (row.length !== K) throw new RangeError(`a reward row has ${row.length} values, not ${K}`);
+    return row.every((v) => v === null) ? null : 0;
+  });
+  for (let k = 0; k < K; k++) {
+    const column = perFunction.map((row) => row[k]);
+    for (const v of column) {
+      if (v !== null && !Number.isFinite(v)) throw new RangeError(`reward ${v} is not finite`);
+    }
+    for (let g = 0; g < groups; g++) {
+      const start = g * groupSize;
+      const equal = groupAllEqual(column, start, groupSize);
+      const m = nanMean(column, start, groupSize);
+      const s = nanStd(column, start, groupSize);
+      for (let i = start; i < start + groupSize; i++) {
+        const v = column[i];
+        if (v === null || rewards[i] === null) continue;
+        const z = equal && !Number.isNaN(s) ? 0 : (v - m) / (s + ADVANTAGE_STD_EPS);
+        if (!Number.isNaN(z)) rewards[i] = (rewards[i] as number) + weights[k] * z; // nansum
+      }
+    }
+  }
+  const advantages = new Float64Array(n);
+  const zeroStd = stdIsZero(rewards, 0, n);
+  if (!groupAllEqual(rewards, 0, n)) {
+    const m = nanMean(rewards, 0, n);
+    const s = nanStd(rewards, 0, n);
+    for (let i = 0; i < n; i++) {
+      const r = rewards[i];
+      const a = r === null ? NaN : (r - m) / (s + ADVANTAGE_STD_EPS);
+      advantages[i] = Number.isNaN(a) ? 0 : a;
+    }
+  }
+  return { advantages, rewards, zeroStd };
+}

@@ -3,11 +3,11 @@
 // project's own (model, task, rewards …). Everything — the Config type, the defaults, validation,
 // CLI flags, --help, URL parameters and the TRL mapping — comes from the single CONFIG_SCHEMA table.
 
-import { IMPORTANCE_SAMPLING_LEVELS, LOSS_TYPES } from '../ref/grpo_loss';
+import { ALL_LOSS_TYPES, IMPORTANCE_SAMPLING_LEVELS } from '../ref/grpo_loss';
 import { checkLoraOptions, type LoraOptions } from '../ref/lora';
 import { resolveTaskOptions, TASK_NAMES } from '../tasks/index';
 import { PROMPT_TEMPLATES } from '../tasks/types';
-import { SCALE_REWARDS } from './advantages';
+import { MULTI_OBJECTIVE_AGGREGATIONS, SCALE_REWARDS } from './advantages';
 import { BUILTIN_REWARDS, CUSTOM_REWARD_PREFIX } from './rewards';
 import { rewardIdsProblem } from './reward-id';
 
@@ -167,6 +167,12 @@ export const CONFIG_SCHEMA = {
   ),
   temperature: field(num(0, undefined, true), 1.0, 'sampling temperature', 'temperature'),
   topP: field(num(0, 1, true), 1.0, 'nucleus sampling mass (1 = off)', 'top_p'),
+  minP: field(
+    nullable(num(0, 1)),
+    null,
+    'min-p sampling: keep tokens with probability ≥ minP · the most likely one (null = off)',
+    'min_p',
+  ),
   topK: field(int(0), 0, 'top-k sampling (0 = off)', 'top_k'),
   // --- optimizer --------------------------------------------------------------------------
   learningRate: field(
@@ -215,7 +221,24 @@ export const CONFIG_SCHEMA = {
     'epsilon_high',
   ),
   numIterations: field(int(1), 1, 'μ: optimizer passes per sampled batch', 'num_iterations'),
-  lossType: field(oneOf(LOSS_TYPES), 'dapo', 'loss aggregation (docs/grpo.md §4)', 'loss_type'),
+  lossType: field(
+    oneOf(ALL_LOSS_TYPES),
+    'dapo',
+    "loss aggregation (docs/grpo.md §4), or TRL's 'cispo' / 'sapo' objectives (§3)",
+    'loss_type',
+  ),
+  sapoTemperaturePos: field(
+    num(0, undefined, true),
+    1.0,
+    "lossType 'sapo': gate temperature τ for tokens with A > 0 (docs/grpo.md §3)",
+    'sapo_temperature_pos',
+  ),
+  sapoTemperatureNeg: field(
+    num(0, undefined, true),
+    1.05,
+    "lossType 'sapo': gate temperature τ for tokens with A ≤ 0 (docs/grpo.md §3)",
+    'sapo_temperature_neg',
+  ),
   importanceSamplingLevel: field(
     oneOf(IMPORTANCE_SAMPLING_LEVELS),
     'token',
@@ -228,11 +251,29 @@ export const CONFIG_SCHEMA = {
     'two-sided clipping (INTELLECT-2): cap the unclipped ratio at δ, best > 1 + epsilonHigh (null = off)',
     'delta',
   ),
+  topEntropyQuantile: field(
+    num(0, 1),
+    1.0,
+    'train the policy term only on the top ρ of tokens by entropy (per micro-batch; 1 = all; the paper uses 0.2)',
+    'top_entropy_quantile',
+  ),
+  entropyCoef: field(
+    num(),
+    0.0,
+    'entropy bonus: loss − entropyCoef · mean token entropy, > 0 encourages exploration (0 = off; docs/grpo.md §5)',
+    'entropy_coef',
+  ),
   scaleRewards: field(
     oneOf(SCALE_REWARDS),
     'group',
     "advantage scaling: 'group', 'batch' or 'none' (Dr. GRPO); true/false as in TRL mean 'group'/'none'",
     'scale_rewards',
+  ),
+  multiObjectiveAggregation: field(
+    oneOf(MULTI_OBJECTIVE_AGGREGATIONS),
+    'sum_then_normalize',
+    "with several rewards: 'sum_then_normalize' (weighted sum, then §2) or 'normalize_then_sum' (GDPO: each reward normalised per group, summed, then over the batch; docs/grpo.md §2)",
+    'multi_objective_aggregation',
   ),
   maskTruncatedCompletions: field(
     bool(),
@@ -548,14 +589,6 @@ function checkConfig(partial: unknown): ConfigInput {
       `config 'loraDropout' (lora_dropout) ${c.loraDropout} is not supported: only 0 (LoRA without dropout)`,
     );
   }
-  if (c.usePeft && c.loadBestModelAtEnd) {
-    // The best evaluation's weights are kept as base weights (eval-during-training.ts), which
-    // LoRA never changes: loading them would silently keep the last adapters.
-    throw new ConfigError(
-      'loadBestModelAtEnd',
-      "config 'loadBestModelAtEnd' is not supported with usePeft (it keeps base weights, not adapters)",
-    );
-  }
   if (c.usePeft) {
     try {
       loraOptionsOf(c as Config);
@@ -569,6 +602,14 @@ function checkConfig(partial: unknown): ConfigInput {
     throw new ConfigError(
       'loadBestModelAtEnd',
       `config 'loadBestModelAtEnd' needs periodic evaluation: set evalSteps > 0 and evalPrompts > 0 (got evalSteps = ${c.evalSteps}, evalPrompts = ${c.evalPrompts})`,
+    );
+  }
+  // TRL applies the bonus on the high-entropy tokens only, normalised by their count: a
+  // combination the GPU path does not compute (docs/grpo.md §5), so it is refused, not approximated.
+  if (c.entropyCoef !== 0 && c.topEntropyQuantile < 1) {
+    throw new ConfigError(
+      'entropyCoef',
+      `config 'entropyCoef' (${c.entropyCoef}) with topEntropyQuantile < 1 (${c.topEntropyQuantile}) is not supported`,
     );
   }
   const n = c.perStepPrompts * c.numGenerations;

@@ -70,6 +70,7 @@ export class EvalDuringTraining {
       temperature: this.config.temperature,
       topP: this.config.topP,
       topK: this.config.topK,
+      minP: this.config.minP ?? 0,
       maxCompletionLength: this.config.maxCompletionLength,
       seed: evalSeed(this.config),
     });

@@ -20,6 +20,8 @@ export interface EvalOptions {
   temperature: number;
   topP?: number;
   topK?: number;
+  /** TRL min_p (0 or absent = off). */
+  minP?: number;
   maxCompletionLength: number;
   seed: number;
   /** Prompts decoded per generate() call (bounded GPU memory). */
@@ -144,6 +146,7 @@ export async function evaluate(
       temperature: options.temperature,
       topK: options.topK ?? 0,
       topP: options.topP ?? 1,
+      minP: options.minP ?? 0,
       seed: options.seed,
       eosTokenIds: tokenizer.eosTokenIds,
       padTokenId: tokenizer.padTokenId,

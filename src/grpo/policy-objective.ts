@@ -11,12 +11,24 @@ import type { Engine } from '../engine/engine';
 import { Workspace } from '../engine/workspace';
 import { AddKernel } from '../kernels/add';
 import { CrossEntropyKernel, crossEntropyRowWeights } from '../kernels/cross-entropy';
-import { decodeGrpoLossOut, GRPO_LOSS_OUT, GrpoLossKernel } from '../kernels/grpo-loss';
+import {
+  decodeGrpoLossOut,
+  EntropyMaskKernel,
+  GRPO_LOSS_OUT,
+  GrpoLossKernel,
+} from '../kernels/grpo-loss';
 import { LogprobGatherBackwardKernel, LogprobGatherKernel } from '../kernels/logprob';
 import type { PackedBatch } from '../model/batch';
 import type { ForwardState, GpuLlama } from '../model/llama';
 import type { GpuAdamW } from '../optim/adamw';
-import { loggedLossMetrics, microBatchMetrics, type MicroBatchMetrics } from '../ref/grpo_loss';
+import {
+  entropyBonusRef,
+  loggedLossMetrics,
+  microBatchMetrics,
+  normalisesByBatchTokens,
+  policyLossMetric,
+  type MicroBatchMetrics,
+} from '../ref/grpo_loss';
 import type { Config } from './config';
 
 const F32 = 4;
@@ -26,6 +38,8 @@ const OUT = GRPO_LOSS_OUT.length; // loss statistics per micro-batch
 export interface PassReport {
   /** The pass's aggregated loss (§4), summed over micro-batches as the gradient is. */
   loss: number;
+  /** The same without the entropy bonus (= loss when entropyCoef is 0; docs/grpo.md §5). */
+  policyLoss: number;
   gradNorm: number;
   /** The learning rate this pass's AdamW step used. */
   learningRate: number;
@@ -63,7 +77,16 @@ export interface SupervisedUpdate {
 }
 
 /** The step's buffers: whole-batch per-token (N, L) or (N), and one micro-batch's (Nm, L). */
-function stepBuffers(ws: Workspace, N: number, L: number, GA: number, V: number, kl: boolean) {
+function stepBuffers(
+  ws: Workspace,
+  N: number,
+  L: number,
+  GA: number,
+  V: number,
+  kl: boolean,
+  entropyBonus = false,
+  entropyMask = false,
+) {
   const Nm = N / GA;
   const rows = Nm * L;
   const b = (name: string, bytes: number) => ws.get(`step.${name}`, bytes);
@@ -75,6 +98,7 @@ function stepBuffers(ws: Workspace, N: number, L: number, GA: number, V: number,
     logp: b('logp', N * L * F32), // (N, L)
     entropy: b('entropy', N * L * F32), // (N, L)
     refLogp: kl ? b('refLogp', N * L * F32) : null, // (N, L)
+    gradEntropy: entropyBonus ? b('gradEntropy', N * L * F32) : null, // (N, L) ∂loss/∂H
     lossOut: b('lossOut', GA * OUT * F32), // (GA, OUT)
     micro: {
       targets: b('micro.targets', rows * 4), // u32 (Nm, L)
@@ -82,6 +106,8 @@ function stepBuffers(ws: Workspace, N: number, L: number, GA: number, V: number,
       advantages: b('micro.advantages', Nm * F32), // (Nm)
       oldLogp: b('micro.oldLogp', rows * F32), // (Nm, L)
       refLogp: kl ? b('micro.refLogp', rows * F32) : null, // (Nm, L)
+      gradEntropy: entropyBonus ? b('micro.gradEntropy', rows * F32) : null, // (Nm, L)
+      entropyMask: entropyMask ? b('micro.entropyMask', rows * F32) : null, // (Nm, L) 0/1
       logp: b('micro.logp', rows * F32), // (Nm, L)
       entropy: b('micro.entropy', rows * F32), // (Nm, L)
       lse: b('micro.lse', rows * F32), // (Nm, L)
@@ -112,6 +138,7 @@ interface ObjectiveParts {
   gather: LogprobGatherKernel;
   gatherBackward: LogprobGatherBackwardKernel;
   loss: GrpoLossKernel;
+  entropyMask: EntropyMaskKernel;
   add: AddKernel;
 }
 
@@ -139,10 +166,11 @@ export class PolicyObjective {
       gather: new LogprobGatherKernel(device, pipelines),
       gatherBackward: new LogprobGatherBackwardKernel(device, pipelines),
       loss: new GrpoLossKernel(device, pipelines),
+      entropyMask: new EntropyMaskKernel(device, pipelines),
       add: new AddKernel(device, pipelines),
     };
     this.crossEntropy = new CrossEntropyKernel(device, pipelines);
-    const { gather, gatherBackward, loss, add } = this.parts;
+    const { gather, gatherBackward, loss, entropyMask, add } = this.parts;
     this.ready = Promise.all([
       policy.ready,
       reference === policy ? undefined : reference?.ready,
@@ -150,6 +178,7 @@ export class PolicyObjective {
       gather.prepare(policy.config.vocabSize),
       gatherBackward.prepare(),
       loss.prepare(),
+      entropyMask.prepare(),
       add.prepare(),
     ]);
     this.ready.catch(() => {}); // reported by update(), not as an unhandled rejection
@@ -182,12 +211,37 @@ export class PolicyObjective {
     try {
       const V = this.policy.config.vocabSize;
       const GA = config.gradientAccumulationSteps;
-      const buffers = stepBuffers(ws, N, L, GA, V, this.reference !== null);
+      // The entropy bonus (docs/grpo.md §5): its ∂loss/∂H depends on the mask only.
+      const entropyCoef = config.entropyCoef;
+      const bonusOf = (entropy: ArrayLike<number>) =>
+        entropyBonusRef({
+          entropy,
+          mask: batch.mask,
+          N,
+          L,
+          GA,
+          lossType: config.lossType,
+          entropyCoef,
+        });
+      const buffers = stepBuffers(
+        ws,
+        N,
+        L,
+        GA,
+        V,
+        this.reference !== null,
+        entropyCoef !== 0,
+        config.topEntropyQuantile < 1,
+      );
       const { device } = this.engine;
       writeBuffer(device, buffers.targets, batch.targets);
       writeBuffer(device, buffers.mask, batch.mask);
       writeBuffer(device, buffers.advantages, Float32Array.from(advantages));
       writeBuffer(device, buffers.oldLogp, oldHost);
+      if (buffers.gradEntropy) {
+        const grad = bonusOf(new Float32Array(N * L)).gradEntropy;
+        writeBuffer(device, buffers.gradEntropy, Float32Array.from(grad));
+      }
       const step = new Step(this.parts, config, batch, buffers);
 
       // Reference log-probs (β > 0) from the frozen starting weights (LoRA: adapters off).
@@ -242,11 +296,14 @@ export class PolicyObjective {
               beta: config.beta,
               importanceSamplingLevel: config.importanceSamplingLevel,
               delta: config.delta,
+              lossType: config.lossType,
             }),
           );
         }
         passes.push({
-          loss: stats.loss,
+          // With the entropy bonus, the pass's loss is TRL's: policy loss − entropyCoef · H.
+          loss: entropyCoef !== 0 ? stats.loss + bonusOf(entropy).term : stats.loss,
+          policyLoss: stats.loss,
           gradNorm: stats.gradNorm,
           learningRate: lr,
           microBatches,
@@ -270,7 +327,19 @@ export class PolicyObjective {
         ...loggedLossMetrics(
           passes.flatMap((p) => p.microBatches),
           config.beta,
+          config.lossType,
         ),
+        ...(entropyCoef !== 0
+          ? {
+              policy_loss:
+                passes.reduce(
+                  (s, p) => s + policyLossMetric(p.policyLoss, config.lossType, GA),
+                  0,
+                ) / passes.length,
+              entropy_coef: entropyCoef,
+            }
+          : {}),
+        // The first pass's policy loss (without the entropy bonus): what Learn recomputes.
         'first_pass/loss': head.loss,
         ...(config.beta > 0 ? { 'first_pass/kl': head.meanKl } : {}),
         'first_pass/clip_ratio/low_mean': head.clipRatioLow,
@@ -420,10 +489,23 @@ class Step {
     const state = this.scoreMicro(enc, policy, m);
     if (micro.refLogp && b.refLogp)
       enc.copyBufferToBuffer(b.refLogp, at, micro.refLogp, 0, rows * F32);
+    if (micro.gradEntropy && b.gradEntropy)
+      enc.copyBufferToBuffer(b.gradEntropy, at, micro.gradEntropy, 0, rows * F32);
     if (config.numIterations > 1)
       enc.copyBufferToBuffer(b.oldLogp, at, micro.oldLogp, 0, rows * F32);
     enc.copyBufferToBuffer(micro.logp, 0, b.logp, at, rows * F32);
     enc.copyBufferToBuffer(micro.entropy, 0, b.entropy, at, rows * F32);
+    // topEntropyQuantile < 1: this micro-batch's high-entropy tokens, from this forward's
+    // entropies, as TRL's get_high_entropy_mask (docs/grpo.md §3).
+    if (micro.entropyMask) {
+      this.parts.entropyMask.encode(enc, {
+        entropy: micro.entropy,
+        mask: micro.mask,
+        out: micro.entropyMask,
+        M: rows,
+        topEntropyQuantile: config.topEntropyQuantile,
+      });
+    }
     loss.encode(enc, {
       logp: micro.logp,
       // μ = 1: old = the current log-probs, detached (ρ = 1, non-zero gradient; docs/grpo.md §3).
@@ -441,14 +523,19 @@ class Step {
       beta: config.beta,
       maxCompletionLength: config.maxCompletionLength,
       activeTokensInBatch: this.activeTokens,
-      // Objective variants (docs/grpo.md §3): GSPO sequence ratios, two-sided clipping.
+      // Objective variants (docs/grpo.md §3): GSPO sequence ratios, two-sided clipping, the
+      // high-entropy token mask.
       importanceSamplingLevel: config.importanceSamplingLevel,
       delta: config.delta,
+      entropyMask: micro.entropyMask,
+      sapoTemperaturePos: config.sapoTemperaturePos,
+      sapoTemperatureNeg: config.sapoTemperatureNeg,
     });
     enc.copyBufferToBuffer(micro.lossOut, 0, b.lossOut, m * OUT * F32, OUT * F32);
-    // Every loss type but dapo is a mean over its micro-batch: micro-batches are averaged (§4).
+    // Every loss type but dapo and cispo is a mean over its micro-batch: micro-batches are
+    // averaged (§4).
     let gradLogp = micro.dLogp;
-    if (GA > 1 && config.lossType !== 'dapo') {
+    if (GA > 1 && !normalisesByBatchTokens(config.lossType)) {
       enc.clearBuffer(micro.dLogpScaled);
       add.encode(enc, { a: micro.dLogpScaled, b: micro.dLogp, count: rows, alpha: 1 / GA });
       gradLogp = micro.dLogpScaled;
@@ -458,6 +545,10 @@ class Step {
       targets: micro.targets,
       lse: micro.lse,
       gradLogp,
+      // The entropy bonus flows into the logits through H (docs/grpo.md §5).
+      entropyGrad: micro.gradEntropy
+        ? { entropy: micro.entropy, gradEntropy: micro.gradEntropy }
+        : undefined,
       dLogits: micro.dLogits,
       R: rows,
       V: policy.config.vocabSize,
@@ -477,7 +568,7 @@ class Step {
     const sums = { clipRatioLow: 0, clipRatioHigh: 0, clipRatioRegion: 0, meanKl: 0 };
     for (let m = 0; m < GA; m++) {
       const { loss: l, stats } = decodeGrpoLossOut(outs.subarray(m * OUT, (m + 1) * OUT));
-      loss += this.config.lossType === 'dapo' ? l : l / GA;
+      loss += normalisesByBatchTokens(this.config.lossType) ? l : l / GA;
       // Token-weighted means across micro-batches: what one batch would give.
       tokens += stats.activeTokens;
       sums.clipRatioLow += stats.clipRatioLow * stats.activeTokens;

@@ -7,7 +7,13 @@
 // the regexes use the ASCII whitespace set [ \t\n\v\f\r] explicitly because JavaScript's and Python's
 // \s differ on Unicode spaces.
 
-import { fracRewardZeroStd, type ScaleRewards } from './advantages';
+import {
+  computeAdvantages,
+  fracRewardZeroStd,
+  normalizeThenSumAdvantages,
+  type MultiObjectiveAggregation,
+  type ScaleRewards,
+} from './advantages';
 import type { Problem, Task } from '../tasks/types';
 import { verifyAnswer } from '../tasks/verify';
 
@@ -283,6 +289,34 @@ export function rewardTotals(results: readonly CompletionReward[]): (number | nu
   return results.map((r) => (isUnscorable(r) ? null : r.total));
 }
 
+/** (N, K) per-function values in `names` order (null = not applicable), for normalize_then_sum. */
+export function perFunctionRows(
+  results: readonly CompletionReward[],
+  names: readonly string[],
+): (number | null)[][] {
+  return results.map((r) => names.map((name) => r.perFunction[name] ?? null));
+}
+
+/**
+ * The step's advantages (docs/grpo.md §2) under TRL's multi_objective_aggregation:
+ * 'sum_then_normalize' (computeAdvantages of the weighted totals, the default) or
+ * 'normalize_then_sum' (GDPO: each function normalised per group, then weighted and summed).
+ */
+export function stepAdvantages(
+  results: readonly CompletionReward[],
+  names: readonly string[],
+  weights: readonly number[],
+  groupSize: number,
+  scaleRewards: ScaleRewards,
+  aggregation: MultiObjectiveAggregation = 'sum_then_normalize',
+): Float64Array {
+  if (aggregation === 'normalize_then_sum') {
+    return normalizeThenSumAdvantages(perFunctionRows(results, names), weights, groupSize)
+      .advantages;
+  }
+  return computeAdvantages(rewardTotals(results), groupSize, scaleRewards);
+}
+
 /**
  * Step metrics with TRL's names (docs/grpo.md §6): reward and reward_std (nanmean and nanstd of
  * the N weighted totals, unscorable completions left out), rewards/<name>/mean and /std over the
@@ -296,13 +330,19 @@ export function rewardMetrics(
   names: readonly string[],
   groupSize: number,
   scaleRewards: ScaleRewards = 'group',
+  gdpo?: { weights: readonly number[] } | null,
 ): Record<string, number> {
   const totals = rewardTotals(results);
   const t = meanStdIgnoringNull(totals);
   const m: Record<string, number> = {
     reward: t.mean,
     reward_std: t.std,
-    frac_reward_zero_std: fracRewardZeroStd(totals, groupSize, scaleRewards),
+    // normalize_then_sum: TRL tests the batch std of the normalised sums (docs/grpo.md §2).
+    frac_reward_zero_std: gdpo
+      ? normalizeThenSumAdvantages(perFunctionRows(results, names), gdpo.weights, groupSize).zeroStd
+        ? 1
+        : 0
+      : fracRewardZeroStd(totals, groupSize, scaleRewards),
   };
   for (const name of names) {
     const s = meanStdIgnoringNull(results.map((r) => r.perFunction[name] ?? null));

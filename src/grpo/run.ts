@@ -77,7 +77,8 @@ export interface RunHooks {
   onCheckpoint?(payload: CheckpointPayload, info: { automatic: boolean }): void | Promise<void>;
   /** An evaluation during training (evalSteps) and the best one so far. */
   onEval?(record: EvalRecord, best: BestEval): void | Promise<void>;
-  /** loadBestModelAtEnd after the last step: the policy now holds the weights of `best`. */
+  /** loadBestModelAtEnd after the last step: the policy now holds the weights of `best`
+   * (`weights`: every parameter, or a LoRA run's adapters). */
   onBestLoaded?(
     loaded: { best: BestEval; weights: Map<string, Float32Array> },
     lastStep: number,

@@ -16,7 +16,7 @@ import type { Problem, PromptTemplate, Task } from '../tasks/types';
 import { trainEvalStream, type ProblemStream } from '../tasks/index';
 import { promptTooLongError } from '../tasks/jsonl';
 import { mixSeeds } from '../core/rng';
-import { computeAdvantages } from './advantages';
+import { loraTargets, type LoraOptions } from '../ref/lora';
 import { loraOptionsOf, type Config } from './config';
 import {
   reflectionMarkers,
@@ -27,7 +27,12 @@ import {
 } from './reflection';
 import { scoreCompletionsBatched } from './custom-reward';
 import { PolicyObjective } from './policy-objective';
-import { rewardMetrics, rewardTotals, type CompletionReward, type RewardFunction } from './rewards';
+import {
+  rewardMetrics,
+  stepAdvantages,
+  type CompletionReward,
+  type RewardFunction,
+} from './rewards';
 
 /** The part of a tokenizer the trainer needs (src/formats/tokenizer.ts implements it). */
 export interface TrainerTokenizer {
@@ -151,6 +156,8 @@ export class GrpoTrainer {
   private readonly markers: string[];
   /** Completed steps (applied or skipped). */
   step = 0;
+  /** Told as a step enters sampling, rewards and the update: the worker's progress line. */
+  onPhase: ((phase: 'sampling' | 'rewards' | 'update') => void) | null = null;
   /** Tokens seen so far (prompt + completion), TRL's num_tokens. */
   numTokens = 0;
   private consecutiveSkips = 0;
@@ -262,12 +269,14 @@ export class GrpoTrainer {
     const N = B * G;
 
     // 1. Sample G completions per prompt with the current policy.
+    this.onPhase?.('sampling');
     const promptIds = prompts.flatMap((p) => Array.from({ length: G }, () => p.ids));
     const sampled: SampleResult = await this.sampler.generate(promptIds, {
       maxNewTokens: config.maxCompletionLength,
       temperature: config.temperature,
       topK: config.topK,
       topP: config.topP,
+      minP: config.minP ?? 0,
       seed: mixSeeds(config.seed, 0x5a3e),
       stream: this.step,
       eosTokenIds: tokenizer.eosTokenIds,
@@ -275,6 +284,7 @@ export class GrpoTrainer {
     const sampleSeconds = (performance.now() - started) / 1000;
 
     // 2. Rewards on the decoded text (custom JS rewards run sandboxed, one round trip each).
+    this.onPhase?.('rewards');
     const texts = sampled.completions.map((ids) =>
       tokenizer.decode(ids, { skipSpecialTokens: true }),
     );
@@ -290,7 +300,18 @@ export class GrpoTrainer {
 
     // 3. Advantages within each group (docs/grpo.md §2); an unscorable completion (no reward
     // function scored it) is left out of its group's statistics and gets A = 0 (§1).
-    const advantages = computeAdvantages(rewardTotals(rewards), G, config.scaleRewards);
+    // multiObjectiveAggregation 'normalize_then_sum' (GDPO) normalises each function first (§2).
+    const rewardNames = rewardFunctions.map((f) => f.name);
+    const rewardWeights = config.rewardWeights ?? rewardNames.map(() => 1);
+    const gdpo = config.multiObjectiveAggregation === 'normalize_then_sum';
+    const advantages = stepAdvantages(
+      rewards,
+      rewardNames,
+      rewardWeights,
+      G,
+      config.scaleRewards,
+      config.multiObjectiveAggregation,
+    );
 
     // 4. The training batch: left-padded prompts, completions from column P.
     const truncated = sampled.finished.map((f) => !f);
@@ -298,6 +319,7 @@ export class GrpoTrainer {
       padId: tokenizer.padTokenId,
       maskedOut: config.maskTruncatedCompletions ? truncated : undefined,
     });
+    this.onPhase?.('update');
     const update = await this.update(batch, advantages, sampled.logps);
 
     // 5. Metrics (docs/grpo.md §6) and the step report.
@@ -321,9 +343,10 @@ export class GrpoTrainer {
     const metrics: Record<string, number> = {
       ...rewardMetrics(
         rewards,
-        rewardFunctions.map((f) => f.name),
+        rewardNames,
         G,
         config.scaleRewards,
+        gdpo ? { weights: rewardWeights } : null,
       ),
       'completions/mean_length': completionTokens / N,
       'completions/min_length': Math.min(...lengths),
@@ -431,6 +454,35 @@ export class GrpoTrainer {
         : await this.policy.readParameters(),
       optimizer: await this.optimizer.readState(),
     };
+  }
+
+  /**
+   * Replaces the policy's LoRA adapters (an imported PEFT adapter). The run must have been built
+   * with the same r, α, targets and rslora: anything else would train another adapter's shape
+   * or scale. The optimizer's moments are left as they are (zero on a fresh run).
+   */
+  setAdapters(options: LoraOptions, adapters: ReadonlyMap<string, Float32Array>): void {
+    const own = this.policy.lora;
+    if (!own)
+      throw new Error('This run does not use LoRA (usePeft is off): adapters cannot be set.');
+    const mismatch = (
+      [
+        ['loraR', own.r, options.r],
+        ['loraAlpha', own.alpha, options.alpha],
+        ['useRslora', own.useRslora, options.useRslora],
+        [
+          'loraTargetModules',
+          loraTargets(own.targetModules).join(','),
+          loraTargets(options.targetModules).join(','),
+        ],
+      ] as const
+    ).find(([, a, b]) => a !== b);
+    if (mismatch) {
+      throw new Error(
+        `The adapter's ${mismatch[0]} (${mismatch[2]}) differs from this run's (${mismatch[1]}).`,
+      );
+    }
+    this.policy.writeAdapters(adapters);
   }
 
   /** Continues from a snapshot; the trainer must have been built with the run's initial weights. */

@@ -5,7 +5,7 @@ import { createStorageBuffer } from '../engine/buffers';
 import { splitGrid } from '../engine/dispatch';
 import { bindBuffers, type PipelineCache } from '../engine/pipelines';
 import { shaderSource } from '../engine/shaders';
-import type { GrpoLossStats, LossType } from '../ref/grpo_loss';
+import type { GrpoLossStats, ImportanceSamplingLevel, LossType } from '../ref/grpo_loss';
 import { transient } from '../engine/memory';
 import { uniformLayout } from '../engine/uniforms';
 
@@ -19,7 +19,22 @@ export const GRPO_LOSS_PARAMS = uniformLayout('grpo_loss', {
   epsilonHigh: 'f32',
   beta: 'f32',
   denominator: 'f32',
+  seqLevel: 'u32',
+  useDelta: 'u32',
+  delta: 'f32',
+  useEntropyMask: 'u32',
+  sapoTemperaturePos: 'f32',
+  sapoTemperatureNeg: 'f32',
 });
+
+/** The `struct Params` of shaders/entropy_mask.wgsl. */
+export const ENTROPY_MASK_PARAMS = uniformLayout('entropy_mask', {
+  M: 'u32',
+  q: 'f32',
+  phase: 'u32',
+});
+
+export const ENTROPY_MASK_WG = 256;
 
 /** The `struct Params` of shaders/grpo_loss_reduce.wgsl. */
 export const GRPO_LOSS_REDUCE_PARAMS = uniformLayout('grpo_loss_reduce', {
@@ -41,7 +56,14 @@ export const GRPO_LOSS_OUT = {
   length: 8,
 } as const;
 
-const LOSS_TYPE_CODE: Record<LossType, number> = { grpo: 0, bnpo: 1, dr_grpo: 2, dapo: 3 };
+const LOSS_TYPE_CODE: Record<LossType, number> = {
+  grpo: 0,
+  bnpo: 1,
+  dr_grpo: 2,
+  dapo: 3,
+  cispo: 4,
+  sapo: 5,
+};
 
 export interface GrpoLossArgs {
   logp: GPUBuffer; // (N, L)
@@ -60,6 +82,18 @@ export interface GrpoLossArgs {
   maxCompletionLength: number; // dr_grpo denominator N·maxCompletionLength
   /** dapo: Σ mask over the whole accumulated batch (default: Σ mask of this call, on the GPU). */
   activeTokensInBatch?: number;
+  /** 'sequence': one ratio per sequence (GSPO, docs/grpo.md §3); default 'token'. */
+  importanceSamplingLevel?: ImportanceSamplingLevel;
+  /** Two-sided clipping (docs/grpo.md §3): cap the unclipped ratio at δ; null/undefined = off. */
+  delta?: number | null;
+  /**
+   * (N, L) 0/1: the policy term counts only where it is 1 (topEntropyQuantile, docs/grpo.md §3;
+   * EntropyMaskKernel writes it); absent = every counted token.
+   */
+  entropyMask?: GPUBuffer | null;
+  /** 'sapo': gate temperatures for A > 0 and A ≤ 0 (default 1.0 and 1.05, TRL's). */
+  sapoTemperaturePos?: number;
+  sapoTemperatureNeg?: number;
   /** Grid limit per dimension (tests lower it to exercise split grids cheaply). */
   maxWorkgroupsPerDim?: number;
 }
@@ -106,7 +140,7 @@ export class GrpoLossKernel {
     const useKl = args.beta !== 0 && args.refLogp !== null;
     let denominator = 0;
     if (lossType === 'dr_grpo') denominator = N * args.maxCompletionLength;
-    if (lossType === 'dapo') denominator = args.activeTokensInBatch ?? 0;
+    if (lossType === 'dapo' || lossType === 'cispo') denominator = args.activeTokensInBatch ?? 0;
     const [loss, reduce] = [
       this.pipelines.get('grpo_loss', shaderSource('grpo_loss'), { WG: GRPO_LOSS_WG }),
       this.pipelines.get('grpo_loss_reduce', shaderSource('grpo_loss_reduce'), {
@@ -122,6 +156,12 @@ export class GrpoLossKernel {
       epsilonHigh: args.epsilonHigh,
       beta: useKl ? args.beta : 0,
       denominator,
+      seqLevel: args.importanceSamplingLevel === 'sequence' ? 1 : 0,
+      useDelta: args.delta === null || args.delta === undefined ? 0 : 1,
+      delta: args.delta ?? 0,
+      useEntropyMask: args.entropyMask ? 1 : 0,
+      sapoTemperaturePos: args.sapoTemperaturePos ?? 1,
+      sapoTemperatureNeg: args.sapoTemperatureNeg ?? 1.05,
     });
     const reduceParams = GRPO_LOSS_REDUCE_PARAMS.create(this.device, { N, useKl: useKl ? 1 : 0 });
     const partials = transient(
@@ -140,6 +180,8 @@ export class GrpoLossKernel {
         args.refLogp ?? args.logp,
         args.advantages,
         args.mask,
+        // Bound but never read without an entropy mask.
+        args.entropyMask ?? args.mask,
         args.dLogp,
         partials,
         params,
@@ -151,5 +193,51 @@ export class GrpoLossKernel {
     pass.setBindGroup(0, bindBuffers(this.device, reduce, [partials, args.out, reduceParams]));
     pass.dispatchWorkgroups(1);
     pass.end();
+  }
+}
+
+export interface EntropyMaskArgs {
+  entropy: GPUBuffer; // (M) per-position entropies of this forward
+  mask: GPUBuffer; // (M) 0/1 counted positions
+  out: GPUBuffer; // (M) out: 1 where the policy term counts
+  M: number;
+  /** TRL's top_entropy_quantile ρ in [0, 1]: the top ρ of the counted tokens by entropy. */
+  topEntropyQuantile: number;
+  maxWorkgroupsPerDim?: number;
+}
+
+/** shaders/entropy_mask.wgsl: TRL's get_high_entropy_mask over one micro-batch (docs/grpo.md §3). */
+export class EntropyMaskKernel {
+  constructor(
+    private readonly device: GPUDevice,
+    private readonly pipelines: PipelineCache,
+  ) {}
+
+  prepare(): Promise<unknown> {
+    return this.pipelines.prepare('entropy_mask', shaderSource('entropy_mask'), {
+      WG: ENTROPY_MASK_WG,
+    });
+  }
+
+  encode(encoder: GPUCommandEncoder, args: EntropyMaskArgs): void {
+    const rho = args.topEntropyQuantile;
+    if (!(rho >= 0 && rho <= 1)) throw new RangeError(`topEntropyQuantile ${rho} not in [0, 1]`);
+    const pipeline = this.pipelines.get('entropy_mask', shaderSource('entropy_mask'), {
+      WG: ENTROPY_MASK_WG,
+    });
+    const sel = transient(this.device, createStorageBuffer(this.device, 4 * 4, 'entropy_mask.sel'));
+    const [x, y, z] = splitGrid(Math.ceil(args.M / ENTROPY_MASK_WG), args.maxWorkgroupsPerDim);
+    // Phase 0 ranks (sel = [s[lo], s[hi], w, n]), phase 1 writes the mask; two passes order them.
+    for (const phase of [0, 1]) {
+      const params = ENTROPY_MASK_PARAMS.create(this.device, { M: args.M, q: 1 - rho, phase });
+      const pass = encoder.beginComputePass({ label: `entropy_mask.${phase}` });
+      pass.setPipeline(pipeline);
+      pass.setBindGroup(
+        0,
+        bindBuffers(this.device, pipeline, [args.entropy, args.mask, sel, args.out, params]),
+      );
+      if (x > 0) pass.dispatchWorkgroups(x, y, z);
+      pass.end();
+    }
   }
 }

@@ -23,6 +23,7 @@ export const LOGPROB_GATHER_BACKWARD_PARAMS = uniformLayout('logprob_gather_back
   V: 'u32',
   invTemperature: 'f32',
   accumulate: 'u32',
+  useEntropy: 'u32',
 });
 
 /** Threads per row in the forward (a power of two: tree reduction). */
@@ -60,6 +61,11 @@ export interface LogprobGatherBackwardArgs {
   targets: GPUBuffer; // (R) u32
   lse: GPUBuffer; // (R) from the forward with the same invTemperature
   gradLogp: GPUBuffer; // (R) ∂loss/∂logp
+  /**
+   * The entropy bonus (docs/grpo.md §5): the forward's per-row entropy (R) and ∂loss/∂entropy (R);
+   * absent = no entropy term.
+   */
+  entropyGrad?: { entropy: GPUBuffer; gradEntropy: GPUBuffer };
   dLogits: GPUBuffer; // (R, V) out
   R: number;
   V: number;
@@ -148,6 +154,7 @@ export class LogprobGatherBackwardKernel {
       V,
       invTemperature: args.invTemperature ?? 1,
       accumulate: args.accumulate ? 1 : 0,
+      useEntropy: args.entropyGrad ? 1 : 0,
     });
     const pass = encoder.beginComputePass({ label: 'logprob_gather_backward' });
     pass.setPipeline(pipeline);
@@ -158,6 +165,9 @@ export class LogprobGatherBackwardKernel {
         args.targets,
         args.lse,
         args.gradLogp,
+        // Bound but never read without the entropy term (read-only bindings may alias).
+        args.entropyGrad?.entropy ?? args.gradLogp,
+        args.entropyGrad?.gradEntropy ?? args.gradLogp,
         args.dLogits,
         params,
       ]),

@@ -27,6 +27,7 @@ export const SAMPLE_PARAMS = uniformLayout('sample', {
   sequenceOffset: 'u32',
   outStride: 'u32',
   outOffset: 'u32',
+  minP: 'f32',
 });
 
 export type { SamplingOptions } from '../ref/sampling';
@@ -103,6 +104,8 @@ export class SampleKernel {
     if (!Number.isInteger(options.topK) || options.topK < 0) {
       throw new RangeError(`topK must be a non-negative integer, got ${options.topK}`);
     }
+    const minP = options.minP ?? 0;
+    if (!(minP >= 0 && minP <= 1)) throw new RangeError(`minP must be in [0, 1], got ${minP}`);
     const greedy = options.greedy || !(options.temperature > 0);
     const [seedLo, seedHi] = seedKey(args.seed);
     const rowPerThread = sampleRowPerThread(V, this.pipelines.tuning);
@@ -120,6 +123,7 @@ export class SampleKernel {
       sequenceOffset: args.sequenceOffset ?? 0,
       outStride: args.outStride ?? 1,
       outOffset: args.outOffset ?? 0,
+      minP,
     });
     const pass = encoder.beginComputePass({ label: 'sample' });
     pass.setPipeline(pipeline);

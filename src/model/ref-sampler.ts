@@ -32,6 +32,7 @@ export class RefSampler implements TextGenerator {
       topK: options.topK,
       topP: options.topP,
       greedy: options.greedy ?? false,
+      minP: options.minP ?? 0,
     };
     const seed = mixSeeds(options.seed, options.stream);
     const tokens = new Uint32Array(steps * N); // (steps, N)

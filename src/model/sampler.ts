@@ -19,6 +19,8 @@ export interface SampleOptions {
   topK: number;
   /** Keep the smallest set of tokens whose probability reaches p (1 = off). */
   topP: number;
+  /** Keep tokens with probability ≥ minP · the largest (0 or absent = off; TRL min_p). */
+  minP?: number;
   /** Argmax decoding (lowest id on ties). */
   greedy?: boolean;
   /** Seed of the counter-based RNG; with `stream` it fixes every draw of this call. */
@@ -177,6 +179,7 @@ export class Sampler implements TextGenerator {
           topK: options.topK,
           topP: options.topP,
           greedy: options.greedy ?? false,
+          minP: options.minP ?? 0,
         },
         seed: callSeed,
         step: i,

@@ -4,10 +4,29 @@
 //
 // Legend: N sequences, L completion columns (the loss sees a (N, L) grid of token log-probs).
 
-/** The loss aggregations (docs/grpo.md §4); the config schema and Learn mode list these. */
+/** The aggregations of the clipped surrogate (docs/grpo.md §4); Learn mode compares these. */
 export const LOSS_TYPES = ['grpo', 'bnpo', 'dr_grpo', 'dapo'] as const;
 
-export type LossType = (typeof LOSS_TYPES)[number];
+/** TRL's loss types that replace the clipped surrogate itself (docs/grpo.md §3). */
+export const SURROGATE_LOSS_TYPES = ['cispo', 'sapo'] as const;
+
+/** Every loss type the config accepts (TRL `loss_type`). */
+export const ALL_LOSS_TYPES = [...LOSS_TYPES, ...SURROGATE_LOSS_TYPES] as const;
+
+export type LossType = (typeof ALL_LOSS_TYPES)[number];
+
+/**
+ * Loss types whose denominator is the whole accumulated batch's token count (TRL's
+ * num_items_in_batch): their micro-batch losses add up, every other type's are averaged (§4).
+ */
+export function normalisesByBatchTokens(lossType: LossType): boolean {
+  return lossType === 'dapo' || lossType === 'cispo';
+}
+
+/** TRL's `importance_sampling_level` (docs/grpo.md §3): one ratio per token or per sequence (GSPO). */
+export const IMPORTANCE_SAMPLING_LEVELS = ['token', 'sequence'] as const;
+
+export type ImportanceSamplingLevel = (typeof IMPORTANCE_SAMPLING_LEVELS)[number];
 
 export interface GrpoLossInputs {
   logp: ArrayLike<number>; // (N, L) log π_θ of the sampled token
@@ -23,6 +42,19 @@ export interface GrpoLossInputs {
   beta: number;
   maxCompletionLength: number; // dr_grpo denominator N·maxCompletionLength
   activeTokensInBatch?: number; // dapo: Σ mask over the whole accumulated batch (default Σ mask here)
+  /** 'sequence' (GSPO): one ratio per sequence, exp of its mean log-ratio (default 'token'). */
+  importanceSamplingLevel?: ImportanceSamplingLevel;
+  /** Two-sided clipping (INTELLECT-2): the unclipped ratio is capped at δ; null/undefined = off. */
+  delta?: number | null;
+  /**
+   * TRL's top_entropy_quantile ρ (default 1: every token): below 1, the policy term counts only on
+   * this (micro-)batch's counted tokens whose entropy is at least the (1 − ρ)-quantile.
+   */
+  topEntropyQuantile?: number;
+  entropy?: ArrayLike<number>; // (N, L) per-position entropies, needed when topEntropyQuantile < 1
+  /** 'sapo': the gate temperatures for A > 0 and A ≤ 0 (TRL defaults 1.0 and 1.05). */
+  sapoTemperaturePos?: number;
+  sapoTemperatureNeg?: number;
 }
 
 export interface GrpoLossStats {
@@ -52,7 +84,8 @@ export function aggregationWeights(inputs: GrpoLossInputs): Float64Array {
   for (let i = 0; i < N; i++) {
     let w: number;
     switch (lossType) {
-      case 'grpo': {
+      case 'grpo':
+      case 'sapo': {
         let count = 0;
         for (let t = 0; t < L; t++) count += mask[i * L + t];
         w = 1 / (N * Math.max(count, 1));
@@ -65,6 +98,7 @@ export function aggregationWeights(inputs: GrpoLossInputs): Float64Array {
         w = 1 / (N * inputs.maxCompletionLength);
         break;
       case 'dapo':
+      case 'cispo':
         w = 1 / Math.max(inputs.activeTokensInBatch ?? total, 1);
         break;
       default:
@@ -75,10 +109,158 @@ export function aggregationWeights(inputs: GrpoLossInputs): Float64Array {
   return weights;
 }
 
+/**
+ * GSPO (docs/grpo.md §3, TRL `importance_sampling_level='sequence'`): per sequence, the mean of
+ * m·(logp − old) over its completion tokens, Σ_t m·(logp − old) / max(Σ_t m, 1). Only old is
+ * detached, so each token's log-prob reaches the sequence ratio with weight m_t / max(Σ_t m, 1).
+ * Masked positions are skipped, never multiplied (NaN at padding must not leak).
+ */
+export function sequenceLogRatios(
+  logp: ArrayLike<number>,
+  oldLogp: ArrayLike<number>,
+  mask: ArrayLike<number>,
+  N: number,
+  L: number,
+): { logRatio: Float64Array; count: Float64Array } {
+  const logRatio = new Float64Array(N);
+  const count = new Float64Array(N);
+  for (let i = 0; i < N; i++) {
+    let s = 0;
+    let c = 0;
+    for (let t = 0; t < L; t++) {
+      const j = i * L + t;
+      if (mask[j] === 0) continue;
+      s += mask[j] * (logp[j] - oldLogp[j]);
+      c += mask[j];
+    }
+    logRatio[i] = s / Math.max(c, 1);
+    count[i] = c;
+  }
+  return { logRatio, count };
+}
+
+/** torch.lerp as torch computes it (a + w·(b − a) for w < 0.5, else b − (b − a)·(1 − w)). */
+const torchLerp = (a: number, b: number, w: number) =>
+  w < 0.5 ? a + w * (b - a) : b - (b - a) * (1 - w);
+
+/**
+ * TRL's `get_high_entropy_mask` (docs/grpo.md §3): 1 for counted tokens whose entropy is ≥
+ * torch.quantile(counted entropies, 1 − ρ) (linear interpolation, the rank q·(n − 1) in float32 as
+ * torch computes it with a float32 input), else 0; all 0 when nothing is counted.
+ */
+export function highEntropyMaskRef(
+  entropy: ArrayLike<number>,
+  mask: ArrayLike<number>,
+  topEntropyQuantile: number,
+): Float64Array {
+  const out = new Float64Array(mask.length);
+  const values: number[] = [];
+  for (let j = 0; j < mask.length; j++) if (mask[j] !== 0) values.push(entropy[j]);
+  if (values.length === 0) return out;
+  values.sort((a, b) => a - b);
+  const f32 = Math.fround;
+  const rank = f32(f32(1 - topEntropyQuantile) * (values.length - 1));
+  const lo = Math.floor(rank);
+  const hi = Math.min(Math.ceil(rank), values.length - 1);
+  const threshold = torchLerp(values[lo], values[hi], rank - lo);
+  for (let j = 0; j < mask.length; j++) {
+    if (mask[j] !== 0 && entropy[j] >= threshold) out[j] = 1;
+  }
+  return out;
+}
+
+/**
+ * The clipped surrogate of one ratio (docs/grpo.md §3): the per-token policy loss −min(c1·A, c2·A)
+ * and its derivative with respect to the ratio's log, with c2 = clip(ρ, 1 − ε_low, 1 + ε_high) and
+ * c1 = ρ, or min(ρ, δ) with two-sided clipping (TRL clamps c1 at δ after c2 is taken from the
+ * unclamped ρ). Without δ the gradient is the clip-flag rule of §5; with δ it is autograd's rule
+ * for torch.min (the branch the min picks; half to each on a tie) and clamp (no gradient past δ).
+ */
+export function clippedSurrogate(
+  rho: number,
+  a: number,
+  epsilonLow: number,
+  epsilonHigh: number,
+  delta: number | null,
+): { perToken: number; grad: number; isLow: boolean; isHigh: boolean } {
+  const clipped = Math.min(Math.max(rho, 1 - epsilonLow), 1 + epsilonHigh);
+  if (delta === null) {
+    const surrogate = Math.min(rho * a, clipped * a);
+    const isLow = rho < 1 - epsilonLow && a < 0;
+    const isHigh = rho > 1 + epsilonHigh && a > 0;
+    // Where the clip is active the min picks the constant branch: no surrogate gradient.
+    return { perToken: -surrogate, grad: isLow || isHigh ? 0 : -a * rho, isLow, isHigh };
+  }
+  const c1 = Math.min(rho, delta);
+  const l1 = c1 * a;
+  const l2 = clipped * a;
+  const g1 = rho > delta ? 0 : -a * rho;
+  const g2 = rho < 1 - epsilonLow || rho > 1 + epsilonHigh ? 0 : -a * rho;
+  const grad = l1 < l2 ? g1 : l2 < l1 ? g2 : 0.5 * (g1 + g2);
+  // TRL's clip flags test the δ-capped c1.
+  return {
+    perToken: -Math.min(l1, l2),
+    grad,
+    isLow: c1 < 1 - epsilonLow && a < 0,
+    isHigh: c1 > 1 + epsilonHigh && a > 0,
+  };
+}
+
+/**
+ * CISPO (docs/grpo.md §3, TRL loss_type='cispo'): −min(ρ, ε_high)·A·logp with the capped ratio
+ * detached, so ∂/∂logp = −min(ρ, ε_high)·A; the flag is TRL's cispo_clip_ratio test
+ * (ρ > ε_high and A > 0). Note ε_high caps the ratio itself here, not 1 + ε_high.
+ */
+export function cispoTerm(
+  rho: number,
+  a: number,
+  logpValue: number,
+  epsilonHigh: number,
+): { perToken: number; grad: number; isLow: boolean; isHigh: boolean } {
+  const c = Math.min(rho, epsilonHigh);
+  return {
+    perToken: -c * a * logpValue,
+    grad: -c * a,
+    isLow: false,
+    isHigh: rho > epsilonHigh && a > 0,
+  };
+}
+
+/**
+ * SAPO (docs/grpo.md §3, TRL loss_type='sapo'): −A · (4/τ)·σ(τ(ρ − 1)), τ = τ_pos for A > 0 else
+ * τ_neg; its derivative with respect to log ρ is −A · 4·σ(1 − σ) · ρ. No clip flags.
+ */
+export function sapoTerm(
+  rho: number,
+  a: number,
+  temperaturePos: number,
+  temperatureNeg: number,
+): { perToken: number; grad: number; isLow: boolean; isHigh: boolean } {
+  const tau = a > 0 ? temperaturePos : temperatureNeg;
+  const sig = 1 / (1 + Math.exp(-tau * (rho - 1)));
+  return {
+    perToken: (-sig * 4 * a) / tau,
+    grad: -a * 4 * sig * (1 - sig) * rho,
+    isLow: false,
+    isHigh: false,
+  };
+}
+
 export function grpoLossRef(inputs: GrpoLossInputs): GrpoLossResult {
   const { N, L, logp, oldLogp, refLogp, advantages, mask, epsilonLow, epsilonHigh, beta } = inputs;
   const useKl = beta !== 0 && refLogp !== null;
   const weights = aggregationWeights(inputs);
+  const delta = inputs.delta ?? null;
+  const seq =
+    inputs.importanceSamplingLevel === 'sequence'
+      ? sequenceLogRatios(logp, oldLogp, mask, N, L)
+      : null;
+  const rho = inputs.topEntropyQuantile ?? 1;
+  let em: Float64Array | null = null;
+  if (rho < 1) {
+    if (!inputs.entropy) throw new Error('topEntropyQuantile < 1 needs the entropies');
+    em = highEntropyMaskRef(inputs.entropy, mask, rho);
+  }
   const dLogp = new Float64Array(N * L);
   let loss = 0;
   let active = 0;
@@ -88,18 +270,39 @@ export function grpoLossRef(inputs: GrpoLossInputs): GrpoLossResult {
   let klSum = 0;
   for (let i = 0; i < N; i++) {
     const a = advantages[i];
+    // GSPO: every token of the sequence shares one ratio and its surrogate; the loss Σ_t m·w·ℓ
+    // depends on the sequence ratio through Σ_t m = max(Σ_t m, 1) tokens, whose derivative with
+    // respect to logp_t is ratio · m_t / max(Σ_t m, 1): the same m·w·(−A·ratio) per token.
+    // The policy term of one ratio (and, for cispo, the token's own log-prob).
+    const term = (rho: number, lp: number) =>
+      inputs.lossType === 'cispo'
+        ? cispoTerm(rho, a, lp, epsilonHigh)
+        : inputs.lossType === 'sapo'
+          ? sapoTerm(rho, a, inputs.sapoTemperaturePos ?? 1, inputs.sapoTemperatureNeg ?? 1.05)
+          : clippedSurrogate(rho, a, epsilonLow, epsilonHigh, delta);
+    // CISPO detaches its ratio: with GSPO each token keeps its own term (no shared surrogate).
+    const shared = seq !== null && inputs.lossType !== 'cispo';
+    const seqPart = shared ? term(Math.exp(seq.logRatio[i]), NaN) : null;
+    // With an entropy mask the shared surrogate counts Σ_t m·em times (of Σ_t m): its gradient
+    // per token scales by Σ_t m·em / max(Σ_t m, 1).
+    let seqScale = 1;
+    if (shared && seq && em) {
+      let ce = 0;
+      for (let t = 0; t < L; t++) if (mask[i * L + t] !== 0) ce += mask[i * L + t] * em[i * L + t];
+      seqScale = ce / Math.max(seq.count[i], 1);
+    }
     for (let t = 0; t < L; t++) {
       const j = i * L + t;
       const m = mask[j];
       if (m === 0) continue;
-      const rho = Math.exp(logp[j] - oldLogp[j]);
-      const clipped = Math.min(Math.max(rho, 1 - epsilonLow), 1 + epsilonHigh);
-      const surrogate = Math.min(rho * a, clipped * a);
-      const isLow = rho < 1 - epsilonLow && a < 0;
-      const isHigh = rho > 1 + epsilonHigh && a > 0;
-      let perToken = -surrogate;
-      // Where the clip is active the min picks the constant branch: no surrogate gradient.
-      let grad = isLow || isHigh ? 0 : -a * rho;
+      const part = seqPart ?? term(Math.exp(seq ? seq.logRatio[i] : logp[j] - oldLogp[j]), logp[j]);
+      const { isLow, isHigh } = part;
+      let perToken = part.perToken;
+      let grad = part.grad;
+      if (em) {
+        perToken *= em[j];
+        grad *= shared ? seqScale : em[j];
+      }
       if (useKl) {
         const diff = refLogp[j] - logp[j];
         const e = Math.exp(diff);
@@ -149,6 +352,9 @@ export interface MicroBatchMetricsInputs {
   epsilonLow: number;
   epsilonHigh: number;
   beta: number;
+  importanceSamplingLevel?: ImportanceSamplingLevel; // default 'token'
+  delta?: number | null; // two-sided clipping: the clip flags test min(ρ, δ)
+  lossType?: LossType; // 'cispo': its own clip flag (ρ > ε_high, A > 0); default a clip type
 }
 
 /** One micro-batch's values of TRL's loss metrics (`_compute_loss`). */
@@ -162,6 +368,8 @@ export interface MicroBatchMetrics {
   clipRatioLowMin: number;
   /** nanmax over sequences of the sequence's fraction of high-clipped tokens. */
   clipRatioHighMax: number;
+  /** 'cispo': the fraction with ρ > ε_high and A > 0 (TRL's cispo_clip_ratio); else NaN. */
+  cispoClipRatio: number;
 }
 
 /**
@@ -180,18 +388,45 @@ export function microBatchMetrics(x: MicroBatchMetricsInputs): MicroBatchMetrics
   let region = 0;
   let lowMin = NaN;
   let highMax = NaN;
+  const delta = x.delta ?? null;
+  const cap = (rho: number) => (delta === null ? rho : Math.min(rho, delta));
+  const seq =
+    x.importanceSamplingLevel === 'sequence'
+      ? sequenceLogRatios(x.logp, x.oldLogp, mask, N, L)
+      : null;
+  // GSPO: TRL's clip tensors are (B, 1), so its global_masked_mean counts sequences (every one,
+  // an all-masked one with ratio exp(0) = 1 included) and masked_seq_mean is the sequence's flag.
+  let seqLowCount = 0;
+  let seqHighCount = 0;
+  let seqRegionCount = 0;
+  const cispo = x.lossType === 'cispo';
+  let cispoCount = 0;
   for (let i = 0; i < N; i++) {
     const a = x.advantages[i];
     let seqActive = 0;
     let seqLow = 0;
     let seqHigh = 0;
+    if (seq) {
+      if (cispo && Math.exp(seq.logRatio[i]) > x.epsilonHigh && a > 0) cispoCount++;
+      const c1 = cap(Math.exp(seq.logRatio[i]));
+      const fl = c1 < 1 - x.epsilonLow && a < 0 ? 1 : 0;
+      const fh = c1 > 1 + x.epsilonHigh && a > 0 ? 1 : 0;
+      seqLowCount += fl;
+      seqHighCount += fh;
+      seqRegionCount += fl || fh ? 1 : 0;
+      lowMin = Number.isNaN(lowMin) ? fl : Math.min(lowMin, fl);
+      highMax = Number.isNaN(highMax) ? fh : Math.max(highMax, fh);
+    }
     for (let t = 0; t < L; t++) {
       const j = i * L + t;
       const m = mask[j];
       if (m === 0) continue;
-      const rho = Math.exp(x.logp[j] - x.oldLogp[j]);
-      const isLow = rho < 1 - x.epsilonLow && a < 0;
-      const isHigh = rho > 1 + x.epsilonHigh && a > 0;
+      const c1 = seq ? 1 : cap(Math.exp(x.logp[j] - x.oldLogp[j]));
+      if (cispo && !seq && Math.exp(x.logp[j] - x.oldLogp[j]) > x.epsilonHigh && a > 0) {
+        cispoCount += m;
+      }
+      const isLow = !seq && c1 < 1 - x.epsilonLow && a < 0;
+      const isHigh = !seq && c1 > 1 + x.epsilonHigh && a > 0;
       if (useKl) {
         const d = x.refLogp![j] - x.logp[j];
         kl += m * (Math.exp(d) - d - 1);
@@ -209,7 +444,7 @@ export function microBatchMetrics(x: MicroBatchMetricsInputs): MicroBatchMetrics
       }
       if (isLow || isHigh) region += m;
     }
-    if (seqActive > 0) {
+    if (!seq && seqActive > 0) {
       const fl = seqLow / seqActive;
       const fh = seqHigh / seqActive;
       lowMin = Number.isNaN(lowMin) ? fl : Math.min(lowMin, fl);
@@ -217,14 +452,16 @@ export function microBatchMetrics(x: MicroBatchMetricsInputs): MicroBatchMetrics
     }
   }
   const d = Math.max(active, 1);
+  const ds = Math.max(N, 1);
   return {
     kl: useKl ? kl / d : NaN,
     entropy: entropy / d,
-    clipRatioLow: low / d,
-    clipRatioHigh: high / d,
-    clipRatioRegion: region / d,
+    clipRatioLow: seq ? seqLowCount / ds : low / d,
+    clipRatioHigh: seq ? seqHighCount / ds : high / d,
+    clipRatioRegion: seq ? seqRegionCount / ds : region / d,
     clipRatioLowMin: lowMin,
     clipRatioHighMax: highMax,
+    cispoClipRatio: cispo ? cispoCount / (seq ? ds : d) : NaN,
   };
 }
 
@@ -247,8 +484,17 @@ export function logMean(values: readonly number[]): number {
 export function loggedLossMetrics(
   perMicroBatch: readonly MicroBatchMetrics[],
   beta: number,
+  lossType?: LossType,
 ): Record<string, number> {
   const col = (k: keyof MicroBatchMetrics) => logMean(perMicroBatch.map((m) => m[k]));
+  // TRL logs the clip ratios for the clip types, cispo_clip_ratio for cispo, none for sapo.
+  if (lossType === 'cispo' || lossType === 'sapo') {
+    return {
+      ...(beta > 0 ? { kl: col('kl') } : {}),
+      entropy: col('entropy'),
+      ...(lossType === 'cispo' ? { cispo_clip_ratio: col('cispoClipRatio') } : {}),
+    };
+  }
   return {
     ...(beta > 0 ? { kl: col('kl') } : {}),
     entropy: col('entropy'),
@@ -277,7 +523,7 @@ export function accumulatedLossRef(
   const Nm = N / GA;
   let total = 0;
   for (let i = 0; i < N * L; i++) total += inputs.mask[i];
-  const scale = inputs.lossType === 'dapo' ? 1 : 1 / GA;
+  const scale = normalisesByBatchTokens(inputs.lossType) ? 1 : 1 / GA;
   const dLogp = new Float64Array(N * L);
   const microBatches: GrpoLossResult[] = [];
   let loss = 0;
@@ -291,6 +537,7 @@ export function accumulatedLossRef(
       refLogp: inputs.refLogp ? rows(inputs.refLogp, m) : null,
       advantages: Array.prototype.slice.call(inputs.advantages, m * Nm, (m + 1) * Nm) as number[],
       mask: rows(inputs.mask, m),
+      entropy: inputs.entropy ? rows(inputs.entropy, m) : undefined,
       N: Nm,
       activeTokensInBatch: inputs.activeTokensInBatch ?? total,
     });
@@ -299,4 +546,67 @@ export function accumulatedLossRef(
     for (let j = 0; j < Nm * L; j++) dLogp[m * Nm * L + j] = r.dLogp[j] * scale;
   }
   return { loss, dLogp, microBatches };
+}
+
+// ---------------------------------------------------------------------------------------------
+// The entropy bonus (docs/grpo.md §5, TRL `entropy_coef`, static coefficient): the step's loss is
+// the policy loss minus entropyCoef · H, H the mean per-token entropy of the counted tokens,
+// computed per micro-batch exactly as TRL's `_compute_loss` does, so that it accumulates over the
+// GA micro-batches to the batch's token mean for 'dapo' and to the mean of micro-batch token means
+// for the other loss types.
+// ---------------------------------------------------------------------------------------------
+
+export interface EntropyBonusInputs {
+  entropy: ArrayLike<number>; // (N, L) the pass's per-position entropies
+  mask: ArrayLike<number>; // (N, L)
+  N: number;
+  L: number;
+  GA: number;
+  lossType: LossType;
+  entropyCoef: number;
+}
+
+/**
+ * The bonus term added to one pass's loss (−entropyCoef · Σ_m Σ_{t∈m} m·H / D_m) and its
+ * gradient ∂loss/∂H per position (−entropyCoef · m / D_m), with D_m TRL's normalizer: the whole
+ * batch's active-token count for 'dapo' (num_items_in_batch), else GA · max(Σ m of micro-batch m, 1).
+ */
+export function entropyBonusRef(x: EntropyBonusInputs): {
+  term: number;
+  gradEntropy: Float64Array;
+} {
+  const { N, L, GA, mask } = x;
+  const Nm = N / GA;
+  let total = 0;
+  for (let j = 0; j < N * L; j++) total += mask[j];
+  const gradEntropy = new Float64Array(N * L);
+  let term = 0;
+  for (let m = 0; m < GA; m++) {
+    const from = m * Nm * L;
+    const to = (m + 1) * Nm * L;
+    let count = 0;
+    let sum = 0;
+    for (let j = from; j < to; j++) {
+      if (mask[j] === 0) continue;
+      count += mask[j];
+      sum += mask[j] * x.entropy[j];
+    }
+    const denom = normalisesByBatchTokens(x.lossType)
+      ? Math.max(total, 1)
+      : GA * Math.max(count, 1);
+    term -= (x.entropyCoef * sum) / denom;
+    for (let j = from; j < to; j++) {
+      if (mask[j] !== 0) gradEntropy[j] = (-x.entropyCoef * mask[j]) / denom;
+    }
+  }
+  return { term, gradEntropy };
+}
+
+/**
+ * TRL's `policy_loss` metric of one pass (logged when the entropy bonus is on): the mean over
+ * micro-batches of each one's policy loss before the gradient-accumulation division, from the
+ * pass's policy loss summed over micro-batches as the gradient is (§4).
+ */
+export function policyLossMetric(passPolicyLoss: number, lossType: LossType, GA: number): number {
+  return normalisesByBatchTokens(lossType) ? passPolicyLoss / GA : passPolicyLoss;
 }

@@ -41,7 +41,11 @@ export function logprobGatherRef(
   return { logp, entropy, lse };
 }
 
-/** dz (+)= g[r] · invT · (onehot(o_r) − softmax(z[r] · invT)); returns a new array (R, V). */
+/**
+ * dz (+)= g[r] · invT · (onehot(o_r) − softmax(z[r] · invT)), plus with `gradEntropy` (∂loss/∂H per
+ * row, the entropy bonus of docs/grpo.md §5) gH[r] · invT · (−p_v · (log p_v + H[r])), the chain
+ * rule through H = −Σ p log p; returns a new array (R, V).
+ */
 export function logprobGatherBackwardRef(
   logits: ArrayLike<number>, // (R, V)
   targets: ArrayLike<number>, // (R)
@@ -50,8 +54,9 @@ export function logprobGatherBackwardRef(
   V: number,
   invTemperature = 1,
   accumulateInto?: ArrayLike<number>, // (R, V)
+  gradEntropy?: ArrayLike<number>, // (R) ∂loss/∂entropy
 ): Float64Array {
-  const { lse } = logprobGatherRef(logits, targets, R, V, invTemperature);
+  const { lse, entropy } = logprobGatherRef(logits, targets, R, V, invTemperature);
   const dz = new Float64Array(R * V);
   for (let r = 0; r < R; r++) {
     for (let v = 0; v < V; v++) {
@@ -60,6 +65,10 @@ export function logprobGatherBackwardRef(
       if (g[r] !== 0) {
         const p = Math.exp(logits[i] * invTemperature - lse[r]);
         value = g[r] * invTemperature * ((v === targets[r] ? 1 : 0) - p);
+      }
+      if (gradEntropy && gradEntropy[r] !== 0) {
+        const logP = logits[i] * invTemperature - lse[r];
+        value += gradEntropy[r] * invTemperature * (-Math.exp(logP) * (logP + entropy[r]));
       }
       dz[i] = value + (accumulateInto ? accumulateInto[i] : 0);
     }

@@ -7,6 +7,8 @@
 //   top-k: keep x ≥ the k-th largest x                   (k = 0 or k ≥ V: off)
 //   top-p: of those, keep x ≥ the largest value u whose mass P(x ≥ u) ≥ p   (p ≥ 1: off)
 //          (softmax renormalised over the top-k set, as HF applies top-p after top-k)
+//   min-p: of those, keep exp(x − max x) ≥ minP (HF's MinPLogitsWarper, applied after top-p: its
+//          probs / max prob is exp(x − max x), the max token always kept); minP = 0 or absent: off
 //   sample: inverse CDF over the kept tokens in index order with one uniform u ∈ [0, 1):
 //           the first token whose cumulative weight exceeds u · Σ kept weights
 //   greedy (or T ≤ 0): argmax of z, lowest index on ties; logp then uses T = 1 when T ≤ 0.
@@ -18,6 +20,7 @@ export interface SamplingOptions {
   topK: number; // 0 = off
   topP: number; // 1 = off
   greedy: boolean;
+  minP?: number; // 0 or absent = off (TRL min_p)
 }
 
 /** Order-preserving map of an f32 value to a u32 key (larger value ↔ larger key). */
@@ -71,6 +74,14 @@ export function filteredDistributionRef(
         break;
       }
     }
+  }
+  const minP = options.minP ?? 0;
+  if (minP > 0) {
+    // The kept set is an upper set of keys: its smallest key is the threshold.
+    let smallest = Infinity;
+    for (let v = 0; v < V; v++)
+      if (Math.exp(x[v] - m) >= minP) smallest = Math.min(smallest, keys[v]);
+    threshold = Math.max(threshold, smallest);
   }
   let total = 0;
   for (let v = 0; v < V; v++) if (keys[v] >= threshold) total += w[v];

@@ -229,6 +229,7 @@ export function createCpuApi(options: CpuApiOptions = {}) {
           greedy: temperature === 0,
           topK: config.topK,
           topP: config.topP,
+          minP: config.minP ?? 0,
           seed: config.seed,
           stream: 1_000_000 + draw,
           eosTokenIds: m.tokenizer.eosTokenIds,

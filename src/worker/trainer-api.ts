@@ -682,6 +682,7 @@ export function createTrainerApi(options: TrainerApiOptions = {}) {
         temperature: r.config.temperature,
         topP: r.config.topP,
         topK: r.config.topK,
+        minP: r.config.minP ?? 0,
         maxCompletionLength: r.config.maxCompletionLength,
         seed: r.config.seed,
       };

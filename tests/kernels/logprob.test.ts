@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { createStorageBuffer, readF32, uploadStorageBuffer } from '../../src/engine/buffers';
 import { CrossEntropyKernel, crossEntropyRowWeights } from '../../src/kernels/cross-entropy';
 import {
+  LOGPROB_BACKWARD_WG,
   LOGPROB_GATHER_WG,
   LOGPROB_ROW_PER_THREAD_MAX_V,
   LogprobGatherBackwardKernel,
@@ -262,4 +263,114 @@ describe('cross-entropy (gather kernels + matmul)', () => {
     expect(worstMismatch(dLogits, ref.dLogits, GRADIENT_TOLERANCE)).toBeNull();
     for (const b of Object.values(buffers)) b.destroy();
   });
+});
+
+/** Forward, then the backward with the entropy term (∂loss/∂H per row = gH). */
+async function runEntropyBackward(
+  logits: Float32Array,
+  targets: Uint32Array,
+  R: number,
+  V: number,
+  invTemperature: number,
+  g: Float32Array,
+  gH: Float32Array,
+) {
+  const engine = await testEngine();
+  const d = engine.device;
+  const bufs = {
+    logits: uploadStorageBuffer(d, logits),
+    targets: uploadStorageBuffer(d, targets),
+    logp: createStorageBuffer(d, R * 4),
+    entropy: createStorageBuffer(d, R * 4),
+    lse: createStorageBuffer(d, R * 4),
+    g: uploadStorageBuffer(d, g),
+    gH: uploadStorageBuffer(d, gH),
+    dz: createStorageBuffer(d, R * V * 4),
+  };
+  const fwd = new LogprobGatherKernel(d, engine.pipelines);
+  const bwd = new LogprobGatherBackwardKernel(d, engine.pipelines);
+  await engine.run((enc) => {
+    fwd.encode(enc, { ...bufs, R, V, invTemperature });
+    bwd.encode(enc, {
+      logits: bufs.logits,
+      targets: bufs.targets,
+      lse: bufs.lse,
+      gradLogp: bufs.g,
+      entropyGrad: { entropy: bufs.entropy, gradEntropy: bufs.gH },
+      dLogits: bufs.dz,
+      R,
+      V,
+      invTemperature,
+    });
+  });
+  const dz = await readF32(d, bufs.dz, R * V);
+  for (const b of Object.values(bufs)) b.destroy();
+  return dz;
+}
+
+// The entropy bonus's gradient (docs/grpo.md §5): ∂H/∂z_v = −invT · p_v (log p_v + H).
+describe('logprob_gather_backward.wgsl entropy term', () => {
+  it('hand-worked row: z = [0, ln 3], ∂loss/∂H = 1', async () => {
+    // p = [¼, ¾], H = −(¼ ln ¼ + ¾ ln ¾) = 0.562335: ∂H/∂z = [−¼(ln ¼ + H), −¾(ln ¾ + H)]
+    // = [0.205990, −0.205990] (they sum to 0: softmax is shift-invariant).
+    const z = new Float32Array([0, Math.log(3)]);
+    const H = -(0.25 * Math.log(0.25) + 0.75 * Math.log(0.75));
+    const expected = [-0.25 * (Math.log(0.25) + H), -0.75 * (Math.log(0.75) + H)];
+    const dz = await runEntropyBackward(
+      z,
+      new Uint32Array([1]),
+      1,
+      2,
+      1,
+      new Float32Array([0]),
+      new Float32Array([1]),
+    );
+    const ref = logprobGatherBackwardRef(z, [1], [0], 1, 2, 1, undefined, [1]);
+    for (const r of [dz, ref]) {
+      expect(r[0]).toBeCloseTo(expected[0], 6);
+      expect(r[1]).toBeCloseTo(expected[1], 6);
+    }
+    expect(expected[0]).toBeCloseTo(0.20599, 5);
+  });
+
+  it('reference: central differences of H match ∂H/∂z (T = 0.7)', () => {
+    const R = 3;
+    const V = 11;
+    const invT = 1 / 0.7;
+    const z = Array.from(seededUniform(R * V, 41, -3, 3));
+    const targets = Array.from(seededTargets(R, V, 42));
+    const gH = [0.7, -1.3, 0];
+    const dz = logprobGatherBackwardRef(z, targets, [0, 0, 0], R, V, invT, undefined, gH);
+    const h = 1e-6;
+    const loss = (x: number[]) =>
+      logprobGatherRef(x, targets, R, V, invT).entropy.reduce((s, e, r) => s + gH[r] * e, 0);
+    for (let i = 0; i < R * V; i++) {
+      const up = z.slice();
+      const down = z.slice();
+      up[i] += h;
+      down[i] -= h;
+      const numeric = (loss(up) - loss(down)) / (2 * h);
+      expect(Math.abs(dz[i] - numeric)).toBeLessThanOrEqual(1e-8 + 1e-6 * Math.abs(numeric));
+    }
+  });
+
+  for (const [R, V] of [
+    [1, 1],
+    [5, LOGPROB_BACKWARD_WG + 1],
+    [13, 997],
+  ] as const) {
+    it(`R=${R} V=${V} T=0.7: logp and entropy terms together match the reference`, async () => {
+      const seed = R * 31 + V;
+      const logits = seededUniform(R * V, seed, -4, 4);
+      const targets = seededTargets(R, V, seed + 1);
+      const g = seededUniform(R, seed + 2, -1, 1);
+      const gH = seededUniform(R, seed + 3, -1, 1);
+      if (R > 2) gH[1] = 0; // a row with only the logp term
+      if (R > 3) g[2] = 0; // a row with only the entropy term
+      const gpu = await runEntropyBackward(logits, targets, R, V, 1 / 0.7, g, gH);
+      const ref = logprobGatherBackwardRef(logits, targets, g, R, V, 1 / 0.7, undefined, gH);
+      expect(worstMismatch(gpu, ref, GRADIENT_TOLERANCE)).toBeNull();
+      if (V > 1) expect(ref.some((x) => Math.abs(x) > 1e-4)).toBe(true);
+    });
+  }
 });

@@ -238,3 +238,77 @@ describe('one thread per row vs a workgroup per row', () => {
     }
   });
 });
+
+// min-p (TRL min_p, transformers' MinPLogitsWarper after top-k and top-p): keep the tokens whose
+// probability is at least minP times the most likely one's, i.e. exp(x − max x) ≥ minP.
+const MIN_P_OPTIONS: Array<[string, SamplingOptions]> = [
+  ['min-p 0.1', { ...PLAIN, minP: 0.1 }],
+  ['T=0.7 min-p 0.3', { ...PLAIN, temperature: 0.7, minP: 0.3 }],
+  [
+    'T=1.3 top-k 50 top-p 0.9 min-p 0.85',
+    { temperature: 1.3, topK: 50, topP: 0.9, greedy: false, minP: 0.85 },
+  ],
+];
+
+for (const { name: variant, tuning } of BARRIER_VARIANTS) {
+  describe(`sample.wgsl min-p vs reference, ${variant}`, () => {
+    for (const [N, V] of [
+      [3, 7],
+      [17, SAMPLE_WG + 1],
+      [24, 1000],
+    ] as const) {
+      for (const [name, options] of MIN_P_OPTIONS) {
+        it(`N=${N} V=${V} ${name}`, async () => {
+          const seed = N * 31 + V;
+          const logits = seededUniform(N * V, seed, -3, 3);
+          for (const step of [0, 5]) {
+            const gpu = await runSample(tuning, logits, N, V, options, seed, step);
+            const ref = sampleRef(logits, N, V, options, seed, step);
+            expect(Array.from(gpu.tokens)).toEqual(Array.from(ref.tokens));
+            expect(worstMismatch(gpu.logps, ref.logps, LOGP_TOLERANCE)).toBeNull();
+          }
+          // The filter is active: fewer tokens kept than without it.
+          const row = logits.subarray(0, V);
+          const kept = (o: SamplingOptions) =>
+            filteredDistributionRef(row, o).probs.filter((p) => p > 0).length;
+          if (V > 7) expect(kept(options)).toBeLessThan(kept({ ...options, minP: 0 }));
+        });
+      }
+    }
+
+    it('hand-worked: x = [0, −0.5, −3, −1.2], min-p 0.25 keeps tokens 0, 1, 3; frequencies match', async () => {
+      // exp(x − max) = [1, 0.6065, 0.0498, 0.3012]: token 2 is below 0.25; the rest renormalised.
+      const row = new Float32Array([0, -0.5, -3, -1.2]);
+      const options = { ...PLAIN, minP: 0.25 };
+      const { probs } = filteredDistributionRef(row, options);
+      const z = 1 + Math.exp(-0.5) + Math.exp(-1.2);
+      expect(Array.from(probs)).toEqual(
+        [1 / z, Math.exp(-0.5) / z, 0, Math.exp(-1.2) / z].map((p) => expect.closeTo(p, 6)),
+      );
+      // minP = 1 keeps the most likely token only; 0 is off.
+      expect(Array.from(filteredDistributionRef(row, { ...PLAIN, minP: 1 }).probs)).toEqual([
+        1, 0, 0, 0,
+      ]);
+      const N = 2000;
+      const V = 4;
+      const logits = new Float32Array(N * V);
+      for (let n = 0; n < N; n++) logits.set(row, n * V);
+      const gpu = await runSample(tuning, logits, N, V, options, 99, 0);
+      const counts = new Array(V).fill(0);
+      for (const t of gpu.tokens) counts[t]++;
+      expect(counts[2]).toBe(0);
+      let chi2 = 0;
+      for (const v of [0, 1, 3]) chi2 += (counts[v] - N * probs[v]) ** 2 / (N * probs[v]);
+      // 2 degrees of freedom: P(χ² > 13.8) < 0.001.
+      expect(chi2).toBeLessThan(13.8);
+    });
+
+    it('minP 0 draws exactly what no min-p draws', async () => {
+      const logits = seededUniform(5 * 300, 3, -3, 3);
+      const off = await runSample(tuning, logits, 5, 300, PLAIN, 4, 1);
+      const zero = await runSample(tuning, logits, 5, 300, { ...PLAIN, minP: 0 }, 4, 1);
+      expect(Array.from(zero.tokens)).toEqual(Array.from(off.tokens));
+      expect(Array.from(zero.logps)).toEqual(Array.from(off.logps));
+    });
+  });
+}

@@ -14,7 +14,14 @@ import { initLlamaWeights } from '../../src/model/init';
 import { GpuLlama } from '../../src/model/llama';
 import { GpuAdamW } from '../../src/optim/adamw';
 import { config, makeTrainer, modelConfig } from '../support/tiny-trainer';
-import { trlLog, trlMicroLoss, trlScore, type LossBatch } from '../support/trl-reference';
+import { highEntropyMaskRef } from '../../src/ref/grpo_loss';
+import {
+  trlLog,
+  trlMicroLoss,
+  trlScore,
+  trlScoreNormalizeThenSum,
+  type LossBatch,
+} from '../support/trl-reference';
 import { seededUniform, testEngine } from './harness';
 
 // The GPU loss is an f32 reduction; the metrics are computed from the same f32 log-probs.
@@ -29,12 +36,30 @@ const close = (a: number, b: number, rtol: number, what: string, atol = 0) => {
 };
 
 describe('GPU update = TRL', { timeout: 600_000 }, () => {
-  const cases = [
+  // The objective variants of docs/grpo.md §3, §5 ride along: GSPO, two-sided clipping, the
+  // entropy bonus (whose policy_loss / entropy_coef metrics the row then carries).
+  interface Case {
+    GA: number;
+    lossType: 'grpo' | 'bnpo' | 'dapo' | 'cispo' | 'sapo';
+    isLevel?: 'token' | 'sequence';
+    delta?: number | null;
+    entropyCoef?: number;
+    topEntropyQuantile?: number;
+  }
+  const cases: Case[] = [
     { GA: 1, lossType: 'grpo' },
     { GA: 2, lossType: 'bnpo' },
     { GA: 4, lossType: 'dapo' },
-  ] as const;
-  it.each(cases)('GA = $GA, $lossType, μ = 2, β = 0.04', async ({ GA, lossType }) => {
+  ];
+  const variantCases: Case[] = [
+    { GA: 2, lossType: 'grpo', isLevel: 'sequence', entropyCoef: 0.05 },
+    { GA: 1, lossType: 'dapo', delta: 1.1, entropyCoef: -0.02 },
+    { GA: 2, lossType: 'dapo', isLevel: 'sequence', topEntropyQuantile: 0.5 },
+    { GA: 1, lossType: 'grpo', topEntropyQuantile: 0.2 },
+    { GA: 2, lossType: 'cispo', entropyCoef: 0.05 },
+    { GA: 2, lossType: 'sapo', isLevel: 'sequence' },
+  ];
+  const check = async ({ GA, lossType, isLevel, delta, entropyCoef, topEntropyQuantile }: Case) => {
     const engine = await testEngine();
     const cfg = config({
       perStepPrompts: 2,
@@ -45,6 +70,10 @@ describe('GPU update = TRL', { timeout: 600_000 }, () => {
       epsilon: 0.05,
       lossType,
       learningRate: 5e-2,
+      importanceSamplingLevel: isLevel ?? 'token',
+      delta: delta ?? null,
+      entropyCoef: entropyCoef ?? 0,
+      topEntropyQuantile: topEntropyQuantile ?? 1,
     });
     const weights = initLlamaWeights(modelConfig, 3);
     const policy = GpuLlama.load(engine, modelConfig, weights);
@@ -115,6 +144,10 @@ describe('GPU update = TRL', { timeout: 600_000 }, () => {
           epsHigh: cfg.epsilonHigh,
           beta: cfg.beta,
           maxLen: cfg.maxCompletionLength,
+          isLevel: cfg.importanceSamplingLevel,
+          delta: cfg.delta,
+          entropyCoef: cfg.entropyCoef,
+          topEntropyQuantile: cfg.topEntropyQuantile,
         });
         loss += trl.loss;
         appended.push(trl.metrics);
@@ -128,6 +161,13 @@ describe('GPU update = TRL', { timeout: 600_000 }, () => {
           refLogp: up(micro.ref!),
           advantages: uploadStorageBuffer(engine.device, Float32Array.from(micro.adv)),
           mask: up(micro.mask),
+          // The trainer's GPU mask is checked against this reference in grpo-loss.test.ts.
+          entropyMask: uploadStorageBuffer(
+            engine.device,
+            Float32Array.from(
+              highEntropyMaskRef(micro.entropy.flat(), micro.mask.flat(), cfg.topEntropyQuantile),
+            ),
+          ),
           dLogp: createStorageBuffer(engine.device, nm * L * 4),
           out: createStorageBuffer(engine.device, GRPO_LOSS_OUT.length * 4),
         };
@@ -142,11 +182,14 @@ describe('GPU update = TRL', { timeout: 600_000 }, () => {
             beta: cfg.beta,
             maxCompletionLength: cfg.maxCompletionLength,
             activeTokensInBatch: numItems,
+            importanceSamplingLevel: cfg.importanceSamplingLevel,
+            delta: cfg.delta,
+            entropyMask: cfg.topEntropyQuantile < 1 ? bufs.entropyMask : null,
           }),
         );
         const dLogp = await readF32(engine.device, bufs.dLogp, nm * L);
         for (const buf of Object.values(bufs)) buf.destroy();
-        const scale = lossType === 'dapo' ? 1 : 1 / GA;
+        const scale = lossType === 'dapo' || lossType === 'cispo' ? 1 : 1 / GA;
         trl.dLogp
           .flat()
           .forEach((g, j) => close(dLogp[j] * scale, g, LOSS_RTOL, `dLogp ${j}`, GRAD_ATOL));
@@ -160,13 +203,86 @@ describe('GPU update = TRL', { timeout: 600_000 }, () => {
     // over all μ·GA micro-batches.
     const row = { ...trlLog(appended), loss: (passLosses[0] + passLosses[1]) / 2 };
     for (const [key, value] of Object.entries(row)) {
-      close(update.metrics[key], value, key === 'loss' ? LOSS_RTOL : 1e-9, key, 1e-7);
+      const rtol = key === 'loss' || key === 'policy_loss' ? LOSS_RTOL : 1e-9;
+      close(update.metrics[key], value, rtol, key, 1e-7);
     }
     // The second pass moved the policy: the logged clip ratios are not the first pass's zeros.
-    expect(update.metrics['clip_ratio/region_mean']).toBeGreaterThan(0);
+    // (cispo logs cispo_clip_ratio instead, sapo no clip ratio: docs/grpo.md §6.)
+    if (lossType === 'cispo') expect(update.metrics.cispo_clip_ratio).toBeGreaterThan(0);
+    else if (lossType !== 'sapo')
+      expect(update.metrics['clip_ratio/region_mean']).toBeGreaterThan(0);
     expect(update.metrics.learning_rate).toBe(5e-2);
     policy.destroy();
     reference.destroy();
+    optimizer.destroy();
+  };
+  it.each(cases)('GA = $GA, $lossType, μ = 2, β = 0.04', check);
+  it.each(variantCases)(
+    'GA = $GA, $lossType, μ = 2, β = 0.04, importance_sampling_level $isLevel, delta $delta, entropy_coef $entropyCoef, top_entropy_quantile $topEntropyQuantile',
+    check,
+  );
+});
+
+// The entropy bonus's gradient reaches the weights (docs/grpo.md §5): with every advantage 0 and
+// β = 0 the only gradient is entropyCoef · ∂H/∂θ, so the second pass (after one optimizer step)
+// sees a higher mean entropy for entropyCoef > 0 and a lower one for entropyCoef < 0.
+describe('entropy_coef moves the policy', { timeout: 600_000 }, () => {
+  it.each([1, -1])('entropyCoef %d: the mean entropy moves with its sign', async (coef) => {
+    const engine = await testEngine();
+    const cfg = config({
+      perStepPrompts: 1,
+      numGenerations: 4,
+      numIterations: 2,
+      beta: 0,
+      lossType: 'dapo',
+      learningRate: 1e-5,
+      // The random model is near uniform (H ≈ ln V, where every move lowers H); a low
+      // temperature sharpens the softmax so the entropy can move both ways.
+      temperature: 0.05,
+      entropyCoef: coef,
+    });
+    const weights = initLlamaWeights(modelConfig, 5);
+    const policy = GpuLlama.load(engine, modelConfig, weights);
+    const optimizer = new GpuAdamW(engine, policy, {
+      beta1: cfg.adamBeta1,
+      beta2: cfg.adamBeta2,
+      eps: cfg.adamEpsilon,
+      weightDecay: cfg.weightDecay,
+      maxGradNorm: cfg.maxGradNorm,
+    });
+    const objective = new PolicyObjective(engine, policy, null, optimizer);
+    const completions = [
+      [1, 2, 3],
+      [4, 5],
+      [6, 7, 1],
+      [2, 2],
+    ];
+    const batch = packBatch(
+      completions.map(() => [1, 2, 9]),
+      completions,
+      { padId: 0 },
+    );
+    const sampling = completions.map((c) => new Float32Array(c.length).fill(-Math.log(10)));
+    const update = await objective.update(cfg, batch, new Float64Array(4), sampling, 1e-5);
+    expect(update.skipped).toBeNull();
+    const meanH = (h: Float32Array) => {
+      let s = 0;
+      let c = 0;
+      batch.mask.forEach((m, j) => {
+        if (m === 0) return;
+        s += h[j];
+        c++;
+      });
+      return s / c;
+    };
+    const [before, after] = update.passes.map((p) => meanH(p.entropy));
+    expect(Math.sign(after - before)).toBe(Math.sign(coef));
+    expect(Math.abs(after - before)).toBeGreaterThan(1e-4);
+    // The logged loss is the policy loss (0 here: A = 0) minus coef · the mean entropy.
+    close(update.passes[0].loss, -coef * before, 1e-5, 'pass 0 loss', 1e-6);
+    expect(update.metrics.policy_loss).toBe(0);
+    expect(update.metrics.entropy_coef).toBe(coef);
+    policy.destroy();
     optimizer.destroy();
   });
 });
@@ -224,6 +340,42 @@ describe('trainer steps = TRL', { timeout: 600_000 }, () => {
     ]) {
       expect(key in report.metrics, key).toBe(true);
     }
+    trainer.destroy();
+  });
+
+  it("multiObjectiveAggregation 'normalize_then_sum': the trainer's advantages are TRL's GDPO", async () => {
+    // Two functions, one of them not applicable to some completions.
+    const partial: RewardFunction = {
+      name: 'custom:partial',
+      compute: ({ completion }) =>
+        completion.startsWith('a') ? 1 : completion.startsWith('b') ? 0 : null,
+    };
+    const length: RewardFunction = {
+      name: 'custom:length',
+      compute: ({ completion }) => completion.length / 10,
+    };
+    const trainer = await makeTrainer(
+      {
+        rewards: ['custom:partial', 'custom:length'],
+        customRewards: {
+          partial: 'function reward() { return null; }',
+          length: 'function reward() { return 0; }',
+        },
+        rewardWeights: [1, 0.5],
+        multiObjectiveAggregation: 'normalize_then_sum',
+      },
+      [partial, length],
+    );
+    const report = await trainer.trainStep();
+    const all = report.groups.flatMap((g) => g.completions);
+    const perFunc = all.map((c) => [
+      c.reward.perFunction['custom:partial'],
+      c.reward.perFunction['custom:length'],
+    ]);
+    const trl = trlScoreNormalizeThenSum(perFunc, [1, 0.5], 8);
+    all.forEach((c, i) => close(c.advantage, trl.advantages[i], 1e-5, `A[${i}]`, 1e-6));
+    expect(all.some((c) => Math.abs(c.advantage) > 0.1)).toBe(true);
+    expect(report.metrics.frac_reward_zero_std).toBe(trl.fracRewardZeroStd);
     trainer.destroy();
   });
 });

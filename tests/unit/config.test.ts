@@ -83,6 +83,37 @@ describe('resolveConfig', () => {
     expect(() => resolveConfig(partial)).toThrow(message);
   });
 
+  it('objective and sampling variants: TRL names, ranges, and the refused entropy bonus + top-entropy mix', () => {
+    const c = resolveConfig({
+      importanceSamplingLevel: 'sequence',
+      delta: 4,
+      entropyCoef: 0.01,
+      topEntropyQuantile: 1,
+    });
+    expect([c.importanceSamplingLevel, c.delta, c.entropyCoef]).toEqual(['sequence', 4, 0.01]);
+    const d = defaultConfig();
+    expect([d.importanceSamplingLevel, d.delta, d.entropyCoef, d.topEntropyQuantile]).toEqual([
+      'token',
+      null,
+      0,
+      1,
+    ]);
+    expect(() => resolveConfig({ importanceSamplingLevel: 'group' as never })).toThrow(ConfigError);
+    expect(() => resolveConfig({ delta: 0 })).toThrow(ConfigError);
+    expect(() => resolveConfig({ topEntropyQuantile: 1.5 })).toThrow(ConfigError);
+    expect(() => resolveConfig({ entropyCoef: 0.01, topEntropyQuantile: 0.2 })).toThrow(
+      /not supported/,
+    );
+    expect(resolveConfig({ minP: 0.1 }).minP).toBe(0.1);
+    expect(defaultConfig().minP).toBeNull();
+    expect(() => resolveConfig({ minP: 1.5 })).toThrow(ConfigError);
+    expect(
+      resolveConfig({ multiObjectiveAggregation: 'normalize_then_sum' }).multiObjectiveAggregation,
+    ).toBe('normalize_then_sum');
+    const flags = parseCliArgs(['--importance_sampling_level', 'sequence', '--delta', '2']);
+    expect(flags).toMatchObject({ importanceSamplingLevel: 'sequence', delta: 2 });
+  });
+
   it('accepts custom rewards with weights and other tasks with their options', () => {
     const c = resolveConfig({
       rewards: ['format', 'custom:len'],
@@ -176,7 +207,7 @@ describe('parseCliArgs', () => {
     expect(help).toMatch(
       /--num-generations <int> +G: completions sampled per prompt.*\(default: 8\) \[TRL num_generations\]/,
     );
-    expect(help).toContain('--loss-type <grpo|bnpo|dr_grpo|dapo>');
+    expect(help).toContain('--loss-type <grpo|bnpo|dr_grpo|dapo|cispo|sapo>');
   });
 });
 

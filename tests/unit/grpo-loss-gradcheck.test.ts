@@ -104,3 +104,100 @@ describe('grpoLossRef gradient', () => {
     expect(withKl.dLogp[0]).toBeCloseTo(0.1 * (1 - 1 / 1.5), 12);
   });
 });
+
+// GSPO (one ratio per sequence) and two-sided clipping (δ): the same central differences, every
+// loss type (docs/grpo.md §3). δ = 1.35 lies inside the ratios' range, so some tokens with A < 0
+// sit past it; ratios are kept away from δ too (not differentiable there).
+describe('grpoLossRef gradient: importanceSamplingLevel and delta', () => {
+  const DELTA = 1.35;
+  const variants = [
+    { importanceSamplingLevel: 'sequence' as const, delta: null },
+    { importanceSamplingLevel: 'token' as const, delta: DELTA },
+    { importanceSamplingLevel: 'sequence' as const, delta: 1.05 },
+  ];
+  for (const lossType of LOSS_TYPES) {
+    for (const variant of variants) {
+      it(`${lossType} ${variant.importanceSamplingLevel}, δ=${variant.delta}: dLogp matches central differences`, () => {
+        const base = makeInputs(lossType.length * 17 + 5, lossType, 0.04);
+        const logp0 = Float64Array.from(base.logp);
+        for (let j = 0; j < logp0.length; j++) {
+          const r = Math.exp(logp0[j] - base.oldLogp[j]);
+          if (Math.abs(r - DELTA) < 5e-3) logp0[j] += 1e-2;
+        }
+        const inputs: GrpoLossInputs = { ...base, logp: logp0, ...variant };
+        const { dLogp, loss } = grpoLossRef(inputs);
+        expect(Number.isFinite(loss)).toBe(true);
+        expect(dLogp.some((g) => Math.abs(g) > 1e-3)).toBe(true);
+        const logp = Float64Array.from(logp0);
+        for (let j = 0; j < logp.length; j++) {
+          const x = logp[j];
+          logp[j] = x + H;
+          const up = grpoLossRef({ ...inputs, logp }).loss;
+          logp[j] = x - H;
+          const down = grpoLossRef({ ...inputs, logp }).loss;
+          logp[j] = x;
+          const numeric = (up - down) / (2 * H);
+          const { atol, rtol } = GRADCHECK_TOLERANCE;
+          expect(Math.abs(dLogp[j] - numeric)).toBeLessThanOrEqual(atol + rtol * Math.abs(numeric));
+          if (inputs.mask[j] === 0) expect(dLogp[j]).toBe(0);
+        }
+      });
+    }
+  }
+
+  // sapo is smooth everywhere (cispo's weight is detached, so its loss is not the integral of its
+  // gradient and is checked against TRL's formula in tests/unit/trl-parity.test.ts instead).
+  for (const level of ['token', 'sequence'] as const) {
+    it(`sapo ${level}: dLogp matches central differences`, () => {
+      const inputs: GrpoLossInputs = {
+        ...makeInputs(77, 'sapo', 0.04),
+        importanceSamplingLevel: level,
+        sapoTemperaturePos: 1.5,
+        sapoTemperatureNeg: 0.7,
+      };
+      const { dLogp } = grpoLossRef(inputs);
+      expect(dLogp.some((g) => Math.abs(g) > 1e-3)).toBe(true);
+      const logp = Float64Array.from(inputs.logp);
+      for (let j = 0; j < logp.length; j++) {
+        const x = logp[j];
+        logp[j] = x + H;
+        const up = grpoLossRef({ ...inputs, logp }).loss;
+        logp[j] = x - H;
+        const down = grpoLossRef({ ...inputs, logp }).loss;
+        logp[j] = x;
+        const numeric = (up - down) / (2 * H);
+        const { atol, rtol } = GRADCHECK_TOLERANCE;
+        expect(Math.abs(dLogp[j] - numeric)).toBeLessThanOrEqual(atol + rtol * Math.abs(numeric));
+      }
+    });
+  }
+
+  it('delta: A < 0 past δ gives the constant δ·A and no surrogate gradient', () => {
+    // One token, A = −1, ρ = 2, ε = 0.2, δ = 1.5: min(min(2, 1.5)·(−1), 1.2·(−1)) = −1.5 → ℓ = 1.5.
+    // Without δ: ℓ = −min(−2, −1.2) = 2 and ∂ℓ/∂logp = −A·ρ = 2.
+    const base = {
+      logp: [Math.log(2)],
+      oldLogp: [0],
+      refLogp: null,
+      advantages: [-1],
+      mask: [1],
+      N: 1,
+      L: 1,
+      lossType: 'bnpo' as const,
+      epsilonLow: 0.2,
+      epsilonHigh: 0.2,
+      beta: 0,
+      maxCompletionLength: 1,
+    };
+    const off = grpoLossRef(base);
+    expect(off.loss).toBeCloseTo(2, 12);
+    expect(off.dLogp[0]).toBeCloseTo(2, 12);
+    const on = grpoLossRef({ ...base, delta: 1.5 });
+    expect(on.loss).toBeCloseTo(1.5, 12);
+    expect(on.dLogp[0]).toBe(0);
+    // ρ = 1.4 < δ: the unclipped branch as without δ (ℓ = 1.4, gradient 1.4).
+    const inside = grpoLossRef({ ...base, logp: [Math.log(1.4)], delta: 1.5 });
+    expect(inside.loss).toBeCloseTo(1.4, 12);
+    expect(inside.dLogp[0]).toBeCloseTo(1.4, 12);
+  });
+});

@@ -8,12 +8,13 @@
 // L the longest completion of the step (per-token arrays are laid out (N, L), zero-padded).
 import { ADVANTAGE_STD_EPS, computeAdvantages, type ScaleRewards } from '../../grpo/advantages';
 import type { Config } from '../../grpo/config';
-import { rewardTotals, type RewardError } from '../../grpo/rewards';
+import { rewardTotals, stepAdvantages, type RewardError } from '../../grpo/rewards';
 import type { CompletionRecord, GroupRecord, StepReport } from '../../grpo/trainer';
 import {
   aggregationWeights,
   grpoLossRef,
   LOSS_TYPES,
+  normalisesByBatchTokens,
   type GrpoLossInputs,
   type GrpoLossStats,
   type LossType,
@@ -148,9 +149,18 @@ function unbiasedStd(xs: readonly number[]): number {
 /** Advantages of the whole step recomputed from the rewards, exactly as the trainer does. */
 export function recomputeAdvantages(
   report: StepReport,
-  config: Pick<LearnConfig, 'scaleRewards'>,
+  config: Pick<LearnConfig, 'scaleRewards'> &
+    Partial<Pick<Config, 'multiObjectiveAggregation' | 'rewardWeights'>>,
 ): Float64Array {
   const G = report.groups[0]?.completions.length ?? 0;
+  if (config.multiObjectiveAggregation === 'normalize_then_sum') {
+    // GDPO (docs/grpo.md §2): each reward function normalised per group first; the functions in
+    // the order the trainer scored them.
+    const results = allCompletions(report).map((c) => c.reward);
+    const names = Object.keys(results[0]?.perFunction ?? {});
+    const weights = config.rewardWeights ?? names.map(() => 1);
+    return stepAdvantages(results, names, weights, G, config.scaleRewards, 'normalize_then_sum');
+  }
   return computeAdvantages(
     rewardTotals(allCompletions(report).map((c) => c.reward)),
     G,
@@ -318,9 +328,15 @@ export function flatten(completions: readonly CompletionRecord[]): FlatBatch {
   return batch;
 }
 
+/** The objective variants (docs/grpo.md §3) a recomputation follows when the config has them. */
+type VariantConfig = Partial<
+  Pick<Config, 'importanceSamplingLevel' | 'delta' | 'sapoTemperaturePos' | 'sapoTemperatureNeg'>
+>;
+
 function lossInputs(
   b: FlatBatch,
-  config: Pick<LearnConfig, 'epsilon' | 'epsilonHigh' | 'beta' | 'maxCompletionLength'>,
+  config: Pick<LearnConfig, 'epsilon' | 'epsilonHigh' | 'beta' | 'maxCompletionLength'> &
+    VariantConfig,
   lossType: LossType,
   activeTokensInBatch: number,
 ): GrpoLossInputs {
@@ -338,6 +354,10 @@ function lossInputs(
     beta: config.beta,
     maxCompletionLength: config.maxCompletionLength,
     activeTokensInBatch,
+    importanceSamplingLevel: config.importanceSamplingLevel,
+    delta: config.delta,
+    sapoTemperaturePos: config.sapoTemperaturePos,
+    sapoTemperatureNeg: config.sapoTemperatureNeg,
   };
 }
 
@@ -372,7 +392,8 @@ export function stepLoss(
   config: Pick<
     LearnConfig,
     'epsilon' | 'epsilonHigh' | 'beta' | 'maxCompletionLength' | 'gradientAccumulationSteps'
-  >,
+  > &
+    VariantConfig,
   lossType: LossType,
 ): StepLoss {
   const batch = flatten(allCompletions(report));
@@ -389,7 +410,7 @@ export function stepLoss(
   for (let m = 0; m < GA; m++) {
     const micro = sliceBatch(batch, m * Nm, Nm);
     const r = grpoLossRef(lossInputs(micro, config, lossType, active));
-    loss += lossType === 'dapo' ? r.loss : r.loss / GA;
+    loss += normalisesByBatchTokens(lossType) ? r.loss : r.loss / GA;
     tokens += r.stats.activeTokens;
     sums.clipRatioLow += r.stats.clipRatioLow * r.stats.activeTokens;
     sums.clipRatioHigh += r.stats.clipRatioHigh * r.stats.activeTokens;
@@ -425,6 +446,15 @@ export const LOSS_FORMULAS: Record<LossType, { formula: string; denominator: str
   dapo: {
     formula: 'L = Σᵢₜ mᵢₜ ℓᵢₜ / (active tokens of the whole accumulated batch)',
     denominator: 'the tokens of the whole batch, across micro-batches',
+  },
+  // TRL's other objectives (docs/grpo.md §3): ℓ is not the clipped surrogate.
+  cispo: {
+    formula: 'ℓ = −min(ρ, ε_high)·A·log π (ratio detached); L as dapo',
+    denominator: 'the tokens of the whole batch, across micro-batches',
+  },
+  sapo: {
+    formula: 'ℓ = −A·(4/τ)·σ(τ(ρ − 1)), τ = τ_pos (A > 0) or τ_neg; L as grpo',
+    denominator: 'each completion’s own length, then the number of completions',
   },
 };
 
