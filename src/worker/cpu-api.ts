@@ -15,6 +15,7 @@ import { RefLlama } from '../ref/llama';
 import { createTask, formatPrompt } from '../tasks/index';
 import type { FormattedPrompt } from '../tasks/types';
 import type { ChatOptions, ChatReply } from './protocol';
+import { checkChatLength, sampleChatReply } from './chat';
 
 /** The rewards the fallback scores with: the built-in rule rewards, equal weights. */
 export const CPU_REWARDS = ['format', 'accuracy'] as const;
@@ -294,30 +295,13 @@ export function createCpuApi(options: CpuApiOptions = {}) {
         } else {
           ids = m.tokenizer.encode(text);
         }
-        if (ids.length === 0) throw new Error('Type a message first.');
-        if (ids.length >= maxPositions)
-          throw new Error(`The message is longer than the model's ${maxPositions} positions.`);
-        const out = await m.sampler.generate([ids], {
-          maxNewTokens: clampInt(
-            Math.min(opts.maxNewTokens, maxPositions - ids.length),
-            1,
-            CPU_MAX_NEW_TOKENS,
-          ),
-          temperature: Math.max(opts.temperature, 1e-3),
-          greedy: opts.temperature === 0,
-          topK: 0,
-          topP: 1,
-          seed: (Math.random() * 2 ** 31) | 0,
-          stream: 0,
-          eosTokenIds: m.tokenizer.eosTokenIds,
-          padTokenId: m.tokenizer.padTokenId,
-        });
-        return {
-          prompt,
-          text: m.tokenizer.decode(out.completions[0], { skipSpecialTokens: true }),
-          tokens: out.completions[0].length,
-          truncated: !out.finished[0],
-        };
+        checkChatLength(ids, maxPositions);
+        const maxNew = clampInt(
+          Math.min(opts.maxNewTokens, maxPositions - ids.length),
+          1,
+          CPU_MAX_NEW_TOKENS,
+        );
+        return sampleChatReply(m.sampler, m.tokenizer, prompt, ids, opts, maxNew);
       });
     },
   };

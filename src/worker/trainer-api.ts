@@ -42,6 +42,7 @@ import { GrpoStorage } from '../storage/index';
 import type { Identity, MetricsRow as StoredMetricsRow } from '../storage/db';
 import { StorageQuotaError } from '../storage/errors';
 import { CHECKPOINT_FAILURE_REPORTED } from './protocol';
+import { checkChatLength, sampleChatReply } from './chat';
 import { StepProgress } from './step-progress';
 import type {
   ChatOptions,
@@ -641,32 +642,12 @@ export function createTrainerApi(options: TrainerApiOptions = {}) {
       } else {
         ids = tokenizer.encode(text);
       }
+      checkChatLength(ids, model!.hf.config.maxPositions);
       const maxNew = Math.max(
         1,
         Math.min(opts.maxNewTokens, model!.hf.config.maxPositions - ids.length),
       );
-      if (ids.length === 0) throw new Error('Type a message first.');
-      if (ids.length >= model!.hf.config.maxPositions)
-        throw new Error(
-          `The message is longer than the model's ${model!.hf.config.maxPositions} positions.`,
-        );
-      const out = await r.trainer.sampler.generate([ids], {
-        maxNewTokens: maxNew,
-        temperature: Math.max(opts.temperature, 1e-3),
-        greedy: opts.temperature === 0,
-        topK: 0,
-        topP: 1,
-        seed: (Math.random() * 2 ** 31) | 0,
-        stream: 0,
-        eosTokenIds: tokenizer.eosTokenIds,
-        padTokenId: tokenizer.padTokenId,
-      });
-      return {
-        prompt,
-        text: tokenizer.decode(out.completions[0], { skipSpecialTokens: true }),
-        tokens: out.completions[0].length,
-        truncated: !out.finished[0],
-      };
+      return sampleChatReply(r.trainer.sampler, tokenizer, prompt, ids, opts, maxNew);
     },
 
     /** The base weights and the current ones on the same held-out prompts and draws. */
