@@ -393,9 +393,16 @@ export class GrpoTrainer {
     if (update.skipped) {
       this.consecutiveSkips += 1;
       if (this.consecutiveSkips >= MAX_CONSECUTIVE_SKIPS) {
+        // When no update of the run was ever finite, the step size is not what to blame: the
+        // weights it started from (a restored checkpoint, or a model file) already give NaN.
+        const neverFinite = this.consecutiveSkips === this.step;
         throw new TrainingDivergedError(
           `${this.consecutiveSkips} updates in a row had a non-finite loss or gradient norm (last: ${update.skipped}); ` +
-            'the weights were kept at the last good step. Lower learningRate or set maxGradNorm.',
+            (neverFinite
+              ? 'no update of this run has been finite, so the starting weights are the likely cause: ' +
+                'check the model or checkpoint for NaN/Inf values (model files are checked at load), ' +
+                'or lower learningRate if they are fine.'
+              : 'the weights were kept at the last good step. Lower learningRate or set maxGradNorm.'),
         );
       }
     } else {

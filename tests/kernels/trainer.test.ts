@@ -104,8 +104,25 @@ describe('GrpoTrainer', { timeout: 600_000 }, () => {
     expect(second.skipped).toMatch(/loss|grad_norm/);
     expect(await trainer.policy.readParameters()).toEqual(afterGood);
     expect((await trainer.trainStep()).skipped).not.toBeNull();
-    await expect(trainer.trainStep()).rejects.toThrow(TrainingDivergedError);
+    const stop = trainer.trainStep();
+    await expect(stop).rejects.toThrow(TrainingDivergedError);
+    // A good step came first: the step size is the likely cause, and the message says so.
+    await expect(stop).rejects.toThrow(/kept at the last good step\. Lower learningRate/);
     expect(await trainer.policy.readParameters()).toEqual(afterGood);
+    trainer.destroy();
+  });
+
+  it('a run none of whose updates was ever finite points at the starting weights, not the learning rate', async () => {
+    const exploding: RewardFunction = {
+      name: 'custom:overflow',
+      compute: ({ completion }) => (completion.charCodeAt(0) % 2 ? 3e38 : -3e38),
+    };
+    const trainer = await makeTrainer({ scaleRewards: 'none' }, exploding);
+    expect((await trainer.trainStep()).skipped).not.toBeNull();
+    expect((await trainer.trainStep()).skipped).not.toBeNull();
+    const stop = trainer.trainStep();
+    await expect(stop).rejects.toThrow(TrainingDivergedError);
+    await expect(stop).rejects.toThrow(/no update of this run has been finite.*starting weights/);
     trainer.destroy();
   });
 
