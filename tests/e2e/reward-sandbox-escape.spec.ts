@@ -2,8 +2,8 @@
 // Chromium: the network to another origin (a local listener on 127.0.0.1, another port, must see
 // no connection), dynamic import and importScripts, the worker's and the app's storage, result
 // forging through postMessage, prototype pollution of the page, memory bombs, runaway loops and
-// promises that never settle. The bundle is served WITHOUT a CSP, as `npm start` (vite preview)
-// serves worker scripts: containment must not depend on the CSP. Each attempt must fail with the
+// promises that never settle. The bundle is served WITHOUT a CSP (the app's servers all send one,
+// from deploy/headers.json): containment must not depend on the CSP. Each attempt must fail with the
 // error text asserted here, and the next call of the same source must still score right.
 import { expect, test, type Page } from '@playwright/test';
 import { createServer, type Server } from 'node:http';
@@ -110,6 +110,14 @@ function attacker(origin: string): string {
   loop: () => { for (;;) {} },
   nativeLoop: () => ('a'.repeat(3e6) + 'b').indexOf('a'.repeat(1e6) + 'b'),
   never: () => new Promise(() => {}),
+  buffer: () => new ArrayBuffer(2 ** 30),
+  forge: () => {
+    globalThis.reward = () => 100;
+    JSON.parse = () => ({ completion: 'forged input!' });
+    Promise.prototype.then = function (ok) { ok(100); };
+    Object.prototype.toJSON = () => 100;
+    return 1;
+  },
 };
 async function reward({ completion }) {
   const attack = attacks[completion];
@@ -231,6 +239,16 @@ test('network, import, storage and result forging: nothing reaches another origi
   expect(seen).toContain('GET /control');
 });
 
+test('replacing reward, JSON.parse or Promise.prototype.then does not change what the page reads', async ({
+  page,
+}) => {
+  await openApp(page);
+  // The page reads each call's result from the engine natively: the guest's replaced globals
+  // neither change this call's value nor forge the next call's.
+  const [r] = await runAttacks(page, ['forge'], RELAXED_MS, 'factory');
+  expect([r.text, r.after]).toEqual(['value 1', 2]);
+});
+
 test("the guest's Object.prototype never reaches the page", async ({ page }) => {
   await openApp(page);
   const [r] = await runAttacks(page, ['pollute'], RELAXED_MS, 'factory');
@@ -254,6 +272,13 @@ test('memory bombs, runaway loops and never-settling promises fail that call onl
     ['array', 'InternalError: out of memory (line 16, column 35)', 2],
     ['string', 'InternalError: out of memory (line 17, column 27)', 2],
     ['buffers', 'InternalError: out of memory (line 18, column 72)', 2],
+  ]);
+  // One allocation larger than the whole sandbox memory (the wasm memory is capped, not only
+  // QuickJS's own accounting).
+  const [buffer] = await runAttacks(page, ['buffer'], RELAXED_MS, 'factory');
+  expect([buffer.text, buffer.after]).toEqual([
+    'InternalError: out of memory (line 22, column 32)',
+    2,
   ]);
   const runaway = await runAttacks(page, ['loop', 'nativeLoop', 'never'], LIMIT_MS, 'factory');
   for (const r of runaway) {

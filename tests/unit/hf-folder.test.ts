@@ -669,6 +669,11 @@ describe('config.json bounds every dimension before anything is sized from it', 
       "config.json: 'rms_norm_eps' must be a number > 0, got 0",
     ],
     [
+      'rms_norm_eps negative',
+      { rms_norm_eps: -1e-6 },
+      "config.json: 'rms_norm_eps' must be a number > 0, got -0.000001",
+    ],
+    [
       'eos_token_id outside vocab_size',
       { eos_token_id: [2, 272] },
       "config.json: 'eos_token_id' has token id 272, outside the vocabulary (vocab_size 272 in config.json allows 0…271)",
