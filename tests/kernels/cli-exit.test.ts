@@ -69,11 +69,19 @@ describe('the command line ends with its status', { timeout: 600_000 }, () => {
       'function reward({ completion }) { return completion.length / 10; }',
     );
     const boom = file('boom.js', "function reward() { throw new Error('boom'); }");
+    // A memory bomb fails its own calls inside the sandbox; it must not abort the process (V8's
+    // out-of-memory exit 134 is what an unbounded worker_threads sandbox gave).
+    const bomb = file('bomb.js', 'function reward() { return new Array(1e9).fill(0).length; }');
     const dir = join(work, 'custom');
     const run = cli('train', [
       ...TRAIN,
       ...['--out', dir, '--steps', '1'],
-      ...['--reward-file', `len=${len}`, `--reward-file=boom=${boom}`],
+      ...[
+        '--reward-file',
+        `len=${len}`,
+        `--reward-file=boom=${boom}`,
+        `--reward-file=bomb=${bomb}`,
+      ],
       // A generous limit: a busy machine must not turn the working reward into a timeout.
       ...['--reward-timeout-ms', '30000'],
     ]);
@@ -83,9 +91,16 @@ describe('the command line ends with its status', { timeout: 600_000 }, () => {
     expect(run.out).toMatch(
       /step 1\/1 .* REWARD ERRORS: custom:boom failed on 2\/2 \(threw: Error: boom/,
     );
+    expect(run.out).toMatch(/custom:bomb failed on 2\/2 \(threw: InternalError: out of memory/);
     expect(run.out).not.toMatch(/custom:len failed/);
     const config = JSON.parse(readFileSync(join(dir, 'config.json'), 'utf8'));
-    expect(config.rewards).toEqual(['format', 'accuracy', 'custom:len', 'custom:boom']);
+    expect(config.rewards).toEqual([
+      'format',
+      'accuracy',
+      'custom:len',
+      'custom:boom',
+      'custom:bomb',
+    ]);
     expect(config.customRewards.boom).toBe("function reward() { throw new Error('boom'); }");
     const [metrics] = readFileSync(join(dir, 'metrics.jsonl'), 'utf8').trim().split('\n');
     expect(JSON.parse(metrics).reward_error_frac).toBe(1);
