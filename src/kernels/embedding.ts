@@ -1,21 +1,26 @@
-// TS wrappers of shaders/embedding_forward.wgsl and shaders/embedding_backward.wgsl, and the CPU
-// token index that lets the backward pass scatter-add without atomics.
+// TS wrappers of shaders/embedding_forward.wgsl (embedding_forward_packed16.wgsl for a bf16 / f16
+// table packed two per u32) and shaders/embedding_backward.wgsl, and the CPU token index that lets
+// the backward pass scatter-add without atomics.
 // Legend: R = N·T token rows, V vocab, C channels, U distinct token ids in the batch.
 import { uploadStorageBuffer } from '../engine/buffers';
 import { ceilDiv, MAX_WORKGROUPS_PER_DIM, splitGrid } from '../engine/dispatch';
-import { bindBuffers, type PipelineCache } from '../engine/pipelines';
+import { bindBuffers, type PipelineCache, type PipelineKey } from '../engine/pipelines';
 import { shaderSource } from '../engine/shaders';
 import { transient } from '../engine/memory';
 import { uniformLayout } from '../engine/uniforms';
+import type { WeightDtype } from './matmul';
 
-/** The `struct Params` of shaders/embedding_forward.wgsl. */
-export const EMBEDDING_FORWARD_PARAMS = uniformLayout('embedding_forward', {
-  rows: 'u32',
-  channels: 'u32',
-  vocab: 'u32',
-  row_start: 'u32',
-  zero_misses: 'u32',
-});
+/** The `struct Params` of shaders/embedding_forward.wgsl and embedding_forward_packed16.wgsl. */
+export const EMBEDDING_FORWARD_PARAMS = uniformLayout(
+  ['embedding_forward', 'embedding_forward_packed16'],
+  {
+    rows: 'u32',
+    channels: 'u32',
+    vocab: 'u32',
+    row_start: 'u32',
+    zero_misses: 'u32',
+  },
+);
 
 /** The `struct Params` of shaders/embedding_backward.wgsl. */
 export const EMBEDDING_BACKWARD_PARAMS = uniformLayout('embedding_backward', {
@@ -64,6 +69,8 @@ export function buildTokenIndex(tokens: Uint32Array): TokenIndex {
 export interface EmbeddingForwardArgs {
   tokens: GPUBuffer; // u32 (R)
   weight: GPUBuffer; // (V, C)
+  /** How `weight` stores its values: f32 (default), or bf16 / f16 packed two per u32. */
+  weightDtype?: WeightDtype;
   x: GPUBuffer; // (R, C) output
   rows: number; // R
   V: number; // rows of `weight`
@@ -72,6 +79,15 @@ export interface EmbeddingForwardArgs {
   rowStart?: number;
   /** Write 0 for ids outside `weight` (default true); false leaves those rows of x as they are. */
   zeroMisses?: boolean;
+}
+
+/** The forward kernel for a table stored as `dtype`: f32, or the packed 16-bit variant. */
+function forwardPipelineKey(dtype: WeightDtype): PipelineKey {
+  if (dtype === 'f32') {
+    return ['embedding_forward', shaderSource('embedding_forward'), { WG: EMBEDDING_WG }];
+  }
+  const name = 'embedding_forward_packed16';
+  return [name, shaderSource(name), { WG: EMBEDDING_WG, HALF_BF16: dtype === 'bf16' }];
 }
 
 export class EmbeddingForwardKernel {
@@ -85,18 +101,14 @@ export class EmbeddingForwardKernel {
     this.maxPerDim = options.maxWorkgroupsPerDim ?? MAX_WORKGROUPS_PER_DIM;
   }
 
-  /** Compiles the pipeline encode() uses. */
-  prepare(): Promise<void> {
-    return this.pipelines.prepare('embedding_forward', shaderSource('embedding_forward'), {
-      WG: EMBEDDING_WG,
-    });
+  /** Compiles the pipeline encode() uses for a table stored as `weightDtype`. */
+  prepare(weightDtype: WeightDtype = 'f32'): Promise<void> {
+    return this.pipelines.prepare(...forwardPipelineKey(weightDtype));
   }
 
   encode(encoder: GPUCommandEncoder, args: EmbeddingForwardArgs): void {
     const { rows, V, C } = args;
-    const pipeline = this.pipelines.get('embedding_forward', shaderSource('embedding_forward'), {
-      WG: EMBEDDING_WG,
-    });
+    const pipeline = this.pipelines.get(...forwardPipelineKey(args.weightDtype ?? 'f32'));
     const params = EMBEDDING_FORWARD_PARAMS.create(this.device, {
       rows,
       channels: C,

@@ -1,11 +1,13 @@
 // TS wrapper of shaders/matmul.wgsl: pipeline specialisation, uniforms and dispatch geometry.
+// A B operand stored as 16-bit values packed two per u32 (frozen bf16 / f16 weights, bDtype) takes
+// shaders/matmul_packed16.wgsl, which widens it on load and otherwise computes matmul.wgsl's bits.
 import { ceilDiv, MAX_WORKGROUPS_PER_DIM } from '../engine/dispatch';
 import { bindBuffers, type PipelineCache, type PipelineKey } from '../engine/pipelines';
 import { shaderSource } from '../engine/shaders';
 import { uniformLayout } from '../engine/uniforms';
 
-/** The `struct Params` of shaders/matmul.wgsl and shaders/matmul_vec4.wgsl. */
-export const MATMUL_PARAMS = uniformLayout(['matmul', 'matmul_vec4'], {
+/** The `struct Params` of shaders/matmul.wgsl, matmul_vec4.wgsl and matmul_packed16.wgsl. */
+export const MATMUL_PARAMS = uniformLayout(['matmul', 'matmul_vec4', 'matmul_packed16'], {
   M: 'u32',
   N: 'u32',
   K: 'u32',
@@ -39,6 +41,8 @@ export interface MatmulArgs {
   a: GPUBuffer;
   /** op(B) is (K, N); stored (N, K) when transB. */
   b: GPUBuffer;
+  /** How b stores its values: f32 (default), or bf16 / f16 packed two per u32 (frozen weights). */
+  bDtype?: WeightDtype;
   /** (batch, M, N) output. */
   c: GPUBuffer;
   M: number;
@@ -90,6 +94,9 @@ export function vec4Aligned(
   );
 }
 
+/** Storage of a weight operand: f32, or 16-bit values packed two per u32 (src/ref/half.ts). */
+export type WeightDtype = 'f32' | 'bf16' | 'f16';
+
 export class MatmulKernel {
   constructor(
     private readonly device: GPUDevice,
@@ -106,6 +113,19 @@ export class MatmulKernel {
     const { M, transA = false, transB = false } = shape;
     const wgY = M <= 4 * MATMUL_WG_Y_SHORT ? MATMUL_WG_Y_SHORT : MATMUL_WG_Y;
     const { avoidBarriers, vectorLoads } = this.pipelines.tuning;
+    const bDtype = shape.bDtype ?? 'f32';
+    if (bDtype !== 'f32') {
+      const constants = {
+        WG_X: MATMUL_WG_X,
+        WG_Y: wgY,
+        TILE_K: MATMUL_TILE_K,
+        TRANS_A: transA,
+        TRANS_B: transB,
+        STAGE_TILES: !avoidBarriers,
+        HALF_BF16: bDtype === 'bf16',
+      };
+      return ['matmul_packed16', shaderSource('matmul_packed16'), constants];
+    }
     if (avoidBarriers && vectorLoads && vec4Aligned(shape)) {
       const constants = { WG_X: MATMUL_WG_X, WG_Y: wgY, TRANS_A: transA, TRANS_B: transB };
       return ['matmul_vec4', shaderSource('matmul_vec4'), constants];
