@@ -1,0 +1,226 @@
+// Rejection sampling (DeepSeek-R1 §2.3.3): sample k completions per prompt from a checkpoint and
+// keep only those a rule accepts, as a new supervised (SFT) set. R1 kept the RL model's correct,
+// readable reasoning; here a completion is kept when the task's verifier accepts its answer, the
+// format reward passes, it ended with EOS (a truncated completion would teach the model not to
+// stop), and the optional filters pass: length bounds, the language-consistency score, and no
+// duplicate of an already kept completion of the same prompt. The same generator, problems, seed
+// and options give the same set (the draws are fixed by seed and stream, as in evaluate()).
+import type { TextGenerator } from '../model/sampler';
+import type { Problem, Task } from '../tasks/types';
+import { languageConsistencyReward, type LanguageScript } from './language-consistency';
+import { extractAnswer, formatOk } from './rewards';
+import type { TrainerTokenizer } from './trainer';
+
+export interface RejectionSamplingOptions {
+  /** Completions sampled per prompt. */
+  k: number;
+  seed: number;
+  temperature: number;
+  topK?: number;
+  topP?: number;
+  minP?: number;
+  maxCompletionLength: number;
+  /** Prompts decoded per generate() call (bounded GPU memory). Default 16. */
+  batchSize?: number;
+  /** Keep only completions the format reward accepts. Default true. */
+  requireFormat?: boolean;
+  /** Completion length bounds in tokens (EOS included), inclusive; absent = unbounded. */
+  minLength?: number;
+  maxLength?: number;
+  /** Keep only completions whose think text is at least `minLanguageConsistency` in `script`. */
+  language?: { script: LanguageScript; minLanguageConsistency: number } | null;
+  /** Keep one copy of identical completion texts of the same prompt. Default true. */
+  dedupe?: boolean;
+}
+
+/** Why a completion was not kept; a rejected completion lists every reason that applies. */
+export type RejectReason =
+  | 'wrong' // the verifier rejected the answer
+  | 'no-answer' // no <answer>…</answer>
+  | 'unverifiable' // the problem has no verifier (an unlabelled dataset row)
+  | 'format'
+  | 'truncated'
+  | 'too-short'
+  | 'too-long'
+  | 'language'
+  | 'duplicate';
+
+export interface RejectionSample {
+  problemId: string;
+  /** The prompt as the model saw it (template applied). */
+  prompt: string;
+  completion: string;
+  /** Completion tokens, EOS included. */
+  length: number;
+  kept: boolean;
+  /** Empty when kept. */
+  reasons: RejectReason[];
+}
+
+export interface RejectionPromptCount {
+  problemId: string;
+  sampled: number;
+  kept: number;
+}
+
+export interface RejectionSamplingReport {
+  samples: RejectionSample[];
+  perPrompt: RejectionPromptCount[];
+  sampled: number;
+  kept: number;
+  /** kept / sampled (NaN when nothing was sampled). */
+  yield: number;
+  /** How many rejected completions each reason applied to. */
+  reasons: Record<RejectReason, number>;
+}
+
+const NO_REASONS: Record<RejectReason, number> = {
+  wrong: 0,
+  'no-answer': 0,
+  unverifiable: 0,
+  format: 0,
+  truncated: 0,
+  'too-short': 0,
+  'too-long': 0,
+  language: 0,
+  duplicate: 0,
+};
+
+export interface RejectionContext {
+  generator: TextGenerator;
+  tokenizer: TrainerTokenizer;
+  task: Pick<Task, 'verify'>;
+  renderPrompt(problem: Problem): { text: string; ids: number[] };
+}
+
+function checkOptions(o: RejectionSamplingOptions): void {
+  if (!Number.isInteger(o.k) || o.k < 1)
+    throw new RangeError(`rejection sampling: k must be an integer ≥ 1, got ${o.k}`);
+  if (o.minLength !== undefined && o.maxLength !== undefined && o.minLength > o.maxLength) {
+    throw new RangeError(`rejection sampling: minLength ${o.minLength} > maxLength ${o.maxLength}`);
+  }
+  const min = o.language?.minLanguageConsistency;
+  if (min !== undefined && !(min >= 0 && min <= 1)) {
+    throw new RangeError(
+      `rejection sampling: minLanguageConsistency must be in [0, 1], got ${min}`,
+    );
+  }
+}
+
+/** Why `completion` would be rejected, ignoring duplicates (checked against what was kept). */
+export function rejectReasons(
+  completion: string,
+  length: number,
+  finished: boolean,
+  problem: Problem,
+  task: Pick<Task, 'verify'>,
+  options: RejectionSamplingOptions,
+): RejectReason[] {
+  const reasons: RejectReason[] = [];
+  const answer = extractAnswer(completion);
+  if (problem.verifier.kind === 'none') reasons.push('unverifiable');
+  else if (answer === null) reasons.push('no-answer');
+  else if (task.verify(answer, problem) !== true) reasons.push('wrong');
+  if ((options.requireFormat ?? true) && !formatOk(completion)) reasons.push('format');
+  if (!finished) reasons.push('truncated');
+  if (options.minLength !== undefined && length < options.minLength) reasons.push('too-short');
+  if (options.maxLength !== undefined && length > options.maxLength) reasons.push('too-long');
+  if (options.language) {
+    const score = languageConsistencyReward(completion, options.language.script);
+    if (score === null || score < options.language.minLanguageConsistency) reasons.push('language');
+  }
+  return reasons;
+}
+
+/** Samples `options.k` completions of every problem and keeps the ones the rules accept. */
+export async function rejectionSample(
+  ctx: RejectionContext,
+  problems: readonly Problem[],
+  options: RejectionSamplingOptions,
+): Promise<RejectionSamplingReport> {
+  checkOptions(options);
+  const { generator, tokenizer, task } = ctx;
+  const batchSize = options.batchSize ?? 16;
+  const samples: RejectionSample[] = [];
+  const perPrompt: RejectionPromptCount[] = [];
+  const reasons = { ...NO_REASONS };
+  for (let start = 0; start < problems.length; start += batchSize) {
+    const chunk = problems.slice(start, start + batchSize);
+    const rendered = chunk.map((p) => ctx.renderPrompt(p));
+    const result = await generator.generate(
+      rendered.flatMap((r) => Array.from({ length: options.k }, () => r.ids)),
+      {
+        maxNewTokens: options.maxCompletionLength,
+        temperature: options.temperature,
+        topK: options.topK ?? 0,
+        topP: options.topP ?? 1,
+        minP: options.minP ?? 0,
+        seed: options.seed,
+        // Each batch draws from its own stream, named by its first prompt's index (as
+        // evaluate()'s sampled stream is), so the seed fixes every draw of the whole set.
+        stream: 0x50000000 + start,
+        eosTokenIds: tokenizer.eosTokenIds,
+        padTokenId: tokenizer.padTokenId,
+      },
+    );
+    chunk.forEach((problem, b) => {
+      const keptTexts = new Set<string>();
+      let kept = 0;
+      for (let j = 0; j < options.k; j++) {
+        const n = b * options.k + j;
+        const ids = result.completions[n];
+        const completion = tokenizer.decode(ids, { skipSpecialTokens: true });
+        const why = rejectReasons(
+          completion,
+          ids.length,
+          result.finished[n],
+          problem,
+          task,
+          options,
+        );
+        if (why.length === 0 && (options.dedupe ?? true) && keptTexts.has(completion)) {
+          why.push('duplicate');
+        }
+        for (const r of why) reasons[r]++;
+        if (why.length === 0) {
+          kept++;
+          keptTexts.add(completion);
+        }
+        samples.push({
+          problemId: problem.id,
+          prompt: rendered[b].text,
+          completion,
+          length: ids.length,
+          kept: why.length === 0,
+          reasons: why,
+        });
+      }
+      perPrompt.push({ problemId: problem.id, sampled: options.k, kept });
+    });
+  }
+  const kept = samples.filter((s) => s.kept).length;
+  return {
+    samples,
+    perPrompt,
+    sampled: samples.length,
+    kept,
+    yield: samples.length ? kept / samples.length : NaN,
+    reasons,
+  };
+}
+
+/**
+ * The kept completions as a JSONL SFT set in TRL's prompt-completion format (one
+ * `{"prompt", "completion"}` object a line; `problem_id` says where each came from), the format
+ * the SFT stage reads.
+ */
+export function toSftJsonl(report: Pick<RejectionSamplingReport, 'samples'>): string {
+  return report.samples
+    .filter((s) => s.kept)
+    .map(
+      (s) =>
+        JSON.stringify({ prompt: s.prompt, completion: s.completion, problem_id: s.problemId }) +
+        '\n',
+    )
+    .join('');
+}
