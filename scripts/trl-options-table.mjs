@@ -145,8 +145,10 @@ export const STATUS = {
     note: 'default 1 (TRL 10); a playground step is μ optimizer steps, exported × numIterations; every step is stored regardless',
   },
   gradient_checkpointing: {
-    status: NS,
-    note: 'activations are kept (small models); nothing to configure',
+    project: 'gradientCheckpointing',
+    default: 'false',
+    status: 'differs',
+    note: 'default false (TRL True): the tiny models fit without it and train faster; exported as set',
   },
   bf16: { status: 'differs', note: 'training is f32 on WebGPU; the export keeps bf16' },
   // --- TrainingArguments the project maps ----------------------------------------------------

@@ -184,8 +184,12 @@ export class GrpoTrainer {
     const lora = loraOptionsOf(config);
     this.policy = GpuLlama.load(engine, modelConfig, weights, {
       lora: lora ? { ...lora, seed: config.seed } : undefined,
+      gradientCheckpointing: config.gradientCheckpointing,
     });
-    this.reference = config.beta > 0 && !lora ? GpuLlama.load(engine, modelConfig, weights) : null;
+    // The reference copy only scores: checkpointed, its forward keeps layer inputs only.
+    const checkpointing = { gradientCheckpointing: config.gradientCheckpointing };
+    this.reference =
+      config.beta > 0 && !lora ? GpuLlama.load(engine, modelConfig, weights, checkpointing) : null;
     this.sampler = new Sampler(engine, this.policy);
     this.optimizer = new GpuAdamW(engine, this.policy, {
       beta1: config.adamBeta1,

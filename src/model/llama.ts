@@ -100,6 +100,12 @@ export interface GpuLlamaOptions {
   maxBindingBytes?: number;
   /** LoRA adapters on the decoder's projections; the base weights are frozen. Default: none. */
   lora?: GpuLoraOptions;
+  /**
+   * Activation checkpointing (TRL gradient_checkpointing): the training forward keeps only each
+   * layer's input; backward recomputes the layer from it. Same gradients, bit for bit; one more
+   * forward of compute for (L − 1) layers' activations of memory. Default: off.
+   */
+  gradientCheckpointing?: boolean;
 }
 
 /** LoRA settings and the adapters' starting values (given, or PEFT's init from `seed`). */
@@ -215,6 +221,13 @@ export class GpuLlama {
   private readonly k: ReturnType<typeof createKernels>;
   /** False while withAdaptersDisabled() encodes: projections skip their adapters. */
   private adaptersOn = true;
+  /**
+   * Activation checkpointing (GpuLlamaOptions.gradientCheckpointing). Read by forward() and
+   * backward(): change it between steps, never between a forward and its backward.
+   */
+  gradientCheckpointing = false;
+  /** Whether the last training forward kept only layer inputs (backward must then recompute). */
+  private forwardCheckpointed = false;
 
   private constructor(
     private readonly engine: Engine,
@@ -293,7 +306,9 @@ export class GpuLlama {
     const limits = engine.device.limits;
     const maxBindingBytes =
       options.maxBindingBytes ?? Math.min(limits.maxStorageBufferBindingSize, limits.maxBufferSize);
-    return new GpuLlama(engine, config, tensors, maxBindingBytes, options.lora ?? null);
+    const model = new GpuLlama(engine, config, tensors, maxBindingBytes, options.lora ?? null);
+    model.gradientCheckpointing = options.gradientCheckpointing ?? false;
+    return model;
   }
 
   /**
@@ -782,8 +797,12 @@ export class GpuLlama {
     const ws = this.ws;
     const ctx: AttentionInputs = { N, Tq: T, positions: batch.positions, keyStart: batch.keyStart };
     this.embed(enc, batch.tokens, ws.get('act.x0', R * C * F32), R);
+    // Checkpointed, every layer writes its intermediates into one shared set and only the layer
+    // inputs act.x0…act.xL survive; backward recomputes each layer from its input.
+    const checkpointed = this.gradientCheckpointing;
+    this.forwardCheckpointed = checkpointed;
     for (let l = 0; l < numLayers; l++) {
-      const a = this.trainingActs(l, N, T);
+      const a = this.trainingActs(l, N, T, checkpointed);
       this.attentionBlock(enc, l, a, ctx);
       this.mlpBlock(enc, l, a, R);
     }
@@ -825,8 +844,18 @@ export class GpuLlama {
     const dx = ws.get('grad.dx', R * C * F32); // (R, C) running gradient of the residual stream
     this.rmsNormBackward(enc, dXn, xLast, this.finalNorm, rstdF, dx, R, 'write');
     const d = this.gradScratch(R);
+    const checkpointed = this.forwardCheckpointed;
+    const ctx: AttentionInputs = { N, Tq: T, positions: batch.positions, keyStart: batch.keyStart };
     for (let l = numLayers - 1; l >= 0; l--) {
-      const a = this.trainingActs(l, N, T);
+      const a = this.trainingActs(l, N, T, checkpointed);
+      // Recompute layer l from its kept input: the same kernels on the same inputs give the
+      // forward's bits. Its output goes to scratch (act.x{l+1} stays as the forward wrote it).
+      // The last layer's intermediates are still in the shared set from the forward itself.
+      if (checkpointed && l < numLayers - 1) {
+        const recomputed = { ...a, out: this.ws.get('act.ckpt.out', R * C * F32) }; // (R, C)
+        this.attentionBlock(enc, l, recomputed, ctx);
+        this.mlpBlock(enc, l, recomputed, R);
+      }
       this.mlpBackward(enc, l, a, d, dx, R);
       this.attentionBackward(enc, l, a, d, dx, batch);
     }
@@ -834,12 +863,16 @@ export class GpuLlama {
     if (!this.parameters.baseFrozen) this.embedBackward(enc, dx, buildTokenIndex(batch.tokensHost));
   }
 
-  /** The activations layer l keeps for backward, by name in the workspace. */
-  private trainingActs(l: number, N: number, T: number): LayerActs {
+  /**
+   * The activations layer l keeps for backward, by name in the workspace: its own set, or with
+   * checkpointing the one set every layer shares (act.ckpt.*), valid for one layer at a time.
+   * Either way the layer's input and output are the residual stream act.x{l}, act.x{l+1}.
+   */
+  private trainingActs(l: number, N: number, T: number, checkpointed: boolean): LayerActs {
     const { hiddenSize: C } = this.config;
     const R = N * T;
     return {
-      ...this.layerScratch(`act.l${l}`, N, T),
+      ...this.layerScratch(checkpointed ? 'act.ckpt' : `act.l${l}`, N, T),
       x: this.ws.get(`act.x${l}`, R * C * F32),
       out: this.ws.get(`act.x${l + 1}`, R * C * F32),
     };

@@ -71,6 +71,10 @@ export const OPTION_GROUPS: OptionGroup[] = [
     ],
   },
   {
+    title: 'Memory',
+    keys: ['gradientCheckpointing'],
+  },
+  {
     title: 'LoRA (PEFT)',
     keys: ['usePeft', 'loraR', 'loraAlpha', 'loraTargetModules', 'useRslora', 'loraDropout'],
   },
