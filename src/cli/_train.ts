@@ -4,7 +4,7 @@
 // the checkpoint codec (src/grpo/checkpoint.ts) and recovered after a kill (_run-folder.ts; a
 // resume cuts the logs back to its step), best-model/ and eval.json at the end (and the final
 // model with --export; a LoRA run's model folders hold merged weights plus the PEFT adapter/),
-// progress on stdout. A module of its own (not an entry point) so tests drive the command's path
+// progress on stdout (and the phase of the step under way on a terminal). A module of its own (not an entry point) so tests drive the command's path
 // in-process.
 import {
   appendFileSync,
@@ -22,6 +22,7 @@ import { resolveConfig, type Config } from '../grpo/config';
 import { evaluate } from '../grpo/evaluate';
 import { nodeSandboxFactory } from '../grpo/reward-sandbox-node';
 import { Run } from '../grpo/run';
+import { phaseText, type PhaseProgress } from '../grpo/step-progress';
 import type { StepReport } from '../grpo/trainer';
 import { exportHfFolder, generationConfig } from '../export/hf-export';
 import { exportPeftAdapter, type LoraWeights } from '../export/peft-adapter';
@@ -184,6 +185,34 @@ export interface TrainFolderOptions {
   /** `--export`: the final model as a Hugging Face folder here (LoRA: merged, + adapter/). */
   exportDir?: string | null;
   log?: (line: string) => void;
+  /** The phase of the step under way (the Run's onProgress); null between steps. */
+  progress?: (progress: PhaseProgress | null) => void;
+}
+
+/**
+ * A status line for a terminal: the phase of the step under way ("step 3/10: sampling 12/80
+ * tokens"), rewritten in place on `out` and erased between steps and before each log line.
+ */
+export function terminalStatus(
+  out: { write(text: string): unknown },
+  steps: number,
+): { progress(p: PhaseProgress | null): void; log(line: string): void } {
+  let shown = false;
+  const clear = () => {
+    if (shown) out.write('\r\x1b[K');
+    shown = false;
+  };
+  return {
+    progress(p) {
+      if (!p) return clear();
+      out.write(`\r\x1b[Kstep ${p.step}/${steps}: ${phaseText(p)}`);
+      shown = true;
+    },
+    log(line) {
+      clear();
+      console.log(line);
+    },
+  };
 }
 
 /** Trains `config` into run folder `runDir`; returns the memory plan and the checkpoint folders. */
@@ -207,6 +236,7 @@ export async function trainFolder(o: TrainFolderOptions): Promise<{
     sandboxFactory: nodeSandboxFactory(),
     mustFit: true,
     hooks: {
+      onProgress: o.progress,
       onStep: (report) => {
         append('metrics.jsonl', { step: report.step, ...report.metrics, skipped: report.skipped });
         appendFileSync(join(runDir, 'samples.jsonl'), samplesLine(report) + '\n');

@@ -23,7 +23,7 @@ import {
   TRAIN,
 } from './_flags';
 import { loadModel, openEngine, taskText } from './_session';
-import { readCheckpointFolder, trainFolder } from './_train';
+import { readCheckpointFolder, terminalStatus, trainFolder } from './_train';
 
 const isRecord = (v: unknown): v is Record<string, unknown> =>
   v !== null && typeof v === 'object' && !Array.isArray(v);
@@ -92,8 +92,12 @@ async function main(args: string[]) {
   const text = taskText(config, configPath ? resolve(configPath, '..') : process.cwd());
   const engine = await openEngine();
   try {
+    // On a terminal, the phase of the step under way on stderr (a log keeps only the lines).
+    const status = process.stderr.isTTY ? terminalStatus(process.stderr, config.steps) : null;
     // trainFolder disposes its run (GPU buffers, reward sandboxes) in its own finally.
     await trainFolder({
+      log: status?.log,
+      progress: status?.progress,
       engine,
       model,
       identity,

@@ -2,9 +2,10 @@
 // command line (src/cli): set up once (task, rewards, trainer, evaluation during training, memory
 // plan), then per step: train → save policy → eval policy → load the best weights at the end.
 // Front ends see the loop through hooks, in the manner of TRL's TrainerCallback (on_step_end,
-// on_save, on_evaluate, on_train_end), and add only their own I/O: files and stdout in the CLI,
-// IndexedDB, progress events and pause/resume in the worker. The loop is drivable one step at a
-// time (`step()`, the playground's Step button) or until a stop condition (`runUntil()`).
+// on_save, on_evaluate, on_train_end; onProgress for the phases within a step), and add only their
+// own I/O: files and stdout in the CLI, IndexedDB, progress events and pause/resume in the
+// worker. The loop is drivable one step at a time (`step()`, the playground's Step button) or
+// until a stop condition (`runUntil()`).
 import type { Engine } from '../engine/engine';
 import type { LlamaConfig } from '../core/model-config';
 import { deviceMemoryLimits, planMemory, type MemoryPlan } from '../model/memory-plan';
@@ -24,6 +25,7 @@ import { EvalDuringTraining, type BestEval, type EvalRecord } from './eval-durin
 import { trainerEvalContext, type EvalContext } from './evaluate';
 import type { SandboxFactory } from './reward-sandbox';
 import { createRewardFunctions, type RewardFunction } from './rewards';
+import { StepProgress, type PhaseProgress } from './step-progress';
 import { GrpoTrainer, type StepReport, type TrainerTokenizer } from './trainer';
 
 /** One row of the metrics history: the step number and that step's docs/grpo.md §6 metrics. */
@@ -67,8 +69,13 @@ export function planRunMemory(
   );
 }
 
-/** What the front ends hear from the loop; each may be async (the loop waits for it). */
+/** What the front ends hear from the loop; each may be async (the loop waits for it), except
+ * onProgress, which is told synchronously as GPU work is submitted. */
 export interface RunHooks {
+  /** The phase of the step under way, as it changes (src/grpo/step-progress.ts): sampling k/N
+   * tokens, rewards, reference, forward + backward i/μ, optimizer i/μ, re-scoring, then the
+   * step's checkpoint and evaluation; null once the step is over (or failed). */
+  onProgress?(progress: PhaseProgress | null): void;
   /** After each training step, before its checkpoint and evaluation. `elapsedMs`: wall-clock time
    * of trainer.trainStep() alone (sampling, rewards, update, metrics). */
   onStep?(report: StepReport, info: { elapsedMs: number }): void | Promise<void>;
@@ -137,9 +144,19 @@ export class Run {
   hooks: RunHooks;
   private readonly model: RunModel;
   private readonly modelIdentity: Identity | null;
+  private readonly progress = new StepProgress((p) => this.hooks.onProgress?.(p));
 
   constructor(setup: RunSetup) {
-    const { engine, config, model } = setup;
+    const { config, model } = setup;
+    // Every GPU submission of the run passes its label to the step's progress (a wrapper: the
+    // engine itself may be shared with other work, chat or tests).
+    const engine: Engine = {
+      ...setup.engine,
+      run: (record, label) => {
+        this.progress.gpuWork(label);
+        return setup.engine.run(record, label);
+      },
+    };
     this.id = setup.runId;
     this.name = setup.runName;
     this.model = model;
@@ -173,6 +190,7 @@ export class Run {
       disposeCustomRewards(this.rewards);
       throw err;
     }
+    this.trainer.onPhase = (phase) => this.progress.trainer(phase, this.stepCount + 1, config);
     this.evalContext = trainerEvalContext(this.trainer, model.tokenizer, scoring);
     this.evals = new EvalDuringTraining(this.trainer, this.evalContext, config);
   }
@@ -203,24 +221,32 @@ export class Run {
    * One step of the loop, in the order every front end relies on: train, then the checkpoint the
    * save policy asks for, then the evaluation evalSteps asks for, then (after the last step) the
    * best evaluation's weights. The last step's checkpoint therefore keeps the last step's
-   * weights, not the loaded best ones.
+   * weights, not the loaded best ones. onProgress follows it phase by phase and ends with null.
    */
   async step(): Promise<StepReport> {
-    const started = performance.now();
-    const report = await this.trainer.trainStep();
-    const elapsedMs = performance.now() - started;
-    this.history.push({ step: report.step, metrics: report.metrics });
-    await this.hooks.onStep?.(report, { elapsedMs });
-    if (checkpointDue(report.step, this.config)) await this.save(true);
-    if (this.evals.due(report.step)) {
-      const record = await this.evals.run(report.step);
-      await this.hooks.onEval?.(record, this.evals.best!);
+    try {
+      const started = performance.now();
+      const report = await this.trainer.trainStep();
+      const elapsedMs = performance.now() - started;
+      this.history.push({ step: report.step, metrics: report.metrics });
+      await this.hooks.onStep?.(report, { elapsedMs });
+      if (checkpointDue(report.step, this.config) && this.hooks.onCheckpoint) {
+        this.progress.after(report.step, 'checkpoint');
+        await this.save(true);
+      }
+      if (this.evals.due(report.step)) {
+        this.progress.after(report.step, 'eval');
+        const record = await this.evals.run(report.step);
+        await this.hooks.onEval?.(record, this.evals.best!);
+      }
+      if (report.step === this.config.steps) {
+        const loaded = this.evals.loadBest();
+        if (loaded) await this.hooks.onBestLoaded?.(loaded, report.step);
+      }
+      return report;
+    } finally {
+      this.progress.idle();
     }
-    if (report.step === this.config.steps) {
-      const loaded = this.evals.loadBest();
-      if (loaded) await this.hooks.onBestLoaded?.(loaded, report.step);
-    }
-    return report;
   }
 
   /** Steps until the configured steps are done or `stop()` says so (checked before each step). */

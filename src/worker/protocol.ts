@@ -4,6 +4,7 @@
 import type { CompletionRecord, GroupRecord, StepReport } from '../grpo/trainer';
 import type { Config, ConfigInput } from '../grpo/config';
 import type { EvalReport } from '../grpo/evaluate';
+import type { PhaseProgress } from '../grpo/step-progress';
 import type { BestEval, EvalRecord } from '../grpo/eval-during-training';
 import type { LlamaConfig } from '../core/model-config';
 import type { MemoryCategory } from '../model/memory-plan';
@@ -84,30 +85,8 @@ export const CHECKPOINT_FAILURE_REPORTED = 'CheckpointFailureReported';
 
 export type TrainerStatus = 'no-model' | 'loading' | 'ready' | 'running' | 'paused' | 'lost';
 
-/**
- * What a training step is doing right now, in the order a step does it: sampling the group's
- * tokens, scoring rewards, the reference policy's log-probs (β > 0), forward + backward of each
- * of the μ passes, clip + AdamW, re-scoring the updated policy (the Learn view's "after" log-probs),
- * then the automatic checkpoint and evaluation that may follow the step.
- */
-export type StepPhase =
-  | 'sampling'
-  | 'rewards'
-  | 'reference'
-  | 'backward'
-  | 'optimizer'
-  | 'rescoring'
-  | 'checkpoint'
-  | 'eval';
-
-/** A step's phase; `done` / `total` count tokens while sampling and passes (μ) while updating. */
-export interface PhaseProgress {
-  /** The step this work belongs to (1-based: the step being trained, or just trained). */
-  step: number;
-  phase: StepPhase;
-  done: number | null;
-  total: number | null;
-}
+// A step's phases come from grpo's Run (its onProgress hook); the page receives them as they are.
+export type { PhaseProgress, StepPhase } from '../grpo/step-progress';
 
 /** The trainer worker's progress stream (one Comlink.proxy callback receives every event). */
 export type TrainerEvent =

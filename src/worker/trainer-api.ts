@@ -13,7 +13,7 @@ import { customRewardCode, withoutCustomRewards, type CustomCodeConsent } from '
 import { evaluate, type EvalReport } from '../grpo/evaluate';
 import { browserSandboxFactory } from '../grpo/reward-sandbox-browser';
 import type { SandboxFactory } from '../grpo/reward-sandbox';
-import { checkpointDue, planRunMemory, Run } from '../grpo/run';
+import { planRunMemory, Run } from '../grpo/run';
 import { TrainingDivergedError, type StepReport } from '../grpo/trainer';
 import { exportHfFolder } from '../export/hf-export';
 import { CONFIG_FILE, loadHfFolder, type LoadedHfModel } from '../formats/hf-folder';
@@ -43,7 +43,6 @@ import type { Identity, MetricsRow as StoredMetricsRow } from '../storage/db';
 import { StorageQuotaError } from '../storage/errors';
 import { CHECKPOINT_FAILURE_REPORTED } from './protocol';
 import { checkChatLength, sampleChatReply } from './chat';
-import { StepProgress } from './step-progress';
 import type {
   ChatOptions,
   ChatReply,
@@ -123,8 +122,6 @@ export function createTrainerApi(options: TrainerApiOptions = {}) {
       // A closed page must not stop training; events are best-effort.
     }
   };
-  // The step's sub-progress, streamed as 'phase' events (step-progress.ts).
-  const progress = new StepProgress((p) => emit({ type: 'phase', progress: p }));
   const setStatus = (next: TrainerStatus) => {
     status = next;
     emit({
@@ -145,16 +142,7 @@ export function createTrainerApi(options: TrainerApiOptions = {}) {
 
   async function getEngine(): Promise<Engine> {
     if (engine && !engine.gpu.lost) return engine;
-    const created = await (options.createEngine ?? (() => createEngine()))();
-    // Every GPU submission passes its label to the step's progress (a wrapper: the engine itself
-    // may be shared, as in tests).
-    engine = {
-      ...created,
-      run: (record, label) => {
-        progress.gpuWork(label);
-        return created.run(record, label);
-      },
-    };
+    engine = await (options.createEngine ?? (() => createEngine()))();
     engine.gpu.onDeviceLost((event) => {
       lost = true;
       pauseRequested = true;
@@ -255,33 +243,19 @@ export function createTrainerApi(options: TrainerApiOptions = {}) {
       budgetBytes: options.budgetBytes,
       beforeAllocate: disposeRun,
       hooks: {
+        // The step's sub-progress (grpo/step-progress.ts), streamed as 'phase' events.
+        onProgress: (progress) => emit({ type: 'phase', progress }),
         onStep: (report, { elapsedMs }) => {
           active.lastReport = withPieces(report, elapsedMs);
           emit({ type: 'step', report: active.lastReport });
-          afterStep(active, report.step, true);
         },
-        onCheckpoint: async (payload, { automatic }) => {
-          await storeCheckpoint(active, payload, automatic);
-          if (automatic) afterStep(active, payload.step, false);
-        },
-        onEval: (record, best) => {
-          emit({ type: 'eval', record, best });
-          progress.idle();
-        },
+        onCheckpoint: (payload, { automatic }) => storeCheckpoint(active, payload, automatic),
+        onEval: (record, best) => emit({ type: 'eval', record, best }),
         onBestLoaded: (loaded, lastStep) =>
           emit({ type: 'best-loaded', best: loaded.best, lastStep }),
       },
     });
-    active.run.trainer.onPhase = (phase) =>
-      progress.trainer(phase, active.run.stepCount + 1, active.run.config);
     return active;
-  }
-
-  /** What follows step `step` (Run.step's order: checkpoint, then evaluation), or nothing. */
-  function afterStep(r: ActiveRun, step: number, checkpointNext: boolean) {
-    if (checkpointNext && checkpointDue(step, r.run.config)) progress.after(step, 'checkpoint');
-    else if (r.run.evals.due(step)) progress.after(step, 'eval');
-    else progress.idle();
   }
 
   function runState(r: ActiveRun): RunState {
@@ -351,7 +325,6 @@ export function createTrainerApi(options: TrainerApiOptions = {}) {
       await r.run.step();
       return r.lastReport!;
     } catch (err) {
-      progress.idle();
       emit({
         type: 'error',
         message: message(err),
@@ -486,7 +459,6 @@ export function createTrainerApi(options: TrainerApiOptions = {}) {
       } catch {
         stopped = lost ? 'lost' : 'error';
       }
-      progress.idle();
       if (lost) stopped = 'lost';
       else setStatus('paused');
       return { step: r.run.stepCount, stopped };

@@ -1,15 +1,15 @@
 // The playground's live controls: the keyboard shortcuts (src/app/lib/shortcuts.ts), the options
-// whose change waits for a Reset (lib/pending.ts), the step's progress line (lib/phase.ts and the
-// worker's StepProgress), and the session's answers to Pause and to actions that would discard
+// whose change waits for a Reset (lib/pending.ts), the step's progress line (grpo/step-progress.ts:
+// the Run's StepProgress and its words), and the session's answers to Pause and to actions that would discard
 // unsaved steps (session.svelte.ts), driven through a fake trainer API.
 import { describe, expect, it } from 'vitest';
 import type * as Comlink from 'comlink';
 import { PLAYGROUND_DEFAULTS, Session } from '../../src/app/session.svelte';
 import { changedOptions, listOptions } from '../../src/app/lib/pending';
-import { phaseFraction, phaseText } from '../../src/app/lib/phase';
+import { phaseFraction, phaseText } from '../../src/grpo/step-progress';
 import { shortcutFor, type KeyLike } from '../../src/app/lib/shortcuts';
 import { resolveConfig } from '../../src/grpo/config';
-import { StepProgress } from '../../src/worker/step-progress';
+import { StepProgress } from '../../src/grpo/step-progress';
 import type {
   CheckpointInfo,
   PhaseProgress,

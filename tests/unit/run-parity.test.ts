@@ -2,8 +2,9 @@
 // (createTrainerApi, checkpoints in fake IndexedDB) and through the command line's path
 // (src/cli/_train.ts trainFolder, checkpoints as folders on disk) saves checkpoints at the same
 // steps (the last one included) with bit-identical weights, optimizer moments and counters, logs the
-// same metrics, and plans memory the same way, with the gradient-accumulation micro-batch and the
-// prompt capped at the model's positions.
+// same metrics, reports the same phases of each step through the Run's onProgress (the worker's
+// 'phase' events, the command line's status line), and plans memory the same way, with the
+// gradient-accumulation micro-batch and the prompt capped at the model's positions.
 import 'fake-indexeddb/auto';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -18,6 +19,7 @@ import { nodeSandboxFactory } from '../../src/grpo/reward-sandbox-node';
 import { filesSource } from '../../src/formats/model-source';
 import { deviceMemoryLimits, planMemory } from '../../src/model/memory-plan';
 import { GrpoStorage } from '../../src/storage/index';
+import type { PhaseProgress } from '../../src/grpo/step-progress';
 import type { TrainerEvent } from '../../src/worker/protocol';
 import { createTrainerApi } from '../../src/worker/trainer-api';
 import { testEngine } from '../kernels/harness';
@@ -72,7 +74,9 @@ describe('one Run for the worker and the command line', { timeout: 600_000 }, ()
     const work = mkdtempSync(join(tmpdir(), 'grpo-parity-'));
     const model = await loadModel(folder.writeTo(join(work, 'model')));
     const lines: string[] = [];
+    const cliPhases: (PhaseProgress | null)[] = [];
     const cli = await trainFolder({
+      progress: (p) => cliPhases.push(p),
       engine,
       model,
       identity: await weightsIdentity(model.folder, model.hf.tensors),
@@ -106,6 +110,35 @@ describe('one Run for the worker and the command line', { timeout: 600_000 }, ()
       .filter((l) => l.startsWith('step '))
       .map((l) => Number(/loss (\S+)/.exec(l)![1]));
     expect(cliLosses).toEqual(browserLosses.map((x) => Number(x.toFixed(4))));
+
+    // The same phases, in order, from the one Run (the worker also re-scores the updated policy for
+    // the Learn view): per step sampling counts its tokens 0…4, then rewards, forward + backward
+    // and the optimizer, the checkpoint at steps 2 and 3, and null once the step is over.
+    const browserPhases = events.flatMap((e) => (e.type === 'phase' ? [e.progress] : []));
+    const notRescoring = (p: PhaseProgress | null) => p?.phase !== 'rescoring';
+    expect(cliPhases.filter(notRescoring)).toEqual(browserPhases.filter(notRescoring));
+    const named = cliPhases.map((p) =>
+      p === null ? 'idle' : `${p.step} ${p.phase}${p.done === null ? '' : ` ${p.done}/${p.total}`}`,
+    );
+    const sampling = (step: number) => [0, 1, 2, 3, 4].map((k) => `${step} sampling ${k}/4`);
+    const update = (step: number) => [
+      `${step} rewards`,
+      `${step} backward 1/1`,
+      `${step} optimizer 1/1`,
+    ];
+    expect(named).toEqual([
+      ...sampling(1),
+      ...update(1),
+      'idle',
+      ...sampling(2),
+      ...update(2),
+      '2 checkpoint',
+      'idle',
+      ...sampling(3),
+      ...update(3),
+      '3 checkpoint',
+      'idle',
+    ]);
 
     // One memory plan, with the micro-batch of gradient accumulation and the position cap.
     const limits = engine.device.limits;

@@ -1,10 +1,35 @@
-// The sub-progress of a training step, for the page's progress line ("sampling 23/80 tokens"). The
-// trainer says when a step enters sampling, rewards and the update (GrpoTrainer.onPhase); the GPU
-// submissions it makes in between carry labels (engine.run's label: 'prefill' and one 'decode' per
-// sampled token, 'reference', 'zero-grad' and 'policy' per pass, 'optimizer', 'logp-after-update'),
-// which refine that into tokens sampled and the parts of the update, so the training code needs no
-// knowledge of the page. A label this does not know changes nothing: the phase stays as it was.
-import type { PhaseProgress, StepPhase } from './protocol';
+// The sub-progress of a training step, which grpo's Run reports through its onProgress hook (the
+// page's progress line "sampling 23/80 tokens", the command line's status line). The trainer says
+// when a step enters sampling, rewards and the update (GrpoTrainer.onPhase); the GPU submissions it
+// makes in between carry labels (engine.run's label: 'prefill' and one 'decode' per sampled token,
+// 'reference', 'zero-grad' and 'policy' per pass, 'optimizer', 'logp-after-update'), which refine
+// that into tokens sampled and the parts of the update, so the training code needs no knowledge of
+// who listens. A label this does not know changes nothing: the phase stays as it was.
+
+/**
+ * What a training step is doing right now, in the order a step does it: sampling the group's
+ * tokens, scoring rewards, the reference policy's log-probs (β > 0), forward + backward of each
+ * of the μ passes, clip + AdamW, re-scoring the updated policy (the Learn view's "after" log-probs),
+ * then the automatic checkpoint and evaluation that may follow the step.
+ */
+export type StepPhase =
+  | 'sampling'
+  | 'rewards'
+  | 'reference'
+  | 'backward'
+  | 'optimizer'
+  | 'rescoring'
+  | 'checkpoint'
+  | 'eval';
+
+/** A step's phase; `done` / `total` count tokens while sampling and passes (μ) while updating. */
+export interface PhaseProgress {
+  /** The step this work belongs to (1-based: the step being trained, or just trained). */
+  step: number;
+  phase: StepPhase;
+  done: number | null;
+  total: number | null;
+}
 
 /** What the trainer reports itself (src/grpo/trainer.ts GrpoTrainer.onPhase). */
 export type TrainerPhase = 'sampling' | 'rewards' | 'update';
@@ -113,4 +138,37 @@ export class StepProgress {
       return { step, phase, done: Math.max(this.#pass, 1), total: this.#passes };
     return { step, phase, done: null, total: null };
   }
+}
+
+/** The phase of a step in a few words ("sampling 23/80 tokens", "forward + backward, pass 1/2"). */
+export function phaseText(p: Pick<PhaseProgress, 'phase' | 'done' | 'total'>): string {
+  const of = p.done !== null && p.total !== null ? ` ${p.done}/${p.total}` : '';
+  switch (p.phase) {
+    case 'sampling':
+      return `sampling${of} tokens`;
+    case 'rewards':
+      return 'scoring rewards';
+    case 'reference':
+      return 'reference log-probs';
+    case 'backward':
+      // μ = 1: one pass, nothing to count.
+      return p.total !== null && p.total > 1
+        ? `forward + backward, pass${of}`
+        : 'forward + backward';
+    case 'optimizer':
+      return p.total !== null && p.total > 1 ? `optimizer step${of}` : 'optimizer step';
+    case 'rescoring':
+      return 'scoring the updated policy';
+    case 'checkpoint':
+      return 'saving the checkpoint';
+    case 'eval':
+      return 'evaluating';
+  }
+}
+
+/** The fraction of the phase done, for a meter (sampling, and μ > 1 passes), or null: one pass of
+ * one has nothing to count, and a full meter would say the update is over. */
+export function phaseFraction(p: Pick<PhaseProgress, 'done' | 'total'>): number | null {
+  if (p.done === null || p.total === null || p.total <= 1) return null;
+  return Math.min(1, Math.max(0, p.done / p.total));
 }
