@@ -1,11 +1,13 @@
 // Safetensors read/write (https://github.com/huggingface/safetensors, format section): an 8-byte
 // little-endian header length N, N bytes of JSON header {name: {dtype, shape, data_offsets}, and an
 // optional "__metadata__": {string: string}}, then the raw tensor bytes. Everything the engine uses
-// is f32, so F16/BF16 tensors are widened on load; writing is F32 by default (F16/BF16 on request).
+// computes in f32, so F16/BF16 tensors are widened on load (exactly; a frozen base stored in 16 bits,
+// config dtype, is narrowed back without loss); writing is F32 by default (F16/BF16 on request).
 // Every error is a ModelFileError naming the file and, where one is involved, the tensor. The header
 // is validated completely (dtypes, shapes, byte ranges tiling the data section exactly, as the
 // format requires) before any tensor byte is touched.
 
+import { f32ToBf16Bits, f32ToF16Bits } from '../ref/half';
 import { ModelFileError } from './errors';
 
 export type SafetensorsDtype = 'F32' | 'F16' | 'BF16';
@@ -278,43 +280,9 @@ export function parseSafetensors(bytes: Uint8Array, fileName: string): ParsedSaf
   return { metadata, tensors };
 }
 
-const f32Scratch = new Float32Array(1);
-const u32Scratch = new Uint32Array(f32Scratch.buffer);
-
-/** f32 → bf16 bits, round to nearest even; NaN stays a (quiet) NaN. */
-export function f32ToBf16Bits(value: number): number {
-  f32Scratch[0] = value;
-  const x = u32Scratch[0];
-  if ((x & 0x7fffffff) > 0x7f800000) return ((x >>> 16) | 0x40) & 0xffff;
-  return ((x + 0x7fff + ((x >>> 16) & 1)) >>> 16) & 0xffff;
-}
-
-/** f32 → f16 bits, round to nearest even, overflow to ±Inf, subnormals kept, NaN kept. */
-export function f32ToF16Bits(value: number): number {
-  f32Scratch[0] = value;
-  const x = u32Scratch[0];
-  const sign = (x >>> 16) & 0x8000;
-  const exp = (x >>> 23) & 0xff;
-  const mant = x & 0x7fffff;
-  if (exp === 0xff) return sign | 0x7c00 | (mant ? 0x200 : 0);
-  // Unbiased exponent rebased to f16's bias of 15.
-  const e = exp - 127 + 15;
-  if (e >= 31) return sign | 0x7c00;
-  if (e <= 0) {
-    if (e < -10) return sign; // below half the smallest subnormal: rounds to ±0
-    const m = mant | 0x800000; // implicit leading 1
-    const shift = 14 - e; // so that the result is in units of 2^-24
-    const half = 1 << (shift - 1);
-    let r = m >>> shift;
-    const rem = m & ((1 << shift) - 1);
-    if (rem > half || (rem === half && r & 1)) r++;
-    return sign | r; // r may carry into the exponent field, which is the right answer
-  }
-  let r = (e << 10) | (mant >>> 13);
-  const rem = mant & 0x1fff;
-  if (rem > 0x1000 || (rem === 0x1000 && r & 1)) r++; // may carry to Inf, also right
-  return sign | r;
-}
+// f32 → bf16 / f16 bits with round to nearest even: one copy, in src/ref/half.ts (the frozen-weight
+// storage converts with the same functions).
+export { f32ToBf16Bits, f32ToF16Bits };
 
 export interface WriteSafetensorsOptions {
   /** Storage dtype for every tensor (default F32: exact). */

@@ -326,6 +326,13 @@ export const CONFIG_SCHEMA = {
     null,
     'TRL ModelConfig use_rslora: not exported',
   ),
+  dtype: field(
+    oneOf(['auto', 'bfloat16', 'float16', 'float32'] as const),
+    'float32',
+    "storage of frozen weights (the base under usePeft), widened to f32 in the kernels: bfloat16 / float16 halve their bytes, 'auto' keeps the checkpoint's 16-bit format when every frozen matrix holds it exactly; a full fine-tune trains every weight, so all stay float32",
+    null,
+    'TRL ModelConfig dtype: not exported',
+  ),
   // --- run --------------------------------------------------------------------------------
   // A step is one sampled batch (generation round) with its μ optimizer steps; the learning-rate
   // schedule and TRL's max_steps count optimizer steps, steps·μ (docs/grpo.md "Steps and the

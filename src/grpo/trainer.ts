@@ -9,6 +9,7 @@ import type { Engine } from '../engine/engine';
 import { packBatch, type PackedBatch } from '../model/batch';
 import type { LlamaConfig } from '../core/model-config';
 import { GpuLlama } from '../model/llama';
+import { frozenDtypeOf } from '../model/parameters';
 import { Sampler, type SampleResult } from '../model/sampler';
 import { GpuAdamW } from '../optim/adamw';
 import { learningRateAt, runSchedule } from '../optim/schedule';
@@ -184,6 +185,8 @@ export class GrpoTrainer {
     const lora = loraOptionsOf(config);
     this.policy = GpuLlama.load(engine, modelConfig, weights, {
       lora: lora ? { ...lora, seed: config.seed } : undefined,
+      // config dtype: how the frozen base is stored (a full fine-tune keeps every weight f32).
+      frozenDtype: lora ? frozenDtypeOf(config.dtype, modelConfig, weights) : 'f32',
       gradientCheckpointing: config.gradientCheckpointing,
     });
     // The reference copy only scores: checkpointed, its forward keeps layer inputs only.

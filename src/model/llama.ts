@@ -36,7 +36,7 @@ import {
   EmbeddingForwardKernel,
   type TokenIndex,
 } from '../kernels/embedding';
-import { MatmulKernel, type MatmulShape } from '../kernels/matmul';
+import { MatmulKernel, type MatmulShape, type WeightDtype } from '../kernels/matmul';
 import {
   RmsNormBackwardKernel,
   RmsNormBackwardWeightKernel,
@@ -100,6 +100,11 @@ export interface GpuLlamaOptions {
   maxBindingBytes?: number;
   /** LoRA adapters on the decoder's projections; the base weights are frozen. Default: none. */
   lora?: GpuLoraOptions;
+  /**
+   * Storage of the frozen base's matrices when `lora` is given (config dtype): bf16 / f16 packed
+   * two per u32 and widened in the kernels (src/model/parameters.ts). Default and without LoRA: f32.
+   */
+  frozenDtype?: WeightDtype;
   /**
    * Activation checkpointing (TRL gradient_checkpointing): the training forward keeps only each
    * layer's input; backward recomputes the layer from it. Same gradients, bit for bit; one more
@@ -235,6 +240,7 @@ export class GpuLlama {
     tensors: ReadonlyMap<string, Float32Array>,
     maxBindingBytes: number,
     lora: GpuLoraOptions | null,
+    frozenDtype: WeightDtype = 'f32',
   ) {
     let adapters: { specs: ParameterSpec[]; tensors: ReadonlyMap<string, Float32Array> } | null =
       null;
@@ -254,7 +260,14 @@ export class GpuLlama {
           dropout: lora.dropout,
         }
       : null;
-    this.parameters = new ParameterStore(engine.device, config, tensors, maxBindingBytes, adapters);
+    this.parameters = new ParameterStore(
+      engine.device,
+      config,
+      tensors,
+      maxBindingBytes,
+      adapters,
+      frozenDtype,
+    );
     const p = (name: string) => this.parameters.param(name);
     const { hiddenSize: C, intermediateSize: I, numHeads: H, numKvHeads: Hkv, headDim: D } = config;
     const scaling = lora ? loraScaling(lora) : 0;
@@ -306,7 +319,8 @@ export class GpuLlama {
     const limits = engine.device.limits;
     const maxBindingBytes =
       options.maxBindingBytes ?? Math.min(limits.maxStorageBufferBindingSize, limits.maxBufferSize);
-    const model = new GpuLlama(engine, config, tensors, maxBindingBytes, options.lora ?? null);
+    const lora = options.lora ?? null;
+    const model = new GpuLlama(engine, config, tensors, maxBindingBytes, lora, options.frozenDtype);
     model.gradientCheckpointing = options.gradientCheckpointing ?? false;
     return model;
   }
@@ -496,6 +510,7 @@ export class GpuLlama {
     this.k.matmul.encode(enc, {
       a: x,
       b: lin.weight.buffer,
+      bDtype: lin.weight.dtype,
       c: y,
       ...linearShapes(lin, rows).forward,
     });
@@ -527,6 +542,7 @@ export class GpuLlama {
     this.k.matmul.encode(enc, {
       a: dy,
       b: lin.weight.buffer,
+      bDtype: lin.weight.dtype,
       c: dx,
       ...s.inputGrad,
       accumulate: dxMode === 'add',
@@ -605,11 +621,12 @@ export class GpuLlama {
   private embed(enc: GPUCommandEncoder, tokens: GPUBuffer, x: GPUBuffer, rows: number): void {
     const C = this.config.hiddenSize;
     this.chunks.get('model.embed_tokens.weight')!.forEach((chunk, i) => {
-      const weight = this.parameters.param(chunk.key).buffer;
+      const { buffer: weight, dtype: weightDtype } = this.parameters.param(chunk.key);
       const { rows: V, rowStart } = chunk;
       this.k.embedding.encode(enc, {
         tokens,
         weight,
+        weightDtype,
         x,
         rows,
         V,
@@ -652,10 +669,11 @@ export class GpuLlama {
   private head(enc: GPUCommandEncoder, x: GPUBuffer, logits: GPUBuffer, rows: number): void {
     const { hiddenSize: C, vocabSize: V } = this.config;
     for (const chunk of this.chunks.get(this.headWeightName())!) {
-      const w = this.parameters.param(chunk.key).buffer;
+      const { buffer: w, dtype: bDtype } = this.parameters.param(chunk.key);
       this.k.matmul.encode(enc, {
         a: x,
         b: w,
+        bDtype,
         c: logits,
         ...headShapes(chunk, C, V, rows).forward,
       });
@@ -673,8 +691,15 @@ export class GpuLlama {
     const { hiddenSize: C, vocabSize: V } = this.config;
     this.chunks.get(this.headWeightName())!.forEach((chunk, i) => {
       const s = headShapes(chunk, C, V, rows);
-      const w = this.parameters.param(chunk.key).buffer;
-      this.k.matmul.encode(enc, { a: dLogits, b: w, c: dx, ...s.inputGrad, continueSum: i > 0 });
+      const { buffer: w, dtype: bDtype } = this.parameters.param(chunk.key);
+      this.k.matmul.encode(enc, {
+        a: dLogits,
+        b: w,
+        bDtype,
+        c: dx,
+        ...s.inputGrad,
+        continueSum: i > 0,
+      });
       if (this.parameters.baseFrozen) return;
       const dw = this.parameters.grad(chunk.key);
       this.k.matmul.encode(enc, { a: dLogits, b: x, c: dw, ...s.weightGrad, accumulate: true });

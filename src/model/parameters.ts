@@ -10,11 +10,84 @@
 // LoRA adapters (src/ref/lora.ts) are stored beside the base weights under their PEFT names, one
 // buffer each (never split). With adapters the base is frozen: only the adapters get gradient
 // buffers and are what the optimizer sees (trainableSpecs); without them every parameter trains.
+//
+// Half-precision frozen weights (config dtype): with adapters and frozenDtype bf16 / f16, the base's
+// matrices (every 2-D tensor: projections, embedding, LM head) are stored as 16-bit values packed two
+// per u32 (src/ref/half.ts), element e of a chunk in half e & 1 of word e >> 1, each chunk packed on
+// its own (an odd count pads its last word); the kernels widen them to f32 (matmul_packed16.wgsl,
+// embedding_forward_packed16.wgsl). Norm weights and biases stay f32 (they are tiny and their
+// kernels read f32). Trainable tensors are always f32. Values given as f32 are rounded to nearest
+// even; 16-bit values given in the stored format are kept as they are.
 import { numel, parameterSpecs, type LlamaConfig, type ParameterSpec } from '../core/model-config';
-import { createStorageBuffer, readF32, uploadStorageBuffer, writeBuffer } from '../engine/buffers';
-import { MATMUL_TILE_K } from '../kernels/matmul';
+import {
+  createStorageBuffer,
+  readF32,
+  readU32,
+  uploadStorageBuffer,
+  writeBuffer,
+} from '../engine/buffers';
+import { MATMUL_TILE_K, type WeightDtype } from '../kernels/matmul';
+import {
+  f16BitsToF32,
+  f32ToF16Bits,
+  packHalfBits,
+  toHalfBits,
+  unpackHalfBits,
+  widenHalfBits,
+  type HalfFormat,
+  type HalfTensor,
+} from '../ref/half';
 
 const F32 = 4;
+
+/** A parameter's values: f32, or 16-bit values as a checkpoint ships them (kept when stored so). */
+export type WeightTensor = Float32Array | HalfTensor;
+
+/** The element count of a WeightTensor. */
+const lengthOf = (t: WeightTensor) => (t instanceof Float32Array ? t.length : t.bits.length);
+
+/** Bytes of `count` values stored as `dtype` (16-bit pairs in whole u32 words). */
+export function storedBytes(count: number, dtype: WeightDtype): number {
+  return dtype === 'f32' ? count * F32 : Math.ceil(count / 2) * 4;
+}
+
+/** The config's dtype option (TRL ModelConfig's names): how frozen weights are stored. */
+export type DtypeOption = 'auto' | 'bfloat16' | 'float16' | 'float32';
+
+/**
+ * The storage of frozen matrices for config dtype `option`. 'auto' keeps the checkpoint's 16-bit
+ * format: bf16 when every 2-D tensor's values are bf16 values (a BF16 checkpoint widened on load),
+ * else f16 when they all are f16 values, else f32 — so 'auto' never changes a weight.
+ */
+export function frozenDtypeOf(
+  option: DtypeOption,
+  config: LlamaConfig,
+  tensors: ReadonlyMap<string, WeightTensor>,
+): WeightDtype {
+  if (option === 'bfloat16') return 'bf16';
+  if (option === 'float16') return 'f16';
+  if (option === 'float32') return 'f32';
+  const matrices = parameterSpecs(config)
+    .filter((spec) => spec.shape.length === 2)
+    .map((spec) => tensors.get(spec.name))
+    .filter((t): t is WeightTensor => t !== undefined);
+  for (const format of ['bf16', 'f16'] as const) {
+    if (matrices.every((t) => holdsExactly(t, format))) return format;
+  }
+  return 'f32';
+}
+
+/** Whether every value of `t` is a `format` value (16-bit values count in their own format). */
+function holdsExactly(t: WeightTensor, format: HalfFormat): boolean {
+  if (!(t instanceof Float32Array)) return t.format === format;
+  if (format === 'bf16') {
+    const bits = new Uint32Array(t.buffer, t.byteOffset, t.length);
+    for (let i = 0; i < bits.length; i++) if ((bits[i] & 0xffff) !== 0) return false;
+    return true;
+  }
+  for (let i = 0; i < t.length; i++) if (f16BitsToF32(f32ToF16Bits(t[i])) !== t[i]) return false;
+  return true;
+}
 
 /** A block of rows [rowStart, rowStart + rows) of a parameter, stored as its own buffer. */
 export interface ParameterChunk {
@@ -27,16 +100,21 @@ export interface ParameterChunk {
 /** The parameters that may be stored as row chunks: (V, C) tables indexed by token id. */
 const SPLITTABLE = new Set(['model.embed_tokens.weight', 'lm_head.weight']);
 
-/** Row chunks of every parameter under `limit` bytes per buffer (one chunk when it fits). */
+/**
+ * Row chunks of every parameter under `limit` bytes per buffer (one chunk when it fits);
+ * `halfMatrices`: 2-D tensors are stored as packed 16-bit values (2 bytes each).
+ */
 export function planParameterChunks(
   config: LlamaConfig,
   limit: number,
+  halfMatrices = false,
 ): Map<string, ParameterChunk[]> {
   const out = new Map<string, ParameterChunk[]>();
   for (const spec of parameterSpecs(config)) {
     const rows = spec.shape[0];
-    const rowBytes = (numel(spec.shape) / rows) * F32;
-    if (rows * rowBytes <= limit) {
+    const valueBytes = halfMatrices && spec.shape.length === 2 ? 2 : F32;
+    const rowBytes = (numel(spec.shape) / rows) * valueBytes;
+    if (storedBytes(numel(spec.shape), valueBytes === 2 ? 'bf16' : 'f32') <= limit) {
       out.set(spec.name, [{ key: spec.name, rowStart: 0, rows }]);
       continue;
     }
@@ -46,7 +124,8 @@ export function planParameterChunks(
           `allows (${limit}); only the embedding table and the LM head are split`,
       );
     }
-    // Multiples of the matmul's K tile keep the head's split input gradient bit-identical.
+    // Multiples of the matmul's K tile keep the head's split input gradient bit-identical (and
+    // hold an even number of 16-bit values, so no word is shared by two chunks).
     const perChunk = Math.floor(limit / rowBytes / MATMUL_TILE_K) * MATMUL_TILE_K;
     if (perChunk < 1) {
       throw new RangeError(
@@ -68,6 +147,8 @@ export interface GpuParameter {
   /** Key in ParameterStore.params / grads: the HF name, or `name[start:end]` for a chunk. */
   name: string;
   buffer: GPUBuffer;
+  /** How the buffer stores the values: f32, or bf16 / f16 packed two per u32 (frozen only). */
+  dtype: WeightDtype;
 }
 
 /** Parameter and gradient buffers of one model, by chunk key. */
@@ -87,6 +168,8 @@ export class ParameterStore {
   readonly chunks: Map<string, ParameterChunk[]>;
   /** LoRA adapter tensors (PEFT names, one buffer each); empty without LoRA. */
   readonly adapterSpecs: ParameterSpec[];
+  /** Storage of each parameter and chunk by key: 'f32' unless a frozen matrix is packed. */
+  readonly dtypes = new Map<string, WeightDtype>();
   /** The buffers that get gradients and optimizer state: the adapters with LoRA, else `specs`. */
   readonly trainableSpecs: ParameterSpec[];
   /** Whole-tensor specs of the trainable parameters (the adapters with LoRA, else tensorSpecs). */
@@ -94,17 +177,26 @@ export class ParameterStore {
 
   /**
    * Uploads `tensors` (HF names, shapes as parameterSpecs) as row chunks of ≤ maxBindingBytes,
-   * and `adapters` (LoRA A/B by PEFT name, shapes as their specs) when given.
+   * and `adapters` (LoRA A/B by PEFT name, shapes as their specs) when given. `frozenDtype`: how
+   * the frozen base's matrices are stored when there are adapters (default f32; see the header).
    */
   constructor(
     private readonly device: GPUDevice,
     config: LlamaConfig,
-    tensors: ReadonlyMap<string, Float32Array>,
+    tensors: ReadonlyMap<string, WeightTensor>,
     maxBindingBytes: number,
     adapters: { specs: ParameterSpec[]; tensors: ReadonlyMap<string, Float32Array> } | null = null,
+    frozenDtype: WeightDtype = 'f32',
   ) {
     this.tensorSpecs = parameterSpecs(config);
-    this.chunks = planParameterChunks(config, maxBindingBytes);
+    // Only frozen tensors are packed: without adapters every parameter trains in f32.
+    const half = adapters ? frozenDtype : 'f32';
+    this.chunks = planParameterChunks(config, maxBindingBytes, half !== 'f32');
+    for (const spec of this.tensorSpecs) {
+      const dtype = spec.shape.length === 2 ? half : 'f32';
+      this.dtypes.set(spec.name, dtype);
+      for (const chunk of this.chunks.get(spec.name)!) this.dtypes.set(chunk.key, dtype);
+    }
     this.specs = this.tensorSpecs.flatMap((spec) =>
       this.chunks.get(spec.name)!.map((chunk) => ({
         name: chunk.key,
@@ -114,6 +206,7 @@ export class ParameterStore {
     this.adapterSpecs = adapters?.specs ?? [];
     for (const spec of this.adapterSpecs) {
       this.chunks.set(spec.name, [{ key: spec.name, rowStart: 0, rows: spec.shape[0] }]);
+      this.dtypes.set(spec.name, 'f32');
     }
     this.trainableSpecs = adapters ? this.adapterSpecs : this.specs;
     this.trainableTensorSpecs = adapters ? this.adapterSpecs : this.tensorSpecs;
@@ -121,18 +214,42 @@ export class ParameterStore {
     for (const spec of [...this.tensorSpecs, ...this.adapterSpecs]) {
       const data = tensors.get(spec.name) ?? adapters?.tensors.get(spec.name);
       if (!data) throw new Error(`missing parameter ${spec.name}`);
-      if (data.length !== numel(spec.shape)) {
+      if (lengthOf(data) !== numel(spec.shape)) {
         throw new Error(
-          `${spec.name}: ${data.length} values, expected ${numel(spec.shape)} for shape [${spec.shape}]`,
+          `${spec.name}: ${lengthOf(data)} values, expected ${numel(spec.shape)} for shape [${spec.shape}]`,
         );
       }
     }
     for (const spec of [...this.tensorSpecs, ...this.adapterSpecs]) {
       const data = tensors.get(spec.name) ?? adapters!.tensors.get(spec.name)!;
-      for (const chunk of this.chunks.get(spec.name)!) {
-        const part = rowsOf(data, spec, chunk);
-        this.params.set(chunk.key, uploadStorageBuffer(device, part, chunk.key));
+      this.upload(spec, data, (chunk, stored) =>
+        this.params.set(chunk.key, uploadStorageBuffer(device, stored, chunk.key)),
+      );
+    }
+  }
+
+  /** Each chunk of `data` (a whole tensor of `spec`) in the stored format, handed to `put`. */
+  private upload(
+    spec: ParameterSpec,
+    data: WeightTensor,
+    put: (chunk: ParameterChunk, stored: Float32Array | Uint32Array) => void,
+  ): void {
+    const dtype = this.dtypes.get(spec.name)!;
+    for (const chunk of this.chunks.get(spec.name)!) {
+      const part = rowsOf(data, spec, chunk);
+      if (dtype === 'f32') {
+        put(chunk, part instanceof Float32Array ? part : widenHalfBits(part.bits, part.format));
+        continue;
       }
+      // 16-bit values in the stored format are kept as shipped; anything else is rounded.
+      const bits =
+        !(part instanceof Float32Array) && part.format === dtype
+          ? part.bits
+          : toHalfBits(
+              part instanceof Float32Array ? part : widenHalfBits(part.bits, part.format),
+              dtype,
+            );
+      put(chunk, packHalfBits(bits));
     }
   }
 
@@ -140,7 +257,7 @@ export class ParameterStore {
   param(key: string): GpuParameter {
     const buffer = this.params.get(key);
     if (!buffer) throw new Error(`no parameter ${key}`);
-    return { name: key, buffer };
+    return { name: key, buffer, dtype: this.dtypes.get(key) ?? 'f32' };
   }
 
   /** The gradient buffer of parameter `key`. */
@@ -152,6 +269,16 @@ export class ParameterStore {
 
   get parameterCount(): number {
     return this.specs.reduce((sum, spec) => sum + numel(spec.shape), 0);
+  }
+
+  /**
+   * Bytes of every parameter buffer (base and adapters) as allocated: what the engine counts for
+   * them. Packed 16-bit matrices take half of their f32 size (gradient buffers not included).
+   */
+  get parameterBytes(): number {
+    let bytes = 0;
+    for (const buffer of this.params.values()) bytes += buffer.size;
+    return bytes;
   }
 
   /** Whether any parameter is stored as more than one buffer. */
@@ -195,8 +322,18 @@ export class ParameterStore {
       if (!chunks.every((chunk) => buffers.has(chunk.key))) continue;
       const rowLength = numel(spec.shape) / spec.shape[0];
       const data = new Float32Array(numel(spec.shape));
+      // Packed buffers are parameters only (gradients and moments are f32): widened on read.
+      const dtype = buffers === this.params ? (this.dtypes.get(spec.name) ?? 'f32') : 'f32';
       for (const chunk of chunks) {
-        const part = await readF32(this.device, buffers.get(chunk.key)!, chunk.rows * rowLength);
+        const count = chunk.rows * rowLength;
+        const buffer = buffers.get(chunk.key)!;
+        const part =
+          dtype === 'f32'
+            ? await readF32(this.device, buffer, count)
+            : widenHalfBits(
+                unpackHalfBits(await readU32(this.device, buffer, Math.ceil(count / 2)), count),
+                dtype,
+              );
         data.set(part, chunk.rowStart * rowLength);
       }
       out.set(spec.name, data);
@@ -221,6 +358,13 @@ export class ParameterStore {
     }
     for (const spec of specs) {
       const data = tensors.get(spec.name)!;
+      if (buffers === this.params) {
+        // Parameters in their stored format (packed frozen matrices rounded to it).
+        this.upload(spec, data, (chunk, stored) =>
+          writeBuffer(this.device, buffers.get(chunk.key)!, stored),
+        );
+        continue;
+      }
       for (const chunk of this.chunks.get(spec.name)!) {
         writeBuffer(this.device, buffers.get(chunk.key)!, rowsOf(data, spec, chunk));
       }
@@ -236,7 +380,9 @@ export class ParameterStore {
 }
 
 /** The rows of `data` (a whole tensor of `spec`) that `chunk` stores. */
-function rowsOf(data: Float32Array, spec: ParameterSpec, chunk: ParameterChunk): Float32Array {
+function rowsOf<T extends WeightTensor>(data: T, spec: ParameterSpec, chunk: ParameterChunk): T {
   const rowLength = numel(spec.shape) / spec.shape[0];
-  return data.subarray(chunk.rowStart * rowLength, (chunk.rowStart + chunk.rows) * rowLength);
+  const [start, end] = [chunk.rowStart * rowLength, (chunk.rowStart + chunk.rows) * rowLength];
+  if (data instanceof Float32Array) return data.subarray(start, end) as T;
+  return { format: data.format, bits: data.bits.subarray(start, end) } as T;
 }

@@ -8,6 +8,12 @@ import { matmulRef, type MatmulShape } from './matmul';
 /** The 16-bit storage formats of frozen weights. */
 export type HalfFormat = 'bf16' | 'f16';
 
+/** A tensor's 16-bit values as a checkpoint ships them (row-major, one value per element). */
+export interface HalfTensor {
+  format: HalfFormat;
+  bits: Uint16Array;
+}
+
 const f32 = new Float32Array(1);
 const u32 = new Uint32Array(f32.buffer);
 

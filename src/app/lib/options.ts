@@ -76,7 +76,15 @@ export const OPTION_GROUPS: OptionGroup[] = [
   },
   {
     title: 'LoRA (PEFT)',
-    keys: ['usePeft', 'loraR', 'loraAlpha', 'loraTargetModules', 'useRslora', 'loraDropout'],
+    keys: [
+      'usePeft',
+      'loraR',
+      'loraAlpha',
+      'loraTargetModules',
+      'useRslora',
+      'loraDropout',
+      'dtype',
+    ],
   },
 ];
 

@@ -1,0 +1,313 @@
+// Half-precision frozen weights (config dtype) on the WebGPU Llama with LoRA, against the
+// independent PyTorch fixtures <base>_lora_bf16 (tests/fixtures/make_fixtures.py: the base
+// rounded to bf16 by torch, everything computed in f64 from those values, B non-zero). The base is
+// read from the fixture's BF16 safetensors file by the project's loader (as a checkpoint ships it)
+// and stored as bf16 packed two per u32; the kernels widen it to f32. Checked: torch's rounding
+// equals src/ref/half.ts's, logits, log-probs, every adapter gradient, the GRPO loss and 3 AdamW
+// steps, for both fixture models; the bytes saved as the engine counts them; widen-on-read of the
+// base (what the merged export reads); and f16 storage against the CPU reference.
+import { readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { numel, parameterSpecs } from '../../src/core/model-config';
+import { createStorageBuffer, readF32, uploadStorageBuffer } from '../../src/engine/buffers';
+import { parseSafetensors } from '../../src/formats/safetensors';
+import { decodeGrpoLossOut, GrpoLossKernel, GRPO_LOSS_OUT } from '../../src/kernels/grpo-loss';
+import { LogprobGatherBackwardKernel, LogprobGatherKernel } from '../../src/kernels/logprob';
+import { GpuLlama } from '../../src/model/llama';
+import { frozenDtypeOf, ParameterStore } from '../../src/model/parameters';
+import { GpuAdamW } from '../../src/optim/adamw';
+import { roundToHalf } from '../../src/ref/half';
+import { positionsFromKeyStart, RefLlama } from '../../src/ref/llama';
+import { loraAdapterSpecs } from '../../src/ref/lora';
+import { LORA_FIXTURE_NAMES, loadLoraFixture, type LoraFixture } from '../fixtures/load-lora';
+import { seededUniform, testEngine, worstMismatch, type Tolerance } from './harness';
+
+// The bounds of the f32-base LoRA test (tests/kernels/lora.test.ts): the GPU computes in f32 from
+// the widened bf16 values, torch in f64 from the same values, so only f32 rounding differs.
+const LOGIT_TOLERANCE: Tolerance = { atol: 2e-5, rtol: 1e-4 };
+const LOGP_TOLERANCE: Tolerance = { atol: 2e-5, rtol: 1e-4 };
+const GRADIENT_TOLERANCE: Tolerance = { atol: 2e-6, rtol: 2e-3 };
+const ADAMW_TOLERANCE: Tolerance = { atol: 2e-4, rtol: 0 };
+const LOSS_TOLERANCE = 1e-5;
+
+const FIXTURE_DIR = join(dirname(fileURLToPath(import.meta.url)), '../fixtures');
+
+/** The fixture's base weights as the project's safetensors loader reads them (BF16 → f32). */
+function loadBf16Base(fx: LoraFixture) {
+  const file = `${fx.name}.safetensors`;
+  const parsed = parseSafetensors(new Uint8Array(readFileSync(join(FIXTURE_DIR, file))), file);
+  const weights = new Map<string, Float32Array>();
+  for (const [name, t] of parsed.tensors) {
+    expect(t.dtype, name).toBe('BF16');
+    weights.set(name, t.data);
+  }
+  return weights;
+}
+
+function headLogits(fx: LoraFixture): Float64Array {
+  const { N, T, promptLength: P, completionLength: L } = fx.base.batch;
+  const V = fx.base.config.vocabSize;
+  const out = new Float64Array(N * L * V);
+  for (let n = 0; n < N; n++) {
+    const from = (n * T + P - 1) * V;
+    out.set(fx.logits.subarray(from, from + L * V), n * L * V);
+  }
+  return out;
+}
+
+for (const base of LORA_FIXTURE_NAMES) {
+  describe(`bf16-stored base with LoRA vs PyTorch fixture ${base}_lora_bf16`, () => {
+    const fx = loadLoraFixture(base, 'bf16');
+    const f32Fixture = loadLoraFixture(base);
+    const cfg = fx.base.config;
+    const {
+      N,
+      T,
+      promptLength: P,
+      completionLength: L,
+      tokens,
+      keyStart,
+      positions,
+    } = fx.base.batch;
+    const V = cfg.vocabSize;
+    const R = N * L;
+    const invT = 1 / fx.header.grpo.temperature;
+    const adapterNames = loraAdapterSpecs(cfg, fx.options).map((s) => s.name);
+
+    it("the BF16 file holds torch's rounding of the base, which src/ref/half.ts reproduces", () => {
+      const weights = loadBf16Base(fx);
+      expect([...weights.keys()].sort()).toEqual(
+        parameterSpecs(cfg)
+          .map((s) => s.name)
+          .sort(),
+      );
+      for (const [name, f32] of fx.base.params) {
+        expect(weights.get(name), name).toEqual(roundToHalf(f32, 'bf16'));
+      }
+      // 'auto' keeps the checkpoint's bf16; an f32 checkpoint stays f32.
+      expect(frozenDtypeOf('auto', cfg, weights)).toBe('bf16');
+      expect(frozenDtypeOf('auto', cfg, fx.base.params)).toBe('f32');
+      expect(frozenDtypeOf('float16', cfg, weights)).toBe('f16');
+      // The fixture tells bf16 from f32 storage: its logits are not the f32 base's.
+      expect(worstMismatch(headLogits(f32Fixture), headLogits(fx), LOGIT_TOLERANCE)).not.toBeNull();
+    });
+
+    it('packed storage: matrices take half the bytes, as the engine counts them', async () => {
+      const engine = await testEngine();
+      const weights = loadBf16Base(fx);
+      const specs = loraAdapterSpecs(cfg, fx.options);
+      const adapters = { specs, tensors: fx.adapters };
+      const limit = 1 << 30;
+      const before = engine.memory.liveBytes;
+      const half = new ParameterStore(engine.device, cfg, weights, limit, adapters, 'bf16');
+      const measuredHalf = engine.memory.liveBytes - before;
+      const full = new ParameterStore(engine.device, cfg, weights, limit, adapters, 'f32');
+      const measuredFull = engine.memory.liveBytes - before - measuredHalf;
+      expect(half.parameterBytes).toBe(measuredHalf);
+      expect(full.parameterBytes).toBe(measuredFull);
+      // Expected: every 2-D base tensor at 2 bytes a value (whole u32 words), the rest f32.
+      let matrices = 0;
+      for (const spec of parameterSpecs(cfg)) {
+        if (spec.shape.length === 2) matrices += numel(spec.shape);
+      }
+      expect(measuredFull - measuredHalf).toBe(matrices * 2);
+      for (const spec of parameterSpecs(cfg)) {
+        expect(half.dtypes.get(spec.name), spec.name).toBe(
+          spec.shape.length === 2 ? 'bf16' : 'f32',
+        );
+      }
+      for (const spec of specs) expect(half.dtypes.get(spec.name)).toBe('f32');
+      // Widened on read: the base comes back as loaded (what exports and the merge read).
+      const back = await half.readJoined(half.params);
+      for (const [name, data] of weights) expect(back.get(name), name).toEqual(data);
+      for (const [name, data] of fx.adapters) expect(back.get(name), name).toEqual(data);
+      // A full fine-tune (no adapters) stores everything f32, whatever dtype asks.
+      const trainAll = new ParameterStore(engine.device, cfg, weights, limit, null, 'bf16');
+      expect([...trainAll.dtypes.values()].every((d) => d === 'f32')).toBe(true);
+      for (const store of [half, full, trainAll]) store.destroy();
+      expect(engine.memory.liveBytes).toBe(before);
+    });
+
+    it('logits, log-probs, every adapter gradient, the GRPO loss and 3 AdamW steps match', async () => {
+      const engine = await testEngine();
+      const { device } = engine;
+      const weights = loadBf16Base(fx);
+      const model = GpuLlama.load(engine, cfg, weights, {
+        lora: { ...fx.options, adapters: fx.adapters },
+        frozenDtype: frozenDtypeOf('auto', cfg, weights),
+      });
+      await model.ready;
+      expect(model.parameters.param('model.layers.0.mlp.down_proj.weight').dtype).toBe('bf16');
+      expect(model.parameters.param('model.embed_tokens.weight').dtype).toBe('bf16');
+      const batch = model.uploadBatch(tokens, keyStart, positions, N, T);
+      const targets = new Uint32Array(R);
+      for (let n = 0; n < N; n++)
+        for (let j = 0; j < L; j++) targets[n * L + j] = tokens[n * T + P + j];
+      const buf = (floats: number) => createStorageBuffer(device, floats * 4);
+      const f32 = (a: ArrayLike<number>) => uploadStorageBuffer(device, Float32Array.from(a));
+      const s = {
+        targets: uploadStorageBuffer(device, targets),
+        logp: buf(R),
+        entropy: buf(R),
+        lse: buf(R),
+        dLogp: buf(R),
+        dLogits: buf(R * V),
+      };
+      const gather = new LogprobGatherKernel(device, engine.pipelines);
+      const gatherBackward = new LogprobGatherBackwardKernel(device, engine.pipelines);
+      const head = { start: P - 1, count: L };
+
+      // One forward + backward with the fixture's dLoss/dlogp.
+      const gradLogp = f32(fx.dLossDLogp);
+      let logits: GPUBuffer | null = null;
+      await engine.run((enc) => {
+        const state = model.forward(enc, batch, head);
+        logits = state.logits;
+        gather.encode(enc, {
+          ...{ logits: state.logits, targets: s.targets, logp: s.logp, entropy: s.entropy },
+          ...{ lse: s.lse, R, V, invTemperature: invT },
+        });
+        gatherBackward.encode(enc, {
+          ...{ logits: state.logits, targets: s.targets, lse: s.lse, gradLogp },
+          ...{ dLogits: s.dLogits, R, V, invTemperature: invT },
+        });
+        model.allocateGradients();
+        model.zeroGradients(enc);
+        model.backward(enc, state, s.dLogits);
+      });
+      const gpuLogits = await readF32(device, logits!, R * V);
+      expect(worstMismatch(gpuLogits, headLogits(fx), LOGIT_TOLERANCE)).toBeNull();
+      expect(worstMismatch(await readF32(device, s.logp, R), fx.logp, LOGP_TOLERANCE)).toBeNull();
+      const grads = await model.readGradients();
+      expect([...grads.keys()]).toEqual(adapterNames);
+      for (const name of adapterNames) {
+        const expected = fx.grads.get(name)!;
+        expect(worstMismatch(grads.get(name)!, expected, GRADIENT_TOLERANCE), name).toBeNull();
+        expect(Math.max(...expected.map(Math.abs)), name).toBeGreaterThan(1e-6);
+      }
+
+      // Three GRPO steps: loss, gradient norm and the adapters after each AdamW step.
+      const hp = fx.header.adamw;
+      const { grpo } = fx.header;
+      const optimizer = new GpuAdamW(engine, model, {
+        beta1: hp.beta1,
+        beta2: hp.beta2,
+        eps: hp.eps,
+        weightDecay: hp.weight_decay,
+        maxGradNorm: hp.max_grad_norm,
+      });
+      await optimizer.ready;
+      const [oldLogp, refLogp, advantages, mask] = [
+        fx.oldLogp,
+        fx.refLogp,
+        fx.base.advantages,
+        fx.base.batch.completionMask,
+      ].map(f32);
+      const out = createStorageBuffer(device, GRPO_LOSS_OUT.length * 4);
+      const loss = new GrpoLossKernel(device, engine.pipelines);
+      for (let step = 0; step < hp.steps; step++) {
+        await engine.run((enc) => {
+          model.zeroGradients(enc);
+          const state = model.forward(enc, batch, head);
+          gather.encode(enc, {
+            ...{ logits: state.logits, targets: s.targets, logp: s.logp, entropy: s.entropy },
+            ...{ lse: s.lse, R, V, invTemperature: invT },
+          });
+          loss.encode(enc, {
+            ...{ logp: s.logp, oldLogp, refLogp, advantages, mask, dLogp: s.dLogp, out, N, L },
+            ...{ lossType: 'dapo', epsilonLow: grpo.epsilon, epsilonHigh: grpo.epsilonHigh },
+            ...{ beta: grpo.beta, maxCompletionLength: L },
+          });
+          gatherBackward.encode(enc, {
+            ...{ logits: state.logits, targets: s.targets, lse: s.lse, gradLogp: s.dLogp },
+            ...{ dLogits: s.dLogits, R, V, invTemperature: invT },
+          });
+          model.backward(enc, state, s.dLogits);
+          optimizer.encodeStep(enc, hp.lr);
+        });
+        const stats = await optimizer.readStats();
+        expect(stats.finite).toBe(true);
+        optimizer.commitStep();
+        expect(Math.abs(stats.norm - hp.gradNorms[step]) / hp.gradNorms[step]).toBeLessThan(1e-4);
+        const { loss: gpuLoss } = decodeGrpoLossOut(
+          await readF32(device, out, GRPO_LOSS_OUT.length),
+        );
+        expect(Math.abs(gpuLoss - hp.losses[step])).toBeLessThan(LOSS_TOLERANCE);
+        const adapters = await model.readAdapters();
+        for (const name of adapterNames) {
+          const mismatch = worstMismatch(
+            adapters.get(name)!,
+            fx.adamw[step].get(name)!,
+            ADAMW_TOLERANCE,
+          );
+          expect(mismatch, `${name} after step ${step + 1}`).toBeNull();
+        }
+      }
+      // The frozen base is still what was loaded, widened.
+      const params = await model.readParameters();
+      for (const [name, data] of weights) expect(params.get(name), name).toEqual(data);
+      optimizer.destroy();
+      model.destroy();
+    });
+  });
+}
+
+// f16 storage (and a split, packed embedding / head) against the CPU reference computing from the
+// f16-rounded weights: prime and non-multiple-of-4 row counts, a gradient into every logit column.
+describe('f16-stored base with LoRA vs the CPU reference', () => {
+  const fx = loadLoraFixture('qwen2_tied_bias');
+  const cfg = fx.base.config;
+  // 40·24·2 bytes: the largest packed projection fits, the (53, 24) table is split in 32 + 21 rows.
+  for (const maxBindingBytes of [undefined, 40 * 24 * 2]) {
+    it(`N = 3, T = 7${maxBindingBytes ? ', vocabulary split into packed chunks' : ''}`, async () => {
+      const engine = await testEngine();
+      const V = cfg.vocabSize;
+      const [N, T] = [3, 7];
+      const ks = Uint32Array.of(0, 2, 1);
+      const tokens = Uint32Array.from(seededUniform(N * T, 17, 3, V - 1), Math.floor);
+      const dLogits = seededUniform(N * T * V, 19);
+      const rounded = new Map<string, Float32Array>();
+      for (const [name, data] of fx.base.params) {
+        const matrix = parameterSpecs(cfg).find((s) => s.name === name)!.shape.length === 2;
+        rounded.set(name, matrix ? roundToHalf(data, 'f16') : data);
+      }
+      const lora = { options: fx.options, adapters: fx.adapters };
+      const ref = new RefLlama(cfg, rounded, lora);
+      const { logits, cache } = ref.forward(tokens, N, T, ks);
+      const refGrads = ref.backward(cache, dLogits);
+
+      const model = GpuLlama.load(engine, cfg, fx.base.params, {
+        lora: { ...fx.options, adapters: fx.adapters },
+        frozenDtype: 'f16',
+        maxBindingBytes,
+      });
+      await model.ready;
+      if (maxBindingBytes) expect(model.isSplit).toBe(true);
+      const batch = model.uploadBatch(tokens, ks, positionsFromKeyStart(ks, N, T), N, T);
+      const dLogitsBuf = uploadStorageBuffer(engine.device, dLogits);
+      let logitsBuf: GPUBuffer | null = null;
+      await engine.run((enc) => {
+        const state = model.forward(enc, batch, { start: 0, count: T });
+        logitsBuf = state.logits;
+        model.allocateGradients();
+        model.zeroGradients(enc);
+        model.backward(enc, state, dLogitsBuf);
+      });
+      const gpuLogits = await readF32(engine.device, logitsBuf!, N * T * V);
+      expect(worstMismatch(gpuLogits, logits, LOGIT_TOLERANCE)).toBeNull();
+      const grads = await model.readGradients();
+      const adapterNames = loraAdapterSpecs(cfg, fx.options).map((spec) => spec.name);
+      expect([...grads.keys()]).toEqual(adapterNames);
+      for (const name of adapterNames) {
+        const expected = refGrads.get(name)!;
+        expect(worstMismatch(grads.get(name)!, expected, GRADIENT_TOLERANCE), name).toBeNull();
+        expect(Math.max(...expected.map(Math.abs)), name).toBeGreaterThan(1e-4);
+      }
+      const params = await model.readParameters();
+      for (const [name, data] of rounded) expect(params.get(name), name).toEqual(data);
+      model.destroy();
+    });
+  }
+});
