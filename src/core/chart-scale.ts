@@ -1,5 +1,5 @@
-// Axes for every chart of the project: the Train view's canvas charts, the Learn/Aha SVG charts
-// and the CLI's SVG report (src/formats/svg-chart.ts). Linear scales, "nice" round ticks, the data
+// Axes for every chart of the project: the page's line chart (app/components/LineChart.svelte:
+// Train view, Aha panel, Learn mode) and the CLI's SVG report (src/formats/svg-chart.ts). Linear scales, "nice" round ticks, the data
 // range of several series, tick labels and the nearest step under a pointer. Pure functions.
 
 export type Scale = ((v: number) => number) & { invert: (p: number) => number };

@@ -1,14 +1,9 @@
-// Plot helpers shared by Learn mode and the Aha panel (src/app/teach/plot.ts), and the shared
-// scales and ticks they draw with (src/core/chart-scale.ts, with the teaching charts' 1-2-5 steps).
+// Plot helpers shared by Learn mode and the Aha panel (src/app/teach/plot.ts), the line chart's
+// per-pixel-column reduction (src/app/lib/decimate.ts), and the shared scales and ticks they draw
+// with (src/core/chart-scale.ts, with the fixed-decimals 1-2-5 steps).
 import { describe, expect, it } from 'vitest';
-import {
-  downsample,
-  fmt,
-  linePath,
-  pct,
-  signedColor,
-  magnitudeColor,
-} from '../../src/app/teach/plot';
+import { columnsPath, decimate } from '../../src/app/lib/decimate';
+import { fmt, linePath, pct, signedColor, magnitudeColor } from '../../src/app/teach/plot';
 import { extent, linearScale, niceTicks, TICK_STEPS_125 } from '../../src/core/chart-scale';
 
 describe('scales and ticks', () => {
@@ -36,7 +31,7 @@ describe('scales and ticks', () => {
   });
 });
 
-describe('paths and downsampling', () => {
+describe('paths and reduction', () => {
   const id = (v: number) => v;
   it('a NaN breaks the line instead of drawing to 0', () => {
     const d = linePath(
@@ -52,17 +47,24 @@ describe('paths and downsampling', () => {
     expect(d).toBe('M0.0,1.0L1.0,2.0M3.0,4.0');
   });
 
-  it('bucket means, gaps stay gaps, short series untouched', () => {
-    const pts = Array.from({ length: 8 }, (_, i) => ({ x: i, y: i < 4 ? i : NaN }));
-    expect(downsample(pts, 4)).toEqual([
-      { x: 0.5, y: 0.5 },
-      { x: 2.5, y: 2.5 },
-      { x: 4.5, y: NaN },
-      { x: 6.5, y: NaN },
+  it('one column per pixel: a missing value between columns breaks the line, not within one', () => {
+    // x 0…7 on 8 columns: 0, 1 drawn, 2 missing, 3 drawn, then 4…7 missing.
+    const xs = [0, 1, 2, 3, 4, 5, 6, 7];
+    const ys = [1, 2, NaN, 4, NaN, NaN, NaN, NaN];
+    const cols = decimate(xs, ys, 0, 7, 8);
+    expect(cols.map((c) => [c.px, c.first, c.gap])).toEqual([
+      [0, 1, false],
+      [1, 2, false],
+      [3, 4, true],
     ]);
-    expect(downsample(pts, 100)).toEqual(pts);
-    const many = Array.from({ length: 10_000 }, (_, i) => ({ x: i, y: 1 }));
-    expect(downsample(many, 300)).toHaveLength(300);
+    expect(columnsPath(cols, id, id)).toBe('M0.0,1.0L1.0,2.0M3.0,4.0');
+    // 8 steps on 4 columns: the NaN at x 2 shares column 1 with x 3, so no gap; a column draws
+    // first → min/max → last, a repeated value once.
+    const packed = decimate(xs, [1, 5, NaN, 3, 2, 0, 9, 4], 0, 7, 4);
+    expect(packed.map((c) => c.gap)).toEqual([false, false, false, false]);
+    expect(columnsPath(packed, id, id)).toBe(
+      'M0.0,1.0L0.0,5.0L1.0,3.0L2.0,2.0L2.0,0.0L3.0,9.0L3.0,4.0',
+    );
   });
 });
 

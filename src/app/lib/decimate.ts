@@ -1,6 +1,8 @@
-// Min/max decimation for the Train view's line charts: thousands of steps drawn in one pass per
-// pixel column, so a chart costs O(points) to reduce and O(width) to draw however long the run
-// gets. Scales and ticks: src/core/chart-scale.ts.
+// Min/max decimation for the line charts (components/LineChart.svelte): thousands of steps drawn
+// in one pass per pixel column, so a chart costs O(points) to reduce and O(width) to draw however
+// long the run gets, and a spike stays visible (a bucket mean would flatten it). A missing value
+// between two columns breaks the line (a gap, not a drop to 0). Scales and ticks:
+// src/core/chart-scale.ts.
 
 import { extent } from '../../core/chart-scale';
 
@@ -15,6 +17,8 @@ export interface Column {
   /** Whether the minimum came before the maximum (draw order keeps the line's shape). */
   minFirst: boolean;
   count: number;
+  /** A pixel column between this one and the previous drawn one had only missing values. */
+  gap: boolean;
 }
 
 /**
@@ -34,15 +38,24 @@ export function decimate(
   let cur: Column | null = null;
   let minAt = 0;
   let maxAt = 0;
+  const column = (x: number) =>
+    span > 0 ? Math.min(w - 1, Math.max(0, Math.round(((x - x0) / span) * (w - 1)))) : 0;
+  // The column of the first missing value after the current column (one inside the current or
+  // the next drawn column hides no gap: those columns draw their values).
+  let missingAt: number | null = null;
   for (let i = 0; i < xs.length; i++) {
     const y = ys[i];
-    if (!Number.isFinite(y)) continue;
-    const x = xs[i];
-    const px = span > 0 ? Math.min(w - 1, Math.max(0, Math.round(((x - x0) / span) * (w - 1)))) : 0;
+    if (!Number.isFinite(y)) {
+      if (cur && missingAt === null && column(xs[i]) !== cur.px) missingAt = column(xs[i]);
+      continue;
+    }
+    const px = column(xs[i]);
     if (!cur || cur.px !== px) {
       if (cur) out.push(cur);
-      cur = { px, first: y, min: y, max: y, last: y, minFirst: true, count: 1 };
+      const gap: boolean = missingAt !== null && missingAt < px;
+      cur = { px, first: y, min: y, max: y, last: y, minFirst: true, count: 1, gap };
       minAt = maxAt = i;
+      missingAt = null;
       continue;
     }
     cur.last = y;
@@ -66,6 +79,28 @@ export function columnPath(c: Column): number[] {
   if (c.count === 1) return [c.first];
   const mid = c.minFirst ? [c.min, c.max] : [c.max, c.min];
   return [c.first, ...mid, c.last];
+}
+
+/**
+ * An SVG path through the columns (first, min/max, last of each), broken where a column has a
+ * gap before it. `x` places a pixel column, `y` a value.
+ */
+export function columnsPath(
+  cols: readonly Column[],
+  x: (px: number) => number,
+  y: (v: number) => number,
+): string {
+  let d = '';
+  cols.forEach((c, i) => {
+    const cx = x(c.px).toFixed(1);
+    const ys = columnPath(c);
+    ys.forEach((v, k) => {
+      if (k > 0 && v === ys[k - 1]) return; // first = min, max = last: one vertex
+      const move = k === 0 && (i === 0 || c.gap);
+      d += `${move ? 'M' : 'L'}${cx},${y(v).toFixed(1)}`;
+    });
+  });
+  return d;
 }
 
 /** A padded [lo, hi] for the y axis over several series' finite values; never empty. */

@@ -1,6 +1,6 @@
-// Hand-made plotting helpers shared by Learn mode and the Aha panel (no chart dependency): SVG
-// paths that break at missing values, bucket-mean downsampling so a chart over thousands of steps
-// draws a few hundred points, colours for signed values, and number formatting. Scales and ticks
+// Hand-made plotting helpers shared by Learn mode, the Aha panel and the line chart (no chart
+// dependency): the series type, SVG paths that break at missing values, colours for signed values,
+// and number formatting. (Long series are reduced per pixel column by lib/decimate.ts.) Scales and ticks
 // are the project's shared ones (src/core/chart-scale.ts). Pure functions; the Svelte components
 // only place what these return.
 
@@ -15,8 +15,8 @@ export interface Point {
 export interface ChartSeries {
   label: string;
   points: Point[];
-  /** A CSS colour, e.g. 'var(--accent)'. */
-  color: string;
+  /** A CSS colour, e.g. 'var(--accent)'; by default the theme's palette (--series-k). */
+  color?: string;
   dashed?: boolean;
 }
 
@@ -37,32 +37,6 @@ export function linePath(
     pen = true;
   }
   return d;
-}
-
-/**
- * At most `max` points: consecutive points are averaged in equal buckets (finite values only; a
- * bucket with none stays a gap). Fewer points than `max` come back unchanged.
- */
-export function downsample(points: readonly Point[], max: number): Point[] {
-  if (points.length <= max || max < 1) return points.slice();
-  const out: Point[] = [];
-  const size = points.length / max;
-  for (let b = 0; b < max; b++) {
-    const from = Math.floor(b * size);
-    const to = Math.floor((b + 1) * size);
-    let sx = 0;
-    let sy = 0;
-    let n = 0;
-    for (let i = from; i < to; i++) {
-      sx += points[i].x;
-      if (Number.isFinite(points[i].y)) {
-        sy += points[i].y;
-        n++;
-      }
-    }
-    out.push({ x: sx / (to - from), y: n ? sy / n : NaN });
-  }
-  return out;
 }
 
 /**
