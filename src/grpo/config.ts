@@ -505,7 +505,12 @@ function clone<T>(v: T): T {
  * `epsilon` and `rewardWeights: null` keeps meaning "1 each" while other fields change. A form may
  * leave a value out of range while it is being typed; resolveConfig(draft) is the check.
  */
-export type DraftConfig = ConfigInput;
+export type DraftConfig = Omit<Config, 'epsilonHigh' | 'rewardWeights'> & {
+  /** null: follows epsilon (TRL's epsilon_high=None), whatever ε the form sets later. */
+  epsilonHigh: number | null;
+  /** null: 1 for each reward, however many the form lists. */
+  rewardWeights: number[] | null;
+};
 
 /**
  * Defaults + the given fields, checked. Unknown keys and wrong types throw a ConfigError naming the
