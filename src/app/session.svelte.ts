@@ -100,7 +100,7 @@ export interface DeviceLost {
 }
 
 /** What would discard unsaved steps: the confirm dialog names it. */
-export type DiscardAction = 'reset' | 'restore' | 'load';
+export type DiscardAction = 'reset' | 'restore' | 'load' | 'adapter';
 
 /** The confirm dialog's question: `steps` trained since the last saved checkpoint would be lost. */
 export interface DiscardRequest {
@@ -432,6 +432,9 @@ export class Session {
       loseDevice: () => this.api.loseDevice(),
       /** The metrics of every step so far, as the charts get them. */
       history: () => $state.snapshot(this.#history),
+      /** Teacher-forced log-probs of fixed completions (token ids) under the current policy. */
+      logProbs: (prompts: number[][], completions: number[][]) =>
+        this.api.scoreCompletions(prompts, completions),
     };
   }
 
@@ -660,6 +663,28 @@ export class Session {
     }
   }
 
+  /** Orders replan() answers: only the latest request's plan is shown. */
+  #planRequest = 0;
+
+  /**
+   * Plans the previewed model's memory again for the form's options (ModelPanel calls it when the
+   * draft changes, e.g. its LoRA / dtype / checkpointing switches), so the plan follows the form
+   * before anything is loaded. A draft that does not resolve keeps the last plan: the form says why.
+   */
+  async replan(): Promise<void> {
+    const preview = this.#preview;
+    if (!preview || !this.#resolved.config) return;
+    const request = ++this.#planRequest;
+    try {
+      const plan = await this.api.planMemory(preview.config, this.draftForWorker());
+      const now = this.#preview;
+      if (request === this.#planRequest && now?.config === preview.config)
+        this.#preview = { ...now, plan };
+    } catch {
+      // Same as an unresolved draft: the options form names the problem.
+    }
+  }
+
   async loadModel(): Promise<void> {
     if (!(await this.confirmDiscard('load'))) return;
     this.#loadProgress = null;
@@ -694,6 +719,28 @@ export class Session {
       this.#reports = sameRun ? this.#reports.filter((r) => r.step <= run.step) : [];
     }
     this.#preview = this.#preview ? { ...this.#preview, plan: run.plan } : this.#preview;
+  }
+
+  /**
+   * A PEFT LoRA adapter (its adapter_config.json and adapter_model.safetensors) onto the loaded
+   * base model: a new run at step 0 with the adapter's LoRA options and weights; the form follows.
+   */
+  async importAdapter(files: readonly File[]): Promise<void> {
+    if (!this.#model) return;
+    if (!(await this.confirmDiscard('adapter'))) return;
+    const run = await this.task(
+      'Loading the adapter',
+      async () => {
+        const read = await Promise.all(
+          files.map(async (f) => ({ name: f.name, bytes: new Uint8Array(await f.arrayBuffer()) })),
+        );
+        return this.api.importAdapter(read, this.#jsonl?.text);
+      },
+      'The adapter could not be loaded',
+    );
+    if (!run) return;
+    this.#draft = draftFromConfig(run.config);
+    this.adoptRun(run, true);
   }
 
   // ---- training ------------------------------------------------------------------------

@@ -14,6 +14,7 @@ import { evaluate, type EvalReport } from '../grpo/evaluate';
 import { browserSandboxFactory } from '../grpo/reward-sandbox-browser';
 import type { SandboxFactory } from '../grpo/reward-sandbox';
 import { planRunMemory, Run } from '../grpo/run';
+import { scoreCompletions } from '../grpo/score-completions';
 import { TrainingDivergedError, type StepReport } from '../grpo/trainer';
 import { exportHfFolder } from '../export/hf-export';
 import { CONFIG_FILE, loadHfFolder, type LoadedHfModel } from '../formats/hf-folder';
@@ -391,6 +392,12 @@ export function createTrainerApi(options: TrainerApiOptions = {}) {
       };
     },
 
+    /** The memory plan of `config` on a model of `llama` (a previewed config.json): the page
+     * re-plans with it as the options change, before any weight is read. */
+    async planMemory(llama: LlamaConfig, config: Partial<ConfigInput>): Promise<PlanSummary> {
+      return planFor(llama, resolveConfig(config));
+    },
+
     /** Loads weights and tokenizer (progress events), then builds a run with `config`. */
     async loadModel(
       choice: ModelChoice,
@@ -581,6 +588,20 @@ export function createTrainerApi(options: TrainerApiOptions = {}) {
       run = fresh;
       setStatus(fresh.run.stepCount > 0 ? 'paused' : 'ready');
       return runState(fresh);
+    },
+
+    /**
+     * Test hook (reached from the page only with ?test-hooks=1): teacher-forced log-probs of
+     * `completions` after `prompts` (token ids) under the run's current policy, through the
+     * update's scoring kernels (grpo/score-completions.ts). Changes nothing in the run.
+     */
+    async scoreCompletions(prompts: number[][], completions: number[][]): Promise<Float32Array[]> {
+      const r = requireRun().run;
+      if (status === 'running') throw new Error('Pause training first.');
+      return scoreCompletions(await getEngine(), r.trainer.policy, prompts, completions, {
+        padId: model!.tokenizer.padTokenId,
+        temperature: r.config.temperature,
+      });
     },
 
     /**
