@@ -15,10 +15,12 @@ export interface CommandFlag {
   help: string;
   /** May be given more than once (each value kept, in order). */
   repeatable?: boolean;
+  /** A switch without a value (`--json`): parsed as 'true'. */
+  boolean?: boolean;
 }
 
 export interface Command {
-  name: 'train' | 'eval' | 'aha';
+  name: 'train' | 'eval' | 'aha' | 'plan';
   summary: string;
   flags: readonly CommandFlag[];
 }
@@ -93,15 +95,32 @@ export const AHA: Command = {
   ],
 };
 
-export const COMMANDS: readonly Command[] = [TRAIN, EVAL, AHA];
+export const PLAN: Command = {
+  name: 'plan',
+  summary:
+    'Prints the memory plan of a GRPO run without a GPU: `npm run plan -- <model> [flags] [options]`, <model> a local Hugging Face folder (its config.json) or a built-in config (smollm2-135m, smollm2-360m, qwen2.5-0.5b, qwen2.5-1.5b, llama-3.2-1b); bytes by category, the peak, and what to change when it does not fit. Without --gradient-accumulation-steps the plan chooses the largest micro-batch that fits.',
+  flags: [
+    { name: 'json', value: '', help: 'print the plan as JSON', boolean: true },
+    {
+      name: 'budget',
+      value: 'GiB',
+      help: 'GPU memory to fit (default: the smallest of 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 80 GiB the run fits)',
+    },
+    { name: 'num-prompts', value: 'B', help: 'prompts per step (the option per-step-prompts)' },
+  ],
+};
+
+export const COMMANDS: readonly Command[] = [TRAIN, EVAL, AHA, PLAN];
 
 /** --help: usage, the command's own flags, then every config option. */
 export function commandHelp(command: Command): string {
-  const own = command.flags.map((f) => `${`  --${f.name} <${f.value}>`.padEnd(44)} ${f.help}`);
+  const own = command.flags.map(
+    (f) => `${`  --${f.name}${f.boolean ? '' : ` <${f.value}>`}`.padEnd(44)} ${f.help}`,
+  );
   // configHelp's own header describes its spellings with example flags; ours says it in words.
   const options = configHelp().split('\n').slice(1);
   return [
-    `usage: npm run ${command.name} -- [flags] [options]`,
+    `usage: npm run ${command.name} -- ${command.name === 'plan' ? '<model> ' : ''}[flags] [options]`,
     '',
     command.summary,
     '',
@@ -135,7 +154,10 @@ export function takeCommandFlags(
       continue;
     }
     let value: string | undefined = eq >= 0 ? arg.slice(eq + 1) : argv[i + 1];
-    if (eq < 0) {
+    if (flag.boolean) {
+      if (eq >= 0) throw new Error(`--${name} takes no value`);
+      value = 'true';
+    } else if (eq < 0) {
       if (value === undefined || value.startsWith('--'))
         throw new Error(`--${name} needs a value: --${name} <${flag.value}>`);
       i += 1;

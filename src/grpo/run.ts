@@ -8,7 +8,13 @@
 // until a stop condition (`runUntil()`).
 import type { Engine } from '../engine/engine';
 import type { LlamaConfig } from '../core/model-config';
-import { deviceMemoryLimits, planMemory, type MemoryPlan } from '../model/memory-plan';
+import {
+  deviceMemoryLimits,
+  planMemory,
+  type MemoryPlan,
+  type MemoryPlanInput,
+  type WeightDtype,
+} from '../model/memory-plan';
 import { createTask } from '../tasks/index';
 import type { Task } from '../tasks/types';
 import type { CheckpointPayload } from '../storage/checkpoints';
@@ -19,7 +25,7 @@ import {
   snapshotToPayload,
   toStoredMetrics,
 } from './checkpoint';
-import type { Config } from './config';
+import { loraOptionsOf, type Config } from './config';
 import { createCustomRewards, customRewardResolver, disposeCustomRewards } from './custom-reward';
 import { EvalDuringTraining, type BestEval, type EvalRecord } from './eval-during-training';
 import { trainerEvalContext, type EvalContext } from './evaluate';
@@ -54,19 +60,34 @@ export function planRunMemory(
   limits: Pick<GPUSupportedLimits, 'maxBufferSize' | 'maxStorageBufferBindingSize'>,
   budgetBytes = defaultMemoryBudget(limits),
 ): MemoryPlan {
+  return planMemory(runPlanInput(model, config), deviceMemoryLimits(limits, budgetBytes));
+}
+
+/**
+ * What the memory plan needs of a run's config (planRunMemory; `npm run plan` too). dtype 'auto'
+ * keeps the checkpoint's format, which only its tensors tell: `autoDtype` is that answer (the
+ * trainer's frozenDtypeOf), float32 when not given.
+ */
+export function runPlanInput(
+  model: LlamaConfig,
+  config: Config,
+  autoDtype: WeightDtype = 'float32',
+): MemoryPlanInput {
   const sequences = config.perStepPrompts * config.numGenerations;
-  return planMemory(
-    {
-      config: model,
-      numPrompts: config.perStepPrompts,
-      groupSize: config.numGenerations,
-      promptLength: Math.min(config.maxPromptLength, model.maxPositions),
-      completionLength: config.maxCompletionLength,
-      beta: config.beta,
-      microBatch: sequences / config.gradientAccumulationSteps,
-    },
-    deviceMemoryLimits(limits, budgetBytes),
-  );
+  const lora = loraOptionsOf(config);
+  return {
+    config: model,
+    numPrompts: config.perStepPrompts,
+    groupSize: config.numGenerations,
+    promptLength: Math.min(config.maxPromptLength, model.maxPositions),
+    completionLength: config.maxCompletionLength,
+    beta: config.beta,
+    microBatch: sequences / config.gradientAccumulationSteps,
+    lora: lora ? { r: lora.r, targetModules: lora.targetModules } : null,
+    gradientCheckpointing: config.gradientCheckpointing,
+    dtype: config.dtype === 'auto' ? autoDtype : config.dtype,
+    logitsMemoryMiB: config.logitsMemoryMiB,
+  };
 }
 
 /** What the front ends hear from the loop; each may be async (the loop waits for it), except

@@ -1,24 +1,34 @@
 // Memory plan: how many bytes a GRPO run needs on the GPU before any buffer is created, so the UI
-// can say "does not fit: shorten completions to 192" instead of the device failing mid-step.
-// Counts parameters, gradients, AdamW moments, the frozen reference copy (β > 0), the KV cache of
-// group sampling and the activations of one training forward + backward, all f32, and checks each
-// buffer against the device's per-buffer limits (tensors too big for one storage binding must be
-// split; the plan says which).
+// and `npm run plan` can say "does not fit: turn on gradient checkpointing" instead of the device
+// failing mid-step. The plan lists the buffers the code really allocates (the engine counts the
+// same storage buffers: tests/kernels/memory-plan-measured.test.ts holds the plan to within 10% of
+// the measured peak), and checks each against the device's per-buffer limits.
 //
 // Legend: N sequences per step (B prompts × G group), M sequences per training micro-batch,
-// Tp prompt length, Tc completion length, T = Tp + Tc, C hidden, I intermediate, V vocab,
-// L layers, H heads, Hkv kv-heads, D head dim, P parameter count.
+// P prompt width, Tc completion width, T = P + Tc, C hidden, I intermediate, V vocab, L layers,
+// H heads, Hkv kv-heads, D head dim, r LoRA rank.
 //
-// The activation model is deliberately conservative (a "fits" here should fit in practice): every
-// per-layer tensor the backward pass needs is kept, attention probabilities are materialised
-// (M, H, T, T), logits exist for completion positions only (as TRL's logits_to_keep) and their
-// gradient is a separate buffer. Sampling and training never run at the same time, so their
-// transient buffers share memory: peak = persistent + max(sampling, training).
+// What lives when (src/model/llama.ts, sampler.ts, grpo/policy-objective.ts, optim/adamw.ts):
+// - all run: the weights (f32 when they train; frozen ones, the base under LoRA, packed 16-bit
+//   when dtype says so), gradients and AdamW moments of what trains (every parameter, or only the
+//   LoRA adapters), the reference copy (full fine-tune with β > 0 only: with LoRA the reference is
+//   the policy with its adapters off), and each model's workspace: named scratch buffers kept
+//   between steps and grown to the largest shape asked for (the KV cache and the decoder's scratch
+//   of sampling, the training activations and the backward scratch).
+// - one sampling call: the prompt, position and token-history buffers of Sampler.generate.
+// - one update: the step's per-token buffers and dLogits (policy-objective.ts' Workspace),
+//   freed when the update ends; plus the kernels' per-call scratch.
+// peak = run + max(sampling call, update).
 
 import { formatBytes } from '../core/format';
 import { numel, parameterSpecs, type LlamaConfig } from '../core/model-config';
+import { gradNormPartialsLength } from '../kernels/grad-norm';
+import { GRPO_LOSS_OUT } from '../kernels/grpo-loss';
+import { loraAdapterSpecs } from '../ref/lora';
+import { DEFAULT_LOGITS_MEMORY_BYTES, headChunkRows } from './head-chunks';
 
 const F32 = 4;
+const MiB = 2 ** 20;
 
 export interface DeviceMemoryLimits {
   /** GPUDevice.limits.maxBufferSize: the largest single buffer that can be created. */
@@ -41,29 +51,59 @@ export function deviceMemoryLimits(
   };
 }
 
+/** How frozen weights are stored: f32, or 16-bit packed two per u32 word. */
+export type WeightDtype = 'float32' | 'bfloat16' | 'float16';
+
+/** LoRA as the plan needs it (src/ref/lora.ts LoraOptions). */
+export interface PlanLora {
+  r: number;
+  /** 'all-linear' or projection names, as loraTargetModules. */
+  targetModules: 'all-linear' | readonly string[];
+}
+
 export interface MemoryPlanInput {
   config: LlamaConfig;
   /** B prompts per step. */
   numPrompts: number;
   /** G completions per prompt. */
   groupSize: number;
-  /** Tp: longest prompt in tokens. */
+  /** P: longest prompt in tokens. */
   promptLength: number;
   /** Tc: maximum completion length in tokens. */
   completionLength: number;
-  /** KL coefficient; β > 0 keeps a frozen reference copy of the weights. */
+  /** KL coefficient; β > 0 without LoRA keeps a frozen reference copy of the weights. */
   beta: number;
   /** Sequences per training forward/backward (gradient accumulation); default N (no split). */
   microBatch?: number;
+  /** LoRA adapters (base frozen), or null/absent for a full fine-tune. */
+  lora?: PlanLora | null;
+  /** Storage of the frozen weights (the base under LoRA). Default float32. */
+  dtype?: WeightDtype;
+  /** Keep only each layer's input in the training forward; recompute in backward. */
+  gradientCheckpointing?: boolean;
+  /**
+   * MiB the (rows, V) logits and their gradient may take at once; rows go through the head in
+   * chunks that fit (config logitsMemoryMiB; 0: one row at a time). Default 256.
+   */
+  logitsMemoryMiB?: number;
 }
+
+/** A MemoryPlanInput with every optional field decided. */
+export type ResolvedPlanInput = Required<Omit<MemoryPlanInput, 'lora'>> & {
+  lora: PlanLora | null;
+};
 
 export type MemoryCategory =
   'parameters' | 'gradients' | 'optimizer' | 'reference' | 'grpo' | 'sampling' | 'training';
 
+/** When a buffer is alive: the whole run (kept once allocated), one sampling call, one update. */
+export type MemoryPhase = 'run' | 'sampling' | 'update';
+
 export interface PlannedBuffer {
   name: string;
   category: MemoryCategory;
-  /** Shape of one buffer, f32. */
+  phase: MemoryPhase;
+  /** Shape of one buffer (elements). */
   shape: number[];
   /** Bytes of one buffer. */
   bytes: number;
@@ -88,14 +128,16 @@ export interface OversizedBuffer {
 }
 
 export interface MemoryPlan {
-  input: Required<MemoryPlanInput>;
+  input: ResolvedPlanInput;
   limits: DeviceMemoryLimits;
   buffers: PlannedBuffer[];
-  /** Bytes per category (count × bytes summed). */
+  /** Bytes per category (count × bytes summed, whatever the phase). */
   byCategory: Record<MemoryCategory, number>;
-  /** Parameters, gradients, optimizer, reference and GRPO per-token buffers: alive all run. */
+  /** Buffers alive all run: weights, gradients, moments, reference, the models' workspaces. */
   persistentBytes: number;
+  /** Buffers of one sampling call (freed when it returns). */
   samplingBytes: number;
+  /** Buffers of one update (freed when it returns). */
   trainingBytes: number;
   /** persistent + max(sampling, training). */
   peakBytes: number;
@@ -114,11 +156,33 @@ function checkPositiveInt(value: number, name: string, min = 1) {
   }
 }
 
+const align4 = (bytes: number) => Math.max(4, Math.ceil(bytes / 4) * 4);
+
+/** Bytes per element of frozen weights stored as `dtype`. */
+export const dtypeBytes = (dtype: WeightDtype) => (dtype === 'float32' ? 4 : 2);
+
+/**
+ * Rows of the (rows, V) logits that go through the head at once (src/model/head-chunks.ts, the
+ * model's own formula): the logits chunk and its gradient within `mib` MiB, one binding each.
+ */
+export function planLogitsChunkRows(
+  rows: number,
+  V: number,
+  mib: number,
+  maxBindingBytes = Infinity,
+): number {
+  return headChunkRows(mib * MiB, V, rows, maxBindingBytes);
+}
+
 /** Every buffer the run needs, without judging fit. */
-export function planBuffers(input: Required<MemoryPlanInput>): PlannedBuffer[] {
-  const { config, promptLength: Tp, completionLength: Tc, microBatch: M } = input;
+export function planBuffers(
+  input: ResolvedPlanInput,
+  /** The largest storage binding (GpuLlama's maxBindingBytes): caps a logits chunk. */
+  maxBindingBytes = Infinity,
+): PlannedBuffer[] {
+  const { config, promptLength: P, completionLength: Tc, microBatch: M, lora } = input;
   const N = input.numPrompts * input.groupSize;
-  const T = Tp + Tc;
+  const T = P + Tc;
   const {
     hiddenSize: C,
     intermediateSize: I,
@@ -129,43 +193,152 @@ export function planBuffers(input: Required<MemoryPlanInput>): PlannedBuffer[] {
     headDim: D,
   } = config;
   const out: PlannedBuffer[] = [];
-  const add = (name: string, category: MemoryCategory, shape: number[], count = 1) =>
-    out.push({ name, category, shape, bytes: numel(shape) * F32, count });
+  const add = (
+    name: string,
+    category: MemoryCategory,
+    phase: MemoryPhase,
+    shape: number[],
+    count = 1,
+    elementBytes = F32,
+  ) =>
+    count > 0 &&
+    out.push({
+      name,
+      category,
+      phase,
+      shape,
+      bytes: align4(numel(shape) * elementBytes),
+      count,
+    });
 
-  for (const spec of parameterSpecs(config)) {
-    add(spec.name, 'parameters', spec.shape);
-    add(spec.name, 'gradients', spec.shape);
-    add(`${spec.name} (AdamW m, v)`, 'optimizer', spec.shape, 2);
-    if (input.beta > 0) add(`${spec.name} (reference)`, 'reference', spec.shape);
+  // Weights. A full fine-tune trains every parameter in f32; under LoRA the base is frozen and
+  // stored as `dtype`, and only the adapters (f32) get gradients and moments.
+  // Packed 16-bit storage covers the frozen matrices (projections, embedding, LM head); norm
+  // weights and biases stay f32 (src/model/parameters.ts).
+  const frozenBytes = lora ? dtypeBytes(input.dtype) : F32;
+  const specs = parameterSpecs(config);
+  for (const spec of specs) {
+    const bytes = spec.shape.length === 2 ? frozenBytes : F32;
+    add(spec.name, 'parameters', 'run', spec.shape, 1, bytes);
   }
-  // Per-token GRPO buffers (N, Tc): tokens, mask, logp, old logp, ref logp, advantages-per-token,
-  // loss terms and dlogp: eight words per completion token.
-  add('grpo per-token buffers', 'grpo', [N, Tc], 8);
+  const trainable = lora
+    ? loraAdapterSpecs(config, { ...lora, alpha: 1, useRslora: false, dropout: 0 })
+    : specs;
+  for (const spec of trainable) {
+    if (lora) add(spec.name, 'parameters', 'run', spec.shape);
+    add(`${spec.name} (gradient)`, 'gradients', 'run', spec.shape);
+    add(`${spec.name} (AdamW m, v)`, 'optimizer', 'run', spec.shape, 2);
+  }
+  add('grad-norm partials', 'optimizer', 'run', [gradNormPartialsLength(trainable.length)]);
+  add('grad-norm result, AdamW no-clip scale', 'optimizer', 'run', [4], 2);
+  const reference = input.beta > 0 && !lora;
+  if (reference) {
+    for (const spec of specs) add(`${spec.name} (reference)`, 'reference', 'run', spec.shape);
+  }
 
-  // Sampling: the KV cache for all N sequences, the prefill's transient activations (N·Tp tokens
-  // through one layer at a time), attention scores of the prefill, last-position logits.
-  add('kv cache (k and v, per layer)', 'sampling', [N, T, Hkv * D], 2 * L);
-  add('prefill hidden states (x, norm, attn out, residual)', 'sampling', [N, Tp, C], 4);
-  add('prefill q', 'sampling', [N, Tp, H * D]);
-  add('prefill mlp (gate, up)', 'sampling', [N, Tp, I], 2);
-  add('prefill attention scores', 'sampling', [N, H, Tp, Tp]);
-  add('sampling logits', 'sampling', [N, V], 2);
+  // Sampling (the policy's workspace, kept between steps): the KV cache of N sequences of T
+  // columns, and one set of decoder scratch for the prefill's N·P rows (each layer reuses it;
+  // layerScratch also allocates its own norm outputs, which extend() then replaces by xn).
+  const Rp = N * P;
+  add('kv cache (k and v, per layer)', 'sampling', 'run', [N, T, Hkv * D], 2 * L);
+  add('kv cache key starts', 'sampling', 'run', [N]);
+  add('decoder scratch: x, x2, norm outputs', 'sampling', 'run', [Rp, C], 5);
+  add('decoder scratch: inverse rms', 'sampling', 'run', [Rp], 3);
+  add(
+    'decoder scratch: q before and after rotary, attention out',
+    'sampling',
+    'run',
+    [Rp, H * D],
+    3,
+  );
+  add('decoder scratch: k before and after rotary, v', 'sampling', 'run', [Rp, Hkv * D], 3);
+  add('decoder scratch: attention log-sum-exp', 'sampling', 'run', [N, H, P]);
+  add('decoder scratch: mlp gate, up, silu(gate)·up', 'sampling', 'run', [Rp, I], 3);
+  add('decoder scratch: last column and its logits', 'sampling', 'run', [N, C + V]);
+  // Sampler.generate's own buffers, freed when it returns.
+  add('sampler: prompt tokens and positions', 'sampling', 'sampling', [N, P], 2);
+  add('sampler: next token, its log-prob and position', 'sampling', 'sampling', [N], 3);
+  add('sampler: token and log-prob history', 'sampling', 'sampling', [Tc, N], 2);
 
-  // Training: one micro-batch of M sequences of length T, everything backward needs per layer.
-  add('layer inputs, norms, residuals', 'training', [M, T, C], 4 * L);
-  add('rmsnorm inverse rms', 'training', [M, T], 2 * L);
-  add('q (rotated) and attention output', 'training', [M, T, H * D], 2 * L);
-  add('k, v (rotated)', 'training', [M, T, Hkv * D], 2 * L);
-  add('attention probabilities', 'training', [M, H, T, T], L);
-  add('mlp gate, up, silu(gate)·up', 'training', [M, T, I], 3 * L);
-  add('final norm output and inverse rms', 'training', [M, T, C + 1]);
-  add('logits (completion positions)', 'training', [M, Tc, V]);
-  add('logits gradient', 'training', [M, Tc, V]);
-  // Backward workspace for one layer at a time.
-  add('backward: residual and norm gradients', 'training', [M, T, C], 2);
-  add('backward: q, k, v gradients', 'training', [M, T, (H + 2 * Hkv) * D]);
-  add('backward: attention score gradient', 'training', [M, H, T, T]);
-  add('backward: mlp gradients', 'training', [M, T, I], 2);
+  // Training forward and backward of one micro-batch of M sequences × T columns (the model's
+  // workspace, kept). Logits exist for the Tc completion columns only (TRL's logits_to_keep), in
+  // chunks of rows when logitsMemoryMiB bounds them.
+  const R = M * T;
+  const rows = M * Tc;
+  const chunkRows = planLogitsChunkRows(rows, V, input.logitsMemoryMiB, maxBindingBytes);
+  const chunked = chunkRows < rows;
+  const trainingActivations = (category: MemoryCategory, prefix: string) => {
+    add(`${prefix}batch tokens and positions`, category, 'run', [M, T], 2);
+    add(`${prefix}batch key starts`, category, 'run', [M]);
+    add(`${prefix}residual stream act.x0…x${L}`, category, 'run', [R, C], L + 1);
+    // Per layer, or one shared set with checkpointing (recomputed in backward).
+    const sets = input.gradientCheckpointing ? 1 : L;
+    const per = input.gradientCheckpointing ? ' (one shared set, recomputed)' : ' (per layer)';
+    add(`${prefix}norm outputs, attention residual${per}`, category, 'run', [R, C], 3 * sets);
+    add(`${prefix}inverse rms${per}`, category, 'run', [R], 2 * sets);
+    add(
+      `${prefix}q before and after rotary, attention out${per}`,
+      category,
+      'run',
+      [R, H * D],
+      3 * sets,
+    );
+    add(`${prefix}k before and after rotary, v${per}`, category, 'run', [R, Hkv * D], 3 * sets);
+    add(`${prefix}attention log-sum-exp${per}`, category, 'run', [M, H, T], sets);
+    add(`${prefix}mlp gate, up, silu(gate)·up${per}`, category, 'run', [R, I], 3 * sets);
+    add(`${prefix}final norm output`, category, 'run', [R, C]);
+    add(`${prefix}final inverse rms`, category, 'run', [R]);
+    add(`${prefix}head input (completion columns)`, category, 'run', [rows, C]);
+    add(`${prefix}logits (one chunk of completion rows)`, category, 'run', [chunkRows, V]);
+    if (chunked) add(`${prefix}head input of one chunk`, category, 'run', [chunkRows, C]);
+  };
+  trainingActivations('training', '');
+  if (input.gradientCheckpointing && L > 1) {
+    add('recomputed layer output', 'training', 'run', [R, C]);
+  }
+  // Backward scratch, shared by every layer.
+  add('backward: head input gradient', 'training', 'run', [rows, C]);
+  add('logits gradient (one chunk of completion rows)', 'training', 'run', [chunkRows, V]);
+  add('backward: final norm, residual and norm gradients', 'training', 'run', [R, C], 3);
+  add('backward: mlp gradients', 'training', 'run', [R, I], 3);
+  add(
+    'backward: q, attention out gradients (before and after rotary)',
+    'training',
+    'run',
+    [R, H * D],
+    3,
+  );
+  add('backward: k (before and after rotary), v gradients', 'training', 'run', [R, Hkv * D], 3);
+  add('backward: attention rowsum(dO∘O)', 'training', 'run', [R, H]);
+  if (lora) {
+    // x·Aᵀ (recomputed in backward) and its gradient, for the widest use: prefill or training.
+    add('LoRA x·Aᵀ', 'training', 'run', [Math.max(Rp, R), lora.r]);
+    add('LoRA gradient of x·Aᵀ', 'training', 'run', [R, lora.r]);
+  } else {
+    // The embedding backward's token index (per call): ids, offsets, row order.
+    add('embedding backward token index (per call)', 'training', 'update', [R], 3);
+  }
+  // The reference copy scores in its own workspace: a forward without backward.
+  if (reference) trainingActivations('reference', 'reference forward: ');
+
+  // The update's per-token buffers (policy-objective.ts stepBuffers), freed after the update.
+  const kl = input.beta > 0;
+  add('per-token: targets, mask, old logp, logp, entropy', 'grpo', 'update', [N, Tc], kl ? 6 : 5);
+  add('per-sequence advantages, loss statistics', 'grpo', 'update', [N + 2 * GRPO_LOSS_OUT.length]);
+  add(
+    'micro-batch per-token: targets, mask, old logp, logp, entropy, lse, dlogp ×2',
+    'grpo',
+    'update',
+    [rows],
+    kl ? 9 : 8,
+  );
+  add('micro-batch advantages, loss statistics', 'grpo', 'update', [M + GRPO_LOSS_OUT.length]);
+  add('loss partial sums (per call)', 'grpo', 'update', [M, 8]);
+  if (chunked) {
+    // One chunk's rows of targets, logp, entropy, lse and the logp gradient (policy-objective.ts
+    // ChunkRows), when the chunk is not every row.
+    add('one chunk of per-token rows', 'grpo', 'update', [chunkRows], 5);
+  }
   return out;
 }
 
@@ -187,23 +360,21 @@ function totals(buffers: PlannedBuffer[]): Totals {
     sampling: 0,
     training: 0,
   };
-  for (const b of buffers) byCategory[b.category] += b.bytes * b.count;
-  const persistent =
-    byCategory.parameters +
-    byCategory.gradients +
-    byCategory.optimizer +
-    byCategory.reference +
-    byCategory.grpo;
+  const byPhase: Record<MemoryPhase, number> = { run: 0, sampling: 0, update: 0 };
+  for (const b of buffers) {
+    byCategory[b.category] += b.bytes * b.count;
+    byPhase[b.phase] += b.bytes * b.count;
+  }
   return {
     byCategory,
-    persistent,
-    sampling: byCategory.sampling,
-    training: byCategory.training,
-    peak: persistent + Math.max(byCategory.sampling, byCategory.training),
+    persistent: byPhase.run,
+    sampling: byPhase.sampling,
+    training: byPhase.update,
+    peak: byPhase.run + Math.max(byPhase.sampling, byPhase.update),
   };
 }
 
-function resolve(input: MemoryPlanInput): Required<MemoryPlanInput> {
+function resolve(input: MemoryPlanInput): ResolvedPlanInput {
   checkPositiveInt(input.numPrompts, 'numPrompts');
   checkPositiveInt(input.groupSize, 'groupSize');
   checkPositiveInt(input.promptLength, 'promptLength');
@@ -215,10 +386,45 @@ function resolve(input: MemoryPlanInput): Required<MemoryPlanInput> {
   if (microBatch > N) {
     throw new RangeError(`memory plan: microBatch (${microBatch}) exceeds N = B·G = ${N}`);
   }
-  return { ...input, microBatch };
+  if (input.lora) checkPositiveInt(input.lora.r, 'lora.r');
+  const logitsMemoryMiB = input.logitsMemoryMiB ?? DEFAULT_LOGITS_MEMORY_BYTES / MiB;
+  if (!(logitsMemoryMiB >= 0)) {
+    throw new RangeError(`memory plan: logitsMemoryMiB must be ≥ 0, got ${logitsMemoryMiB}`);
+  }
+  return {
+    ...input,
+    microBatch,
+    lora: input.lora ?? null,
+    dtype: input.dtype ?? 'float32',
+    gradientCheckpointing: input.gradientCheckpointing ?? false,
+    logitsMemoryMiB,
+  };
 }
 
-const peakOf = (input: Required<MemoryPlanInput>) => totals(planBuffers(input)).peak;
+const peakOf = (input: ResolvedPlanInput, maxBindingBytes = Infinity) =>
+  totals(planBuffers(input, maxBindingBytes)).peak;
+
+/** Peak bytes of a plan input (no limits needed). */
+export function planPeakBytes(input: MemoryPlanInput, maxBindingBytes = Infinity): number {
+  return peakOf(resolve(input), maxBindingBytes);
+}
+
+/**
+ * The largest micro-batch (a divisor of N = B·G, as gradient accumulation needs) whose peak fits
+ * `budget` bytes, or null when not even one sequence at a time fits.
+ */
+export function chooseMicroBatch(
+  input: MemoryPlanInput,
+  budget: number,
+  maxBindingBytes = Infinity,
+): number | null {
+  const N = input.numPrompts * input.groupSize;
+  const base = resolve({ ...input, microBatch: 1 });
+  for (let m = N; m >= 1; m--) {
+    if (N % m === 0 && peakOf({ ...base, microBatch: m }, maxBindingBytes) <= budget) return m;
+  }
+  return null;
+}
 
 /** Largest value in [lo, hi] for which `fits(v)` holds, assuming monotonic; null if none. */
 function largestFitting(lo: number, hi: number, fits: (v: number) => boolean): number | null {
@@ -234,10 +440,112 @@ function largestFitting(lo: number, hi: number, fits: (v: number) => boolean): n
 /** Parameters GpuLlama splits into row chunks when they exceed a binding (src/model/llama.ts). */
 const SPLIT_BY_MODEL = new Set(['model.embed_tokens.weight', 'lm_head.weight']);
 
+/** What to change when `input` does not fit `budget`, most effective first. */
+function adviseChanges(
+  input: ResolvedPlanInput,
+  t: Totals,
+  budget: number,
+  maxBindingBytes: number,
+): string[] {
+  const suggestions: string[] = [];
+  const fitsWith = (change: Partial<ResolvedPlanInput>) =>
+    peakOf({ ...input, ...change }, maxBindingBytes) <= budget;
+  const N = input.numPrompts * input.groupSize;
+  const weightsOnly = t.byCategory.parameters + t.byCategory.gradients + t.byCategory.optimizer;
+  if (weightsOnly > budget) {
+    suggestions.push(
+      input.lora
+        ? `pick a smaller model: its weights and adapters alone need ${formatBytes(weightsOnly)}`
+        : `pick a smaller model or train LoRA adapters (usePeft): the parameters, gradients and ` +
+            `AdamW moments of a full fine-tune alone need ${formatBytes(weightsOnly)} (16 bytes per parameter)`,
+    );
+  }
+  if (!input.lora) {
+    const lora: PlanLora = { r: 16, targetModules: 'all-linear' };
+    if (fitsWith({ lora })) {
+      suggestions.push(
+        'train LoRA adapters (usePeft, loraR 16, all-linear): the base model is frozen, with no ' +
+          'gradients, moments or reference copy',
+      );
+    } else if (fitsWith({ lora, dtype: 'bfloat16' })) {
+      suggestions.push(
+        'train LoRA adapters (usePeft, loraR 16) on a bfloat16 base (dtype bfloat16)',
+      );
+    } else if (fitsWith({ lora, dtype: 'bfloat16', gradientCheckpointing: true })) {
+      suggestions.push(
+        'train LoRA adapters (usePeft, loraR 16) on a bfloat16 base with gradient checkpointing',
+      );
+    }
+  } else if (input.dtype === 'float32' && fitsWith({ dtype: 'bfloat16' })) {
+    suggestions.push(
+      `store the frozen base as bfloat16 (dtype bfloat16): halves its ${formatBytes(t.byCategory.parameters)}`,
+    );
+  }
+  if (!input.gradientCheckpointing && fitsWith({ gradientCheckpointing: true })) {
+    suggestions.push(
+      "turn on gradient checkpointing: keeps each layer's input only and recomputes the layer in backward",
+    );
+  }
+  if (input.beta > 0 && !input.lora && fitsWith({ beta: 0 })) {
+    suggestions.push(
+      `set β = 0 (no KL term): saves the reference copy (${formatBytes(t.byCategory.reference)})`,
+    );
+  }
+  if (input.microBatch > 1) {
+    let m: number | null = null;
+    for (let v = input.microBatch - 1; v >= 1 && m === null; v--) {
+      if (N % v === 0 && fitsWith({ microBatch: v })) m = v;
+    }
+    if (m !== null) {
+      suggestions.push(
+        `train in micro-batches of ${m} sequences instead of ${input.microBatch} ` +
+          `(gradientAccumulationSteps ${N / m}; same result, more passes)`,
+      );
+    }
+  }
+  if (input.logitsMemoryMiB > 16) {
+    const mib = [128, 64, 32, 16].find(
+      (v) => v < input.logitsMemoryMiB && fitsWith({ logitsMemoryMiB: v }),
+    );
+    if (mib) suggestions.push(`bound the logits to ${mib} MiB at a time (logitsMemoryMiB ${mib})`);
+  }
+  if (input.groupSize > 2) {
+    const g = largestFitting(2, input.groupSize - 1, (v) =>
+      fitsWith({ groupSize: v, microBatch: Math.min(input.microBatch, input.numPrompts * v) }),
+    );
+    if (g !== null) suggestions.push(`use a smaller group: G = ${g} instead of ${input.groupSize}`);
+  }
+  if (input.numPrompts > 1) {
+    const b = largestFitting(1, input.numPrompts - 1, (v) =>
+      fitsWith({ numPrompts: v, microBatch: Math.min(input.microBatch, v * input.groupSize) }),
+    );
+    if (b !== null)
+      suggestions.push(`use fewer prompts per step: B = ${b} instead of ${input.numPrompts}`);
+  }
+  if (input.completionLength > 1) {
+    const c = largestFitting(1, input.completionLength - 1, (v) =>
+      fitsWith({ completionLength: v }),
+    );
+    if (c !== null) {
+      suggestions.push(
+        `use shorter completions: at most ${c} tokens instead of ${input.completionLength}`,
+      );
+    }
+  }
+  if (suggestions.length === 0) {
+    suggestions.push(
+      'no single change fits: combine LoRA, bfloat16, checkpointing, a smaller group and shorter ' +
+        'completions, or pick a smaller model',
+    );
+  }
+  return suggestions;
+}
+
 /** The memory plan for a run on a device: totals, fit, buffers to split, and what to change. */
 export function planMemory(planInput: MemoryPlanInput, limits: DeviceMemoryLimits): MemoryPlan {
   const input = resolve(planInput);
-  const buffers = planBuffers(input);
+  const maxBinding = Math.min(limits.maxStorageBufferBindingSize, limits.maxBufferSize);
+  const buffers = planBuffers(input, maxBinding);
   const t = totals(buffers);
   const fits = t.peak <= limits.totalBudget;
 
@@ -245,7 +553,7 @@ export function planMemory(planInput: MemoryPlanInput, limits: DeviceMemoryLimit
   const oversized: OversizedBuffer[] = [];
   const seen = new Set<string>();
   for (const b of buffers) {
-    const key = b.name.replace(/ \((AdamW m, v|reference)\)$/, '');
+    const key = b.name.replace(/ \((gradient|AdamW m, v|reference)\)$/, '');
     if (seen.has(key)) continue;
     const limit =
       b.bytes > limits.maxBufferSize
@@ -267,95 +575,25 @@ export function planMemory(planInput: MemoryPlanInput, limits: DeviceMemoryLimit
     });
   }
 
-  const suggestions: string[] = [];
-  const N = input.numPrompts * input.groupSize;
   const budget = limits.totalBudget;
-  if (!fits) {
-    const weightsOnly = t.byCategory.parameters + t.byCategory.gradients + t.byCategory.optimizer;
-    if (weightsOnly > budget) {
-      suggestions.push(
-        `pick a smaller model: its parameters, gradients and AdamW moments alone need ` +
-          `${formatBytes(weightsOnly)} (16 bytes per parameter)`,
-      );
-    }
-    if (input.beta > 0 && peakOf({ ...input, beta: 0 }) <= budget) {
-      suggestions.push(
-        `set β = 0 (no KL term): saves the reference copy of the weights (${formatBytes(t.byCategory.reference)})`,
-      );
-    }
-    if (input.microBatch > 1) {
-      const m = largestFitting(
-        1,
-        input.microBatch - 1,
-        (v) => peakOf({ ...input, microBatch: v }) <= budget,
-      );
-      if (m !== null) {
-        suggestions.push(
-          `train in micro-batches of ${m} sequences instead of ${input.microBatch} (gradient accumulation; same result, more passes)`,
-        );
-      }
-    }
-    if (input.groupSize > 2) {
-      const g = largestFitting(
-        2,
-        input.groupSize - 1,
-        (v) =>
-          peakOf({
-            ...input,
-            groupSize: v,
-            microBatch: Math.min(input.microBatch, input.numPrompts * v),
-          }) <= budget,
-      );
-      if (g !== null)
-        suggestions.push(`use a smaller group: G = ${g} instead of ${input.groupSize}`);
-    }
-    if (input.numPrompts > 1) {
-      const b = largestFitting(
-        1,
-        input.numPrompts - 1,
-        (v) =>
-          peakOf({
-            ...input,
-            numPrompts: v,
-            microBatch: Math.min(input.microBatch, v * input.groupSize),
-          }) <= budget,
-      );
-      if (b !== null)
-        suggestions.push(`use fewer prompts per step: B = ${b} instead of ${input.numPrompts}`);
-    }
-    if (input.completionLength > 1) {
-      const c = largestFitting(
-        1,
-        input.completionLength - 1,
-        (v) => peakOf({ ...input, completionLength: v }) <= budget,
-      );
-      if (c !== null) {
-        suggestions.push(
-          `use shorter completions: at most ${c} tokens instead of ${input.completionLength}`,
-        );
-      }
-    }
-    if (suggestions.length === 0) {
-      suggestions.push(
-        'no single change fits: combine a smaller group, shorter completions and micro-batches, or pick a smaller model',
-      );
-    }
-  }
-
+  const suggestions = fits ? [] : adviseChanges(input, t, budget, maxBinding);
+  const N = input.numPrompts * input.groupSize;
   const parts = [
-    ['parameters', t.byCategory.parameters],
+    [
+      input.lora ? `weights (base ${input.dtype}) and adapters` : 'parameters',
+      t.byCategory.parameters,
+    ],
     ['gradients', t.byCategory.gradients],
     ['AdamW moments', t.byCategory.optimizer],
     ['reference copy', t.byCategory.reference],
-    ['KV cache + sampling', t.sampling],
-    [`training activations (micro-batch ${input.microBatch})`, t.training],
+    ['KV cache + sampling', t.byCategory.sampling],
+    [`training activations (micro-batch ${input.microBatch})`, t.byCategory.training],
+    ['per-token GRPO buffers', t.byCategory.grpo],
   ] as const;
   const breakdown = parts
     .filter(([, bytes]) => bytes > 0)
     .map(([label, bytes]) => `${label} ${formatBytes(bytes)}`)
     .join(', ');
-  const activationPhase =
-    t.training >= t.sampling ? 'training activations' : 'the KV cache and sampling';
   let message: string;
   if (fits) {
     message =
@@ -365,7 +603,7 @@ export function planMemory(planInput: MemoryPlanInput, limits: DeviceMemoryLimit
     message =
       `Does not fit: N = ${input.numPrompts}×${input.groupSize} = ${N} sequences of ` +
       `${input.promptLength} + ${input.completionLength} tokens need ${formatBytes(t.peak)} at peak, ` +
-      `the budget is ${formatBytes(budget)} (${breakdown}; the peak is set by ${activationPhase}). ` +
+      `the budget is ${formatBytes(budget)} (${breakdown}). ` +
       `To fit: ${suggestions.join('; or ')}.`;
   }
   const describe = (list: OversizedBuffer[]) =>

@@ -2,8 +2,15 @@
 // suggestion really fits (and is the largest that does), and the buffers flagged for splitting.
 import { describe, expect, it } from 'vitest';
 import { formatBytes } from '../../src/core/format';
-import { planMemory, type DeviceMemoryLimits } from '../../src/model/memory-plan';
-import { parameterCount, parseHfConfig } from '../../src/core/model-config';
+import {
+  chooseMicroBatch,
+  planLogitsChunkRows,
+  planMemory,
+  planPeakBytes,
+  type DeviceMemoryLimits,
+} from '../../src/model/memory-plan';
+import { gradNormPartialsLength } from '../../src/kernels/grad-norm';
+import { parameterCount, parameterSpecs, parseHfConfig } from '../../src/core/model-config';
 
 // C=8, I=12, V=272, L=2, H=2, Hkv=1, D=4, untied:
 // P = 2·V·C + L·(C + H·D·C + 2·Hkv·D·C + C·H·D + C + 3·I·C) + C
@@ -26,46 +33,121 @@ const roomy: DeviceMemoryLimits = {
 };
 const run = { config: tiny, numPrompts: 2, groupSize: 3, promptLength: 5, completionLength: 7 };
 
+const GRADNORM_EXTRA = (tensors: number) => gradNormPartialsLength(tensors) * 4 + 2 * 16;
+
 describe('planMemory byte counts (tiny config, by hand)', () => {
-  it('parameters, gradients, moments and reference copy are 4, 4, 8 and 4 bytes per parameter', () => {
+  it('full fine-tune: parameters, gradients, moments and reference copy are 4, 4, 8 and 4 bytes per parameter', () => {
     expect(parameterCount(tiny)).toBe(P);
+    const tensors = parameterSpecs(tiny).length;
     const noKl = planMemory({ ...run, beta: 0 }, roomy);
     expect(noKl.byCategory.parameters).toBe(4 * P);
     expect(noKl.byCategory.gradients).toBe(4 * P);
-    expect(noKl.byCategory.optimizer).toBe(8 * P);
+    expect(noKl.byCategory.optimizer).toBe(8 * P + GRADNORM_EXTRA(tensors));
     expect(noKl.byCategory.reference).toBe(0);
     const kl = planMemory({ ...run, beta: 0.04 }, roomy);
-    expect(kl.byCategory.reference).toBe(4 * P);
-    expect(kl.peakBytes - noKl.peakBytes).toBe(4 * P);
+    // The copy's weights, and its own forward activations (it scores in its own workspace).
+    const refActs = kl.buffers
+      .filter((b) => b.category === 'reference' && b.name.startsWith('reference forward'))
+      .reduce((s, b) => s + b.bytes * b.count, 0);
+    expect(kl.byCategory.reference).toBe(4 * P + refActs);
+    // Its forward keeps what the policy's does: every training buffer but the backward's.
+    const policyForward = kl.buffers
+      .filter((b) => b.category === 'training' && !/backward|embedding|gradient/.test(b.name))
+      .reduce((s, b) => s + b.bytes * b.count, 0);
+    expect(refActs).toBe(policyForward);
+    expect(kl.peakBytes - noKl.peakBytes).toBe(kl.byCategory.reference + 6 * 7 * 4 + 6 * 7 * 4);
   });
 
-  it('KV cache, attention probabilities and logits have the sizes of their shapes', () => {
-    const plan = planMemory({ ...run, beta: 0, microBatch: 4 }, roomy);
+  it('LoRA: the base frozen (dtype bytes, no gradients, no moments), adapters f32 with both, no reference copy', () => {
+    // r = 2, all-linear: per layer r·(in + out) for q (8+8), k (8+4), v (8+4), o (8+8),
+    // gate (8+12), up (8+12), down (12+8) = 2·116 = 232; two layers → 464 adapter weights.
+    const A = 464;
+    const lora = { r: 2, targetModules: 'all-linear' as const };
+    for (const [dtype, bytes] of [
+      ['float32', 4],
+      ['bfloat16', 2],
+      ['float16', 2],
+    ] as const) {
+      const plan = planMemory({ ...run, beta: 0.04, lora, dtype }, roomy);
+      // Matrices take `bytes` each; the 5 norm weights (40 values) stay f32.
+      expect(plan.byCategory.parameters).toBe(bytes * (P - 40) + 4 * 40 + 4 * A);
+      expect(plan.byCategory.gradients).toBe(4 * A);
+      expect(plan.byCategory.optimizer).toBe(8 * A + GRADNORM_EXTRA(2 * 7 * 2));
+      // β > 0: the reference is the policy with its adapters off.
+      expect(plan.byCategory.reference).toBe(0);
+    }
+    // dtype only applies to frozen weights: a full fine-tune trains in f32 whatever it says.
+    const full = planMemory({ ...run, beta: 0, dtype: 'bfloat16' }, roomy);
+    expect(full.byCategory.parameters).toBe(4 * P);
+  });
+
+  it('KV cache, activations and logits have the sizes of their shapes', () => {
+    const plan = planMemory({ ...run, beta: 0, microBatch: 3 }, roomy);
     const total = (name: string) => {
       const b = plan.buffers.find((x) => x.name === name)!;
       return b.bytes * b.count;
     };
-    const N = 6,
-      T = 12,
-      M = 4;
+    const [N, T, M, Tc, V, C, I] = [6, 12, 3, 7, 272, 8, 12];
     // k and v, L layers, (N, T, Hkv·D) f32
     expect(total('kv cache (k and v, per layer)')).toBe(2 * 2 * N * T * 1 * 4 * 4);
-    // (M, H, T, T) per layer
-    expect(total('attention probabilities')).toBe(2 * M * 2 * T * T * 4);
-    // (M, Tc, V)
-    expect(total('logits (completion positions)')).toBe(M * 7 * 272 * 4);
+    // L + 1 residual-stream buffers (M·T, C)
+    expect(total('residual stream act.x0…x2')).toBe(3 * M * T * C * 4);
+    // gate, up, h per layer (M·T, I)
+    expect(total('mlp gate, up, silu(gate)·up (per layer)')).toBe(2 * 3 * M * T * I * 4);
+    // (M·Tc, V), and its gradient in the update's buffers
+    expect(total('logits (one chunk of completion rows)')).toBe(M * Tc * V * 4);
+    expect(total('logits gradient (one chunk of completion rows)')).toBe(M * Tc * V * 4);
     expect(plan.peakBytes).toBe(
       plan.persistentBytes + Math.max(plan.samplingBytes, plan.trainingBytes),
     );
-    expect(plan.persistentBytes).toBe(16 * P + 8 * N * 7 * 4);
+    // The models' workspaces are kept between steps: the KV cache is alive while training.
+    expect(plan.buffers.find((b) => b.name.startsWith('kv cache'))!.phase).toBe('run');
   });
 
-  it('micro-batching shrinks training activations in proportion and leaves the rest', () => {
+  it('micro-batching shrinks training activations in proportion and leaves sampling alone', () => {
     const full = planMemory({ ...run, beta: 0 }, roomy);
     const half = planMemory({ ...run, beta: 0, microBatch: 3 }, roomy);
     expect(full.input.microBatch).toBe(6);
-    expect(half.trainingBytes * 2).toBe(full.trainingBytes);
-    expect(half.samplingBytes).toBe(full.samplingBytes);
+    // Every training buffer is per micro-batch (batch key starts: one word per sequence).
+    expect(half.byCategory.training * 2).toBe(full.byCategory.training);
+    expect(half.byCategory.sampling).toBe(full.byCategory.sampling);
+  });
+
+  it('gradient checkpointing keeps one shared set of layer intermediates and one recomputed output', () => {
+    const kept = planMemory({ ...run, beta: 0 }, roomy);
+    const ckpt = planMemory({ ...run, beta: 0, gradientCheckpointing: true }, roomy);
+    // One layer's set: 3 (R, C) + 2 (R) + 3 (R, H·D) + 3 (R, Hkv·D) + (M, H, T) + 3 (R, I), R = 72.
+    const R = 6 * 12;
+    const perLayer = (3 * R * 8 + 2 * R + 3 * R * 8 + 3 * R * 4 + 6 * 2 * 12 + 3 * R * 12) * 4;
+    // Two layers → one set, plus the recomputed layer output (R, C).
+    expect(kept.byCategory.training - ckpt.byCategory.training).toBe(perLayer - R * 8 * 4);
+  });
+
+  it('chunked logits: rows per chunk keep logits + gradient within the MiB (head-chunks.ts)', () => {
+    expect(planLogitsChunkRows(1000, 1024, 1)).toBe(128); // 2·128·1024·4 = 1 MiB
+    expect(planLogitsChunkRows(1000, 1024, 0.9)).toBe(112); // 115 rows, down to a multiple of 4
+    expect(planLogitsChunkRows(100, 1024, 1)).toBe(100);
+    expect(planLogitsChunkRows(10, 2 ** 20, 1)).toBe(1);
+    expect(planLogitsChunkRows(1000, 1024, 0)).toBe(1);
+    // A chunk also fits one binding: 8192 / (1024·4) = 2 rows.
+    expect(planLogitsChunkRows(1000, 1024, 1, 8192)).toBe(2);
+    // Default 256 MiB: all 42 rows of the tiny run at once.
+    const whole = planMemory({ ...run, beta: 0 }, roomy);
+    expect(whole.input.logitsMemoryMiB).toBe(256);
+    const oneRow = planMemory({ ...run, beta: 0, logitsMemoryMiB: 0 }, roomy);
+    // (42, V) logits and gradient become (1, V) each, plus one row of head input (1, C).
+    const training = (p: typeof whole) => p.byCategory.training;
+    expect(training(whole) - training(oneRow)).toBe(2 * 41 * 272 * 4 - 8 * 4);
+  });
+
+  it('chooseMicroBatch picks the largest divisor of N that fits, null when none does', () => {
+    const input = { ...run, numPrompts: 4, groupSize: 6, completionLength: 40, beta: 0 };
+    const at = (m: number) => planPeakBytes({ ...input, microBatch: m });
+    expect(chooseMicroBatch(input, at(24))).toBe(24);
+    // Between the peaks of 8 and 12 sequences: 8 (9, 10, 11 do not divide 24).
+    expect(chooseMicroBatch(input, at(12) - 1)).toBe(8);
+    expect(chooseMicroBatch(input, at(1))).toBe(1);
+    expect(chooseMicroBatch(input, at(1) - 1)).toBeNull();
   });
 });
 
@@ -95,32 +177,37 @@ describe('fit decisions and advice', () => {
     expect(fitsWith({ completionLength: c })).toBe(true);
     expect(fitsWith({ completionLength: c + 1 })).toBe(false);
     const m = num(/micro-batches of (\d+) sequences instead of 32/);
+    // Gradient accumulation needs a divisor of N = 32: the largest that fits.
+    expect(32 % m).toBe(0);
     expect(fitsWith({ microBatch: m })).toBe(true);
-    expect(fitsWith({ microBatch: m + 1 })).toBe(false);
+    for (const larger of [2 * m, 4 * m].filter((v) => v < 32))
+      expect(fitsWith({ microBatch: larger })).toBe(false);
     const g = num(/G = (\d+) instead of 8/);
     expect(fitsWith({ groupSize: g })).toBe(true);
     expect(fitsWith({ groupSize: g + 1 })).toBe(false);
     expect(plan.message).toContain('To fit: ');
-    expect(plan.message).toContain('the peak is set by training activations');
   });
 
   it('suggests β = 0 when dropping the reference copy is enough', () => {
     const noKl = planMemory({ ...run, beta: 0 }, roomy).peakBytes;
     const plan = planMemory({ ...run, beta: 0.04 }, { ...roomy, totalBudget: noKl });
     expect(plan.fits).toBe(false);
-    expect(plan.suggestions[0]).toBe(
-      `set β = 0 (no KL term): saves the reference copy of the weights (${formatBytes(4 * P)})`,
+    const reference = planMemory({ ...run, beta: 0.04 }, roomy).byCategory.reference;
+    expect(plan.suggestions).toContain(
+      `set β = 0 (no KL term): saves the reference copy (${formatBytes(reference)})`,
     );
   });
 
   it('says to pick a smaller model when the weights alone do not fit', () => {
     const plan = planMemory({ ...run, beta: 0 }, { ...roomy, totalBudget: 16 * P - 1 });
-    expect(plan.suggestions[0]).toMatch(/^pick a smaller model: .* alone need 83\.6 KiB/);
+    expect(plan.suggestions[0]).toMatch(
+      /^pick a smaller model or train LoRA adapters \(usePeft\): .* alone need (\d+\.\d) KiB \(16 bytes per parameter\)$/,
+    );
   });
 });
 
 describe('buffers too large for one binding or one buffer', () => {
-  it('flags the embedding (once, with its gradient and moments) and the logits', () => {
+  it('flags the embedding (once, with its gradient and moments); the logits come in chunks that fit', () => {
     // embed_tokens is 272·8·4 = 8704 bytes; logits (6, 7, 272) = 45696 bytes.
     const limits = {
       maxBufferSize: 40000,
@@ -140,22 +227,17 @@ describe('buffers too large for one binding or one buffer', () => {
     });
     expect(byName.get('lm_head.weight')!.parts).toBe(2);
     expect(byName.get('lm_head.weight')!.splitByModel).toBe(true);
-    expect(byName.get('logits (completion positions)')).toMatchObject({
-      bytes: 45696,
-      limit: 'maxBufferSize',
-      parts: 2,
-      splitByModel: false,
-    });
+    // The logits come in row chunks that fit a binding: 8192 / (272·4) = 7 → 4 rows.
+    expect(byName.has('logits (one chunk of completion rows)')).toBe(false);
+    const logits = plan.buffers.find((b) => b.name === 'logits (one chunk of completion rows)')!;
+    expect(logits.shape).toEqual([4, 272]);
     expect(plan.oversized.filter((o) => o.name.startsWith('model.embed_tokens'))).toHaveLength(1);
     expect(plan.oversized.some((o) => o.name.startsWith('model.layers'))).toBe(false);
     expect(plan.message).toContain(
       '2 tensors exceed a per-buffer limit and must be split (the model stores them as row chunks ' +
         'automatically): model.embed_tokens.weight 8.50 KiB > maxStorageBufferBindingSize 8.00 KiB (2 parts)',
     );
-    expect(plan.message).toContain(
-      'must be split, which the engine does not do: lower the micro-batch or the completion length: ' +
-        'logits (completion positions) 44.6 KiB > maxBufferSize',
-    );
+    expect(plan.message).not.toContain('which the engine does not do');
   });
 
   it('rejects nonsense inputs', () => {

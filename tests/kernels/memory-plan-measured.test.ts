@@ -1,0 +1,133 @@
+// The memory plan against the engine's own count: real GRPO steps of a tiny random model through
+// the real trainer on Node WebGPU, for each option the plan covers (full fine-tune f32 with and
+// without the reference copy, LoRA with β = 0 and β > 0, gradient checkpointing, micro-batches),
+// and the plan's peak (planRunMemory, what every front end shows) within 10% of the measured one.
+import { describe, expect, it } from 'vitest';
+import type { LlamaConfig } from '../../src/core/model-config';
+import type { ConfigInput } from '../../src/grpo/config';
+import { planRunMemory } from '../../src/grpo/run';
+import { GrpoTrainer } from '../../src/grpo/trainer';
+import { initLlamaWeights } from '../../src/model/init';
+import type { Task } from '../../src/tasks/types';
+import { config, startsWithA, tokenizer } from '../support/tiny-trainer';
+import { testEngine } from './harness';
+
+// Every prompt is 4 tokens, so the batch's prompt width is exactly maxPromptLength.
+const PROMPT = 'abc?';
+const fixedTask: Task = {
+  name: 'fixed',
+  description: 'one 4-token prompt, for memory measurements',
+  generate: (seed, count) =>
+    Array.from({ length: count }, (_, i) => ({
+      id: `fixed-${seed}-${i}`,
+      task: 'fixed',
+      question: PROMPT,
+      reference: null,
+      verifier: { kind: 'none' as const },
+    })),
+  formatPrompt: (problem) => ({ kind: 'text', text: problem.question }),
+  verify: () => null,
+};
+
+// V = 512 (ids past the tokenizer's alphabet decode to nothing): EOS (id 0) is drawn rarely, so
+// the longest completion of a step reaches maxCompletionLength, the width the plan assumes.
+const base: LlamaConfig = {
+  architecture: 'LlamaForCausalLM',
+  hiddenSize: 32,
+  intermediateSize: 96,
+  numLayers: 3,
+  numHeads: 4,
+  numKvHeads: 2,
+  headDim: 8,
+  vocabSize: 512,
+  maxPositions: 64,
+  ropeTheta: 10000,
+  rmsNormEps: 1e-6,
+  tieWordEmbeddings: false,
+  attentionBias: false,
+  bosTokenId: null,
+  eosTokenIds: [0],
+};
+const qwenLike: LlamaConfig = {
+  ...base,
+  architecture: 'Qwen2ForCausalLM',
+  tieWordEmbeddings: true,
+  attentionBias: true,
+};
+
+const lora = { usePeft: true, loraR: 4, loraAlpha: 8, loraTargetModules: ['all-linear'] };
+const CASES: { name: string; model: LlamaConfig; overrides: Partial<ConfigInput> }[] = [
+  { name: 'full fine-tune f32, β = 0', model: base, overrides: { beta: 0 } },
+  { name: 'full fine-tune f32, β > 0 (reference copy)', model: base, overrides: { beta: 0.04 } },
+  { name: 'LoRA all-linear, β = 0', model: base, overrides: { ...lora, beta: 0 } },
+  {
+    name: 'LoRA, β > 0 (adapters off, no copy), tied + bias',
+    model: qwenLike,
+    overrides: { ...lora, beta: 0.04 },
+  },
+  {
+    name: 'full fine-tune, gradient checkpointing',
+    model: base,
+    overrides: { gradientCheckpointing: true },
+  },
+  {
+    name: 'LoRA, checkpointing, 2 micro-batches',
+    model: qwenLike,
+    overrides: { ...lora, gradientCheckpointing: true, gradientAccumulationSteps: 2 },
+  },
+  { name: 'LoRA on a bfloat16 base', model: qwenLike, overrides: { ...lora, dtype: 'bfloat16' } },
+  {
+    name: 'chunked head (2-row logits chunks), full fine-tune, β > 0',
+    model: base,
+    overrides: { logitsMemoryMiB: 0.01, beta: 0.04 },
+  },
+  {
+    name: 'LoRA + bfloat16 + checkpointing + chunked head',
+    model: qwenLike,
+    overrides: { ...lora, dtype: 'float16', gradientCheckpointing: true, logitsMemoryMiB: 0.02 },
+  },
+];
+
+describe('memory plan vs the measured peak', { timeout: 600_000 }, () => {
+  for (const { name, model, overrides } of CASES) {
+    it(`${name}: planned peak within 10% of the engine's peak over two steps`, async () => {
+      const engine = await testEngine();
+      const cfg = config({
+        perStepPrompts: 2,
+        numGenerations: 4,
+        maxPromptLength: PROMPT.length,
+        maxCompletionLength: 8,
+        temperature: 1.5,
+        ...overrides,
+      });
+      const before = engine.memory.liveBytes;
+      engine.memory.resetPeak();
+      const trainer = new GrpoTrainer({
+        engine,
+        config: cfg,
+        modelConfig: model,
+        weights: initLlamaWeights(model, 3),
+        tokenizer,
+        task: fixedTask,
+        rewardFunctions: [startsWithA],
+      });
+      let longest = 0;
+      try {
+        for (let s = 0; s < 2; s++) {
+          const report = await trainer.trainStep();
+          for (const g of report.groups)
+            for (const c of g.completions) longest = Math.max(longest, c.logp.length);
+        }
+      } finally {
+        trainer.destroy();
+      }
+      const measured = engine.memory.peakBytes - before;
+      // Everything the run allocated came back.
+      expect(engine.memory.liveBytes).toBe(before);
+      expect(longest).toBe(cfg.maxCompletionLength);
+      const plan = planRunMemory(model, cfg, engine.device.limits);
+      console.log(`${name}: measured ${measured} B, planned ${plan.peakBytes} B`);
+      expect(Math.abs(measured - plan.peakBytes)).toBeLessThanOrEqual(0.1 * measured);
+    });
+  }
+});
