@@ -7,7 +7,7 @@
 // is validated completely (dtypes, shapes, byte ranges tiling the data section exactly, as the
 // format requires) before any tensor byte is touched.
 
-import { f32ToBf16Bits, f32ToF16Bits } from '../ref/half';
+import { f32ToBf16Bits, f32ToF16Bits, type HalfTensor } from '../ref/half';
 import { ModelFileError } from './errors';
 
 export type SafetensorsDtype = 'F32' | 'F16' | 'BF16';
@@ -278,6 +278,33 @@ export function parseSafetensors(bytes: Uint8Array, fileName: string): ParsedSaf
     });
   }
   return { metadata, tensors };
+}
+
+/**
+ * The tensors of a safetensors file as a frozen base stored in 16 bits wants them: F32 as f32,
+ * F16 / BF16 as their 16-bit values as shipped (a view of the input when 2-aligned: no widened
+ * copy, half the memory of parseSafetensors). src/model/parameters.ts stores those packed as they
+ * are (config dtype 'auto' or the same format) and widens the rest.
+ */
+export function parseSafetensorsWeights(
+  bytes: Uint8Array,
+  fileName: string,
+): Map<string, { dtype: SafetensorsDtype; shape: number[]; data: Float32Array | HalfTensor }> {
+  const { entries, dataStart } = parseSafetensorsHeader(bytes, fileName);
+  const out = new Map<
+    string,
+    { dtype: SafetensorsDtype; shape: number[]; data: Float32Array | HalfTensor }
+  >();
+  for (const [name, entry] of entries) {
+    const count = entry.shape.reduce((a, b) => a * b, 1);
+    const start = dataStart + entry.dataOffsets[0];
+    const data: Float32Array | HalfTensor =
+      entry.dtype === 'F32'
+        ? decodeTensor(bytes, start, 'F32', count)
+        : { format: entry.dtype === 'BF16' ? 'bf16' : 'f16', bits: readU16(bytes, start, count) };
+    out.set(name, { dtype: entry.dtype, shape: entry.shape, data });
+  }
+  return out;
 }
 
 // f32 → bf16 / f16 bits with round to nearest even: one copy, in src/ref/half.ts (the frozen-weight

@@ -11,14 +11,19 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { numel, parameterSpecs } from '../../src/core/model-config';
-import { createStorageBuffer, readF32, uploadStorageBuffer } from '../../src/engine/buffers';
-import { parseSafetensors } from '../../src/formats/safetensors';
+import {
+  createStorageBuffer,
+  readF32,
+  readU32,
+  uploadStorageBuffer,
+} from '../../src/engine/buffers';
+import { parseSafetensors, parseSafetensorsWeights } from '../../src/formats/safetensors';
 import { decodeGrpoLossOut, GrpoLossKernel, GRPO_LOSS_OUT } from '../../src/kernels/grpo-loss';
 import { LogprobGatherBackwardKernel, LogprobGatherKernel } from '../../src/kernels/logprob';
 import { GpuLlama } from '../../src/model/llama';
 import { frozenDtypeOf, ParameterStore } from '../../src/model/parameters';
 import { GpuAdamW } from '../../src/optim/adamw';
-import { roundToHalf } from '../../src/ref/half';
+import { packHalfBits, roundToHalf, type HalfTensor } from '../../src/ref/half';
 import { positionsFromKeyStart, RefLlama } from '../../src/ref/llama';
 import { loraAdapterSpecs } from '../../src/ref/lora';
 import { LORA_FIXTURE_NAMES, loadLoraFixture, type LoraFixture } from '../fixtures/load-lora';
@@ -123,6 +128,26 @@ for (const base of LORA_FIXTURE_NAMES) {
       const back = await half.readJoined(half.params);
       for (const [name, data] of weights) expect(back.get(name), name).toEqual(data);
       for (const [name, data] of fx.adapters) expect(back.get(name), name).toEqual(data);
+      // The 16-bit values as shipped (parseSafetensorsWeights: no widened copy) are stored as
+      // they are: the packed words are the file's words; norms given in bf16 are widened to f32.
+      const file = `${fx.name}.safetensors`;
+      const raw = parseSafetensorsWeights(
+        new Uint8Array(readFileSync(join(FIXTURE_DIR, file))),
+        file,
+      );
+      const shipped = new Map([...raw].map(([name, t]) => [name, t.data]));
+      expect(frozenDtypeOf('auto', cfg, shipped)).toBe('bf16');
+      const asShipped = new ParameterStore(engine.device, cfg, shipped, limit, adapters, 'bf16');
+      expect(asShipped.parameterBytes).toBe(half.parameterBytes);
+      const embed = raw.get('model.embed_tokens.weight')!.data as HalfTensor;
+      const words = await readU32(
+        engine.device,
+        asShipped.params.get('model.embed_tokens.weight')!,
+      );
+      expect(Array.from(words)).toEqual(Array.from(packHalfBits(embed.bits)));
+      const shippedBack = await asShipped.readJoined(asShipped.params);
+      for (const [name, data] of weights) expect(shippedBack.get(name), name).toEqual(data);
+      asShipped.destroy();
       // A full fine-tune (no adapters) stores everything f32, whatever dtype asks.
       const trainAll = new ParameterStore(engine.device, cfg, weights, limit, null, 'bf16');
       expect([...trainAll.dtypes.values()].every((d) => d === 'f32')).toBe(true);
