@@ -217,6 +217,13 @@ export const CONFIG_SCHEMA = {
     "activation checkpointing: keep each layer's input only and recompute the layer in backward (same gradients, less memory, ~1/3 more compute)",
     'gradient_checkpointing',
   ),
+  logitsMemoryMiB: field(
+    num(0, undefined, true),
+    256,
+    "MiB the LM head's logits and their gradient may take at once: training makes the logits of that many completion tokens at a time (same results, less memory for large vocabularies)",
+    null,
+    'project-only: TRL computes the logits of a whole micro-batch at once',
+  ),
   // --- GRPO objective ---------------------------------------------------------------------
   beta: field(num(0), 0.0, 'KL coefficient β (0 = no reference model; R1 used 0.001)', 'beta'),
   epsilon: field(num(0), 0.2, 'clip range ε (lower)', 'epsilon'),

@@ -4,8 +4,13 @@
 // gradient clip + AdamW. The step's buffers live in a Workspace made for the call and destroyed in
 // `finally`, so a step that throws leaves no GPU memory behind.
 //
+// The LM head's logits exist one row chunk at a time (GpuLlama.headChunks, sized by
+// logitsMemoryMiB): the gather runs per chunk into the per-token vectors, the loss once over them,
+// and backward recomputes each chunk's logits for its dLogits, so no (Nm·L, V) tensor is made.
+//
 // Legend: N = B·G sequences, T columns, P prompt width, L completion width, V vocab,
-// GA micro-batches (gradientAccumulationSteps), Nm = N / GA sequences per micro-batch.
+// GA micro-batches (gradientAccumulationSteps), Nm = N / GA sequences per micro-batch,
+// k rows of one head chunk.
 import { readF32, writeBuffer } from '../engine/buffers';
 import type { Engine } from '../engine/engine';
 import { Workspace } from '../engine/workspace';
@@ -19,7 +24,8 @@ import {
 } from '../kernels/grpo-loss';
 import { LogprobGatherBackwardKernel, LogprobGatherKernel } from '../kernels/logprob';
 import type { PackedBatch } from '../model/batch';
-import type { ForwardState, GpuLlama } from '../model/llama';
+import type { RowChunk } from '../model/head-chunks';
+import type { GpuLlama, HeadState } from '../model/llama';
 import type { GpuAdamW } from '../optim/adamw';
 import {
   entropyBonusRef,
@@ -82,7 +88,6 @@ function stepBuffers(
   N: number,
   L: number,
   GA: number,
-  V: number,
   kl: boolean,
   entropyBonus = false,
   entropyMask = false,
@@ -114,7 +119,6 @@ function stepBuffers(
       dLogp: b('micro.dLogp', rows * F32), // (Nm, L)
       dLogpScaled: b('micro.dLogpScaled', rows * F32), // (Nm, L)
       lossOut: b('micro.lossOut', OUT * F32), // (OUT)
-      dLogits: b('micro.dLogits', rows * V * F32), // (Nm·L, V)
     },
   };
 }
@@ -209,7 +213,6 @@ export class PolicyObjective {
     samplingLogps.forEach((lp, n) => oldHost.set(lp.subarray(0, Math.min(lp.length, L)), n * L));
     const ws = new Workspace(this.engine.device);
     try {
-      const V = this.policy.config.vocabSize;
       const GA = config.gradientAccumulationSteps;
       // The entropy bonus (docs/grpo.md §5): its ∂loss/∂H depends on the mask only.
       const entropyCoef = config.entropyCoef;
@@ -228,7 +231,6 @@ export class PolicyObjective {
         N,
         L,
         GA,
-        V,
         this.reference !== null,
         entropyCoef !== 0,
         config.topEntropyQuantile < 1,
@@ -242,7 +244,7 @@ export class PolicyObjective {
         const grad = bonusOf(new Float32Array(N * L)).gradEntropy;
         writeBuffer(device, buffers.gradEntropy, Float32Array.from(grad));
       }
-      const step = new Step(this.parts, config, batch, buffers);
+      const step = new Step(this.parts, config, batch, buffers, ws);
 
       // Reference log-probs (β > 0) from the frozen starting weights (LoRA: adapters off).
       if (this.reference && buffers.refLogp) {
@@ -377,17 +379,47 @@ export class PolicyObjective {
       const targets = ws.get('sft.targets', rows * 4); // u32 (N, L)
       const rowWeights = ws.get('sft.rowWeights', rows * F32); // (N, L)
       const loss = ws.get('sft.loss', F32); // (1)
-      const dLogits = ws.get('sft.dLogits', rows * V * F32); // (N·L, V)
+      const logp = ws.get('sft.logp', rows * F32); // (N, L)
+      const entropy = ws.get('sft.entropy', rows * F32); // (N, L)
+      const lse = ws.get('sft.lse', rows * F32); // (N, L)
       writeBuffer(device, targets, batch.targets);
       writeBuffer(device, rowWeights, crossEntropyRowWeights(batch.mask));
       const policy = this.policy;
+      const { gather, gatherBackward } = this.parts;
       const gpuBatch = policy.uploadBatch(batch.tokens, batch.keyStart, batch.positions, N, T);
       await this.engine.run((enc) => {
         policy.zeroGradients(enc);
-        const state = policy.forward(enc, gpuBatch, { start: P - 1, count: L });
-        const { logits } = state;
-        this.crossEntropy.encode(enc, { logits, targets, rowWeights, loss, dLogits, R: rows, V });
-        policy.backward(enc, state, dLogits);
+        // The cross-entropy kernel's three parts, the head's logits one row chunk at a time.
+        const state = policy.forwardToHead(enc, gpuBatch, { start: P - 1, count: L });
+        const chunks = policy.headChunks(rows);
+        for (const chunk of chunks) {
+          const logits = policy.chunkLogits(enc, state, chunk);
+          const r = new ChunkRows(ws, enc, chunk, rows);
+          gather.encode(enc, {
+            logits,
+            targets: r.in(targets, 'targets'),
+            logp: r.out(logp, 'logp'),
+            entropy: r.out(entropy, 'entropy'),
+            lse: r.out(lse, 'lse'),
+            R: chunk.rows,
+            V,
+          });
+          r.done();
+        }
+        this.crossEntropy.encodeLoss(enc, { rowWeights, logp, loss, R: rows });
+        const dLogitsOf = (chunk: RowChunk, logits: GPUBuffer, dLogits: GPUBuffer) => {
+          const r = new ChunkRows(ws, enc, chunk, rows);
+          gatherBackward.encode(enc, {
+            logits,
+            targets: r.in(targets, 'targets'),
+            lse: r.in(lse, 'lse'),
+            gradLogp: r.in(rowWeights, 'rowWeights'),
+            dLogits,
+            R: chunk.rows,
+            V,
+          });
+        };
+        policy.backward(enc, state, { chunks, dLogitsOf });
         this.optimizer.encodeStep(enc, learningRate);
       }, 'supervised');
       const stats = await this.optimizer.readStats();
@@ -405,6 +437,51 @@ export class PolicyObjective {
   }
 }
 
+/**
+ * Per-token (rows) buffers as the kernels of one head chunk see them: the buffer itself when the
+ * chunk is every row, else its k rows in a (k) scratch buffer of `ws`: copied in for inputs,
+ * copied back by done() for outputs. Elements are 4 bytes (f32 or u32).
+ */
+class ChunkRows {
+  private readonly whole: boolean;
+  private readonly outputs: { scratch: GPUBuffer; full: GPUBuffer }[] = [];
+
+  constructor(
+    private readonly ws: Workspace,
+    private readonly enc: GPUCommandEncoder,
+    private readonly chunk: RowChunk,
+    totalRows: number,
+  ) {
+    this.whole = chunk.start === 0 && chunk.rows === totalRows;
+  }
+
+  /** Rows of an input, as a (k) buffer. */
+  in(full: GPUBuffer, name: string): GPUBuffer {
+    if (this.whole) return full;
+    const scratch = this.scratch(name);
+    this.enc.copyBufferToBuffer(full, this.chunk.start * 4, scratch, 0, this.chunk.rows * 4);
+    return scratch;
+  }
+
+  /** A (k) buffer for an output's rows; done() copies it into `full`. */
+  out(full: GPUBuffer, name: string): GPUBuffer {
+    if (this.whole) return full;
+    const scratch = this.scratch(name);
+    this.outputs.push({ scratch, full });
+    return scratch;
+  }
+
+  /** Copies the outputs' rows into place (after the kernels that write them are encoded). */
+  done(): void {
+    for (const { scratch, full } of this.outputs)
+      this.enc.copyBufferToBuffer(scratch, 0, full, this.chunk.start * 4, this.chunk.rows * 4);
+  }
+
+  private scratch(name: string): GPUBuffer {
+    return this.ws.get(`chunk.${name}`, this.chunk.rows * 4); // (k)
+  }
+}
+
 /** One update's encoding over its batch and buffers: micro-batch loading, scoring, the loss. */
 class Step {
   private readonly Nm: number; // sequences per micro-batch
@@ -418,6 +495,7 @@ class Step {
     private readonly config: Config,
     private readonly batch: PackedBatch,
     private readonly b: StepBuffers,
+    private readonly ws: Workspace,
   ) {
     this.Nm = batch.N / config.gradientAccumulationSteps;
     this.rows = this.Nm * batch.L;
@@ -443,21 +521,34 @@ class Step {
     return model.uploadBatch(seq(batch.tokens), keyStart, seq(batch.positions), Nm, T);
   }
 
-  /** Micro-batch m through `model`, then its completion log-probs and entropies (micro.logp …). */
-  private scoreMicro(enc: GPUCommandEncoder, model: GpuLlama, m: number): ForwardState {
-    const state = model.forward(enc, this.loadMicro(enc, model, m), this.head);
+  /**
+   * Micro-batch m through `model`, then its completion log-probs, entropies and log-sum-exps
+   * (micro.logp …), gathered from the head's logits one row chunk at a time.
+   */
+  private scoreMicro(
+    enc: GPUCommandEncoder,
+    model: GpuLlama,
+    m: number,
+  ): { state: HeadState; chunks: RowChunk[] } {
+    const state = model.forwardToHead(enc, this.loadMicro(enc, model, m), this.head);
     const { micro } = this.b;
-    this.parts.gather.encode(enc, {
-      logits: state.logits,
-      targets: micro.targets,
-      logp: micro.logp,
-      entropy: micro.entropy,
-      lse: micro.lse,
-      R: this.rows,
-      V: model.config.vocabSize,
-      invTemperature: this.invTemperature,
-    });
-    return state;
+    const chunks = model.headChunks(this.rows);
+    for (const chunk of chunks) {
+      const logits = model.chunkLogits(enc, state, chunk); // (k, V)
+      const r = new ChunkRows(this.ws, enc, chunk, this.rows);
+      this.parts.gather.encode(enc, {
+        logits,
+        targets: r.in(micro.targets, 'targets'),
+        logp: r.out(micro.logp, 'logp'),
+        entropy: r.out(micro.entropy, 'entropy'),
+        lse: r.out(micro.lse, 'lse'),
+        R: chunk.rows,
+        V: model.config.vocabSize,
+        invTemperature: this.invTemperature,
+      });
+      r.done();
+    }
+    return { state, chunks };
   }
 
   /**
@@ -486,7 +577,7 @@ class Step {
     const { policy, loss, add, gatherBackward } = this.parts;
     const GA = config.gradientAccumulationSteps;
     const at = this.tokenOffset(m);
-    const state = this.scoreMicro(enc, policy, m);
+    const { state, chunks } = this.scoreMicro(enc, policy, m);
     if (micro.refLogp && b.refLogp)
       enc.copyBufferToBuffer(b.refLogp, at, micro.refLogp, 0, rows * F32);
     if (micro.gradEntropy && b.gradEntropy)
@@ -540,21 +631,30 @@ class Step {
       add.encode(enc, { a: micro.dLogpScaled, b: micro.dLogp, count: rows, alpha: 1 / GA });
       gradLogp = micro.dLogpScaled;
     }
-    gatherBackward.encode(enc, {
-      logits: state.logits,
-      targets: micro.targets,
-      lse: micro.lse,
-      gradLogp,
-      // The entropy bonus flows into the logits through H (docs/grpo.md §5).
-      entropyGrad: micro.gradEntropy
-        ? { entropy: micro.entropy, gradEntropy: micro.gradEntropy }
-        : undefined,
-      dLogits: micro.dLogits,
-      R: rows,
-      V: policy.config.vocabSize,
-      invTemperature: this.invTemperature,
-    });
-    policy.backward(enc, state, micro.dLogits);
+    // Backward per head chunk: the chunk's logits (recomputed when there are several chunks)
+    // → its dLogits (k, V) → the head's backward; then the rest of the model.
+    const dLogitsOf = (chunk: RowChunk, logits: GPUBuffer, dLogits: GPUBuffer) => {
+      const r = new ChunkRows(this.ws, enc, chunk, rows);
+      const { gradEntropy } = micro;
+      gatherBackward.encode(enc, {
+        logits,
+        targets: r.in(micro.targets, 'targets'),
+        lse: r.in(micro.lse, 'lse'),
+        gradLogp: r.in(gradLogp, 'gradLogp'),
+        // The entropy bonus flows into the logits through H (docs/grpo.md §5).
+        entropyGrad: gradEntropy
+          ? {
+              entropy: r.in(micro.entropy, 'entropy'),
+              gradEntropy: r.in(gradEntropy, 'gradEntropy'),
+            }
+          : undefined,
+        dLogits,
+        R: chunk.rows,
+        V: policy.config.vocabSize,
+        invTemperature: this.invTemperature,
+      });
+    };
+    policy.backward(enc, state, { chunks, dLogitsOf });
   }
 
   /** The iteration's loss statistics (token-weighted over micro-batches) and gradient norm. */

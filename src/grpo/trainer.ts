@@ -188,9 +188,13 @@ export class GrpoTrainer {
       // config dtype: how the frozen base is stored (a full fine-tune keeps every weight f32).
       frozenDtype: lora ? frozenDtypeOf(config.dtype, modelConfig, weights) : 'f32',
       gradientCheckpointing: config.gradientCheckpointing,
+      logitsMemoryBytes: config.logitsMemoryMiB * 2 ** 20,
     });
     // The reference copy only scores: checkpointed, its forward keeps layer inputs only.
-    const checkpointing = { gradientCheckpointing: config.gradientCheckpointing };
+    const checkpointing = {
+      gradientCheckpointing: config.gradientCheckpointing,
+      logitsMemoryBytes: config.logitsMemoryMiB * 2 ** 20,
+    };
     this.reference =
       config.beta > 0 && !lora ? GpuLlama.load(engine, modelConfig, weights, checkpointing) : null;
     this.sampler = new Sampler(engine, this.policy);

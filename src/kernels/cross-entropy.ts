@@ -2,7 +2,8 @@
 // −logp, and its gradient into the logits. The per-row upstream gradient g = −mask / count is
 // built on the CPU (crossEntropyRowWeights: the mask is CPU data anyway) and the loss Σ g·logp is a
 // 1×R·R×1 product on the existing matmul kernel, so no extra WGSL is needed and the sum is
-// reduced in a fixed order.
+// reduced in a fixed order. encodeLoss alone serves the training step, which gathers and
+// back-propagates the head's logits per row chunk (src/model/head-chunks.ts) with the same kernels.
 import { createStorageBuffer } from '../engine/buffers';
 import { transient } from '../engine/memory';
 import type { PipelineCache } from '../engine/pipelines';
@@ -61,15 +62,7 @@ export class CrossEntropyKernel {
       V,
       invTemperature,
     });
-    // loss (1×1) = rowWeights (1×R) · logp (R×1).
-    this.matmul.encode(encoder, {
-      a: args.rowWeights,
-      b: logp,
-      c: args.loss,
-      M: 1,
-      N: 1,
-      K: R,
-    });
+    this.encodeLoss(encoder, { rowWeights: args.rowWeights, logp, loss: args.loss, R });
     this.backward.encode(encoder, {
       logits,
       targets,
@@ -81,5 +74,14 @@ export class CrossEntropyKernel {
       invTemperature,
       accumulate: args.accumulate,
     });
+  }
+
+  /** loss (1×1) = rowWeights (1×R) · logp (R×1): the mean −logp over masked rows. */
+  encodeLoss(
+    encoder: GPUCommandEncoder,
+    args: { rowWeights: GPUBuffer; logp: GPUBuffer; loss: GPUBuffer; R: number },
+  ): void {
+    const { rowWeights: a, logp: b, loss: c, R } = args;
+    this.matmul.encode(encoder, { a, b, c, M: 1, N: 1, K: R });
   }
 }

@@ -14,6 +14,10 @@
 // Split tensors (src/model/parameters.ts): the embedding lookup runs per row chunk, the head's
 // matmul writes each chunk's block of logit columns, and the head's input gradient continues its
 // sum across chunks (MatmulKernel continueSum), so a split model computes the bits of an unsplit one.
+// Row chunks of the head (src/model/head-chunks.ts): training makes the logits of a few head rows
+// at a time (chunkLogits) and backward recomputes them per chunk (ChunkedDLogits), so no
+// (N·count, V) logits or dLogits exist; the head weight's gradient continues its sum over rows
+// across the chunks, so the chunked head computes the bits of the unchunked one.
 // LoRA (src/ref/lora.ts, PEFT semantics): a Linear may carry an adapter; its projection adds
 // s·(x·Aᵀ)·Bᵀ after the bias, composed from two matmuls. The base weights are then frozen: backward
 // computes only the adapters' gradients (and every input gradient they need). withAdaptersDisabled
@@ -53,6 +57,12 @@ import {
   loraScaling,
   type LoraOptions,
 } from '../ref/lora';
+import {
+  DEFAULT_LOGITS_MEMORY_BYTES,
+  headChunkRows,
+  headChunks,
+  type RowChunk,
+} from './head-chunks';
 import { ParameterStore, type GpuParameter, type ParameterChunk } from './parameters';
 
 export { planParameterChunks, type ParameterChunk } from './parameters';
@@ -76,12 +86,30 @@ export interface HeadRows {
   count: number;
 }
 
-/** What the forward pass keeps for backward (buffers are workspace-owned, reused per step). */
-export interface ForwardState {
+/**
+ * What the training forward keeps for backward, up to the LM head's input (buffers are
+ * workspace-owned, reused per step). The head's logits are made per row chunk from it
+ * (chunkLogits), so the (N·count, V) logits need not exist at once.
+ */
+export interface HeadState {
   batch: GpuBatch;
   head: HeadRows;
-  logits: GPUBuffer; // (N·count, V)
   headInput: GPUBuffer; // (N·count, C) final-norm output at the head rows
+}
+
+/** HeadState plus the logits of every head row (forward()). */
+export interface ForwardState extends HeadState {
+  logits: GPUBuffer; // (N·count, V)
+}
+
+/**
+ * The head rows' dLogits one row chunk at a time (training): backward gets each chunk's logits
+ * (k, V), recomputed unless they are still held, and `dLogitsOf` writes their gradient (k, V).
+ */
+export interface ChunkedDLogits {
+  /** The chunks training's forward made the logits in (headChunks), in order. */
+  chunks: readonly RowChunk[];
+  dLogitsOf: (chunk: RowChunk, logits: GPUBuffer, dLogits: GPUBuffer) => void;
 }
 
 export interface KvCache {
@@ -111,6 +139,11 @@ export interface GpuLlamaOptions {
    * forward of compute for (L − 1) layers' activations of memory. Default: off.
    */
   gradientCheckpointing?: boolean;
+  /**
+   * Bytes the LM head's logits chunk and its gradient may take at once (headChunkRows): training
+   * makes the logits of that many head rows at a time. Default: DEFAULT_LOGITS_MEMORY_BYTES.
+   */
+  logitsMemoryBytes?: number;
 }
 
 /** LoRA settings and the adapters' starting values (given, or PEFT's init from `seed`). */
@@ -231,6 +264,10 @@ export class GpuLlama {
    * backward(): change it between steps, never between a forward and its backward.
    */
   gradientCheckpointing = false;
+  /** GpuLlamaOptions.logitsMemoryBytes; read by headChunks(). */
+  logitsMemoryBytes = DEFAULT_LOGITS_MEMORY_BYTES;
+  /** Which head rows the 'head.logits' buffer holds, as last encoded (chunkLogits). */
+  private logitsHeld: { state: HeadState; chunk: RowChunk } | null = null;
   /** Whether the last training forward kept only layer inputs (backward must then recompute). */
   private forwardCheckpointed = false;
 
@@ -322,6 +359,7 @@ export class GpuLlama {
     const lora = options.lora ?? null;
     const model = new GpuLlama(engine, config, tensors, maxBindingBytes, lora, options.frozenDtype);
     model.gradientCheckpointing = options.gradientCheckpointing ?? false;
+    model.logitsMemoryBytes = options.logitsMemoryBytes ?? DEFAULT_LOGITS_MEMORY_BYTES;
     return model;
   }
 
@@ -680,30 +718,56 @@ export class GpuLlama {
     }
   }
 
-  /** Backward of head(): dX (rows, C) = dLogits·W over all chunks; dW_chunk += dLogits_chunkᵀ·x. */
+  /**
+   * Backward of head() over `rows` head rows from `dxRow` on: dX rows dxRow… (rows, C) of dx =
+   * dLogits·W over all vocabulary chunks; dW_chunk += dLogits_chunkᵀ·x. The weight gradient's sum
+   * over rows continues from dW's value (continueSum, not accumulate): calls over consecutive row
+   * chunks then give the bits of one call over all rows.
+   */
   private headBackward(
     enc: GPUCommandEncoder,
-    dLogits: GPUBuffer,
-    x: GPUBuffer,
-    dx: GPUBuffer,
+    dLogits: GPUBuffer, // (rows, V)
+    x: GPUBuffer, // (rows, C)
+    dx: GPUBuffer, // (≥ dxRow + rows, C)
     rows: number,
+    dxRow = 0,
   ): void {
     const { hiddenSize: C, vocabSize: V } = this.config;
     this.chunks.get(this.headWeightName())!.forEach((chunk, i) => {
       const s = headShapes(chunk, C, V, rows);
       const { buffer: w, dtype: bDtype } = this.parameters.param(chunk.key);
-      this.k.matmul.encode(enc, {
-        a: dLogits,
-        b: w,
-        bDtype,
-        c: dx,
-        ...s.inputGrad,
-        continueSum: i > 0,
-      });
+      const inputGrad = { ...s.inputGrad, offsetC: dxRow * C, continueSum: i > 0 };
+      this.k.matmul.encode(enc, { a: dLogits, b: w, bDtype, c: dx, ...inputGrad });
       if (this.parameters.baseFrozen) return;
       const dw = this.parameters.grad(chunk.key);
-      this.k.matmul.encode(enc, { a: dLogits, b: x, c: dw, ...s.weightGrad, accumulate: true });
+      this.k.matmul.encode(enc, { a: dLogits, b: x, c: dw, ...s.weightGrad, continueSum: true });
     });
+  }
+
+  /**
+   * headBackward() chunk by chunk into dHead (N·count, C): bit for bit the call over all rows.
+   * A chunk's logits are recomputed unless 'head.logits' still holds them (one chunk of every
+   * row: the forward's own).
+   */
+  private headBackwardChunked(
+    enc: GPUCommandEncoder,
+    state: HeadState,
+    { chunks, dLogitsOf }: ChunkedDLogits,
+    dHead: GPUBuffer,
+  ): void {
+    const V = this.config.vocabSize;
+    for (const chunk of chunks) {
+      const x = this.chunkInput(enc, state, chunk); // (k, C)
+      const held = this.logitsHeld;
+      const reuse =
+        held?.state === state && held.chunk.start === chunk.start && held.chunk.rows === chunk.rows;
+      const logits = reuse
+        ? this.ws.get('head.logits', chunk.rows * V * F32) // (k, V)
+        : this.logitsFrom(enc, state, chunk, x);
+      const dLogits = this.ws.get('head.dLogits', chunk.rows * V * F32); // (k, V)
+      dLogitsOf(chunk, logits, dLogits);
+      this.headBackward(enc, dLogits, x, dHead, chunk.rows, chunk.start);
+    }
   }
 
   /** x2 = x + o_proj(attention(rope(q_proj(n)), rope(k_proj(n)), v_proj(n))), n = RMSNorm(x). */
@@ -809,11 +873,12 @@ export class GpuLlama {
   // ---- training --------------------------------------------------------------------------
 
   /**
-   * Training forward over (N, T), keeping every activation backward needs, and logits for the
-   * head rows only (the columns that predict completion tokens) → state.logits (N·count, V).
+   * Training forward over (N, T), keeping every activation backward needs, up to the LM head's
+   * input at the head rows (the columns that predict completion tokens) → state.headInput
+   * (N·count, C). Training makes their logits per row chunk (headChunks, chunkLogits).
    */
-  forward(enc: GPUCommandEncoder, batch: GpuBatch, head: HeadRows): ForwardState {
-    const { hiddenSize: C, vocabSize: V, numLayers } = this.config;
+  forwardToHead(enc: GPUCommandEncoder, batch: GpuBatch, head: HeadRows): HeadState {
+    const { hiddenSize: C, numLayers } = this.config;
     const { N, T } = batch;
     const R = N * T;
     if (head.start < 0 || head.count < 1 || head.start + head.count > T) {
@@ -840,13 +905,65 @@ export class GpuLlama {
       const [from, to, count] = [(n * T + head.start) * C, n * head.count * C, head.count * C];
       enc.copyBufferToBuffer(xn, from * F32, headInput, to * F32, count * F32);
     }
-    const logits = ws.get('act.logits', rows * V * F32); // (N·count, V)
-    this.head(enc, headInput, logits, rows);
-    return { batch, head, logits, headInput };
+    this.logitsHeld = null; // a new forward: whatever 'head.logits' holds is another state's
+    return { batch, head, headInput };
   }
 
-  /** Backward from dLogits (N·count, V): adds every trainable parameter's gradient into this.grads. */
-  backward(enc: GPUCommandEncoder, state: ForwardState, dLogits: GPUBuffer): void {
+  /**
+   * forwardToHead() and the logits of every head row → state.logits (N·count, V) at once: for
+   * scoring and tests; training goes through row chunks (chunkLogits) instead.
+   */
+  forward(enc: GPUCommandEncoder, batch: GpuBatch, head: HeadRows): ForwardState {
+    const state = this.forwardToHead(enc, batch, head);
+    const rows = batch.N * head.count;
+    const logits = this.ws.get('act.logits', rows * this.config.vocabSize * F32); // (N·count, V)
+    this.head(enc, state.headInput, logits, rows);
+    return { ...state, logits };
+  }
+
+  /**
+   * The row chunks training makes the head's logits in: as many rows at a time as
+   * logitsMemoryBytes allows (headChunkRows), each (k, V) buffer within one storage binding.
+   */
+  headChunks(totalRows: number): RowChunk[] {
+    const limits = this.engine.device.limits;
+    const maxBinding = Math.min(limits.maxStorageBufferBindingSize, limits.maxBufferSize);
+    const V = this.config.vocabSize;
+    return headChunks(totalRows, headChunkRows(this.logitsMemoryBytes, V, totalRows, maxBinding));
+  }
+
+  /**
+   * The logits of head rows [chunk.start, chunk.start + chunk.rows) of `state` → a (k, V)
+   * workspace buffer, the same one for every chunk (valid until the next chunk's are encoded).
+   */
+  chunkLogits(enc: GPUCommandEncoder, state: HeadState, chunk: RowChunk): GPUBuffer {
+    return this.logitsFrom(enc, state, chunk, this.chunkInput(enc, state, chunk));
+  }
+
+  /** chunkLogits() from the chunk's head-input rows x (k, C). */
+  private logitsFrom(enc: GPUCommandEncoder, state: HeadState, chunk: RowChunk, x: GPUBuffer) {
+    const logits = this.ws.get('head.logits', chunk.rows * this.config.vocabSize * F32); // (k, V)
+    this.head(enc, x, logits, chunk.rows);
+    this.logitsHeld = { state, chunk };
+    return logits;
+  }
+
+  /** Head-input rows of `chunk` (k, C): state.headInput itself when the chunk is every row. */
+  private chunkInput(enc: GPUCommandEncoder, state: HeadState, chunk: RowChunk): GPUBuffer {
+    const C = this.config.hiddenSize;
+    const rows = state.batch.N * state.head.count;
+    if (chunk.start === 0 && chunk.rows === rows) return state.headInput;
+    const bytes = chunk.rows * C * F32;
+    const x = this.ws.get('head.input.chunk', bytes); // (k, C)
+    enc.copyBufferToBuffer(state.headInput, chunk.start * C * F32, x, 0, bytes);
+    return x;
+  }
+
+  /**
+   * Backward from the head rows' dLogits: a (N·count, V) buffer, or per row chunk (ChunkedDLogits,
+   * training: no (N·count, V) tensor). Adds every trainable parameter's gradient into this.grads.
+   */
+  backward(enc: GPUCommandEncoder, state: HeadState, dLogits: GPUBuffer | ChunkedDLogits): void {
     const { hiddenSize: C, numLayers } = this.config;
     const { batch, head } = state;
     const { N, T } = batch;
@@ -857,7 +974,8 @@ export class GpuLlama {
 
     // LM head: dHeadInput = dLogits·W, dW += dLogitsᵀ·headInput (tied: into the embedding's gradient).
     const dHead = ws.get('grad.head.input', rows * C * F32); // (N·count, C)
-    this.headBackward(enc, dLogits, state.headInput, dHead, rows);
+    if ('chunks' in dLogits) this.headBackwardChunked(enc, state, dLogits, dHead);
+    else this.headBackward(enc, dLogits, state.headInput, dHead, rows);
     // Scatter the head rows back into a zeroed (R, C) gradient of the final-norm output.
     const dXn = ws.zeroed(enc, 'grad.final.xn', R * C * F32);
     for (let n = 0; n < N; n++) {

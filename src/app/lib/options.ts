@@ -72,7 +72,7 @@ export const OPTION_GROUPS: OptionGroup[] = [
   },
   {
     title: 'Memory',
-    keys: ['gradientCheckpointing'],
+    keys: ['gradientCheckpointing', 'logitsMemoryMiB'],
   },
   {
     title: 'LoRA (PEFT)',
