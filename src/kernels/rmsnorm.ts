@@ -1,14 +1,9 @@
 // TS wrappers of shaders/rmsnorm_forward.wgsl, rmsnorm_backward.wgsl and
 // rmsnorm_backward_weight.wgsl. Rows (R, C) = (N·T, C); weight (C); rstd (R).
-import {
-  ceilDiv,
-  MAX_WORKGROUPS_PER_DIM,
-  splitGrid,
-  reductionWorkgroupSize,
-} from '../engine/dispatch';
-import { bindBuffers, type OverrideConstants, type PipelineCache } from '../engine/pipelines';
-import { shaderSource } from '../engine/shaders';
+import { ceilDiv, reductionWorkgroupSize } from '../engine/dispatch';
+import type { OverrideConstants, PipelineCache } from '../engine/pipelines';
 import { uniformLayout } from '../engine/uniforms';
+import { Kernel } from './kernel';
 
 /** The `struct Params` of shaders/rmsnorm_forward.wgsl. */
 export const RMSNORM_FORWARD_PARAMS = uniformLayout('rmsnorm_forward', {
@@ -38,11 +33,6 @@ export const RMSNORM_WEIGHT_WG = 64;
 /** Rows per workgroup of the barrier-free (one invocation per row) variant. */
 export const RMSNORM_ROWS_PER_WG = 64;
 
-type GridOptions = {
-  /** Grid split limit per dimension (tests lower it to exercise the split). */
-  maxWorkgroupsPerDim?: number;
-};
-
 export interface RmsNormForwardArgs {
   x: GPUBuffer; // (R, C)
   w: GPUBuffer; // (C)
@@ -53,40 +43,22 @@ export interface RmsNormForwardArgs {
   eps: number;
 }
 
-export class RmsNormForwardKernel {
-  private readonly maxPerDim: number;
-
-  constructor(
-    private readonly device: GPUDevice,
-    private readonly pipelines: PipelineCache,
-    options: GridOptions = {},
-  ) {
-    this.maxPerDim = options.maxWorkgroupsPerDim ?? MAX_WORKGROUPS_PER_DIM;
-  }
-
+export class RmsNormForwardKernel extends Kernel {
   /** Compiles the pipeline encode() uses for rows of C channels. */
   prepare(C: number): Promise<void> {
-    const { constants } = rowLayout(this.pipelines, 0, C);
-    return this.pipelines.prepare('rmsnorm_forward', shaderSource('rmsnorm_forward'), constants);
+    return this.compile('rmsnorm_forward', rowLayout(this.pipelines, 0, C).constants);
   }
 
   encode(encoder: GPUCommandEncoder, args: RmsNormForwardArgs): void {
     const { rows, C } = args;
-    const layout = rowLayout(this.pipelines, rows, C);
-    const pipeline = this.pipelines.get(
-      'rmsnorm_forward',
-      shaderSource('rmsnorm_forward'),
-      layout.constants,
-    );
+    const { constants, workgroups } = rowLayout(this.pipelines, rows, C);
     const params = RMSNORM_FORWARD_PARAMS.create(this.device, { rows, channels: C, eps: args.eps });
-    const pass = encoder.beginComputePass({ label: 'rmsnorm_forward' });
-    pass.setPipeline(pipeline);
-    pass.setBindGroup(
-      0,
-      bindBuffers(this.device, pipeline, [args.x, args.w, args.y, args.rstd, params]),
-    );
-    if (rows > 0 && C > 0) pass.dispatchWorkgroups(...splitGrid(layout.workgroups, this.maxPerDim));
-    pass.end();
+    this.encodePass(encoder, {
+      shader: 'rmsnorm_forward',
+      constants,
+      buffers: [args.x, args.w, args.y, args.rstd, params],
+      workgroups: C > 0 ? workgroups : 0,
+    });
   }
 }
 
@@ -121,44 +93,26 @@ export interface RmsNormBackwardArgs {
   accumulate?: boolean;
 }
 
-export class RmsNormBackwardKernel {
-  private readonly maxPerDim: number;
-
-  constructor(
-    private readonly device: GPUDevice,
-    private readonly pipelines: PipelineCache,
-    options: GridOptions = {},
-  ) {
-    this.maxPerDim = options.maxWorkgroupsPerDim ?? MAX_WORKGROUPS_PER_DIM;
-  }
-
+export class RmsNormBackwardKernel extends Kernel {
   /** Compiles the pipeline encode() uses for rows of C channels. */
   prepare(C: number): Promise<void> {
-    const { constants } = rowLayout(this.pipelines, 0, C);
-    return this.pipelines.prepare('rmsnorm_backward', shaderSource('rmsnorm_backward'), constants);
+    return this.compile('rmsnorm_backward', rowLayout(this.pipelines, 0, C).constants);
   }
 
   encode(encoder: GPUCommandEncoder, args: RmsNormBackwardArgs): void {
     const { rows, C } = args;
-    const layout = rowLayout(this.pipelines, rows, C);
-    const pipeline = this.pipelines.get(
-      'rmsnorm_backward',
-      shaderSource('rmsnorm_backward'),
-      layout.constants,
-    );
+    const { constants, workgroups } = rowLayout(this.pipelines, rows, C);
     const params = RMSNORM_BACKWARD_PARAMS.create(this.device, {
       rows,
       channels: C,
       accumulate: args.accumulate ? 1 : 0,
     });
-    const pass = encoder.beginComputePass({ label: 'rmsnorm_backward' });
-    pass.setPipeline(pipeline);
-    pass.setBindGroup(
-      0,
-      bindBuffers(this.device, pipeline, [args.dy, args.x, args.w, args.rstd, args.dx, params]),
-    );
-    if (rows > 0 && C > 0) pass.dispatchWorkgroups(...splitGrid(layout.workgroups, this.maxPerDim));
-    pass.end();
+    this.encodePass(encoder, {
+      shader: 'rmsnorm_backward',
+      constants,
+      buffers: [args.dy, args.x, args.w, args.rstd, args.dx, params],
+      workgroups: C > 0 ? workgroups : 0,
+    });
   }
 }
 
@@ -173,46 +127,24 @@ export interface RmsNormBackwardWeightArgs {
   accumulate?: boolean;
 }
 
-export class RmsNormBackwardWeightKernel {
-  private readonly maxPerDim: number;
-
-  constructor(
-    private readonly device: GPUDevice,
-    private readonly pipelines: PipelineCache,
-    options: GridOptions = {},
-  ) {
-    this.maxPerDim = options.maxWorkgroupsPerDim ?? MAX_WORKGROUPS_PER_DIM;
-  }
-
+export class RmsNormBackwardWeightKernel extends Kernel {
   /** Compiles the pipeline encode() uses. */
   prepare(): Promise<void> {
-    return this.pipelines.prepare(
-      'rmsnorm_backward_weight',
-      shaderSource('rmsnorm_backward_weight'),
-      { WG: RMSNORM_WEIGHT_WG },
-    );
+    return this.compile('rmsnorm_backward_weight', { WG: RMSNORM_WEIGHT_WG });
   }
 
   encode(encoder: GPUCommandEncoder, args: RmsNormBackwardWeightArgs): void {
     const { rows, C } = args;
-    const pipeline = this.pipelines.get(
-      'rmsnorm_backward_weight',
-      shaderSource('rmsnorm_backward_weight'),
-      { WG: RMSNORM_WEIGHT_WG },
-    );
     const params = RMSNORM_BACKWARD_WEIGHT_PARAMS.create(this.device, {
       rows,
       channels: C,
       accumulate: args.accumulate ? 1 : 0,
     });
-    const pass = encoder.beginComputePass({ label: 'rmsnorm_backward_weight' });
-    pass.setPipeline(pipeline);
-    pass.setBindGroup(
-      0,
-      bindBuffers(this.device, pipeline, [args.dy, args.x, args.rstd, args.dw, params]),
-    );
-    const groups = ceilDiv(C, RMSNORM_WEIGHT_WG);
-    if (groups > 0) pass.dispatchWorkgroups(...splitGrid(groups, this.maxPerDim));
-    pass.end();
+    this.encodePass(encoder, {
+      shader: 'rmsnorm_backward_weight',
+      constants: { WG: RMSNORM_WEIGHT_WG },
+      buffers: [args.dy, args.x, args.rstd, args.dw, params],
+      workgroups: ceilDiv(C, RMSNORM_WEIGHT_WG),
+    });
   }
 }

@@ -1,22 +1,16 @@
 // TS wrapper of shaders/rope.wgsl: rotary embedding (HF rotate_half) on (R, Hx, D) = (N·T, Hx, D)
 // q or k rows, forward or inverse (= backward). Out of place.
 import { uploadStorageBuffer } from '../engine/buffers';
-import { ceilDiv, MAX_WORKGROUPS_PER_DIM, splitGrid } from '../engine/dispatch';
-import { bindBuffers, type PipelineCache } from '../engine/pipelines';
-import { shaderSource } from '../engine/shaders';
-import { ropeInvFreq } from '../ref/rope';
+import { ceilDiv } from '../engine/dispatch';
 import { uniformLayout } from '../engine/uniforms';
+import { ropeInvFreq } from '../ref/rope';
+import { Kernel } from './kernel';
 
 /** The `struct Params` of shaders/rope.wgsl. */
 export const ROPE_PARAMS = uniformLayout('rope', { rows: 'u32', heads: 'u32', pairs: 'u32' });
 
 /** Threads per workgroup (one thread per rotated pair). */
 export const ROPE_WG = 256;
-
-type GridOptions = {
-  /** Grid split limit per dimension (tests lower it to exercise the split). */
-  maxWorkgroupsPerDim?: number;
-};
 
 export interface RopeArgs {
   x: GPUBuffer; // (R, Hx, D)
@@ -30,18 +24,9 @@ export interface RopeArgs {
   inverse?: boolean;
 }
 
-export class RopeKernel {
-  private readonly maxPerDim: number;
+export class RopeKernel extends Kernel {
   // inv_freq (D/2) per (D, theta): a handful of models, uploaded once each.
   private readonly invFreq = new Map<string, GPUBuffer>();
-
-  constructor(
-    private readonly device: GPUDevice,
-    private readonly pipelines: PipelineCache,
-    options: GridOptions = {},
-  ) {
-    this.maxPerDim = options.maxWorkgroupsPerDim ?? MAX_WORKGROUPS_PER_DIM;
-  }
 
   private invFreqBuffer(D: number, theta: number): GPUBuffer {
     const key = `${D}:${theta}`;
@@ -55,7 +40,7 @@ export class RopeKernel {
 
   /** Compiles the pipeline encode() uses (forward or inverse rotation). */
   prepare(inverse = false): Promise<void> {
-    return this.pipelines.prepare('rope', shaderSource('rope'), { WG: ROPE_WG, INVERSE: inverse });
+    return this.compile('rope', { WG: ROPE_WG, INVERSE: inverse });
   }
 
   encode(encoder: GPUCommandEncoder, args: RopeArgs): void {
@@ -63,20 +48,14 @@ export class RopeKernel {
     if (args.x === args.y)
       throw new Error('rope is out of place: x and y must be different buffers');
     const invFreq = this.invFreqBuffer(D, args.theta);
-    const pipeline = this.pipelines.get('rope', shaderSource('rope'), {
-      WG: ROPE_WG,
-      INVERSE: args.inverse ?? false,
-    });
     const params = ROPE_PARAMS.create(this.device, { rows, heads, pairs: D / 2 });
-    const pass = encoder.beginComputePass({ label: args.inverse ? 'rope_inverse' : 'rope' });
-    pass.setPipeline(pipeline);
-    pass.setBindGroup(
-      0,
-      bindBuffers(this.device, pipeline, [args.x, args.positions, invFreq, args.y, params]),
-    );
-    const groups = ceilDiv((rows * heads * D) / 2, ROPE_WG);
-    if (groups > 0) pass.dispatchWorkgroups(...splitGrid(groups, this.maxPerDim));
-    pass.end();
+    this.encodePass(encoder, {
+      shader: 'rope',
+      constants: { WG: ROPE_WG, INVERSE: args.inverse ?? false },
+      buffers: [args.x, args.positions, invFreq, args.y, params],
+      workgroups: ceilDiv((rows * heads * D) / 2, ROPE_WG),
+      label: args.inverse ? 'rope_inverse' : 'rope',
+    });
   }
 
   /** Frees the cached inv_freq buffers. */

@@ -1,9 +1,8 @@
 // TS wrappers of shaders/swiglu_forward.wgsl and shaders/swiglu_backward.wgsl: the Llama MLP gate
 // h = silu(gate) · up over (R, I) = (N·T, I), and its gradients.
-import { ceilDiv, MAX_WORKGROUPS_PER_DIM, splitGrid } from '../engine/dispatch';
-import { bindBuffers, type PipelineCache } from '../engine/pipelines';
-import { shaderSource } from '../engine/shaders';
+import { ceilDiv } from '../engine/dispatch';
 import { uniformLayout } from '../engine/uniforms';
+import { Kernel } from './kernel';
 
 /** The `struct Params` of shaders/swiglu_forward.wgsl. */
 export const SWIGLU_FORWARD_PARAMS = uniformLayout('swiglu_forward', { count: 'u32' });
@@ -14,11 +13,6 @@ export const SWIGLU_BACKWARD_PARAMS = uniformLayout('swiglu_backward', { count: 
 /** Threads per workgroup of both SwiGLU kernels (one thread per element). */
 export const SWIGLU_WG = 256;
 
-type GridOptions = {
-  /** Grid split limit per dimension (tests lower it to exercise the split). */
-  maxWorkgroupsPerDim?: number;
-};
-
 export interface SwigluForwardArgs {
   gate: GPUBuffer; // (R, I) gate_proj output
   up: GPUBuffer; // (R, I) up_proj output
@@ -26,35 +20,20 @@ export interface SwigluForwardArgs {
   count: number; // R · I
 }
 
-export class SwigluForwardKernel {
-  private readonly maxPerDim: number;
-
-  constructor(
-    private readonly device: GPUDevice,
-    private readonly pipelines: PipelineCache,
-    options: GridOptions = {},
-  ) {
-    this.maxPerDim = options.maxWorkgroupsPerDim ?? MAX_WORKGROUPS_PER_DIM;
-  }
-
+export class SwigluForwardKernel extends Kernel {
   /** Compiles the pipeline encode() uses. */
   prepare(): Promise<void> {
-    return this.pipelines.prepare('swiglu_forward', shaderSource('swiglu_forward'), {
-      WG: SWIGLU_WG,
-    });
+    return this.compile('swiglu_forward', { WG: SWIGLU_WG });
   }
 
   encode(encoder: GPUCommandEncoder, args: SwigluForwardArgs): void {
-    const pipeline = this.pipelines.get('swiglu_forward', shaderSource('swiglu_forward'), {
-      WG: SWIGLU_WG,
-    });
     const params = SWIGLU_FORWARD_PARAMS.create(this.device, { count: args.count });
-    const pass = encoder.beginComputePass({ label: 'swiglu_forward' });
-    pass.setPipeline(pipeline);
-    pass.setBindGroup(0, bindBuffers(this.device, pipeline, [args.gate, args.up, args.h, params]));
-    const groups = ceilDiv(args.count, SWIGLU_WG);
-    if (groups > 0) pass.dispatchWorkgroups(...splitGrid(groups, this.maxPerDim));
-    pass.end();
+    this.encodePass(encoder, {
+      shader: 'swiglu_forward',
+      constants: { WG: SWIGLU_WG },
+      buffers: [args.gate, args.up, args.h, params],
+      workgroups: ceilDiv(args.count, SWIGLU_WG),
+    });
   }
 }
 
@@ -67,44 +46,19 @@ export interface SwigluBackwardArgs {
   count: number; // R · I
 }
 
-export class SwigluBackwardKernel {
-  private readonly maxPerDim: number;
-
-  constructor(
-    private readonly device: GPUDevice,
-    private readonly pipelines: PipelineCache,
-    options: GridOptions = {},
-  ) {
-    this.maxPerDim = options.maxWorkgroupsPerDim ?? MAX_WORKGROUPS_PER_DIM;
-  }
-
+export class SwigluBackwardKernel extends Kernel {
   /** Compiles the pipeline encode() uses. */
   prepare(): Promise<void> {
-    return this.pipelines.prepare('swiglu_backward', shaderSource('swiglu_backward'), {
-      WG: SWIGLU_WG,
-    });
+    return this.compile('swiglu_backward', { WG: SWIGLU_WG });
   }
 
   encode(encoder: GPUCommandEncoder, args: SwigluBackwardArgs): void {
-    const pipeline = this.pipelines.get('swiglu_backward', shaderSource('swiglu_backward'), {
-      WG: SWIGLU_WG,
-    });
     const params = SWIGLU_BACKWARD_PARAMS.create(this.device, { count: args.count });
-    const pass = encoder.beginComputePass({ label: 'swiglu_backward' });
-    pass.setPipeline(pipeline);
-    pass.setBindGroup(
-      0,
-      bindBuffers(this.device, pipeline, [
-        args.dh,
-        args.gate,
-        args.up,
-        args.dgate,
-        args.dup,
-        params,
-      ]),
-    );
-    const groups = ceilDiv(args.count, SWIGLU_WG);
-    if (groups > 0) pass.dispatchWorkgroups(...splitGrid(groups, this.maxPerDim));
-    pass.end();
+    this.encodePass(encoder, {
+      shader: 'swiglu_backward',
+      constants: { WG: SWIGLU_WG },
+      buffers: [args.dh, args.gate, args.up, args.dgate, args.dup, params],
+      workgroups: ceilDiv(args.count, SWIGLU_WG),
+    });
   }
 }
