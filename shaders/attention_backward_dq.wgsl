@@ -54,6 +54,7 @@ var<workgroup> v_tile: array<vec4<f32>, TILE * D4>; // (TILE, D4)
 #include "attention_gather.wgsl"
 #include "attention_stage_kv.wgsl"
 #include "attention_gather_do.wgsl"
+#include "attention_rows.wgsl"
 
 // The same gather for a row of o, the forward output (only this kernel reads it).
 fn gather_o(base: u32, c: u32) -> vec4<f32> {
@@ -90,20 +91,6 @@ fn begin_row(row_base: u32, lse_index: u32, in_range: bool) {
   }
   delta_i = hsum(delta4);
   lse_i = select(0.0, lse[lse_index], in_range);
-}
-
-// Vector c of key/value t of the tile at j0: from the staged tile, or straight from storage
-// (`row` = the key's first element); keys past key_end are zero, as in the staged tile.
-fn tile_key(staged: bool, row: u32, valid: bool, t: u32, c: u32) -> vec4<f32> {
-  if (staged) { return k_tile[t * D4 + c]; }
-  if (!valid) { return vec4<f32>(); }
-  return gather_k(row, c);
-}
-
-fn tile_value(staged: bool, row: u32, valid: bool, t: u32, c: u32) -> vec4<f32> {
-  if (staged) { return v_tile[t * D4 + c]; }
-  if (!valid) { return vec4<f32>(); }
-  return gather_v(row, c);
 }
 
 // dq_row += Σ_t dS_it·k_t over keys j0 … j0 + TILE − 1 (this row sees those before row_end).
@@ -158,26 +145,20 @@ fn main(
   let flat = wid.x + wid.y * nwg.x;
   if (flat >= params.N * params.Hkv * blocks) { return; } // whole workgroup: uniform
 
-  let n = flat / (params.Hkv * blocks);
-  let g = (flat / blocks) % params.Hkv;
-  let block = flat % blocks;
-  let r = block * WG + lid.x;
-  let in_range = r < rows;
-  let i = min(r, rows - 1u) / R;
-  let h = g * R + min(r, rows - 1u) % R;
-
-  let key_first = keyStart[n];
-  let i_last = (min(block * WG + WG, rows) - 1u) / R;
+  let b = row_block(flat, params.Hkv, blocks);
+  let in_range = b.first + lid.x < rows;
+  let row = query_row(b.n, b.g, min(b.first + lid.x, rows - 1u), R);
+  let i_last = (min(b.first + WG, rows) - 1u) / R;
   let key_end = i_last + 1u;
-  let row_end = select(0u, i + 1u, in_range);
+  let row_end = select(0u, row.i + 1u, in_range);
 
-  let row_base = ((n * params.T + i) * params.H + h) * HEAD_DIM;
-  let lse_index = (n * params.H + h) * params.T + i;
+  let row_base = ((row.n * params.T + row.i) * params.H + row.h) * HEAD_DIM;
+  let lse_index = (row.n * params.H + row.h) * params.T + row.i;
   begin_row(row_base, lse_index, in_range);
 
   let kv_row_stride = params.Hkv * HEAD_DIM;
-  let kv_base = n * params.T * kv_row_stride + g * HEAD_DIM;
-  for (var j0 = key_first; j0 < key_end; j0 = j0 + TILE) {
+  let kv_base = b.n * params.T * kv_row_stride + b.g * HEAD_DIM;
+  for (var j0 = keyStart[b.n]; j0 < key_end; j0 = j0 + TILE) {
     stage_kv_tile(lid.x, j0, key_end, kv_base, kv_row_stride);
     workgroupBarrier();
     dq_tile(true, j0, row_end, key_end, kv_base, kv_row_stride);
@@ -198,21 +179,17 @@ fn main_direct(
   let rows = R * params.T;
   let thread = (wid.x + wid.y * nwg.x) * WG + lid.x;
   if (thread >= params.N * params.Hkv * rows) { return; }
-  let n = thread / (params.Hkv * rows);
-  let g = (thread / rows) % params.Hkv;
-  let r = thread % rows;
-  let i = r / R;
-  let h = g * R + r % R;
+  let row = packed_row(thread, params.Hkv, R, rows);
 
-  let row_base = ((n * params.T + i) * params.H + h) * HEAD_DIM;
-  let lse_index = (n * params.H + h) * params.T + i;
+  let row_base = ((row.n * params.T + row.i) * params.H + row.h) * HEAD_DIM;
+  let lse_index = (row.n * params.H + row.h) * params.T + row.i;
   begin_row(row_base, lse_index, true);
   let kv_row_stride = params.Hkv * HEAD_DIM;
-  let kv_base = n * params.T * kv_row_stride + g * HEAD_DIM;
+  let kv_base = row.n * params.T * kv_row_stride + row.g * HEAD_DIM;
   // The same tiles as main (from keyStart, TILE keys each), so the same summation order; main's
   // tiles past this row's last key add nothing to it.
-  for (var j0 = keyStart[n]; j0 <= i; j0 = j0 + TILE) {
-    dq_tile(false, j0, i + 1u, i + 1u, kv_base, kv_row_stride);
+  for (var j0 = keyStart[row.n]; j0 <= row.i; j0 = j0 + TILE) {
+    dq_tile(false, j0, row.i + 1u, row.i + 1u, kv_base, kv_row_stride);
   }
   end_row(row_base, lse_index);
 }

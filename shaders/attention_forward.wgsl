@@ -60,6 +60,7 @@ var<workgroup> v_tile: array<vec4<f32>, TILE * D4>; // (TILE, D4)
 
 #include "attention_gather.wgsl"
 #include "attention_stage_kv.wgsl"
+#include "attention_rows.wgsl"
 // Per-invocation row state shared by both entry points: the scaled q row, the output
 // accumulator, the running max m and the running Σ exp(score − m) l.
 var<private> q_row: array<vec4<f32>, MAX_D4>;
@@ -74,20 +75,6 @@ fn begin_row(q_base: u32, in_range: bool) {
   }
   m = NEG_BIG;
   l = 0.0;
-}
-
-// Vector c of key/value t of the tile at j0: from the staged tile, or straight from storage
-// (`row` = the key's first element); keys past key_end are zero, as in the staged tile.
-fn tile_key(staged: bool, row: u32, valid: bool, t: u32, c: u32) -> vec4<f32> {
-  if (staged) { return k_tile[t * D4 + c]; }
-  if (!valid) { return vec4<f32>(); }
-  return gather_k(row, c);
-}
-
-fn tile_value(staged: bool, row: u32, valid: bool, t: u32, c: u32) -> vec4<f32> {
-  if (staged) { return v_tile[t * D4 + c]; }
-  if (!valid) { return vec4<f32>(); }
-  return gather_v(row, c);
 }
 
 // The online-softmax update with keys j0 … j0 + TILE − 1 (this row sees those before row_end).
@@ -151,32 +138,26 @@ fn main(
   let flat = wid.x + wid.y * nwg.x;
   if (flat >= params.N * params.Hkv * blocks) { return; } // whole workgroup: uniform
 
-  let n = flat / (params.Hkv * blocks);
-  let g = (flat / blocks) % params.Hkv;
-  let block = flat % blocks;
-  let r = block * WG + lid.x;
-  let in_range = r < rows;
-  let i = min(r, rows - 1u) / R;
-  let h = g * R + min(r, rows - 1u) % R;
-
-  let key_first = keyStart[n];
+  let b = row_block(flat, params.Hkv, blocks);
+  let in_range = b.first + lid.x < rows;
+  let row = query_row(b.n, b.g, min(b.first + lid.x, rows - 1u), R);
   // Keys any row of this workgroup can see end before key_end; this row's before row_end.
-  let i_last = (min(block * WG + WG, rows) - 1u) / R;
+  let i_last = (min(b.first + WG, rows) - 1u) / R;
   let key_end = min(params.qOffset + i_last + 1u, params.S);
-  let row_end = select(0u, min(params.qOffset + i + 1u, params.S), in_range);
+  let row_end = select(0u, min(params.qOffset + row.i + 1u, params.S), in_range);
 
-  let q_base = ((n * params.Tq + i) * params.H + h) * HEAD_DIM;
+  let q_base = ((row.n * params.Tq + row.i) * params.H + row.h) * HEAD_DIM;
   begin_row(q_base, in_range);
   let kv_row_stride = params.Hkv * HEAD_DIM;
-  let kv_base = n * params.S_cap * kv_row_stride + g * HEAD_DIM;
-  for (var j0 = key_first; j0 < key_end; j0 = j0 + TILE) {
+  let kv_base = b.n * params.S_cap * kv_row_stride + b.g * HEAD_DIM;
+  for (var j0 = keyStart[b.n]; j0 < key_end; j0 = j0 + TILE) {
     stage_kv_tile(lid.x, j0, key_end, kv_base, kv_row_stride);
     workgroupBarrier();
     attend_tile(true, j0, row_end, key_end, kv_base, kv_row_stride);
     workgroupBarrier();
   }
   if (!in_range) { return; }
-  end_row(q_base, (n * params.H + h) * params.Tq + i);
+  end_row(q_base, (row.n * params.H + row.h) * params.Tq + row.i);
 }
 
 @compute @workgroup_size(WG, 1, 1)
@@ -189,20 +170,16 @@ fn main_direct(
   let rows = R * params.Tq;
   let thread = (wid.x + wid.y * nwg.x) * WG + lid.x;
   if (thread >= params.N * params.Hkv * rows) { return; }
-  let n = thread / (params.Hkv * rows);
-  let g = (thread / rows) % params.Hkv;
-  let r = thread % rows;
-  let i = r / R;
-  let h = g * R + r % R;
+  let row = packed_row(thread, params.Hkv, R, rows);
 
-  let row_end = min(params.qOffset + i + 1u, params.S);
-  let q_base = ((n * params.Tq + i) * params.H + h) * HEAD_DIM;
+  let row_end = min(params.qOffset + row.i + 1u, params.S);
+  let q_base = ((row.n * params.Tq + row.i) * params.H + row.h) * HEAD_DIM;
   begin_row(q_base, true);
   let kv_row_stride = params.Hkv * HEAD_DIM;
-  let kv_base = n * params.S_cap * kv_row_stride + g * HEAD_DIM;
+  let kv_base = row.n * params.S_cap * kv_row_stride + row.g * HEAD_DIM;
   // The same tiles as main (from keyStart, TILE keys each), so the same summation order.
-  for (var j0 = keyStart[n]; j0 < row_end; j0 = j0 + TILE) {
+  for (var j0 = keyStart[row.n]; j0 < row_end; j0 = j0 + TILE) {
     attend_tile(false, j0, row_end, row_end, kv_base, kv_row_stride);
   }
-  end_row(q_base, (n * params.H + h) * params.Tq + i);
+  end_row(q_base, (row.n * params.H + row.h) * params.Tq + row.i);
 }
