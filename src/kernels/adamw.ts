@@ -1,11 +1,10 @@
 // TS wrapper of shaders/adamw.wgsl: one AdamW step per parameter tensor, gradient scaled by the
 // clip buffer from GradNormKernel and skipped entirely when that buffer says the norm is not finite.
 import { uploadStorageBuffer } from '../engine/buffers';
-import { ceilDiv, splitGrid } from '../engine/dispatch';
-import { bindBuffers, type PipelineCache } from '../engine/pipelines';
-import { shaderSource } from '../engine/shaders';
-import type { AdamWHyper } from '../ref/adamw';
+import { ceilDiv } from '../engine/dispatch';
 import { uniformLayout } from '../engine/uniforms';
+import type { AdamWHyper } from '../ref/adamw';
+import { Kernel } from './kernel';
 
 /** The `struct Params` of shaders/adamw.wgsl. */
 export const ADAMW_PARAMS = uniformLayout('adamw', {
@@ -39,24 +38,18 @@ export interface AdamWArgs {
   maxWorkgroupsPerDim?: number;
 }
 
-export class AdamWKernel {
+export class AdamWKernel extends Kernel {
   private noClip: GPUBuffer | null = null;
-
-  constructor(
-    private readonly device: GPUDevice,
-    private readonly pipelines: PipelineCache,
-  ) {}
 
   /** Compiles the pipeline encode() uses. */
   prepare(): Promise<void> {
-    return this.pipelines.prepare('adamw', shaderSource('adamw'), { WG: ADAMW_WG });
+    return this.compile('adamw', { WG: ADAMW_WG });
   }
 
   encode(encoder: GPUCommandEncoder, args: AdamWArgs): void {
     const { n, step, hyper } = args;
     if (!Number.isInteger(step) || step < 1)
       throw new RangeError(`AdamW step must be ≥ 1, got ${step}`);
-    const pipeline = this.pipelines.get('adamw', shaderSource('adamw'), { WG: ADAMW_WG });
     this.noClip ??= uploadStorageBuffer(
       this.device,
       new Float32Array([0, 1, 1, 0]),
@@ -75,22 +68,13 @@ export class AdamWKernel {
       stepSize: hyper.lr / (1 - Math.pow(hyper.beta1, step)),
       biasCorrection2Sqrt: Math.sqrt(1 - Math.pow(hyper.beta2, step)),
     });
-    const pass = encoder.beginComputePass({ label: 'adamw' });
-    pass.setPipeline(pipeline);
-    pass.setBindGroup(
-      0,
-      bindBuffers(this.device, pipeline, [
-        args.grad,
-        args.clip ?? this.noClip,
-        args.param,
-        args.m,
-        args.v,
-        params,
-      ]),
-    );
-    const [x, y, z] = splitGrid(ceilDiv(n, ADAMW_WG), args.maxWorkgroupsPerDim);
-    if (x > 0) pass.dispatchWorkgroups(x, y, z);
-    pass.end();
+    this.encodePass(encoder, {
+      shader: 'adamw',
+      constants: { WG: ADAMW_WG },
+      buffers: [args.grad, args.clip ?? this.noClip, args.param, args.m, args.v, params],
+      workgroups: ceilDiv(n, ADAMW_WG),
+      maxWorkgroupsPerDim: args.maxWorkgroupsPerDim,
+    });
   }
 
   destroy(): void {

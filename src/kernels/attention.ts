@@ -6,10 +6,11 @@
 // Legend: N sequences, Tq query rows, T time (training: Tq = S = T), S_cap cache capacity,
 // S filled cache length, H heads, Hkv kv-heads, D head dim.
 import { createStorageBuffer } from '../engine/buffers';
-import { ceilDiv, dispatch1D, splitGrid } from '../engine/dispatch';
-import { bindBuffers, type PipelineCache, type PipelineKey } from '../engine/pipelines';
-import { shaderSource } from '../engine/shaders';
+import { ceilDiv } from '../engine/dispatch';
+import type { OverrideConstants, PipelineCache } from '../engine/pipelines';
 import { uniformLayout } from '../engine/uniforms';
+import type { AttentionRefShape } from '../ref/attention';
+import { Kernel } from './kernel';
 
 /** The `struct Params` of shaders/attention_forward.wgsl. */
 export const ATTENTION_FORWARD_PARAMS = uniformLayout('attention_forward', {
@@ -74,15 +75,15 @@ function rowWorkgroups(direct: boolean, N: number, Hkv: number, rows: number): n
   return direct ? ceilDiv(N * Hkv * rows, ATTENTION_WG) : N * Hkv * ceilDiv(rows, ATTENTION_WG);
 }
 
-/** The pipeline of attention kernel `name` for head dim D: `main_direct` when barrier-free. */
-function attentionKey(pipelines: PipelineCache, name: string, D: number): PipelineKey {
-  const constants = { WG: ATTENTION_WG, TILE: ATTENTION_TILE, HEAD_DIM: D };
-  return [
-    name,
-    shaderSource(name),
-    constants,
-    pipelines.tuning.avoidBarriers ? 'main_direct' : 'main',
-  ];
+/** The pipeline variant of the attention kernels for head dim D: `main_direct` when barrier-free. */
+function attentionVariant(
+  pipelines: PipelineCache,
+  D: number,
+): { constants: OverrideConstants; entryPoint: string } {
+  return {
+    constants: { WG: ATTENTION_WG, TILE: ATTENTION_TILE, HEAD_DIM: D },
+    entryPoint: pipelines.tuning.avoidBarriers ? 'main_direct' : 'main',
+  };
 }
 
 function checkHeads(kernel: string, H: number, Hkv: number, D: number): void {
@@ -106,7 +107,9 @@ function checkHeads(kernel: string, H: number, Hkv: number, D: number): void {
   }
 }
 
-export interface AttentionForwardArgs {
+/** The buffers of the forward; the shape (N, Tq, H, Hkv, D, qOffset, S, sCap, scale) is the
+ * reference's (src/ref/attention.ts), so both take the same arguments. */
+export interface AttentionForwardArgs extends AttentionRefShape {
   /** (N, Tq, H, D) queries (rotary already applied). */
   q: GPUBuffer;
   /** (N, S_cap, Hkv, D) keys; in training just the k projection (S_cap = T). */
@@ -119,30 +122,13 @@ export interface AttentionForwardArgs {
   o: GPUBuffer;
   /** (N, H, Tq) log-sum-exp of the scaled scores, for the backward pass (0 for pad rows). */
   lse: GPUBuffer;
-  N: number;
-  Tq: number;
-  H: number;
-  Hkv: number;
-  D: number;
-  /** Absolute column of query row 0 (training 0; decoding the current position t). Default 0. */
-  qOffset?: number;
-  /** Filled cache length: keys j ≥ S are never read. Default qOffset + Tq. */
-  S?: number;
-  /** Cache capacity (columns per sequence in k and v). Default S. */
-  sCap?: number;
-  /** Score scale; default 1/√D. */
-  scale?: number;
 }
 
-export class AttentionForwardKernel {
-  constructor(
-    private readonly device: GPUDevice,
-    private readonly pipelines: PipelineCache,
-  ) {}
-
+export class AttentionForwardKernel extends Kernel {
   /** Compiles the pipeline encode() uses for head dim D. */
   prepare(D: number): Promise<void> {
-    return this.pipelines.prepare(...attentionKey(this.pipelines, 'attention_forward', D));
+    const { constants, entryPoint } = attentionVariant(this.pipelines, D);
+    return this.compile('attention_forward', constants, entryPoint);
   }
 
   encode(encoder: GPUCommandEncoder, args: AttentionForwardArgs): void {
@@ -152,7 +138,6 @@ export class AttentionForwardKernel {
     const sCap = args.sCap ?? S;
     if (S > sCap) throw new RangeError(`attention_forward: S (${S}) exceeds S_cap (${sCap})`);
     const direct = this.pipelines.tuning.avoidBarriers;
-    const pipeline = this.pipelines.get(...attentionKey(this.pipelines, 'attention_forward', D));
     const params = ATTENTION_FORWARD_PARAMS.create(this.device, {
       N,
       Tq,
@@ -163,23 +148,12 @@ export class AttentionForwardKernel {
       qOffset,
       scale: args.scale ?? 1 / Math.sqrt(D),
     });
-    const pass = encoder.beginComputePass({ label: 'attention_forward' });
-    pass.setPipeline(pipeline);
-    pass.setBindGroup(
-      0,
-      bindBuffers(this.device, pipeline, [
-        args.q,
-        args.k,
-        args.v,
-        args.keyStart,
-        args.o,
-        args.lse,
-        params,
-      ]),
-    );
-    const [x, y, z] = splitGrid(rowWorkgroups(direct, N, Hkv, (H / Hkv) * Tq));
-    if (x > 0) pass.dispatchWorkgroups(x, y, z);
-    pass.end();
+    this.encodePass(encoder, {
+      shader: 'attention_forward',
+      ...attentionVariant(this.pipelines, D),
+      buffers: [args.q, args.k, args.v, args.keyStart, args.o, args.lse, params],
+      workgroups: rowWorkgroups(direct, N, Hkv, (H / Hkv) * Tq),
+    });
   }
 }
 
@@ -219,19 +193,15 @@ export interface AttentionBackwardArgs {
  * Backward of the training-shape forward (Tq = S = S_cap = T, qOffset = 0). Encodes two passes:
  * dq (which also writes Δ) and then dk/dv, which reads Δ. No atomics: fixed summation order.
  */
-export class AttentionBackwardKernel {
+export class AttentionBackwardKernel extends Kernel {
   private scratch: GPUBuffer | null = null;
-
-  constructor(
-    private readonly device: GPUDevice,
-    private readonly pipelines: PipelineCache,
-  ) {}
 
   /** Compiles the two pipelines encode() uses for head dim D. */
   async prepare(D: number): Promise<void> {
+    const { constants, entryPoint } = attentionVariant(this.pipelines, D);
     await Promise.all([
-      this.pipelines.prepare(...attentionKey(this.pipelines, 'attention_backward_dq', D)),
-      this.pipelines.prepare(...attentionKey(this.pipelines, 'attention_backward_dkv', D)),
+      this.compile('attention_backward_dq', constants, entryPoint),
+      this.compile('attention_backward_dkv', constants, entryPoint),
     ]);
   }
 
@@ -240,12 +210,7 @@ export class AttentionBackwardKernel {
     checkHeads('attention_backward', H, Hkv, D);
     const delta = args.delta ?? this.deltaScratch(N * H * T * 4);
     const direct = this.pipelines.tuning.avoidBarriers;
-    const dqPipeline = this.pipelines.get(
-      ...attentionKey(this.pipelines, 'attention_backward_dq', D),
-    );
-    const dkvPipeline = this.pipelines.get(
-      ...attentionKey(this.pipelines, 'attention_backward_dkv', D),
-    );
+    const variant = attentionVariant(this.pipelines, D);
     const params = ATTENTION_BACKWARD_PARAMS.create(this.device, {
       N,
       T,
@@ -254,11 +219,10 @@ export class AttentionBackwardKernel {
       scale: args.scale ?? 1 / Math.sqrt(D),
     });
 
-    const dqPass = encoder.beginComputePass({ label: 'attention_backward_dq' });
-    dqPass.setPipeline(dqPipeline);
-    dqPass.setBindGroup(
-      0,
-      bindBuffers(this.device, dqPipeline, [
+    this.encodePass(encoder, {
+      shader: 'attention_backward_dq',
+      ...variant,
+      buffers: [
         args.dO,
         args.q,
         args.k,
@@ -269,17 +233,14 @@ export class AttentionBackwardKernel {
         args.dq,
         delta,
         params,
-      ]),
-    );
-    const [qx, qy, qz] = splitGrid(rowWorkgroups(direct, N, Hkv, (H / Hkv) * T));
-    if (qx > 0) dqPass.dispatchWorkgroups(qx, qy, qz);
-    dqPass.end();
-
-    const dkvPass = encoder.beginComputePass({ label: 'attention_backward_dkv' });
-    dkvPass.setPipeline(dkvPipeline);
-    dkvPass.setBindGroup(
-      0,
-      bindBuffers(this.device, dkvPipeline, [
+      ],
+      workgroups: rowWorkgroups(direct, N, Hkv, (H / Hkv) * T),
+    });
+    // Then dk/dv, which read the Δ the dq pass wrote.
+    this.encodePass(encoder, {
+      shader: 'attention_backward_dkv',
+      ...variant,
+      buffers: [
         args.dO,
         args.q,
         args.k,
@@ -290,11 +251,9 @@ export class AttentionBackwardKernel {
         args.dk,
         args.dv,
         params,
-      ]),
-    );
-    const [kx, ky, kz] = splitGrid(rowWorkgroups(direct, N, Hkv, T));
-    if (kx > 0) dkvPass.dispatchWorkgroups(kx, ky, kz);
-    dkvPass.end();
+      ],
+      workgroups: rowWorkgroups(direct, N, Hkv, T),
+    });
   }
 
   /** Frees the internal Δ scratch buffer (if any). */
@@ -327,17 +286,10 @@ export interface KvCacheWriteArgs {
   t0: number;
 }
 
-export class KvCacheWriteKernel {
-  constructor(
-    private readonly device: GPUDevice,
-    private readonly pipelines: PipelineCache,
-  ) {}
-
+export class KvCacheWriteKernel extends Kernel {
   /** Compiles the pipeline encode() uses. */
   prepare(): Promise<void> {
-    return this.pipelines.prepare('kv_cache_write', shaderSource('kv_cache_write'), {
-      WG: KV_CACHE_WRITE_WG,
-    });
+    return this.compile('kv_cache_write', { WG: KV_CACHE_WRITE_WG });
   }
 
   encode(encoder: GPUCommandEncoder, args: KvCacheWriteArgs): void {
@@ -345,9 +297,6 @@ export class KvCacheWriteKernel {
     if (t0 + Tsrc > sCap) {
       throw new RangeError(`kv_cache_write: columns ${t0}…${t0 + Tsrc - 1} exceed S_cap (${sCap})`);
     }
-    const pipeline = this.pipelines.get('kv_cache_write', shaderSource('kv_cache_write'), {
-      WG: KV_CACHE_WRITE_WG,
-    });
     const params = KV_CACHE_WRITE_PARAMS.create(this.device, {
       N,
       Tsrc,
@@ -355,10 +304,11 @@ export class KvCacheWriteKernel {
       rowSize: Hkv * D,
       t0,
     });
-    const pass = encoder.beginComputePass({ label: 'kv_cache_write' });
-    pass.setPipeline(pipeline);
-    pass.setBindGroup(0, bindBuffers(this.device, pipeline, [args.src, args.cache, params]));
-    dispatch1D(pass, N * Tsrc * Hkv * D, KV_CACHE_WRITE_WG);
-    pass.end();
+    this.encodePass(encoder, {
+      shader: 'kv_cache_write',
+      constants: { WG: KV_CACHE_WRITE_WG },
+      buffers: [args.src, args.cache, params],
+      workgroups: ceilDiv(N * Tsrc * Hkv * D, KV_CACHE_WRITE_WG),
+    });
   }
 }

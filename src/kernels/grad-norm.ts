@@ -1,9 +1,8 @@
 // TS wrapper of shaders/sumsq.wgsl + shaders/grad_clip.wgsl: global L2 norm of all gradients,
 // the clip scale and a finite flag, computed on the GPU and consumed there by AdamWKernel.
 import { reductionWorkgroupSize } from '../engine/dispatch';
-import { bindBuffers, type PipelineCache } from '../engine/pipelines';
-import { shaderSource } from '../engine/shaders';
 import { uniformLayout } from '../engine/uniforms';
+import { Kernel } from './kernel';
 
 /** The `struct Params` of shaders/sumsq.wgsl. */
 export const SUMSQ_PARAMS = uniformLayout('sumsq', { n: 'u32', slot: 'u32', chunk: 'u32' });
@@ -45,23 +44,15 @@ function sumSquaresLayout(n: number): { groups: number; chunk: number; wg: numbe
   return { groups, chunk, wg: reductionWorkgroupSize(chunk, SUMSQ_WG) };
 }
 
-export class GradNormKernel {
-  constructor(
-    private readonly device: GPUDevice,
-    private readonly pipelines: PipelineCache,
-  ) {}
-
+export class GradNormKernel extends Kernel {
   /** Compiles the pipelines encode() uses for tensors of these element counts. */
   async prepare(sizes: readonly number[]): Promise<void> {
     const wgs = new Set(sizes.map((n) => sumSquaresLayout(n).wg));
     await Promise.all([
       ...[...wgs].map((wg) =>
-        this.pipelines.prepare('sumsq', shaderSource('sumsq'), {
-          WG: wg,
-          PARTIALS: SUMSQ_PARTIALS_PER_TENSOR,
-        }),
+        this.compile('sumsq', { WG: wg, PARTIALS: SUMSQ_PARTIALS_PER_TENSOR }),
       ),
-      this.pipelines.prepare('grad_clip', shaderSource('grad_clip'), { WG: GRAD_CLIP_WG }),
+      this.compile('grad_clip', { WG: GRAD_CLIP_WG }),
     ]);
   }
 
@@ -75,19 +66,16 @@ export class GradNormKernel {
     args: { grad: GPUBuffer; n: number; slot: number; partials: GPUBuffer },
   ): void {
     const { groups, chunk, wg } = sumSquaresLayout(args.n);
-    const pipeline = this.pipelines.get('sumsq', shaderSource('sumsq'), {
-      WG: wg,
-      PARTIALS: SUMSQ_PARTIALS_PER_TENSOR,
-    });
     const params = SUMSQ_PARAMS.create(this.device, { n: args.n, slot: args.slot, chunk });
     const blockBytes = SUMSQ_PARTIALS_PER_TENSOR * 4;
     if (groups < SUMSQ_PARTIALS_PER_TENSOR)
       encoder.clearBuffer(args.partials, args.slot * blockBytes, blockBytes);
-    const pass = encoder.beginComputePass({ label: 'sumsq' });
-    pass.setPipeline(pipeline);
-    pass.setBindGroup(0, bindBuffers(this.device, pipeline, [args.grad, args.partials, params]));
-    pass.dispatchWorkgroups(groups);
-    pass.end();
+    this.encodePass(encoder, {
+      shader: 'sumsq',
+      constants: { WG: wg, PARTIALS: SUMSQ_PARTIALS_PER_TENSOR },
+      buffers: [args.grad, args.partials, params],
+      workgroups: groups, // ≤ SUMSQ_PARTIALS_PER_TENSOR: one row of workgroups
+    });
   }
 
   /** Norm, scale and finite flag from the first `numTensors` blocks of partials. */
@@ -95,18 +83,16 @@ export class GradNormKernel {
     encoder: GPUCommandEncoder,
     args: { partials: GPUBuffer; numTensors: number; out: GPUBuffer; maxNorm: number },
   ): void {
-    const pipeline = this.pipelines.get('grad_clip', shaderSource('grad_clip'), {
-      WG: GRAD_CLIP_WG,
-    });
     const params = GRAD_CLIP_PARAMS.create(this.device, {
       count: gradNormPartialsLength(args.numTensors),
       maxNorm: args.maxNorm,
     });
-    const pass = encoder.beginComputePass({ label: 'grad_clip' });
-    pass.setPipeline(pipeline);
-    pass.setBindGroup(0, bindBuffers(this.device, pipeline, [args.partials, args.out, params]));
-    pass.dispatchWorkgroups(1);
-    pass.end();
+    this.encodePass(encoder, {
+      shader: 'grad_clip',
+      constants: { WG: GRAD_CLIP_WG },
+      buffers: [args.partials, args.out, params],
+      workgroups: 1,
+    });
   }
 
   /** Every tensor's sum of squares, then the clip buffer. */

@@ -2,12 +2,10 @@
 // gradient into the per-token log-probs, and the TRL statistics, entirely on the GPU (the caller
 // reads the small `out` buffer when it wants the numbers; nothing is read back here).
 import { createStorageBuffer } from '../engine/buffers';
-import { splitGrid } from '../engine/dispatch';
-import { bindBuffers, type PipelineCache } from '../engine/pipelines';
-import { shaderSource } from '../engine/shaders';
-import type { GrpoLossStats, ImportanceSamplingLevel, LossType } from '../ref/grpo_loss';
+import type { GrpoLossInputs, GrpoLossStats, LossType } from '../ref/grpo_loss';
 import { transient } from '../engine/memory';
 import { uniformLayout } from '../engine/uniforms';
+import { Kernel } from './kernel';
 
 /** The `struct Params` of shaders/grpo_loss.wgsl. */
 export const GRPO_LOSS_PARAMS = uniformLayout('grpo_loss', {
@@ -65,7 +63,24 @@ const LOSS_TYPE_CODE: Record<LossType, number> = {
   sapo: 5,
 };
 
-export interface GrpoLossArgs {
+/** The loss's shape and options: the reference's (src/ref/grpo_loss.ts), one list for both. */
+type GrpoLossOptions = Pick<
+  GrpoLossInputs,
+  | 'N'
+  | 'L'
+  | 'lossType'
+  | 'epsilonLow'
+  | 'epsilonHigh'
+  | 'beta'
+  | 'maxCompletionLength'
+  | 'activeTokensInBatch' // default here: Σ mask of this call, on the GPU
+  | 'importanceSamplingLevel'
+  | 'delta'
+  | 'sapoTemperaturePos'
+  | 'sapoTemperatureNeg'
+>;
+
+export interface GrpoLossArgs extends GrpoLossOptions {
   logp: GPUBuffer; // (N, L)
   oldLogp: GPUBuffer; // (N, L) sampling-policy log-probs (pass logp itself when μ = 1)
   refLogp: GPUBuffer | null; // (N, L) reference-policy log-probs; null when β = 0
@@ -73,27 +88,11 @@ export interface GrpoLossArgs {
   mask: GPUBuffer; // (N, L) f32 1/0
   dLogp: GPUBuffer; // (N, L) out: ∂loss/∂logp
   out: GPUBuffer; // (8) out: see GRPO_LOSS_OUT
-  N: number;
-  L: number;
-  lossType: LossType;
-  epsilonLow: number;
-  epsilonHigh: number;
-  beta: number;
-  maxCompletionLength: number; // dr_grpo denominator N·maxCompletionLength
-  /** dapo: Σ mask over the whole accumulated batch (default: Σ mask of this call, on the GPU). */
-  activeTokensInBatch?: number;
-  /** 'sequence': one ratio per sequence (GSPO, docs/grpo.md §3); default 'token'. */
-  importanceSamplingLevel?: ImportanceSamplingLevel;
-  /** Two-sided clipping (docs/grpo.md §3): cap the unclipped ratio at δ; null/undefined = off. */
-  delta?: number | null;
   /**
    * (N, L) 0/1: the policy term counts only where it is 1 (topEntropyQuantile, docs/grpo.md §3;
    * EntropyMaskKernel writes it); absent = every counted token.
    */
   entropyMask?: GPUBuffer | null;
-  /** 'sapo': gate temperatures for A > 0 and A ≤ 0 (default 1.0 and 1.05, TRL's). */
-  sapoTemperaturePos?: number;
-  sapoTemperatureNeg?: number;
   /** Grid limit per dimension (tests lower it to exercise split grids cheaply). */
   maxWorkgroupsPerDim?: number;
 }
@@ -115,19 +114,12 @@ export function decodeGrpoLossOut(out: ArrayLike<number>): {
   };
 }
 
-export class GrpoLossKernel {
-  constructor(
-    private readonly device: GPUDevice,
-    private readonly pipelines: PipelineCache,
-  ) {}
-
+export class GrpoLossKernel extends Kernel {
   /** Compiles the two pipelines encode() uses. */
   async prepare(): Promise<void> {
     await Promise.all([
-      this.pipelines.prepare('grpo_loss', shaderSource('grpo_loss'), { WG: GRPO_LOSS_WG }),
-      this.pipelines.prepare('grpo_loss_reduce', shaderSource('grpo_loss_reduce'), {
-        WG: GRPO_LOSS_REDUCE_WG,
-      }),
+      this.compile('grpo_loss', { WG: GRPO_LOSS_WG }),
+      this.compile('grpo_loss_reduce', { WG: GRPO_LOSS_REDUCE_WG }),
     ]);
   }
 
@@ -141,12 +133,6 @@ export class GrpoLossKernel {
     let denominator = 0;
     if (lossType === 'dr_grpo') denominator = N * args.maxCompletionLength;
     if (lossType === 'dapo' || lossType === 'cispo') denominator = args.activeTokensInBatch ?? 0;
-    const [loss, reduce] = [
-      this.pipelines.get('grpo_loss', shaderSource('grpo_loss'), { WG: GRPO_LOSS_WG }),
-      this.pipelines.get('grpo_loss_reduce', shaderSource('grpo_loss_reduce'), {
-        WG: GRPO_LOSS_REDUCE_WG,
-      }),
-    ];
     const params = GRPO_LOSS_PARAMS.create(this.device, {
       N,
       L,
@@ -169,11 +155,10 @@ export class GrpoLossKernel {
       createStorageBuffer(this.device, N * 8 * 4, 'grpo_loss.partials'),
     ); // (N, 8)
 
-    const pass = encoder.beginComputePass({ label: 'grpo_loss' });
-    pass.setPipeline(loss);
-    pass.setBindGroup(
-      0,
-      bindBuffers(this.device, loss, [
+    this.encodePass(encoder, {
+      shader: 'grpo_loss',
+      constants: { WG: GRPO_LOSS_WG },
+      buffers: [
         args.logp,
         args.oldLogp,
         // Bound but never read when useKl = 0; two read-only bindings of one buffer are allowed.
@@ -185,14 +170,17 @@ export class GrpoLossKernel {
         args.dLogp,
         partials,
         params,
-      ]),
-    );
-    const [x, y, z] = splitGrid(N, args.maxWorkgroupsPerDim);
-    if (x > 0) pass.dispatchWorkgroups(x, y, z);
-    pass.setPipeline(reduce);
-    pass.setBindGroup(0, bindBuffers(this.device, reduce, [partials, args.out, reduceParams]));
-    pass.dispatchWorkgroups(1);
-    pass.end();
+      ],
+      workgroups: N, // one per completion
+      maxWorkgroupsPerDim: args.maxWorkgroupsPerDim,
+    });
+    // Then one workgroup sums the per-completion partials.
+    this.encodePass(encoder, {
+      shader: 'grpo_loss_reduce',
+      constants: { WG: GRPO_LOSS_REDUCE_WG },
+      buffers: [partials, args.out, reduceParams],
+      workgroups: 1,
+    });
   }
 }
 
@@ -207,37 +195,26 @@ export interface EntropyMaskArgs {
 }
 
 /** shaders/entropy_mask.wgsl: TRL's get_high_entropy_mask over one micro-batch (docs/grpo.md §3). */
-export class EntropyMaskKernel {
-  constructor(
-    private readonly device: GPUDevice,
-    private readonly pipelines: PipelineCache,
-  ) {}
-
+export class EntropyMaskKernel extends Kernel {
   prepare(): Promise<unknown> {
-    return this.pipelines.prepare('entropy_mask', shaderSource('entropy_mask'), {
-      WG: ENTROPY_MASK_WG,
-    });
+    return this.compile('entropy_mask', { WG: ENTROPY_MASK_WG });
   }
 
   encode(encoder: GPUCommandEncoder, args: EntropyMaskArgs): void {
     const rho = args.topEntropyQuantile;
     if (!(rho >= 0 && rho <= 1)) throw new RangeError(`topEntropyQuantile ${rho} not in [0, 1]`);
-    const pipeline = this.pipelines.get('entropy_mask', shaderSource('entropy_mask'), {
-      WG: ENTROPY_MASK_WG,
-    });
     const sel = transient(this.device, createStorageBuffer(this.device, 4 * 4, 'entropy_mask.sel'));
-    const [x, y, z] = splitGrid(Math.ceil(args.M / ENTROPY_MASK_WG), args.maxWorkgroupsPerDim);
     // Phase 0 ranks (sel = [s[lo], s[hi], w, n]), phase 1 writes the mask; two passes order them.
     for (const phase of [0, 1]) {
       const params = ENTROPY_MASK_PARAMS.create(this.device, { M: args.M, q: 1 - rho, phase });
-      const pass = encoder.beginComputePass({ label: `entropy_mask.${phase}` });
-      pass.setPipeline(pipeline);
-      pass.setBindGroup(
-        0,
-        bindBuffers(this.device, pipeline, [args.entropy, args.mask, sel, args.out, params]),
-      );
-      if (x > 0) pass.dispatchWorkgroups(x, y, z);
-      pass.end();
+      this.encodePass(encoder, {
+        shader: 'entropy_mask',
+        constants: { WG: ENTROPY_MASK_WG },
+        buffers: [args.entropy, args.mask, sel, args.out, params],
+        workgroups: Math.ceil(args.M / ENTROPY_MASK_WG),
+        label: `entropy_mask.${phase}`,
+        maxWorkgroupsPerDim: args.maxWorkgroupsPerDim,
+      });
     }
   }
 }

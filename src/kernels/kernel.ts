@@ -25,6 +25,8 @@ export interface PassSpec {
   /** The pass's label (default: the shader's name). */
   label?: string;
   entryPoint?: string;
+  /** A split limit for this pass only (kernels whose tests pass it per call). */
+  maxWorkgroupsPerDim?: number;
 }
 
 export abstract class Kernel {
@@ -50,7 +52,8 @@ export abstract class Kernel {
     const pass = encoder.beginComputePass({ label: spec.label ?? shader });
     pass.setPipeline(pipeline);
     pass.setBindGroup(0, bindBuffers(this.device, pipeline, spec.buffers));
-    if (spec.workgroups > 0) pass.dispatchWorkgroups(...splitGrid(spec.workgroups, this.maxPerDim));
+    const maxPerDim = spec.maxWorkgroupsPerDim ?? this.maxPerDim;
+    if (spec.workgroups > 0) pass.dispatchWorkgroups(...splitGrid(spec.workgroups, maxPerDim));
     pass.end();
   }
 }

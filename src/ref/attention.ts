@@ -12,13 +12,13 @@ export interface AttentionRefShape {
   H: number;
   Hkv: number;
   D: number;
-  /** Absolute column of query row 0. Default 0. */
+  /** Absolute column of query row 0 (training 0; decoding the current position t). Default 0. */
   qOffset?: number;
-  /** Filled cache length. Default qOffset + Tq. */
+  /** Filled cache length: keys j ≥ S are never read. Default qOffset + Tq. */
   S?: number;
-  /** Cache capacity. Default S. */
+  /** Cache capacity (columns per sequence in k and v). Default S. */
   sCap?: number;
-  /** Default 1/√D. */
+  /** Score scale; default 1/√D. */
   scale?: number;
 }
 
