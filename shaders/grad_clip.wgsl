@@ -20,7 +20,7 @@ struct Params {
 @group(0) @binding(1) var<storage, read_write> out: array<f32>;
 @group(0) @binding(2) var<uniform> params: Params;
 
-var<workgroup> sh: array<f32, WG>;
+#include "workgroup_sum.wgsl"
 
 // Tested on the bits: compilers may assume floats are finite and fold `x != x` away.
 fn is_finite(x: f32) -> bool {
@@ -31,14 +31,9 @@ fn is_finite(x: f32) -> bool {
 fn main(@builtin(local_invocation_index) lid: u32) {
   var acc = 0.0;
   for (var i = lid; i < params.count; i = i + WG) { acc = acc + partials[i]; }
-  sh[lid] = acc;
-  workgroupBarrier();
-  for (var stride = WG / 2u; stride > 0u; stride = stride / 2u) {
-    if (lid < stride) { sh[lid] = sh[lid] + sh[lid + stride]; }
-    workgroupBarrier();
-  }
+  let total = workgroup_sum(lid, acc);
   if (lid == 0u) {
-    let norm = sqrt(sh[0]);
+    let norm = sqrt(total);
     let finite = is_finite(norm);
     var scale = 1.0;
     if (params.maxNorm > 0.0) { scale = min(1.0, params.maxNorm / (norm + 1e-6)); }

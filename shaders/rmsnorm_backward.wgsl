@@ -26,7 +26,7 @@ struct Params {
 @group(0) @binding(4) var<storage, read_write> dx: array<f32>; // (R, C)
 @group(0) @binding(5) var<uniform> params: Params;
 
-var<workgroup> partial: array<f32, WG>;
+#include "workgroup_sum.wgsl"
 
 @compute @workgroup_size(WG)
 fn main(
@@ -47,14 +47,8 @@ fn main(
   for (var c = lid.x; c < C; c = c + WG) {
     sum = sum + dy[base + c] * w[c] * x[base + c];
   }
-  partial[lid.x] = sum;
-  workgroupBarrier();
-  for (var stride = WG / 2u; stride > 0u; stride = stride / 2u) {
-    if (lid.x < stride) { partial[lid.x] = partial[lid.x] + partial[lid.x + stride]; }
-    workgroupBarrier();
-  }
   let r = rstd[row];
-  let k = r * r * partial[0] / f32(C);
+  let k = r * r * workgroup_sum(lid.x, sum) / f32(C);
 
   for (var c = lid.x; c < C; c = c + WG) {
     let index = base + c;

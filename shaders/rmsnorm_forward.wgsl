@@ -26,7 +26,7 @@ struct Params {
 @group(0) @binding(3) var<storage, read_write> rstd: array<f32>; // (R)
 @group(0) @binding(4) var<uniform> params: Params;
 
-var<workgroup> partial: array<f32, WG>;
+#include "workgroup_sum.wgsl"
 
 @compute @workgroup_size(WG)
 fn main(
@@ -48,13 +48,7 @@ fn main(
     let v = x[base + c];
     sum = sum + v * v;
   }
-  partial[lid.x] = sum;
-  workgroupBarrier();
-  for (var stride = WG / 2u; stride > 0u; stride = stride / 2u) {
-    if (lid.x < stride) { partial[lid.x] = partial[lid.x] + partial[lid.x + stride]; }
-    workgroupBarrier();
-  }
-  let r = 1.0 / sqrt(partial[0] / f32(C) + params.eps);
+  let r = 1.0 / sqrt(workgroup_sum(lid.x, sum) / f32(C) + params.eps);
 
   for (var c = lid.x; c < C; c = c + WG) {
     y[base + c] = (x[base + c] * r) * w[c];

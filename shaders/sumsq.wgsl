@@ -23,7 +23,7 @@ struct Params {
 @group(0) @binding(1) var<storage, read_write> partials: array<f32>;
 @group(0) @binding(2) var<uniform> params: Params;
 
-var<workgroup> sh: array<f32, WG>;
+#include "workgroup_sum.wgsl"
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
@@ -36,11 +36,6 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let value = x[e];
     acc = acc + value * value;
   }
-  sh[lid] = acc;
-  workgroupBarrier();
-  for (var stride = WG / 2u; stride > 0u; stride = stride / 2u) {
-    if (lid < stride) { sh[lid] = sh[lid] + sh[lid + stride]; }
-    workgroupBarrier();
-  }
-  if (lid == 0u) { partials[params.slot * PARTIALS + w] = sh[0]; }
+  let total = workgroup_sum(lid, acc);
+  if (lid == 0u) { partials[params.slot * PARTIALS + w] = total; }
 }
