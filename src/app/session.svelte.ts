@@ -985,8 +985,9 @@ export class Session {
     return this.task('Generating', () => this.api.chat(text, options), 'The model did not answer');
   }
 
-  compare(): Promise<Comparison | null> {
-    return this.task('Comparing', () => this.api.compare(), 'The comparison failed');
+  /** Base vs current weights on the first `prompts` held-out prompts (default COMPARE_PROMPTS). */
+  compare(prompts?: number): Promise<Comparison | null> {
+    return this.task('Comparing', () => this.api.compare(prompts), 'The comparison failed');
   }
 
   exportModel(format: 'hf' | 'onnx' | 'peft') {

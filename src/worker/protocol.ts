@@ -134,7 +134,16 @@ export interface ChatReply {
   text: string;
   tokens: number;
   truncated: boolean;
+  /** The task's verdict on the reply when the message is one of the task's problems
+   * (tasks/chat-problem.ts): the answer inside <answer>, right or wrong (null: not checkable),
+   * and the reference answer when the problem has one. Absent for free text. */
+  score?: { answer: string | null; correct: boolean | null; reference: string | null };
 }
+
+/** Compare's held-out prompts unless the page asks for another number, and its samples per prompt
+ * (besides the greedy answer): pass@k and cons@k have this k. */
+export const COMPARE_PROMPTS = 8;
+export const COMPARE_SAMPLES = 2;
 
 /** Before/after on the same held-out prompts and draws (src/grpo/evaluate.ts). */
 export interface Comparison {
