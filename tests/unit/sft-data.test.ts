@@ -11,6 +11,7 @@ import {
   type SftExample,
   type SftRow,
 } from '../../src/grpo/sft-data';
+import type { TrainerTokenizer } from '../../src/grpo/trainer';
 
 const DIR = 'tests/fixtures/tiny-tokenizer';
 let tok: Tokenizer;
@@ -140,7 +141,13 @@ describe('tokenizeSftRow', () => {
   });
 
   it('a chat row without a chat template is refused with the reason', () => {
-    const plain = { ...tok, encodeChat: undefined, applyChatTemplate: undefined } as Tokenizer;
+    // A base model's tokenizer: encode/decode only (TrainerTokenizer's chat methods are optional).
+    const plain: TrainerTokenizer = {
+      eosTokenIds: tok.eosTokenIds,
+      padTokenId: tok.padTokenId,
+      encode: (t, o) => tok.encode(t, o),
+      decode: (ids, o) => tok.decode(ids, o),
+    };
     expect(() => tokenizeSftRow(conversation, plain)).toThrow(
       'SFT: a "messages" row needs a tokenizer with a chat template',
     );
