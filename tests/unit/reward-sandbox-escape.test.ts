@@ -25,6 +25,7 @@ const LIMIT_MS = 300;
 const SLACK_MS = 1500;
 /** Several reloads of the QuickJS runtime per test on a loaded 2-core machine. */
 const SLOW_TEST_MS = 60_000;
+const DEEP_MS = 25_000;
 
 const input = (completion: string): RewardInput => ({
   completion,
@@ -314,11 +315,13 @@ async function reward({ completion }) {
     'deep recursion is a stack overflow, in the interpreter or in native code',
     { timeout: SLOW_TEST_MS },
     async () => {
-      const recursion = await attempt(sandbox, 'recursion');
+      // A generous limit: recursing to QuickJS's 256 KiB stack takes seconds on a loaded 2-core
+      // machine, and this test is about the overflow, not the clock.
+      const recursion = await attempt(sandbox, 'recursion', DEEP_MS);
       expect(recursion.text).toBe('InternalError: stack overflow (line 8, column 39)');
       // Native recursion (JSON.stringify of deeply nested arrays) may exhaust the host's stack
       // before QuickJS notices: the engine is replaced and the message is the same.
-      const nested = await attempt(sandbox, 'nested');
+      const nested = await attempt(sandbox, 'nested', DEEP_MS);
       expect(nested.text).toMatch(/^InternalError: stack overflow( \(line 9, column \d+\))?$/);
     },
   );
