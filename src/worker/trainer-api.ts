@@ -42,8 +42,12 @@ import type { CheckpointPayload } from '../storage/checkpoints';
 import { GrpoStorage } from '../storage/index';
 import type { Identity, MetricsRow as StoredMetricsRow } from '../storage/db';
 import { StorageQuotaError } from '../storage/errors';
-import { CHECKPOINT_FAILURE_REPORTED } from './protocol';
+import { CHECKPOINT_FAILURE_REPORTED, COMPARE_PROMPTS, COMPARE_SAMPLES } from './protocol';
 import { checkChatLength, sampleChatReply } from './chat';
+import { timeDevice } from './warmup';
+import { problemForMessage } from '../tasks/chat-problem';
+import { extractAnswer } from '../grpo/rewards';
+import { estimateStep, type DeviceTiming, type StepEstimate } from '../grpo/step-estimate';
 import type {
   ChatOptions,
   ChatReply,
@@ -78,8 +82,7 @@ export interface TrainerApiOptions {
 }
 
 /** Held-out prompts used by the before/after comparison (greedy + k samples each). */
-export const COMPARE_PROMPTS = 8;
-export const COMPARE_SAMPLES = 2;
+export { COMPARE_PROMPTS, COMPARE_SAMPLES };
 
 interface LoadedModel {
   label: string;
@@ -392,6 +395,31 @@ export function createTrainerApi(options: TrainerApiOptions = {}) {
       };
     },
 
+    /**
+     * How long one step of `config` on the model of `choice` takes on this device, before any
+     * weight is read: a random model of its config decodes the step's B·G sequences and its
+     * matrix products run on a block of rows, timed on the GPU (warmup.ts), scaled to a step
+     * (grpo/step-estimate.ts). Shown by the first-run screen before its first click.
+     */
+    async estimateStep(
+      choice: ModelChoice,
+      config: Partial<ConfigInput>,
+    ): Promise<{ timing: DeviceTiming; estimate: StepEstimate }> {
+      const resolved = resolveConfig(config);
+      const json = parseJsonFile(await sourceFor(choice).read(CONFIG_FILE), CONFIG_FILE);
+      const llama = parseHfConfig(json, CONFIG_FILE);
+      if (status === 'running') throw new Error('Pause training to time the device.');
+      const timing = await timeDevice(await getEngine(), llama, {
+        rows: resolved.perStepPrompts * resolved.numGenerations,
+        // The playground's prompts fill most of maxPromptLength; a step pads them to the longest.
+        promptTokens: resolved.maxPromptLength,
+        temperature: resolved.temperature,
+        topK: resolved.topK,
+        topP: resolved.topP,
+      });
+      return { timing, estimate: estimateStep(timing, resolved) };
+    },
+
     /** The memory plan of `config` on a model of `llama` (a previewed config.json): the page
      * re-plans with it as the options change, before any weight is read. */
     async planMemory(llama: LlamaConfig, config: Partial<ConfigInput>): Promise<PlanSummary> {
@@ -640,13 +668,23 @@ export function createTrainerApi(options: TrainerApiOptions = {}) {
         1,
         Math.min(opts.maxNewTokens, model!.hf.config.maxPositions - ids.length),
       );
-      return sampleChatReply(r.trainer.sampler, tokenizer, prompt, ids, opts, maxNew);
+      const reply = await sampleChatReply(r.trainer.sampler, tokenizer, prompt, ids, opts, maxNew);
+      // A task prompt is scored by the task's own verifier, as a training completion would be.
+      const problem = problemForMessage(text, r.task, r.trainer.evalProblems);
+      if (problem) {
+        const answer = extractAnswer(reply.text);
+        const correct = answer === null ? false : r.task.verify(answer, problem);
+        reply.score = { answer, correct, reference: problem.reference };
+      }
+      return reply;
     },
 
     /** The base weights and the current ones on the same held-out prompts and draws. */
     async compare(prompts = COMPARE_PROMPTS): Promise<Comparison> {
       const r = requireRun().run;
       if (status === 'running') throw new Error('Pause training to compare.');
+      if (!(Number.isInteger(prompts) && prompts >= 1))
+        throw new RangeError(`Compare needs a whole number of prompts ≥ 1, got ${prompts}.`);
       const problems = r.trainer.evalProblems.slice(0, prompts);
       if (problems.length === 0)
         throw new Error('This run has no held-out prompts (evalPrompts = 0).');
