@@ -23,7 +23,8 @@ const NS = 'not supported';
 /**
  * The project side of each TRL option. `project`/`default`: the config field (src/grpo/config.ts)
  * and its default as JSON; `status`: 'same', 'differs' (with `note` saying why) or 'not supported'
- * (with `note` when there is more to say). Options without an entry are not supported.
+ * (with `note` when there is more to say; `detail`: a longer why, written out below the tables).
+ * Options without an entry are not supported.
  */
 export const STATUS = {
   // --- GRPOConfig: what the trainer computes ----------------------------------------------
@@ -102,14 +103,24 @@ export const STATUS = {
     note: 'the rewards see the whole problem; the export keeps the columns',
   },
   generation_batch_size: { status: NS, note: 'one generation of B·G completions per step' },
-  steps_per_generation: { status: NS, note: 'one generation per step (TRL: = GA)' },
+  steps_per_generation: {
+    status: NS,
+    note: 'one generation per optimizer step at μ = 1; see below',
+    detail:
+      'A playground step samples B·G completions once and takes μ = numIterations optimizer steps, each over the whole batch in GA micro-batches: TRL with its default steps_per_generation = gradient_accumulation_steps, which the export keeps (it writes no steps_per_generation, and per_device_train_batch_size = B·G / (processes · GA) makes TRL generate the same B·G completions at a time). A larger value makes TRL cut one generation into steps_per_generation / GA optimizer steps on disjoint slices, taken iteration-major (for each of the μ iterations every slice in turn), the later slices trained off-policy against old log-probs scored when the batch was generated. Supporting it needs PolicyObjective.update to step through slices inside its μ loop (it runs μ passes over one batch, one optimizer step each), the learning-rate schedule and the export’s max_steps, save_steps and logging_steps to count steps × μ × slices optimizer steps (they count steps × μ), the step’s metrics to average over every slice, and the Learn view’s first-pass recomputation to follow one slice. None of that is done; numIterations > 1 is the way to take several optimizer steps per generation here.',
+  },
   min_p: {
     project: 'minP',
     default: 'null',
     status: 'same',
     note: 'after top-k and top-p, as transformers applies it',
   },
-  repetition_penalty: { status: NS, note: 'sampling has no penalty (TRL default 1.0)' },
+  repetition_penalty: {
+    project: 'repetitionPenalty',
+    default: '1',
+    status: 'same',
+    note: 'on prompt and completion tokens, before temperature and the filters',
+  },
   delta: {
     project: 'delta',
     default: 'null',
@@ -204,6 +215,13 @@ export const STATUS = {
 const esc = (s) => String(s).replace(/\|/g, '\\|');
 const code = (s) => (s === undefined || s === null || s === '' ? '—' : `\`${esc(s)}\``);
 
+/** The options whose `detail` is written out below the tables (too long for a cell). */
+function detailsSection() {
+  const entries = Object.entries(STATUS).filter(([, e]) => e.detail);
+  if (entries.length === 0) return '';
+  return `\n## Why, at more length\n\n${entries.map(([name, e]) => `- \`${name}\`: ${e.detail}`).join('\n')}\n`;
+}
+
 function statusText(entry) {
   if (!entry) return NS;
   if (entry.status === 'differs') return `differs: ${entry.note}`;
@@ -255,7 +273,7 @@ ${[...HEAD, ...base].join('\n')}
 Every other TrainingArguments option is not supported (the export leaves transformers' default).
 
 ${[...HEAD, ...mapped].join('\n')}
-`;
+${detailsSection()}`;
 }
 
 /** generateTable's text as the repository's prettier formats it (what is committed). */

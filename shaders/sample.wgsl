@@ -1,8 +1,13 @@
-// sample.wgsl — draws one token per row of logits with temperature, top-k, top-p or greedy, and
-// writes its log-prob under the full tempered softmax (TRL's sampling-policy "old" log-probs).
+// sample.wgsl — draws one token per row of logits with repetition penalty, temperature, top-k,
+// top-p, min-p or greedy, and writes its log-prob under the full tempered softmax of the raw
+// logits (TRL's sampling-policy "old" log-probs: its forward pass applies no sampling processor).
 //
-//   x = z · invTemperature;  logp = (x_tok − max x) − log Σ exp(x − max x)
-//   greedy: tok = argmax z (lowest index on ties)
+//   repetition penalty (HF's RepetitionPenaltyLogitsProcessor, before the warpers; penalty 1 off):
+//           z' = z < 0 ? z · penalty : z · f32(1/penalty) for every token id set in the row's
+//           `seen` bitmap (the prompt's and the completion's tokens so far), z' = z elsewhere;
+//           the chosen token's bit is set after the draw, so the next step penalises it.
+//   x = z' · invTemperature;  logp = (z · invTemperature − max) − log Σ exp(… − max) (raw z)
+//   greedy: tok = argmax z' (lowest index on ties)
 //   else:   keep x with key(x) ≥ τ, τ = the k-th largest key (top-k, k = 0 off), raised to the
 //           largest key u with mass(key ≥ u) ≥ p · mass(top-k set) (top-p, p ≥ 1 off);
 //           then min-p (minP > 0, HF's MinPLogitsWarper after top-p): keep only exp(x − max) ≥ minP,
@@ -14,8 +19,10 @@
 // result is exact for counts and ties stay together. Filtering costs nothing when it is off.
 // src/ref/sampling.ts and src/ref/rng.ts are the CPU mirror (same uniform → same token).
 //
-// Shapes: logits (N, V) f32; tokens, logps written at [row · outStride + outOffset] (u32, f32).
-// Bindings: 0 logits (read), 1 tokens, 2 logps (read_write), 3 params (uniform).
+// Shapes: logits (N, V) f32; tokens, logps written at [row · outStride + outOffset] (u32, f32);
+// seen (N, seenWords) u32 bitmap, bit v % 32 of word v / 32 (read and written only when the
+// penalty is on; a 4-byte placeholder otherwise).
+// Bindings: 0 logits (read), 1 tokens, 2 logps, 3 seen (read_write), 4 params (uniform).
 // Dispatch (entry point main): one workgroup of WG threads per row, N workgroups laid out by
 // splitGrid (flat index wid.x + wid.y · nwg.x). All reductions are fixed-order trees; no atomics.
 // Entry point main_row_per_thread (CPU-emulated adapters, small V): one thread per row, WG rows a
@@ -41,12 +48,16 @@ struct Params {
   outStride: u32,
   outOffset: u32,
   minP: f32, // 0 = off
+  repetitionPenalty: f32, // 1 = off
+  invRepetitionPenalty: f32, // f32(1 / repetitionPenalty)
+  seenWords: u32, // u32 words per row of `seen`: ceil(V / 32)
 }
 
 @group(0) @binding(0) var<storage, read> logits: array<f32>;
 @group(0) @binding(1) var<storage, read_write> tokens: array<u32>;
 @group(0) @binding(2) var<storage, read_write> logps: array<f32>;
-@group(0) @binding(3) var<uniform> params: Params;
+@group(0) @binding(3) var<storage, read_write> seen: array<u32>;
+@group(0) @binding(4) var<uniform> params: Params;
 
 const NEG_BIG: f32 = -3.0e38;
 
@@ -54,6 +65,10 @@ var<workgroup> red_a: array<f32, WG>;
 var<workgroup> red_b: array<f32, WG>;
 var<workgroup> red_c: array<f32, WG>;
 var<workgroup> red_u: array<u32, WG>;
+var<workgroup> red_d: array<f32, WG>;
+
+// First word of this invocation's row in `seen` (set once at the top of each entry point).
+var<private> seen_base: u32;
 
 fn order_key(x: f32) -> u32 {
   let b = bitcast<u32>(x);
@@ -117,14 +132,35 @@ fn sum_u32(lid: u32, value: u32) -> u32 {
   return total;
 }
 
+// Raw tempered logit: the log-prob's softmax.
 fn x_at(base: u32, v: u32) -> f32 {
   return logits[base + v] * params.invTemperature;
+}
+
+// The logit after the repetition penalty (what greedy and the filters see).
+fn z_sel(base: u32, v: u32) -> f32 {
+  let z = logits[base + v];
+  if (params.repetitionPenalty == 1.0) { return z; } // uniform: off costs one branch
+  if (((seen[seen_base + v / 32u] >> (v % 32u)) & 1u) == 0u) { return z; }
+  return select(z * params.invRepetitionPenalty, z * params.repetitionPenalty, z < 0.0);
+}
+
+// Penalised tempered logit: what top-k, top-p, min-p and the draw see.
+fn x_sel(base: u32, v: u32) -> f32 {
+  return z_sel(base, v) * params.invTemperature;
+}
+
+// Marks the chosen token as seen for the next step (one invocation per row writes its row).
+fn mark_seen(tok: u32) {
+  if (params.repetitionPenalty != 1.0) {
+    seen[seen_base + tok / 32u] = seen[seen_base + tok / 32u] | (1u << (tok % 32u));
+  }
 }
 
 // exp(x − m) of a kept token, 0 otherwise. One function for the chunk sums and the walk, so both
 // compute the same bits.
 fn kept_weight(base: u32, v: u32, m: f32, tau: u32) -> f32 {
-  let x = x_at(base, v);
+  let x = x_sel(base, v);
   return select(0.0, exp(x - m), order_key(x) >= tau);
 }
 
@@ -134,13 +170,15 @@ fn mass_at_least(lid: u32, base: u32, m: f32, tau: u32) -> f32 {
   return sum_f32(lid, acc);
 }
 
-// Pass 1 over v = first, first + step, …: online max m and Σ exp(x − m) of the tempered logits,
-// and the first index of the largest z (best_i = 0xffffffff when there is no v).
+// Pass 1 over v = first, first + step, …: online max m and Σ exp(x − m) of the raw tempered
+// logits, the max m_sel of the penalised ones (= m when the penalty is off) and the first index
+// of the largest penalised z (best_i = 0xffffffff when there is no v).
 struct FirstPass {
   m: f32,
   s: f32,
   best_z: f32,
   best_i: u32,
+  m_sel: f32,
 }
 
 fn first_pass(base: u32, first: u32, step: u32) -> FirstPass {
@@ -148,25 +186,27 @@ fn first_pass(base: u32, first: u32, step: u32) -> FirstPass {
   var s = 0.0;
   var best_z = NEG_BIG;
   var best_i = 0xffffffffu;
+  var m_sel = NEG_BIG;
   for (var v = first; v < params.V; v = v + step) {
-    let z = logits[base + v];
-    let x = z * params.invTemperature;
+    let x = x_at(base, v);
     if (x > m) {
       s = s * exp(m - x) + 1.0;
       m = x;
     } else {
       s = s + exp(x - m);
     }
+    let z = z_sel(base, v);
+    m_sel = max(m_sel, z * params.invTemperature);
     if (z > best_z || best_i == 0xffffffffu) { best_z = z; best_i = v; } // ascending v: first max
   }
-  return FirstPass(m, s, best_z, best_i);
+  return FirstPass(m, s, best_z, best_i, m_sel);
 }
 
 // How many of v = first, first + step, … pass min-p: exp(x − m) ≥ minP.
 fn count_min_p(base: u32, first: u32, step: u32, m: f32) -> u32 {
   var count = 0u;
   for (var v = first; v < params.V; v = v + step) {
-    count = count + select(0u, 1u, exp(x_at(base, v) - m) >= params.minP);
+    count = count + select(0u, 1u, exp(x_sel(base, v) - m) >= params.minP);
   }
   return count;
 }
@@ -175,7 +215,7 @@ fn count_min_p(base: u32, first: u32, step: u32, m: f32) -> u32 {
 fn count_at_least(base: u32, first: u32, step: u32, tau: u32) -> u32 {
   var count = 0u;
   for (var v = first; v < params.V; v = v + step) {
-    count = count + select(0u, 1u, order_key(x_at(base, v)) >= tau);
+    count = count + select(0u, 1u, order_key(x_sel(base, v)) >= tau);
   }
   return count;
 }
@@ -202,8 +242,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   if (row >= params.N) { return; } // uniform per workgroup
   let V = params.V;
   let base = row * V;
+  seen_base = row * params.seenWords;
 
-  // Pass 1: online max / Σ exp of x (the full tempered softmax), and argmax of z.
+  // Pass 1: online max / Σ exp of x (the full tempered softmax), max and argmax of the penalised.
   let own = first_pass(base, lid, WG);
   let m = own.m;
   let s = own.s;
@@ -213,6 +254,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   red_b[lid] = s;
   red_c[lid] = best_z;
   red_u[lid] = best_i;
+  red_d[lid] = own.m_sel;
   workgroupBarrier();
   for (var stride = WG / 2u; stride > 0u; stride = stride / 2u) {
     if (lid < stride) {
@@ -221,6 +263,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
       let mm = max(m1, m2);
       red_b[lid] = red_b[lid] * exp(m1 - mm) + red_b[lid + stride] * exp(m2 - mm);
       red_a[lid] = mm;
+      red_d[lid] = max(red_d[lid], red_d[lid + stride]);
       let z2 = red_c[lid + stride];
       let i2 = red_u[lid + stride];
       let z1 = red_c[lid];
@@ -236,6 +279,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let max_x = red_a[0];
   let log_s = log(red_b[0]);
   let argmax_z = red_u[0];
+  let max_sel = red_d[0];
   workgroupBarrier();
 
   var chosen = argmax_z;
@@ -250,17 +294,17 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     }
     // Top-p: the largest key with mass(key ≥ τ) ≥ p · mass(top-k set); never below the top-k τ.
     if (params.topP < 1.0) {
-      let mass_goal = params.topP * mass_at_least(lid, base, max_x, tau);
+      let mass_goal = params.topP * mass_at_least(lid, base, max_sel, tau);
       var tau_p = 0u;
       for (var bit = 31; bit >= 0; bit = bit - 1) {
         let cand = tau_p | (1u << u32(bit));
-        if (mass_at_least(lid, base, max_x, cand) >= mass_goal) { tau_p = cand; }
+        if (mass_at_least(lid, base, max_sel, cand) >= mass_goal) { tau_p = cand; }
       }
       tau = max(tau, tau_p);
     }
     if (params.minP > 0.0) {
       // Min-p keeps an upper set of keys: its threshold is its k-th largest key (as top-k).
-      let k = sum_u32(lid, count_min_p(base, lid, WG, max_x));
+      let k = sum_u32(lid, count_min_p(base, lid, WG, max_sel));
       var tau_m = 0u;
       for (var bit = 31; bit >= 0; bit = bit - 1) {
         let cand = tau_m | (1u << u32(bit));
@@ -275,7 +319,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     let start = lid * chunk;
     let end = min(start + chunk, V);
     var local_sum = 0.0;
-    for (var v = start; v < end; v = v + 1u) { local_sum = local_sum + kept_weight(base, v, max_x, tau); }
+    for (var v = start; v < end; v = v + 1u) { local_sum = local_sum + kept_weight(base, v, max_sel, tau); }
     red_b[lid] = local_sum;
     workgroupBarrier();
     if (lid == 0u) {
@@ -295,7 +339,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         rest = rest - chunk_mass;
       }
       if (c == WG) { c = last_c; rest = 3.0e38; } // rounding put the target past the end
-      red_u[0] = walk_chunk(base, c, chunk, max_x, tau, rest);
+      red_u[0] = walk_chunk(base, c, chunk, max_sel, tau, rest);
     }
     workgroupBarrier();
     chosen = red_u[0];
@@ -305,6 +349,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     let out = row * params.outStride + params.outOffset;
     tokens[out] = chosen;
     logps[out] = (x_at(base, chosen) - max_x) - log_s;
+    mark_seen(chosen); // every thread's reads of `seen` ended at the barrier above
   }
 }
 
@@ -335,6 +380,7 @@ fn main_row_per_thread(@builtin(workgroup_id) wid: vec3<u32>,
   if (row >= params.N) { return; }
   let V = params.V;
   let base = row * V;
+  seen_base = row * params.seenWords;
 
   // Pass 1, as main's threads do it, over the whole row.
   let pass1 = first_pass(base, 0u, 1u);
@@ -342,6 +388,7 @@ fn main_row_per_thread(@builtin(workgroup_id) wid: vec3<u32>,
   let s = pass1.s;
   let best_i = pass1.best_i;
   let max_x = m;
+  let max_sel = pass1.m_sel;
   let log_s = log(s);
 
   var chosen = best_i;
@@ -354,16 +401,16 @@ fn main_row_per_thread(@builtin(workgroup_id) wid: vec3<u32>,
       }
     }
     if (params.topP < 1.0) {
-      let mass_goal = params.topP * mass_at_least_serial(base, max_x, tau);
+      let mass_goal = params.topP * mass_at_least_serial(base, max_sel, tau);
       var tau_p = 0u;
       for (var bit = 31; bit >= 0; bit = bit - 1) {
         let cand = tau_p | (1u << u32(bit));
-        if (mass_at_least_serial(base, max_x, cand) >= mass_goal) { tau_p = cand; }
+        if (mass_at_least_serial(base, max_sel, cand) >= mass_goal) { tau_p = cand; }
       }
       tau = max(tau, tau_p);
     }
     if (params.minP > 0.0) {
-      let k = count_min_p(base, 0u, 1u, max_x);
+      let k = count_min_p(base, 0u, 1u, max_sel);
       var tau_m = 0u;
       for (var bit = 31; bit >= 0; bit = bit - 1) {
         let cand = tau_m | (1u << u32(bit));
@@ -375,23 +422,24 @@ fn main_row_per_thread(@builtin(workgroup_id) wid: vec3<u32>,
     // their total, the residual walk), so the token is main's whenever tau is.
     let chunk = (V + CHUNKS - 1u) / CHUNKS;
     var total = 0.0;
-    for (var t = 0u; t < CHUNKS; t = t + 1u) { total = total + chunk_mass(base, t, chunk, max_x, tau); }
+    for (var t = 0u; t < CHUNKS; t = t + 1u) { total = total + chunk_mass(base, t, chunk, max_sel, tau); }
     let r = philox4x32(vec4<u32>(params.step, params.sequenceOffset + row, 0u, 0u),
                        vec2<u32>(params.seedLo, params.seedHi));
     var rest = uniform_from_bits(r.x) * total;
     var c = CHUNKS;
     var last_c = CHUNKS;
     for (var t = 0u; t < CHUNKS; t = t + 1u) {
-      let mass = chunk_mass(base, t, chunk, max_x, tau);
+      let mass = chunk_mass(base, t, chunk, max_sel, tau);
       if (mass > 0.0) { last_c = t; }
       if (mass > rest) { c = t; break; }
       rest = rest - mass;
     }
     if (c == CHUNKS) { c = last_c; rest = 3.0e38; } // rounding put the target past the end
-    chosen = walk_chunk(base, c, chunk, max_x, tau, rest);
+    chosen = walk_chunk(base, c, chunk, max_sel, tau, rest);
   }
 
   let out = row * params.outStride + params.outOffset;
   tokens[out] = chosen;
   logps[out] = (x_at(base, chosen) - max_x) - log_s;
+  mark_seen(chosen);
 }

@@ -57,6 +57,7 @@ async function main(args: string[]) {
             topP: config.topP,
             topK: config.topK,
             minP: config.minP ?? 0,
+            repetitionPenalty: config.repetitionPenalty ?? 1,
             maxCompletionLength: config.maxCompletionLength,
             seed: config.seed,
           },

@@ -173,6 +173,12 @@ export const CONFIG_SCHEMA = {
     'min-p sampling: keep tokens with probability ≥ minP · the most likely one (null = off)',
     'min_p',
   ),
+  repetitionPenalty: field(
+    num(0, undefined, true),
+    1.0,
+    'repetition penalty: logits of tokens already in the prompt or completion are divided by it (multiplied when negative) before sampling (1 = off)',
+    'repetition_penalty',
+  ),
   topK: field(int(0), 0, 'top-k sampling (0 = off)', 'top_k'),
   // --- optimizer --------------------------------------------------------------------------
   learningRate: field(

@@ -71,6 +71,7 @@ export class EvalDuringTraining {
       topP: this.config.topP,
       topK: this.config.topK,
       minP: this.config.minP ?? 0,
+      repetitionPenalty: this.config.repetitionPenalty ?? 1,
       maxCompletionLength: this.config.maxCompletionLength,
       seed: evalSeed(this.config),
     });

@@ -22,6 +22,8 @@ export interface EvalOptions {
   topK?: number;
   /** TRL min_p (0 or absent = off). */
   minP?: number;
+  /** TRL repetition_penalty (1 or absent = off). */
+  repetitionPenalty?: number;
   maxCompletionLength: number;
   seed: number;
   /** Prompts decoded per generate() call (bounded GPU memory). */
@@ -147,6 +149,7 @@ export async function evaluate(
       topK: options.topK ?? 0,
       topP: options.topP ?? 1,
       minP: options.minP ?? 0,
+      repetitionPenalty: options.repetitionPenalty ?? 1,
       seed: options.seed,
       eosTokenIds: tokenizer.eosTokenIds,
       padTokenId: tokenizer.padTokenId,

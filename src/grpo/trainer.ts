@@ -27,6 +27,7 @@ import {
   thinkText,
 } from './reflection';
 import { scoreCompletionsBatched } from './custom-reward';
+import { completionMetrics } from './completion-metrics';
 import { PolicyObjective } from './policy-objective';
 import {
   rewardMetrics,
@@ -288,6 +289,7 @@ export class GrpoTrainer {
       topK: config.topK,
       topP: config.topP,
       minP: config.minP ?? 0,
+      repetitionPenalty: config.repetitionPenalty ?? 1,
       seed: mixSeeds(config.seed, 0x5a3e),
       stream: this.step,
       eosTokenIds: tokenizer.eosTokenIds,
@@ -359,16 +361,8 @@ export class GrpoTrainer {
         config.scaleRewards,
         gdpo ? { weights: rewardWeights } : null,
       ),
-      'completions/mean_length': completionTokens / N,
-      'completions/min_length': Math.min(...lengths),
-      'completions/max_length': Math.max(...lengths),
-      'completions/clipped_ratio': truncated.filter(Boolean).length / N,
-      // TRL: 0 for all three when no completion terminated.
-      'completions/mean_terminated_length': terminated.length
-        ? terminated.reduce((s, l) => s + l, 0) / terminated.length
-        : 0,
-      'completions/min_terminated_length': terminated.length ? Math.min(...terminated) : 0,
-      'completions/max_terminated_length': terminated.length ? Math.max(...terminated) : 0,
+      // TRL's completions/* (0 for the terminated lengths when no completion terminated).
+      ...completionMetrics(lengths, sampled.finished),
       // loss, grad_norm, learning_rate, kl, entropy, clip_ratio/* (TRL's row for the μ optimizer
       // steps) and the project's first_pass/* values (docs/grpo.md §6).
       ...update.metrics,

@@ -1,6 +1,7 @@
-// TS wrapper of shaders/sample.wgsl: one token per row of logits (temperature, top-k, top-p,
-// greedy) with a counter-based RNG keyed by (seed, sequence, step), plus the token's log-prob
-// under the full tempered softmax. CPU mirror: src/ref/sampling.ts + src/ref/rng.ts.
+// TS wrapper of shaders/sample.wgsl: one token per row of logits (repetition penalty,
+// temperature, top-k, top-p, min-p, greedy) with a counter-based RNG keyed by (seed, sequence,
+// step), plus the token's log-prob under the full tempered softmax of the raw logits. CPU mirror:
+// src/ref/sampling.ts + src/ref/rng.ts.
 import { reductionWorkgroupSize, splitGrid } from '../engine/dispatch';
 import {
   bindBuffers,
@@ -28,7 +29,32 @@ export const SAMPLE_PARAMS = uniformLayout('sample', {
   outStride: 'u32',
   outOffset: 'u32',
   minP: 'f32',
+  repetitionPenalty: 'f32',
+  invRepetitionPenalty: 'f32',
+  seenWords: 'u32',
 });
+
+/** u32 words per row of the repetition penalty's seen-token bitmap for a vocabulary of V. */
+export function seenWords(V: number): number {
+  return Math.ceil(V / 32);
+}
+
+/**
+ * The (N, seenWords(V)) bitmap with the bits of each row's tokens set (its prompt, for the first
+ * step), bit v % 32 of word v / 32: the `seen` buffer's initial contents.
+ */
+export function seenBitmap(rows: readonly (readonly number[])[], V: number): Uint32Array {
+  const W = seenWords(V);
+  const bits = new Uint32Array(rows.length * W);
+  rows.forEach((ids, n) => {
+    for (const v of ids) {
+      if (!(Number.isInteger(v) && v >= 0 && v < V))
+        throw new RangeError(`token id ${v} not in [0, ${V})`);
+      bits[n * W + (v >>> 5)] |= 1 << (v & 31);
+    }
+  });
+  return bits;
+}
 
 export type { SamplingOptions } from '../ref/sampling';
 
@@ -57,6 +83,11 @@ export interface SampleArgs {
   logits: GPUBuffer; // (N, V)
   tokens: GPUBuffer; // u32, written at [n · outStride + outOffset]
   logps: GPUBuffer; // f32, same layout as tokens
+  /**
+   * (N, seenWords(V)) u32 bitmap of the token ids each row has seen (seenBitmap): read and, for
+   * the chosen token, written when options.repetitionPenalty ≠ 1; any 4-byte buffer otherwise.
+   */
+  seen: GPUBuffer;
   N: number;
   V: number;
   options: SamplingOptions;
@@ -106,6 +137,17 @@ export class SampleKernel {
     }
     const minP = options.minP ?? 0;
     if (!(minP >= 0 && minP <= 1)) throw new RangeError(`minP must be in [0, 1], got ${minP}`);
+    const penalty = options.repetitionPenalty ?? 1;
+    if (!(penalty > 0 && Number.isFinite(penalty))) {
+      throw new RangeError(`repetitionPenalty must be > 0, got ${penalty}`);
+    }
+    // f32 equality in the shader: 1 exactly is off.
+    const penaltyOn = Math.fround(penalty) !== 1;
+    if (penaltyOn && args.seen.size < N * seenWords(V) * 4) {
+      throw new RangeError(
+        `seen holds ${args.seen.size} bytes, the repetition penalty needs (N, ceil(V/32)) u32 = ${N * seenWords(V) * 4}`,
+      );
+    }
     const greedy = options.greedy || !(options.temperature > 0);
     const [seedLo, seedHi] = seedKey(args.seed);
     const rowPerThread = sampleRowPerThread(V, this.pipelines.tuning);
@@ -124,12 +166,15 @@ export class SampleKernel {
       outStride: args.outStride ?? 1,
       outOffset: args.outOffset ?? 0,
       minP,
+      repetitionPenalty: penalty,
+      invRepetitionPenalty: 1 / penalty,
+      seenWords: seenWords(V),
     });
     const pass = encoder.beginComputePass({ label: 'sample' });
     pass.setPipeline(pipeline);
     pass.setBindGroup(
       0,
-      bindBuffers(this.device, pipeline, [args.logits, args.tokens, args.logps, params]),
+      bindBuffers(this.device, pipeline, [args.logits, args.tokens, args.logps, args.seen, params]),
     );
     const workgroups = rowPerThread ? Math.ceil(N / SAMPLE_ROWS_PER_WG) : N;
     const [x, y, z] = splitGrid(workgroups, args.maxWorkgroupsPerDim);

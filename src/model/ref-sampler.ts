@@ -33,7 +33,11 @@ export class RefSampler implements TextGenerator {
       topP: options.topP,
       greedy: options.greedy ?? false,
       minP: options.minP ?? 0,
+      repetitionPenalty: options.repetitionPenalty ?? 1,
     };
+    // The token ids each sequence has seen (prompt, then its draws) for the repetition penalty.
+    const seen =
+      Math.fround(sampling.repetitionPenalty) !== 1 ? prompts.map((p) => new Set(p)) : undefined;
     const seed = mixSeeds(options.seed, options.stream);
     const tokens = new Uint32Array(steps * N); // (steps, N)
     const logps = new Float64Array(steps * N);
@@ -41,7 +45,7 @@ export class RefSampler implements TextGenerator {
     let row = logits; // (N, V)
     let done = 0;
     for (let i = 0; i < steps; i++) {
-      const drawn = sampleRef(row, N, V, sampling, seed, i);
+      const drawn = sampleRef(row, N, V, sampling, seed, i, 0, seen);
       tokens.set(drawn.tokens, i * N);
       logps.set(drawn.logps, i * N);
       done = i + 1;

@@ -2,12 +2,14 @@
 // left-padded to a common prompt width P, prefilled into a KV cache in one pass, then decoded one
 // token per step for all N at once. Tokens stay on the GPU between steps (the sampled token of step
 // i is the input of step i + 1); the host reads the generated tokens back only every few steps to
-// stop early once every sequence has emitted EOS.
+// stop early once every sequence has emitted EOS. With a repetition penalty, a (N, ceil(V/32)) bitmap
+// of the token ids each sequence has seen (its prompt, then every drawn token: the sampling kernel
+// sets the bit) stays on the GPU beside them; without one, nothing is built or uploaded.
 //
 // Legend: N sequences, P prompt width, V vocab, S = P + maxNewTokens cache columns.
 import { createStorageBuffer, readF32, readU32, writeBuffer } from '../engine/buffers';
 import type { Engine } from '../engine/engine';
-import { SampleKernel } from '../kernels/sampling';
+import { SampleKernel, seenBitmap } from '../kernels/sampling';
 import { mixSeeds } from '../core/rng';
 import type { GpuLlama } from './llama';
 
@@ -21,6 +23,11 @@ export interface SampleOptions {
   topP: number;
   /** Keep tokens with probability ≥ minP · the largest (0 or absent = off; TRL min_p). */
   minP?: number;
+  /**
+   * Divide the logits of token ids already in the prompt or the completion by this (multiply when
+   * negative) before the other filters (1 or absent = off; TRL repetition_penalty).
+   */
+  repetitionPenalty?: number;
   /** Argmax decoding (lowest id on ties). */
   greedy?: boolean;
   /** Seed of the counter-based RNG; with `stream` it fixes every draw of this call. */
@@ -155,6 +162,13 @@ export class Sampler implements TextGenerator {
     const positions = buf(N * 4, 'positions'); // (N) u32 position of `next`
     const history = buf(steps * N * 4, 'history'); // (steps, N) u32
     const logpHistory = buf(steps * N * 4, 'logpHistory'); // (steps, N) f32
+    const repetitionPenalty = options.repetitionPenalty ?? 1;
+    // (N, ceil(V/32)) u32 seen-token bitmap, from the prompts (not their left padding, as vLLM
+    // sees them); a 4-byte placeholder when the penalty is off (the kernel never reads it).
+    const penalised = Math.fround(repetitionPenalty) !== 1;
+    const seenInit = penalised ? seenBitmap(prompts, V) : null;
+    const seen = buf(seenInit ? seenInit.byteLength : 4, 'seen');
+    if (seenInit) writeBuffer(device, seen, seenInit);
     writeBuffer(device, promptBuf, promptTokens);
     writeBuffer(device, promptPosBuf, promptPositions);
     const cache = this.model.createKvCache(N, P + steps, keyStart);
@@ -172,6 +186,7 @@ export class Sampler implements TextGenerator {
         logits,
         tokens: next,
         logps: nextLogp,
+        seen,
         N,
         V,
         options: {
@@ -180,6 +195,7 @@ export class Sampler implements TextGenerator {
           topP: options.topP,
           greedy: options.greedy ?? false,
           minP: options.minP ?? 0,
+          repetitionPenalty,
         },
         seed: callSeed,
         step: i,

@@ -231,6 +231,7 @@ export function createCpuApi(options: CpuApiOptions = {}) {
           topK: config.topK,
           topP: config.topP,
           minP: config.minP ?? 0,
+          repetitionPenalty: config.repetitionPenalty ?? 1,
           seed: config.seed,
           stream: 1_000_000 + draw,
           eosTokenIds: m.tokenizer.eosTokenIds,

@@ -695,6 +695,7 @@ export function createTrainerApi(options: TrainerApiOptions = {}) {
         topP: r.config.topP,
         topK: r.config.topK,
         minP: r.config.minP ?? 0,
+        repetitionPenalty: r.config.repetitionPenalty ?? 1,
         maxCompletionLength: r.config.maxCompletionLength,
         seed: r.config.seed,
       };

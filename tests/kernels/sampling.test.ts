@@ -2,7 +2,8 @@
 // (seed, sequence, step) on many rows and options, log-probs within tolerance, ties, greedy,
 // output layout, split grids, and a frequency check against the filtered distribution; for both
 // entry points (a workgroup per row with tree reductions, and one thread per row without barriers,
-// which the barrier-free tuning takes for V ≤ SAMPLE_ROW_PER_THREAD_MAX_V).
+// which the barrier-free tuning takes for V ≤ SAMPLE_ROW_PER_THREAD_MAX_V); min-p and the repetition
+// penalty (its seen-token bitmap read, and the chosen token's bit set, over several steps).
 import { describe, expect, it } from 'vitest';
 import { readF32, readU32, uploadStorageBuffer } from '../../src/engine/buffers';
 import type { KernelTuning } from '../../src/engine/pipelines';
@@ -11,6 +12,8 @@ import {
   SAMPLE_WG,
   SampleKernel,
   sampleRowPerThread,
+  seenBitmap,
+  seenWords,
   type SamplingOptions,
 } from '../../src/kernels/sampling';
 import { philox4x32, sampleUniform, uniformFromBits } from '../../src/ref/rng';
@@ -41,6 +44,8 @@ async function runSample(
     outStride?: number;
     outOffset?: number;
     maxWorkgroupsPerDim?: number;
+    /** The (N, ceil(V/32)) seen bitmap (a 4-byte placeholder when absent). */
+    seen?: Uint32Array;
   } = {},
 ) {
   const engine = await testEngineWith(tuning);
@@ -50,15 +55,29 @@ async function runSample(
   // Pre-filled so that unwritten slots are recognisable.
   const tokens = uploadStorageBuffer(d, new Uint32Array(outLength).fill(0xdeadbeef));
   const logps = uploadStorageBuffer(d, new Float32Array(outLength).fill(123));
+  const { seen: seenInit, ...layout } = extra;
+  const seen = uploadStorageBuffer(d, seenInit ?? new Uint32Array(1));
   const kernel = new SampleKernel(d, engine.pipelines);
   await engine.run((enc) =>
-    kernel.encode(enc, { logits: logitsBuf, tokens, logps, N, V, options, seed, step, ...extra }),
+    kernel.encode(enc, {
+      logits: logitsBuf,
+      tokens,
+      logps,
+      seen,
+      N,
+      V,
+      options,
+      seed,
+      step,
+      ...layout,
+    }),
   );
   const out = {
     tokens: await readU32(d, tokens, outLength),
     logps: await readF32(d, logps, outLength),
+    seen: await readU32(d, seen, seenInit?.length ?? 1),
   };
-  for (const b of [logitsBuf, tokens, logps]) b.destroy();
+  for (const b of [logitsBuf, tokens, logps, seen]) b.destroy();
   return out;
 }
 
@@ -312,3 +331,169 @@ for (const { name: variant, tuning } of BARRIER_VARIANTS) {
     });
   });
 }
+
+// Repetition penalty (TRL repetition_penalty, transformers' RepetitionPenaltyLogitsProcessor before
+// the warpers): the logits of token ids the row has seen are divided by p (multiplied when < 0).
+const PENALTY_OPTIONS: Array<[string, SamplingOptions]> = [
+  ['penalty 1.3', { ...PLAIN, repetitionPenalty: 1.3 }],
+  ['penalty 0.8 T=0.7 top-k 5', { ...PLAIN, temperature: 0.7, topK: 5, repetitionPenalty: 0.8 }],
+  [
+    'penalty 2 T=1.3 top-p 0.9 min-p 0.2',
+    { temperature: 1.3, topK: 0, topP: 0.9, greedy: false, minP: 0.2, repetitionPenalty: 2 },
+  ],
+  ['penalty 1.5 greedy', { ...PLAIN, greedy: true, repetitionPenalty: 1.5 }],
+];
+
+/** Each row's "prompt": a seeded subset of about a third of the ids, as id lists. */
+function seenIds(N: number, V: number, seed: number): number[][] {
+  const u = seededUniform(N * V, seed, 0, 1);
+  return Array.from({ length: N }, (_, n) =>
+    Array.from({ length: V }, (_, v) => v).filter((v) => u[n * V + v] < 0.35),
+  );
+}
+
+const bitmapSets = (bits: Uint32Array, N: number, V: number) =>
+  Array.from({ length: N }, (_, n) => {
+    const set = new Set<number>();
+    for (let v = 0; v < V; v++)
+      if ((bits[n * seenWords(V) + (v >>> 5)] >>> (v & 31)) & 1) set.add(v);
+    return set;
+  });
+
+for (const { name: variant, tuning } of BARRIER_VARIANTS) {
+  describe(`sample.wgsl repetition penalty vs reference, ${variant}`, () => {
+    for (const [N, V] of [
+      [1, 1],
+      [3, 7],
+      [5, 33],
+      [17, SAMPLE_WG + 1],
+      [4, 5003],
+    ] as const) {
+      for (const [name, options] of PENALTY_OPTIONS) {
+        it(`N=${N} V=${V} ${name}, three chained steps`, async () => {
+          const seed = N * 131 + V;
+          const logits = seededUniform(N * V, seed, -3, 3);
+          const prompts = seenIds(N, V, seed + 1);
+          const refSeen = prompts.map((ids) => new Set(ids));
+          let bits = seenBitmap(prompts, V);
+          for (const step of [0, 1, 2]) {
+            const gpu = await runSample(tuning, logits, N, V, options, seed, step, { seen: bits });
+            const ref = sampleRef(logits, N, V, options, seed, step, 0, refSeen);
+            expect(Array.from(gpu.tokens)).toEqual(Array.from(ref.tokens));
+            expect(worstMismatch(gpu.logps, ref.logps, LOGP_TOLERANCE)).toBeNull();
+            // The chosen token's bit is set (and only it): the reference added it to its set.
+            expect(bitmapSets(gpu.seen, N, V)).toEqual(refSeen);
+            bits = gpu.seen;
+          }
+          // The penalty is active: some row's kept distribution differs from the unpenalised one.
+          if (V > 7) {
+            const probs = (n: number, seen?: Set<number>) =>
+              Array.from(
+                filteredDistributionRef(logits.subarray(n * V, (n + 1) * V), options, seen).probs,
+              );
+            const changed = prompts.some(
+              (ids, n) => probs(n, new Set(ids)).join() !== probs(n).join(),
+            );
+            expect(changed).toBe(true);
+          }
+        });
+      }
+    }
+
+    it('hand-worked: z = [2, −1, 1.5, 0.5], prompt tokens {0, 1}, p = 2', async () => {
+      // Penalised: 2/2 = 1, −1·2 = −2 (negative: multiplied), 1.5 and 0.5 unseen.
+      const row = new Float32Array([2, -1, 1.5, 0.5]);
+      const options = { ...PLAIN, repetitionPenalty: 2 };
+      const prompt = new Set([0, 1]);
+      const { probs } = filteredDistributionRef(row, options, prompt);
+      const w = [Math.exp(1), Math.exp(-2), Math.exp(1.5), Math.exp(0.5)];
+      const z = w.reduce((a, b) => a + b, 0);
+      expect(Array.from(probs)).toEqual(w.map((x) => expect.closeTo(x / z, 12)));
+      expect(probs[2]).toBeCloseTo(0.498851, 6);
+      expect(probs[0]).toBeCloseTo(0.302568, 6);
+      // Greedy: token 0 without the penalty, token 2 with it; the log-prob stays the raw softmax's.
+      const N = 2000;
+      const V = 4;
+      const logits = new Float32Array(N * V);
+      for (let n = 0; n < N; n++) logits.set(row, n * V);
+      const bits = seenBitmap(
+        Array.from({ length: N }, () => [0, 1]),
+        V,
+      );
+      const greedy = await runSample(
+        tuning,
+        logits.subarray(0, V),
+        1,
+        V,
+        { ...options, greedy: true },
+        1,
+        0,
+        {
+          seen: bits.subarray(0, 1),
+        },
+      );
+      expect(greedy.tokens[0]).toBe(2);
+      const rawLogp = 1.5 - Math.log(Math.exp(2) + Math.exp(-1) + Math.exp(1.5) + Math.exp(0.5));
+      expect(greedy.logps[0]).toBeCloseTo(rawLogp, 5);
+      expect(greedy.seen[0]).toBe(0b0111); // token 2 is now seen too
+      const plain = await runSample(
+        tuning,
+        logits.subarray(0, V),
+        1,
+        V,
+        { ...PLAIN, greedy: true },
+        1,
+        0,
+      );
+      expect(plain.tokens[0]).toBe(0);
+      // Frequencies over many rows match the penalised distribution.
+      const gpu = await runSample(tuning, logits, N, V, options, 5, 0, { seen: bits });
+      const counts = new Array(V).fill(0);
+      for (const t of gpu.tokens) counts[t]++;
+      let chi2 = 0;
+      for (let v = 0; v < V; v++) chi2 += (counts[v] - N * probs[v]) ** 2 / (N * probs[v]);
+      // 3 degrees of freedom: P(χ² > 16.3) < 0.001.
+      expect(chi2).toBeLessThan(16.3);
+    });
+
+    it('hand-worked greedy decode: the penalty applies once per id, not per occurrence', async () => {
+      // z = [3, 2.9, 2.8, −1] every step, p = 2, empty prompt: 0, then 1 (z0 = 1.5), then 2
+      // (z1 = 1.45), then 0 again (penalised values 1.5, 1.45, 1.4: a repeat is not penalised twice).
+      const V = 4;
+      const logits = new Float32Array([3, 2.9, 2.8, -1]);
+      const options = { ...PLAIN, greedy: true, repetitionPenalty: 2 };
+      let bits = seenBitmap([[]], V);
+      const drawn: number[] = [];
+      for (const step of [0, 1, 2, 3]) {
+        const gpu = await runSample(tuning, logits, 1, V, options, 3, step, { seen: bits });
+        drawn.push(gpu.tokens[0]);
+        bits = gpu.seen;
+      }
+      expect(drawn).toEqual([0, 1, 2, 0]);
+      expect(bits[0]).toBe(0b0111);
+    });
+
+    it('penalty 1 draws exactly what no penalty draws and leaves the bitmap alone', async () => {
+      const N = 5;
+      const V = 300;
+      const logits = seededUniform(N * V, 3, -3, 3);
+      const bits = seenBitmap(seenIds(N, V, 9), V);
+      const off = await runSample(tuning, logits, N, V, PLAIN, 4, 1);
+      const one = await runSample(tuning, logits, N, V, { ...PLAIN, repetitionPenalty: 1 }, 4, 1, {
+        seen: bits,
+      });
+      expect(Array.from(one.tokens)).toEqual(Array.from(off.tokens));
+      expect(Array.from(one.logps)).toEqual(Array.from(off.logps));
+      expect(Array.from(one.seen)).toEqual(Array.from(bits));
+    });
+  });
+}
+
+describe('seenBitmap', () => {
+  it('sets bit v % 32 of word v / 32 of each row and rejects ids outside the vocabulary', () => {
+    const bits = seenBitmap([[0, 31, 32, 69], [5]], 70);
+    expect(seenWords(70)).toBe(3);
+    expect(Array.from(bits)).toEqual([0x80000001, 1, 1 << 5, 1 << 5, 0, 0]);
+    expect(() => seenBitmap([[70]], 70)).toThrow(RangeError);
+  });
+});

@@ -1,9 +1,10 @@
 // The GPU trainer path against TRL's formulas (tests/support/trl-reference.ts): one GRPO update of
-// the tiny model through PolicyObjective with μ = 2 and GA 1/2/4 on a fixed batch (ragged lengths,
+// the tiny model through PolicyObjective with μ = 2 and GA 1/2/4 (grpo, bnpo, dapo, dr_grpo and the
+// objective variants) on a fixed batch (ragged lengths,
 // a fully masked sequence, β > 0, a narrow clip range so the second pass clips), compared with
 // TRL's loss, ∂loss/∂logp and logged metrics computed from the update's own per-pass log-probs
 // and entropies; then whole trainer steps for the learning-rate schedule with μ > 1 and the
-// reward metrics with unscorable completions (docs/grpo.md §1–§6).
+// reward and completions/* metrics with unscorable completions (docs/grpo.md §1–§6).
 import { describe, expect, it } from 'vitest';
 import { createStorageBuffer, readF32, uploadStorageBuffer } from '../../src/engine/buffers';
 import { PolicyObjective } from '../../src/grpo/policy-objective';
@@ -16,6 +17,7 @@ import { GpuAdamW } from '../../src/optim/adamw';
 import { config, makeTrainer, modelConfig } from '../support/tiny-trainer';
 import { highEntropyMaskRef } from '../../src/ref/grpo_loss';
 import {
+  trlCompletionMetrics,
   trlLog,
   trlMicroLoss,
   trlScore,
@@ -40,7 +42,7 @@ describe('GPU update = TRL', { timeout: 600_000 }, () => {
   // entropy bonus (whose policy_loss / entropy_coef metrics the row then carries).
   interface Case {
     GA: number;
-    lossType: 'grpo' | 'bnpo' | 'dapo' | 'cispo' | 'sapo';
+    lossType: 'grpo' | 'bnpo' | 'dr_grpo' | 'dapo' | 'cispo' | 'sapo';
     isLevel?: 'token' | 'sequence';
     delta?: number | null;
     entropyCoef?: number;
@@ -50,6 +52,8 @@ describe('GPU update = TRL', { timeout: 600_000 }, () => {
     { GA: 1, lossType: 'grpo' },
     { GA: 2, lossType: 'bnpo' },
     { GA: 4, lossType: 'dapo' },
+    // dr_grpo divides by B·maxCompletionLength (a constant), per micro-batch, then by GA.
+    { GA: 2, lossType: 'dr_grpo' },
   ];
   const variantCases: Case[] = [
     { GA: 2, lossType: 'grpo', isLevel: 'sequence', entropyCoef: 0.05 },
@@ -339,6 +343,17 @@ describe('trainer steps = TRL', { timeout: 600_000 }, () => {
       'clip_ratio/high_max',
     ]) {
       expect(key in report.metrics, key).toBe(true);
+    }
+    // completions/*: TRL's formulas over the generated ids as TRL holds them, (N, maxLen) with
+    // filler after the first EOS (id 0 here).
+    const maxLen = trainer.config.maxCompletionLength;
+    const rows = all.map((c) => [
+      ...c.tokens,
+      ...new Array<number>(maxLen - c.tokens.length).fill(5),
+    ]);
+    expect(all.every((c) => c.truncated === !c.tokens.includes(0))).toBe(true);
+    for (const [key, value] of Object.entries(trlCompletionMetrics(rows, 0))) {
+      close(report.metrics[key], value, 1e-7, key, 1e-12);
     }
     trainer.destroy();
   });

@@ -2,7 +2,8 @@
 // project's functions: huggingface/trl f2cd57710ae345ea6428ae95363267fcf38a3dc8 (main, 2026-07-24,
 // version 1.10.0.dev0), trl/trainer/grpo_trainer.py `_generate_and_score_completions` (advantages
 // and reward metrics, sum_then_normalize), `_compute_loss` (loss, clip and KL metrics), `log`
-// (NaN-skipping mean of the appended values), and trl/trainer/utils.py `nanstd`, `nanmin`, `nanmax`.
+// (NaN-skipping mean of the appended values), and trl/trainer/utils.py `nanstd`, `nanmin`, `nanmax`;
+// the completions/* length metrics of `_generate_and_score_completions` (trlCompletionMetrics).
 // One process; token- or sequence-level importance sampling (GSPO) and two-sided clipping (delta)
 // as `_compute_loss` computes them. Used by tests/unit/trl-parity.test.ts (CPU
 // reference) and tests/kernels/trl-parity.test.ts (GPU trainer path).
@@ -360,4 +361,42 @@ export function trlLog(appended: Record<string, number>[]): Record<string, numbe
   const out: Record<string, number> = {};
   for (const key of Object.keys(appended[0])) out[key] = nanmean(appended.map((a) => a[key]));
   return out;
+}
+
+/**
+ * `_generate_and_score_completions`' completions/* metrics, one process. `completionIds`: the
+ * generated ids as TRL holds them, (N, L) with whatever follows the first EOS (generate pads
+ * there; the sampler keeps drawing). As TRL computes it:
+ *   is_eos = completion_ids == eos_token_id;  eos_idx = first EOS index, L where there is none
+ *   completion_mask = arange(L) ≤ eos_idx;    completion_lengths = completion_mask.sum(1)
+ *   mean/min/max_length = completion_lengths.float().mean()/min()/max()
+ *   terminated = is_eos.any(dim=1);  clipped_ratio = 1 − len(term_lengths) / len(lengths)
+ *   term_lengths = completion_lengths[terminated], torch.zeros(1) when empty
+ *   mean/min/max_terminated_length = term_lengths.float().mean()/min()/max()
+ * (float32 means: the integer sums are exact, the division is rounded to float32.)
+ */
+export function trlCompletionMetrics(
+  completionIds: number[][],
+  eosTokenId: number,
+): Record<string, number> {
+  const L = completionIds[0].length;
+  const isEos = completionIds.map((row) => row.map((id) => id === eosTokenId));
+  const eosIdx = isEos.map((row) => (row.includes(true) ? row.indexOf(true) : L));
+  const lengths = eosIdx
+    .map((e) => Array.from({ length: L }, (_, t) => (t <= e ? 1 : 0)))
+    .map((mask) => mask.reduce((s: number, m) => s + m, 0));
+  const terminated = isEos.map((row) => row.some(Boolean));
+  const f32mean = (xs: number[]) => f32(xs.reduce((s, x) => s + x, 0) / xs.length);
+  let term = lengths.filter((_, i) => terminated[i]);
+  const clipped = 1 - term.length / lengths.length;
+  if (term.length === 0) term = [0];
+  return {
+    'completions/mean_length': f32mean(lengths),
+    'completions/min_length': Math.min(...lengths),
+    'completions/max_length': Math.max(...lengths),
+    'completions/clipped_ratio': clipped,
+    'completions/mean_terminated_length': f32mean(term),
+    'completions/min_terminated_length': Math.min(...term),
+    'completions/max_terminated_length': Math.max(...term),
+  };
 }

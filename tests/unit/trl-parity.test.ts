@@ -24,7 +24,10 @@ import {
 import { optimizerStepsOf, runSchedule, learningRateAt } from '../../src/optim/schedule';
 import { resolveConfig } from '../../src/grpo/config';
 import { grpoConfigArgs } from '../../src/export/trl-export';
+import { completionMetrics } from '../../src/grpo/completion-metrics';
+import { collectCompletions } from '../../src/model/sampler';
 import {
+  trlCompletionMetrics,
   trlLog,
   trlMicroLoss,
   trlScore,
@@ -714,4 +717,88 @@ describe('steps and the learning-rate schedule with μ > 1', () => {
     expect(resolveConfig({ scaleRewards: true as never }).scaleRewards).toBe('group');
     expect(resolveConfig({ scaleRewards: false as never }).scaleRewards).toBe('none');
   });
+});
+
+describe('completions/* metrics as TRL computes them', () => {
+  const EOS = 2;
+  /** The project's metrics from raw (N, L) sampler output: cut at the first EOS, then counted. */
+  function projectMetrics(rows: number[][]) {
+    const N = rows.length;
+    const L = rows[0].length;
+    const stepMajor = Array.from({ length: L * N }, (_, k) => rows[k % N][Math.floor(k / N)]);
+    const sampled = collectCompletions(stepMajor, new Float32Array(L * N), N, L, new Set([EOS]));
+    return completionMetrics(
+      sampled.completions.map((c) => c.length),
+      sampled.finished,
+    );
+  }
+  const cases: Array<[string, number[][], Record<string, number>]> = [
+    [
+      'mixed: EOS first, mid-row with tokens drawn after it, at the last column, and truncated rows',
+      [
+        [2, 9, 9, 9, 9, 9],
+        [5, 6, 2, 7, 2, 8],
+        [5, 6, 7, 8, 9, 2],
+        [5, 6, 7, 8, 9, 4],
+        [3, 3, 3, 3, 3, 3],
+        [4, 2, 0, 0, 0, 0],
+      ],
+      {
+        // lengths 1, 3, 6, 6, 6, 2; terminated rows 0, 1, 2, 5 → 1, 3, 6, 2
+        'completions/mean_length': 24 / 6,
+        'completions/min_length': 1,
+        'completions/max_length': 6,
+        'completions/clipped_ratio': 2 / 6,
+        'completions/mean_terminated_length': 12 / 4,
+        'completions/min_terminated_length': 1,
+        'completions/max_terminated_length': 6,
+      },
+    ],
+    [
+      'all truncated: TRL logs 0 for every terminated-length statistic',
+      [
+        [5, 6, 7, 8],
+        [1, 1, 1, 1],
+        [9, 3, 4, 0],
+      ],
+      {
+        'completions/mean_length': 4,
+        'completions/min_length': 4,
+        'completions/max_length': 4,
+        'completions/clipped_ratio': 1,
+        'completions/mean_terminated_length': 0,
+        'completions/min_terminated_length': 0,
+        'completions/max_terminated_length': 0,
+      },
+    ],
+    [
+      'all terminated, a non-integer mean (8/3)',
+      [
+        [4, 2, 5],
+        [4, 4, 2],
+        [5, 4, 2],
+      ],
+      {
+        'completions/mean_length': 8 / 3,
+        'completions/min_length': 2,
+        'completions/max_length': 3,
+        'completions/clipped_ratio': 0,
+        'completions/mean_terminated_length': 8 / 3,
+        'completions/min_terminated_length': 2,
+        'completions/max_terminated_length': 3,
+      },
+    ],
+  ];
+  for (const [name, rows, handWorked] of cases) {
+    it(name, () => {
+      const trl = trlCompletionMetrics(rows, EOS);
+      const project = projectMetrics(rows);
+      expect(Object.keys(project).sort()).toEqual(Object.keys(trl).sort());
+      for (const key of Object.keys(trl)) {
+        // TRL's means are float32; the project's f64 (|Δ| ≤ half an f32 ulp).
+        closeTo(project[key], trl[key], key, 1e-7);
+        closeTo(project[key], handWorked[key], `${key} (by hand)`, 1e-12);
+      }
+    });
+  }
 });
