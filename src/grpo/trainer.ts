@@ -277,8 +277,6 @@ export class GrpoTrainer {
     const { config, tokenizer, rewardFunctions } = this.setup;
     const G = config.numGenerations;
     const prompts = this.nextProblems();
-    const B = prompts.length;
-    const N = B * G;
 
     // 1. Sample G completions per prompt with the current policy.
     this.onPhase?.('sampling');
@@ -337,7 +335,6 @@ export class GrpoTrainer {
 
     // 5. Metrics (docs/grpo.md §6) and the step report.
     const lengths = sampled.completions.map((c) => c.length);
-    const terminated = lengths.filter((_, i) => sampled.finished[i]);
     const reflection = reflectionSummary(
       texts.map((completion, i) => {
         const accuracy = rewards[i].perFunction.accuracy;
