@@ -5,8 +5,12 @@
 //   entropy[r] = −Σ_v p log p = log s − (Σ_v e^{x−m}(x − m)) / s      (p = softmax(x))
 //   lse[r]     = m + log s,  m = max_v x, s = Σ_v e^{x−m}               (saved for the backward)
 //
-// Shapes: logits (R, V) f32, targets (R) u32, logp / entropy / lse (R) f32.
-// Bindings: 0 logits (read), 1 targets (read), 2 logp, 3 entropy, 4 lse (read_write), 5 params.
+//   correct[r] = 1 if argmax_v x[r, v] = o_r else 0  (ties: the lowest id, as torch.argmax)
+//
+// Shapes: logits (R, V) f32, targets (R) u32, logp / entropy / lse / correct (R) f32.
+// Bindings: 0 logits (read), 1 targets (read), 2 logp, 3 entropy, 4 lse (read_write), 5 params,
+// 6 correct (read_write; SFT's mean_token_accuracy). A caller that does not want `correct` binds a
+// 4-byte buffer: rows past arrayLength(&correct) are not written.
 // Dispatch: one workgroup of WG threads per row, R workgroups laid out by splitGrid (flat row index
 // wid.x + wid.y · nwg.x). Threads stride over V keeping an online (max, sum, centred sum) triple,
 // then merge the triples in a fixed tree order, so results are bit-reproducible. Entropy is
@@ -35,17 +39,24 @@ struct Params {
 
 const NEG_BIG: f32 = -3.0e38; // "−∞" that stays finite, so (m1 − m2) never makes NaN
 
-// Online: m = running max, s = Σ e^{x−m}, t = Σ e^{x−m}(x − m), over v = first, first + step, …
+@group(0) @binding(6) var<storage, read_write> correct: array<f32>;
+
+// Online: m = running max, s = Σ e^{x−m}, t = Σ e^{x−m}(x − m), over v = first, first + step, …;
+// a = the lowest v where x = m (the argmax; NO_ID while no x exceeded NEG_BIG, e.g. all NaN).
 struct Triple {
   m: f32,
   s: f32,
   t: f32,
+  a: u32,
 }
+
+const NO_ID: u32 = 0xffffffffu;
 
 fn strided_triple(base: u32, first: u32, step: u32) -> Triple {
   var m = NEG_BIG;
   var s = 0.0;
   var t = 0.0;
+  var a = NO_ID;
   for (var v = first; v < params.V; v = v + step) {
     let x = logits[base + v] * params.invTemperature;
     if (x > m) {
@@ -53,20 +64,25 @@ fn strided_triple(base: u32, first: u32, step: u32) -> Triple {
       t = (t + (m - x) * s) * c;
       s = s * c + 1.0;
       m = x;
+      a = v; // strictly greater: an equal later v keeps the earlier (lower) id
     } else {
       let e = exp(x - m);
       s = s + e;
       t = t + e * (x - m);
     }
   }
-  return Triple(m, s, t);
+  return Triple(m, s, t, a);
 }
 
 fn merge(a: Triple, b: Triple) -> Triple {
   let mm = max(a.m, b.m);
   let c1 = exp(a.m - mm);
   let c2 = exp(b.m - mm);
-  return Triple(mm, a.s * c1 + b.s * c2, (a.t + (a.m - mm) * a.s) * c1 + (b.t + (b.m - mm) * b.s) * c2);
+  // The argmax: the side with the larger max, the lower id on a tie (NO_ID loses every min).
+  var arg = min(a.a, b.a);
+  if (a.m > b.m) { arg = a.a; } else if (b.m > a.m) { arg = b.a; }
+  return Triple(mm, a.s * c1 + b.s * c2, (a.t + (a.m - mm) * a.s) * c1 + (b.t + (b.m - mm) * b.s) * c2,
+                arg);
 }
 
 fn write_row(row: u32, base: u32, total: Triple) {
@@ -74,6 +90,7 @@ fn write_row(row: u32, base: u32, total: Triple) {
   lse[row] = total.m + log_s;
   entropy[row] = log_s - total.t / total.s;
   let o = targets[row];
+  if (row < arrayLength(&correct)) { correct[row] = select(0.0, 1.0, total.a == o); }
   if (o < params.V) {
     // (x_o − m) − log s rather than x_o − lse: the first difference is exact when x_o ≈ m.
     logp[row] = (logits[base + o] * params.invTemperature - total.m) - log_s;
@@ -86,6 +103,7 @@ fn write_row(row: u32, base: u32, total: Triple) {
 var<workgroup> sh_m: array<f32, WG>;
 var<workgroup> sh_s: array<f32, WG>;
 var<workgroup> sh_t: array<f32, WG>;
+var<workgroup> sh_a: array<u32, WG>;
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
@@ -101,20 +119,23 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   sh_m[lid] = own.m;
   sh_s[lid] = own.s;
   sh_t[lid] = own.t;
+  sh_a[lid] = own.a;
   workgroupBarrier();
 
   for (var stride = WG / 2u; stride > 0u; stride = stride / 2u) {
     if (lid < stride) {
-      let merged = merge(Triple(sh_m[lid], sh_s[lid], sh_t[lid]),
-                         Triple(sh_m[lid + stride], sh_s[lid + stride], sh_t[lid + stride]));
+      let merged = merge(Triple(sh_m[lid], sh_s[lid], sh_t[lid], sh_a[lid]),
+                         Triple(sh_m[lid + stride], sh_s[lid + stride], sh_t[lid + stride],
+                                sh_a[lid + stride]));
       sh_m[lid] = merged.m;
       sh_s[lid] = merged.s;
       sh_t[lid] = merged.t;
+      sh_a[lid] = merged.a;
     }
     workgroupBarrier();
   }
 
-  if (lid == 0u) { write_row(row, base, Triple(sh_m[0], sh_s[0], sh_t[0])); }
+  if (lid == 0u) { write_row(row, base, Triple(sh_m[0], sh_s[0], sh_t[0], sh_a[0])); }
 }
 
 // ---- one thread per row (no barriers) ----

@@ -1,6 +1,9 @@
-// TS wrappers of shaders/logprob_gather.wgsl (forward: logp, entropy, lse per row) and
+// TS wrappers of shaders/logprob_gather.wgsl (forward: logp, entropy, lse and, on request,
+// whether the target is the argmax, per row) and
 // shaders/logprob_gather_backward.wgsl (fused ∂logp/∂logits times the upstream gradient).
+import { createStorageBuffer } from '../engine/buffers';
 import { ceilDiv, splitGrid, reductionWorkgroupSize } from '../engine/dispatch';
+import { transient } from '../engine/memory';
 import {
   bindBuffers,
   type KernelTuning,
@@ -48,6 +51,11 @@ export interface LogprobGatherArgs {
   logp: GPUBuffer; // (R) out
   entropy: GPUBuffer; // (R) out
   lse: GPUBuffer; // (R) out, consumed by the backward
+  /**
+   * (R) out: 1 where the target is the row's argmax (lowest id on ties, as torch.argmax), else 0;
+   * SFT's mean_token_accuracy. Left out: not computed (a 4-byte placeholder is bound).
+   */
+  correct?: GPUBuffer;
   R: number;
   V: number;
   /** 1 / temperature; logits are scaled before the softmax (TRL). Default 1. */
@@ -117,6 +125,8 @@ export class LogprobGatherKernel {
         args.entropy,
         args.lse,
         params,
+        args.correct ??
+          transient(this.device, createStorageBuffer(this.device, 4, 'logprob.correct')),
       ]),
     );
     const workgroups = rowPerThread ? Math.ceil(R / LOGPROB_ROWS_PER_WG) : R;

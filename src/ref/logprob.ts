@@ -8,6 +8,8 @@ export interface LogprobGatherResult {
   logp: Float64Array; // (R)
   entropy: Float64Array; // (R) −Σ p log p of softmax(z · invT)
   lse: Float64Array; // (R) logsumexp(z · invT)
+  /** (R) 1 where the target is argmax_v z[r, v] (the lowest id on ties, as torch.argmax), else 0. */
+  correct: Float64Array;
 }
 
 export function logprobGatherRef(
@@ -20,10 +22,17 @@ export function logprobGatherRef(
   const logp = new Float64Array(R);
   const entropy = new Float64Array(R);
   const lse = new Float64Array(R);
+  const correct = new Float64Array(R);
   for (let r = 0; r < R; r++) {
     const base = r * V;
     let m = -Infinity;
-    for (let v = 0; v < V; v++) m = Math.max(m, logits[base + v] * invTemperature);
+    let best = -Infinity;
+    let argmax = -1;
+    for (let v = 0; v < V; v++) {
+      const x = logits[base + v] * invTemperature;
+      m = Math.max(m, x); // NaN propagates into lse, as before
+      if (x > best) [best, argmax] = [x, v]; // strictly: a tie keeps the lower id
+    }
     let s = 0;
     let t = 0;
     for (let v = 0; v < V; v++) {
@@ -37,8 +46,9 @@ export function logprobGatherRef(
     entropy[r] = logS - t / s;
     const o = targets[r];
     logp[r] = o < V ? logits[base + o] * invTemperature - m - logS : NaN;
+    correct[r] = argmax === o ? 1 : 0;
   }
-  return { logp, entropy, lse };
+  return { logp, entropy, lse, correct };
 }
 
 /**

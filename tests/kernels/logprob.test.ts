@@ -53,6 +53,7 @@ async function runGather(
   const logp = createStorageBuffer(d, R * 4);
   const entropy = createStorageBuffer(d, R * 4);
   const lse = createStorageBuffer(d, R * 4);
+  const correct = createStorageBuffer(d, R * 4);
   const gBuf = g ? uploadStorageBuffer(d, g) : null;
   const dz = g
     ? accumulateInto
@@ -68,6 +69,7 @@ async function runGather(
       logp,
       entropy,
       lse,
+      correct,
       R,
       V,
       invTemperature,
@@ -91,9 +93,10 @@ async function runGather(
     logp: await readF32(d, logp, R),
     entropy: await readF32(d, entropy, R),
     lse: await readF32(d, lse, R),
+    correct: await readF32(d, correct, R),
     dz: dz ? await readF32(d, dz, R * V) : null,
   };
-  for (const b of [logitsBuf, targetsBuf, logp, entropy, lse, gBuf, dz]) b?.destroy();
+  for (const b of [logitsBuf, targetsBuf, logp, entropy, lse, correct, gBuf, dz]) b?.destroy();
   return out;
 }
 
@@ -120,6 +123,7 @@ describe('logprob_gather.wgsl', () => {
         expect(worstMismatch(gpu.logp, ref.logp, FORWARD_TOLERANCE)).toBeNull();
         expect(worstMismatch(gpu.entropy, ref.entropy, FORWARD_TOLERANCE)).toBeNull();
         expect(worstMismatch(gpu.lse, ref.lse, FORWARD_TOLERANCE)).toBeNull();
+        expect(Array.from(gpu.correct)).toEqual(Array.from(ref.correct));
         const dzRef = logprobGatherBackwardRef(logits, targets, g, R, V, 1 / temperature);
         expect(worstMismatch(gpu.dz!, dzRef, GRADIENT_TOLERANCE)).toBeNull();
         if (V > 1) {
@@ -205,6 +209,41 @@ describe('logprob_gather.wgsl', () => {
     const gpu = await runGather(logits, targets, R, V, 1.25, g, init);
     const ref = logprobGatherBackwardRef(logits, targets, g, R, V, 1.25, init);
     expect(worstMismatch(gpu.dz!, ref, GRADIENT_TOLERANCE)).toBeNull();
+  });
+
+  it('correct: 1 exactly where the target is the argmax, a tie going to the lowest id (torch.argmax)', async () => {
+    // V = 300 puts the tied ids 2 and V − 2 in different threads of the 256-wide tree, so the
+    // merge's tie rule is what decides; both entry points (cooperative, one thread per row).
+    for (const V of [7, 300]) {
+      for (const { tuning } of BARRIER_VARIANTS) {
+        const R = 6;
+        const logits = seededUniform(R * V, V, -2, 2);
+        const row = (r: number) => logits.subarray(r * V, (r + 1) * V);
+        const argmax0 = row(0).indexOf(Math.max(...row(0)));
+        for (const r of [2, 3]) {
+          row(r)[2] = 3; // above every other logit (they lie in [−2, 2))
+          row(r)[V - 2] = 3;
+        }
+        row(4).fill(0.5);
+        row(5).fill(0.5);
+        const targets = new Uint32Array([argmax0, (argmax0 + 1) % V, 2, V - 2, 0, 1]);
+        const gpu = await runGather(
+          logits,
+          targets,
+          R,
+          V,
+          1 / 0.7,
+          undefined,
+          undefined,
+          undefined,
+          tuning,
+        );
+        expect(Array.from(gpu.correct)).toEqual([1, 0, 1, 0, 1, 0]);
+        expect(Array.from(logprobGatherRef(logits, targets, R, V, 1 / 0.7).correct)).toEqual([
+          1, 0, 1, 0, 1, 0,
+        ]);
+      }
+    }
   });
 });
 
