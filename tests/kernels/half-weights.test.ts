@@ -27,6 +27,7 @@ import { packHalfBits, roundToHalf, type HalfTensor } from '../../src/ref/half';
 import { positionsFromKeyStart, RefLlama } from '../../src/ref/llama';
 import { loraAdapterSpecs } from '../../src/ref/lora';
 import { LORA_FIXTURE_NAMES, loadLoraFixture, type LoraFixture } from '../fixtures/load-lora';
+import { makeTrainer, modelConfig } from '../support/tiny-trainer';
 import { seededUniform, testEngine, worstMismatch, type Tolerance } from './harness';
 
 // The bounds of the f32-base LoRA test (tests/kernels/lora.test.ts): the GPU computes in f32 from
@@ -335,4 +336,44 @@ describe('f16-stored base with LoRA vs the CPU reference', () => {
       model.destroy();
     });
   }
+});
+
+// The config option end to end: GrpoTrainer with usePeft stores its base as dtype asks and trains.
+describe('GrpoTrainer with usePeft and dtype', { timeout: 600_000 }, () => {
+  const lora = { usePeft: true, loraR: 4, loraAlpha: 8 };
+
+  it('bfloat16 halves the base matrices, trains the adapters, leaves the rounded base as it is', async () => {
+    const f32Run = await makeTrainer({ ...lora, dtype: 'float32' });
+    const bf16Run = await makeTrainer({ ...lora, dtype: 'bfloat16' });
+    const auto = await makeTrainer({ ...lora, dtype: 'auto' }); // an f32 checkpoint: stays f32
+    const full = await makeTrainer({ dtype: 'bfloat16' }); // a full fine-tune trains all: f32
+    let matrices = 0;
+    for (const spec of parameterSpecs(modelConfig)) {
+      if (spec.shape.length === 2) matrices += numel(spec.shape);
+    }
+    const bytes = (t: typeof f32Run) => t.policy.parameters.parameterBytes;
+    expect(bytes(f32Run) - bytes(bf16Run)).toBe(matrices * 2);
+    expect(bytes(auto)).toBe(bytes(f32Run));
+    expect([...full.policy.parameters.dtypes.values()].every((d) => d === 'f32')).toBe(true);
+    const base0 = await bf16Run.policy.readParameters();
+    const initial = await f32Run.policy.readParameters();
+    for (const spec of parameterSpecs(modelConfig)) {
+      const want =
+        spec.shape.length === 2
+          ? roundToHalf(initial.get(spec.name)!, 'bf16')
+          : initial.get(spec.name)!;
+      expect(base0.get(spec.name), spec.name).toEqual(want);
+    }
+    const adapters0 = await bf16Run.policy.readAdapters();
+    const report = await bf16Run.trainStep();
+    expect(Number.isFinite(report.metrics.loss)).toBe(true);
+    const adapters1 = await bf16Run.policy.readAdapters();
+    const moved = [...adapters1].some(([name, t]) =>
+      t.some((x, i) => x !== adapters0.get(name)![i]),
+    );
+    expect(moved).toBe(true);
+    const base1 = await bf16Run.policy.readParameters();
+    for (const [name, t] of base0) expect(base1.get(name), name).toEqual(t);
+    for (const t of [f32Run, bf16Run, auto, full]) t.destroy();
+  });
 });
