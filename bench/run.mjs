@@ -25,6 +25,7 @@ await build({
         cli: 'bench/cli.ts',
         engine: 'bench/node/engine.ts',
         profile: 'bench/node/profile.ts',
+        memory: 'bench/node/memory.ts',
       },
       output: { format: 'es', entryFileNames: '[name].js' },
     },
@@ -32,7 +33,12 @@ await build({
   ssr: { external: ['webgpu', 'vite', '@playwright/test', 'playwright-core'] },
 });
 
-const entry = process.argv[2] === '--profile' ? 'profile.js' : 'cli.js';
+const entry =
+  process.argv[2] === '--profile'
+    ? 'profile.js'
+    : process.argv[2] === '--memory'
+      ? 'memory.js'
+      : 'cli.js';
 const result = spawnSync(process.execPath, [resolve(outDir, entry), ...process.argv.slice(2)], {
   stdio: 'inherit',
   cwd: root,
