@@ -52,7 +52,7 @@ function section(body: string, id: string): string {
   return body.slice(start, end < 0 ? undefined : end).replace(/\s+/g, ' ');
 }
 
-const page = (overrides: ConfigInput) => {
+const page = (overrides: Partial<ConfigInput>) => {
   const config = resolveConfig({ rewards: ['format'], numGenerations: 4, ...overrides });
   return render(LearnView, { props: { report: report(), config, history: [] } }).body;
 };
