@@ -77,6 +77,8 @@ export interface PolicyUpdate {
 /** A supervised step's result (see PolicyObjective.supervised). */
 export interface SupervisedUpdate {
   loss: number;
+  /** TRL's mean_token_accuracy: the share of loss tokens whose argmax prediction is the target. */
+  accuracy: number;
   gradNorm: number;
   tokens: number;
   skipped: string | null;
@@ -365,7 +367,8 @@ export class PolicyObjective {
   /**
    * A supervised step: cross-entropy on the completion tokens of `batch` (its mask), one AdamW
    * step at `learningRate` with the same clip and NaN guard as GRPO. Returns the mean token loss
-   * before the update.
+   * and the token accuracy before the update. A mask with zeros inside a completion (SFT's
+   * assistant-only loss) takes those tokens out of the loss, the gradient and the accuracy.
    */
   async supervised(batch: PackedBatch, learningRate: number): Promise<SupervisedUpdate> {
     const { device } = this.engine;
@@ -382,6 +385,8 @@ export class PolicyObjective {
       const logp = ws.get('sft.logp', rows * F32); // (N, L)
       const entropy = ws.get('sft.entropy', rows * F32); // (N, L)
       const lse = ws.get('sft.lse', rows * F32); // (N, L)
+      const correct = ws.get('sft.correct', rows * F32); // (N, L) 1 where argmax = target
+      const accuracy = ws.get('sft.accuracy', F32); // (1) −(Σ mask·correct) / Σ mask
       writeBuffer(device, targets, batch.targets);
       writeBuffer(device, rowWeights, crossEntropyRowWeights(batch.mask));
       const policy = this.policy;
@@ -401,12 +406,15 @@ export class PolicyObjective {
             logp: r.out(logp, 'logp'),
             entropy: r.out(entropy, 'entropy'),
             lse: r.out(lse, 'lse'),
+            correct: r.out(correct, 'correct'),
             R: chunk.rows,
             V,
           });
           r.done();
         }
         this.crossEntropy.encodeLoss(enc, { rowWeights, logp, loss, R: rows });
+        // rowWeights = −mask / count, so the same product over `correct` is −accuracy.
+        this.crossEntropy.encodeLoss(enc, { rowWeights, logp: correct, loss: accuracy, R: rows });
         const dLogitsOf = (chunk: RowChunk, logits: GPUBuffer, dLogits: GPUBuffer) => {
           const r = new ChunkRows(ws, enc, chunk, rows);
           gatherBackward.encode(enc, {
@@ -424,13 +432,14 @@ export class PolicyObjective {
       }, 'supervised');
       const stats = await this.optimizer.readStats();
       const [lossValue] = await readF32(device, loss, 1);
+      const [negAccuracy] = await readF32(device, accuracy, 1);
       const skipped = !Number.isFinite(lossValue)
         ? `loss = ${lossValue}`
         : stats.finite
           ? null
           : `grad_norm = ${stats.norm}`;
       if (stats.finite) this.optimizer.commitStep();
-      return { loss: lossValue, gradNorm: stats.norm, tokens, skipped };
+      return { loss: lossValue, accuracy: -negAccuracy, gradNorm: stats.norm, tokens, skipped };
     } finally {
       ws.destroy();
     }
