@@ -111,7 +111,11 @@ test('allowing adds the custom reward; the same code does not ask again, another
   await expect(dialog).toHaveCount(0);
   await expectRewardsPanel(page, true);
   await expect(page.getByLabel('use custom:len')).toBeChecked();
-  await expect(page.locator('#code-len')).toHaveValue(CODE);
+  // The code editor (CodeMirror, one block per line) holds the code as text, no markup.
+  await expect(page.getByTestId('editor-code-len')).toHaveAttribute('data-editor', 'codemirror');
+  const editor = page.getByRole('textbox', { name: 'code of custom reward len' });
+  expect(await editor.evaluate((el) => (el as HTMLElement).innerText)).toBe(CODE);
+  expect(await editor.locator('img').count()).toBe(0);
 
   await page.reload();
   await expect(page.getByLabel('use custom:len')).toBeChecked();
