@@ -15,6 +15,7 @@ import {
   type MemoryPlanInput,
   type WeightDtype,
 } from '../model/memory-plan';
+import { frozenDtypeOf } from '../model/parameters';
 import { createTask } from '../tasks/index';
 import type { Task } from '../tasks/types';
 import type { CheckpointPayload } from '../storage/checkpoints';
@@ -59,9 +60,18 @@ export function planRunMemory(
   config: Config,
   limits: Pick<GPUSupportedLimits, 'maxBufferSize' | 'maxStorageBufferBindingSize'>,
   budgetBytes = defaultMemoryBudget(limits),
+  /** The weights, when known: dtype 'auto' under LoRA then keeps their 16-bit format as the
+   * trainer does (frozenDtypeOf); without them 'auto' is planned as float32. */
+  weights?: ReadonlyMap<string, Float32Array>,
 ): MemoryPlan {
-  return planMemory(runPlanInput(model, config), deviceMemoryLimits(limits, budgetBytes));
+  const auto =
+    weights && config.usePeft && config.dtype === 'auto'
+      ? PLAN_DTYPE[frozenDtypeOf('auto', model, weights)]
+      : undefined;
+  return planMemory(runPlanInput(model, config, auto), deviceMemoryLimits(limits, budgetBytes));
 }
+
+const PLAN_DTYPE = { f32: 'float32', bf16: 'bfloat16', f16: 'float16' } as const;
 
 /**
  * What the memory plan needs of a run's config (planRunMemory; `npm run plan` too). dtype 'auto'
@@ -184,7 +194,13 @@ export class Run {
     this.modelIdentity = setup.modelIdentity ?? null;
     this.config = config;
     this.hooks = setup.hooks ?? {};
-    this.plan = planRunMemory(model.config, config, engine.device.limits, setup.budgetBytes);
+    this.plan = planRunMemory(
+      model.config,
+      config,
+      engine.device.limits,
+      setup.budgetBytes,
+      model.weights,
+    );
     if (setup.mustFit && !this.plan.fits) throw new Error(this.plan.message);
     this.task = createTask(config.task, config.taskOptions, { text: setup.taskText });
     const scoring = setup.scoringTask ?? this.task;

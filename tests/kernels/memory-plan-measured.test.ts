@@ -56,7 +56,21 @@ const qwenLike: LlamaConfig = {
 };
 
 const lora = { usePeft: true, loraR: 4, loraAlpha: 8, loraTargetModules: ['all-linear'] };
-const CASES: { name: string; model: LlamaConfig; overrides: Partial<ConfigInput> }[] = [
+/** Weights whose values are all bf16 values (low 16 bits cleared): what dtype 'auto' keeps 16-bit. */
+function bf16Valued(weights: Map<string, Float32Array>): Map<string, Float32Array> {
+  for (const data of weights.values()) {
+    const bits = new Uint32Array(data.buffer, data.byteOffset, data.length);
+    for (let i = 0; i < bits.length; i++) bits[i] &= 0xffff0000;
+  }
+  return weights;
+}
+
+const CASES: {
+  name: string;
+  model: LlamaConfig;
+  overrides: Partial<ConfigInput>;
+  bf16Weights?: boolean;
+}[] = [
   { name: 'full fine-tune f32, β = 0', model: base, overrides: { beta: 0 } },
   { name: 'full fine-tune f32, β > 0 (reference copy)', model: base, overrides: { beta: 0.04 } },
   { name: 'LoRA all-linear, β = 0', model: base, overrides: { ...lora, beta: 0 } },
@@ -86,10 +100,16 @@ const CASES: { name: string; model: LlamaConfig; overrides: Partial<ConfigInput>
     model: qwenLike,
     overrides: { ...lora, dtype: 'float16', gradientCheckpointing: true, logitsMemoryMiB: 0.02 },
   },
+  {
+    name: "LoRA, dtype 'auto' on a bf16 checkpoint (the plan reads the weights as the trainer does)",
+    model: qwenLike,
+    overrides: { ...lora, dtype: 'auto' },
+    bf16Weights: true,
+  },
 ];
 
 describe('memory plan vs the measured peak', { timeout: 600_000 }, () => {
-  for (const { name, model, overrides } of CASES) {
+  for (const { name, model, overrides, bf16Weights } of CASES) {
     it(`${name}: planned peak within 10% of the engine's peak over two steps`, async () => {
       const engine = await testEngine();
       const cfg = config({
@@ -102,11 +122,13 @@ describe('memory plan vs the measured peak', { timeout: 600_000 }, () => {
       });
       const before = engine.memory.liveBytes;
       engine.memory.resetPeak();
+      const weights = initLlamaWeights(model, 3);
+      if (bf16Weights) bf16Valued(weights);
       const trainer = new GrpoTrainer({
         engine,
         config: cfg,
         modelConfig: model,
-        weights: initLlamaWeights(model, 3),
+        weights,
         tokenizer,
         task: fixedTask,
         rewardFunctions: [startsWithA],
@@ -125,7 +147,8 @@ describe('memory plan vs the measured peak', { timeout: 600_000 }, () => {
       // Everything the run allocated came back.
       expect(engine.memory.liveBytes).toBe(before);
       expect(longest).toBe(cfg.maxCompletionLength);
-      const plan = planRunMemory(model, cfg, engine.device.limits);
+      const plan = planRunMemory(model, cfg, engine.device.limits, undefined, weights);
+      if (bf16Weights) expect(plan.input.dtype).toBe('bfloat16');
       console.log(`${name}: measured ${measured} B, planned ${plan.peakBytes} B`);
       expect(Math.abs(measured - plan.peakBytes)).toBeLessThanOrEqual(0.1 * measured);
     });
