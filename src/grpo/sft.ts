@@ -1,0 +1,512 @@
+// Supervised fine-tuning as a stage of its own (R1's "cold start" before RL, in miniature): TRL
+// SFTTrainer's loop over a tokenised dataset (src/grpo/sft-data.ts) on the GPU objective's
+// supervised step (PolicyObjective.supervised: completion-masked mean cross-entropy, one clipped
+// AdamW step with the NaN guard). Options carry TRL SFTConfig's names in camelCase; the metrics of
+// each optimizer step are TRL's: loss, mean_token_accuracy, num_tokens (cumulative), learning_rate,
+// grad_norm, epoch.
+//
+// Data order: epoch e visits the examples in a Fisher–Yates permutation drawn from
+// mulberry32(mixSeeds(seed, e)), so the order is a function of (seed, epoch) and a checkpoint need
+// only store (epoch, cursor) to continue it exactly. One optimizer step takes the next
+// perDeviceTrainBatchSize · gradientAccumulationSteps examples of the epoch (fewer at its end: the
+// epoch's last step is smaller, as a dataloader's last batch), in one packed batch, so the loss is
+// Σ loss tokens / their number over the whole step (TRL's token-mean with num_items_in_batch).
+// Gradient accumulation is therefore a memory choice TRL makes that this loop does not: the GA
+// micro-batches are packed into one batch of the same loss.
+//
+// The loop has the shape of the GRPO Run (src/grpo/run.ts): set up once, step(), hooks onStep and
+// onCheckpoint (the codec's payload: weights, AdamW moments, optimizer step, data cursor, counters).
+// Full fine-tuning only (no LoRA here).
+import type { Engine } from '../engine/engine';
+import { mixSeeds, mulberry32, seed32 } from '../core/rng';
+import { numel, parameterSpecs, type LlamaConfig } from '../core/model-config';
+import { packBatch, type PackedBatch } from '../model/batch';
+import { GpuLlama } from '../model/llama';
+import { EXP_AVG_PREFIX, EXP_AVG_SQ_PREFIX, GpuAdamW } from '../optim/adamw';
+import { learningRateAt, runSchedule, type LrScheduler } from '../optim/schedule';
+import type { CheckpointPayload, CheckpointTensor } from '../storage/checkpoints';
+import type { Identity } from '../storage/db';
+import { toStoredMetrics } from './checkpoint';
+import { PolicyObjective } from './policy-objective';
+import type { MetricsRow } from './run';
+import { tokenizeSftRow, type SftExample, type SftRow, type SftTokenizeOptions } from './sft-data';
+import { MAX_CONSECUTIVE_SKIPS, TrainingDivergedError, type TrainerTokenizer } from './trainer';
+
+/** The SFT stage's options: TRL SFTConfig names in camelCase, TRL's defaults. */
+export interface SftConfig {
+  learningRate: number;
+  numTrainEpochs: number;
+  /** Optimizer steps of the run; −1: numTrainEpochs epochs (TRL max_steps). */
+  maxSteps: number;
+  perDeviceTrainBatchSize: number;
+  gradientAccumulationSteps: number;
+  /** Longest sequence in tokens (truncated from the end); null: no limit. */
+  maxLength: number | null;
+  /** Prompt-completion rows: loss on the completion only; null = TRL's default (on). */
+  completionOnlyLoss: boolean | null;
+  /** "messages" rows: loss on the assistant turns only. */
+  assistantOnlyLoss: boolean;
+  lrSchedulerType: LrScheduler;
+  warmupRatio: number;
+  /** Wins over warmupRatio when > 0. */
+  warmupSteps: number;
+  /** Global gradient-norm clip; 0 = off. */
+  maxGradNorm: number;
+  weightDecay: number;
+  adamBeta1: number;
+  adamBeta2: number;
+  adamEpsilon: number;
+  seed: number;
+  /** A checkpoint every saveSteps optimizer steps, and after the last. */
+  saveSteps: number;
+  /** The CLI prints a progress line every loggingSteps steps (metrics.jsonl has every step). */
+  loggingSteps: number;
+}
+
+type OptionKind = 'number' | 'int' | 'boolean' | 'nullable-boolean' | 'nullable-int' | 'scheduler';
+
+export interface SftOption {
+  key: keyof SftConfig;
+  kind: OptionKind;
+  help: string;
+  /** Smallest allowed value (numbers). */
+  min?: number;
+}
+
+/** TRL SFTConfig's defaults (those that differ from TrainingArguments' are SFTConfig's own). */
+export const SFT_DEFAULTS: SftConfig = {
+  learningRate: 2e-5,
+  numTrainEpochs: 3,
+  maxSteps: -1,
+  perDeviceTrainBatchSize: 8,
+  gradientAccumulationSteps: 1,
+  maxLength: 1024,
+  completionOnlyLoss: null,
+  assistantOnlyLoss: false,
+  lrSchedulerType: 'linear',
+  warmupRatio: 0,
+  warmupSteps: 0,
+  maxGradNorm: 1,
+  weightDecay: 0,
+  adamBeta1: 0.9,
+  adamBeta2: 0.999,
+  adamEpsilon: 1e-8,
+  seed: 42,
+  saveSteps: 500,
+  loggingSteps: 10,
+};
+
+export const SFT_OPTIONS: readonly SftOption[] = [
+  { key: 'learningRate', kind: 'number', min: 0, help: 'peak learning rate (TRL SFT: 2e-5)' },
+  { key: 'numTrainEpochs', kind: 'number', min: 0, help: 'passes over the data (3)' },
+  { key: 'maxSteps', kind: 'int', min: -1, help: 'optimizer steps; −1: from the epochs (-1)' },
+  {
+    key: 'perDeviceTrainBatchSize',
+    kind: 'int',
+    min: 1,
+    help: 'examples per micro-batch (8)',
+  },
+  {
+    key: 'gradientAccumulationSteps',
+    kind: 'int',
+    min: 1,
+    help: 'micro-batches per optimizer step (1; packed into one batch of the same loss)',
+  },
+  {
+    key: 'maxLength',
+    kind: 'nullable-int',
+    min: 2,
+    help: 'longest sequence in tokens, cut from the end; null: no limit (1024)',
+  },
+  {
+    key: 'completionOnlyLoss',
+    kind: 'nullable-boolean',
+    help: 'prompt-completion rows: loss on the completion only (null: on)',
+  },
+  {
+    key: 'assistantOnlyLoss',
+    kind: 'boolean',
+    help: '"messages" rows: loss on the assistant turns only (false)',
+  },
+  { key: 'lrSchedulerType', kind: 'scheduler', help: 'linear, cosine or constant (linear)' },
+  { key: 'warmupRatio', kind: 'number', min: 0, help: 'warmup as a share of the steps (0)' },
+  { key: 'warmupSteps', kind: 'int', min: 0, help: 'warmup steps; wins over the ratio (0)' },
+  { key: 'maxGradNorm', kind: 'number', min: 0, help: 'gradient-norm clip, 0 = off (1)' },
+  { key: 'weightDecay', kind: 'number', min: 0, help: 'AdamW weight decay (0)' },
+  { key: 'adamBeta1', kind: 'number', min: 0, help: 'AdamW β1 (0.9)' },
+  { key: 'adamBeta2', kind: 'number', min: 0, help: 'AdamW β2 (0.999)' },
+  { key: 'adamEpsilon', kind: 'number', min: 0, help: 'AdamW ε (1e-8)' },
+  { key: 'seed', kind: 'int', help: 'the shuffle’s seed (42)' },
+  { key: 'saveSteps', kind: 'int', min: 1, help: 'a checkpoint every this many steps (500)' },
+  { key: 'loggingSteps', kind: 'int', min: 1, help: 'a progress line every this many steps (10)' },
+];
+
+/** camelCase → TRL's snake_case name. */
+export const trlName = (key: string) => key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+
+const camel = (name: string) => name.replace(/[-_]([a-z0-9])/g, (_, c: string) => c.toUpperCase());
+
+/**
+ * A full SftConfig from options keyed by camelCase, snake_case (TRL) or kebab-case names; strings
+ * (from a command line) are parsed by the option's kind. An unknown name or a bad value throws
+ * naming the option.
+ */
+export function resolveSftConfig(options: Readonly<Record<string, unknown>> = {}): SftConfig {
+  const out: Record<string, unknown> = { ...SFT_DEFAULTS };
+  const byKey = new Map(SFT_OPTIONS.map((o) => [o.key as string, o]));
+  for (const [name, raw] of Object.entries(options)) {
+    const option = byKey.get(camel(name));
+    if (!option) throw new Error(`unknown SFT option '${name}'`);
+    out[option.key] = parseOption(option, raw);
+  }
+  const config = out as unknown as SftConfig;
+  if (config.maxSteps === 0) throw new Error('maxSteps must be −1 (use the epochs) or ≥ 1');
+  return config;
+}
+
+function parseOption(o: SftOption, raw: unknown): unknown {
+  const name = trlName(o.key);
+  const bad = (why: string) => new Error(`${name}: ${why}, got ${JSON.stringify(raw)}`);
+  const text = typeof raw === 'string' ? raw.trim() : null;
+  if (
+    (o.kind === 'nullable-int' || o.kind === 'nullable-boolean') &&
+    (raw === null || text === 'null')
+  )
+    return null;
+  if (o.kind === 'boolean' || o.kind === 'nullable-boolean') {
+    if (typeof raw === 'boolean') return raw;
+    if (text === 'true') return true;
+    if (text === 'false') return false;
+    throw bad('expected true or false');
+  }
+  if (o.kind === 'scheduler') {
+    if (raw === 'linear' || raw === 'cosine' || raw === 'constant') return raw;
+    throw bad('expected linear, cosine or constant');
+  }
+  const value = typeof raw === 'number' ? raw : text !== null && text !== '' ? Number(text) : NaN;
+  if (!Number.isFinite(value)) throw bad('expected a number');
+  if ((o.kind === 'int' || o.kind === 'nullable-int') && !Number.isInteger(value))
+    throw bad('expected an integer');
+  if (o.min !== undefined && value < o.min) throw bad(`must be ≥ ${o.min}`);
+  return value;
+}
+
+/** The tokenise options of a config (sft-data.ts). */
+export const sftTokenizeOptions = (c: SftConfig): SftTokenizeOptions => ({
+  completionOnlyLoss: c.completionOnlyLoss,
+  assistantOnlyLoss: c.assistantOnlyLoss,
+  maxLength: c.maxLength,
+});
+
+/** Tokenises parsed rows; rows without a loss token after truncation are dropped (their lines). */
+export function tokenizeSftDataset(
+  rows: readonly SftRow[],
+  tokenizer: TrainerTokenizer,
+  config: SftConfig,
+): { examples: SftExample[]; dropped: number[] } {
+  const examples: SftExample[] = [];
+  const dropped: number[] = [];
+  for (const row of rows) {
+    const example = tokenizeSftRow(row, tokenizer, sftTokenizeOptions(config));
+    if (example) examples.push(example);
+    else dropped.push(row.line);
+  }
+  return { examples, dropped };
+}
+
+/** Examples per optimizer step. */
+export const examplesPerStep = (c: SftConfig) =>
+  c.perDeviceTrainBatchSize * c.gradientAccumulationSteps;
+
+/** Optimizer steps of a run over n examples: maxSteps, or ⌈epochs · steps per epoch⌉. */
+export function sftTotalSteps(c: SftConfig, n: number): number {
+  if (c.maxSteps > 0) return c.maxSteps;
+  return Math.ceil(c.numTrainEpochs * Math.ceil(n / examplesPerStep(c)));
+}
+
+/** Epoch `epoch`'s visiting order of n examples: a function of (seed, epoch) only. */
+export function epochOrder(seed: number, epoch: number, n: number): Uint32Array {
+  const next = mulberry32(mixSeeds(seed32(seed), epoch));
+  const order = new Uint32Array(n);
+  for (let i = 0; i < n; i++) order[i] = i;
+  for (let i = n - 1; i > 0; i--) {
+    const j = Math.floor(next() * (i + 1));
+    [order[i], order[j]] = [order[j], order[i]];
+  }
+  return order;
+}
+
+/** A fingerprint of the tokenised data (FNV-1a over every example's tokens and mask), so a resume
+ * on other data, or the same file tokenised with other options, is refused. */
+export function sftDataHash(examples: readonly SftExample[]): number {
+  let h = 0x811c9dc5;
+  const mix = (x: number) => {
+    h = Math.imul(h ^ (x >>> 0), 0x01000193) >>> 0;
+  };
+  for (const e of examples) {
+    mix(e.prompt.length);
+    for (const t of e.prompt) mix(t);
+    mix(e.completion.length);
+    for (const t of e.completion) mix(t);
+    for (const m of e.mask) mix(m);
+  }
+  return h;
+}
+
+/** The packed batch of some examples with each example's own loss mask (holes included). */
+export function packSftBatch(examples: readonly SftExample[], padId: number): PackedBatch {
+  const batch = packBatch(
+    examples.map((e) => e.prompt),
+    examples.map((e) => e.completion),
+    { padId },
+  );
+  const { L } = batch;
+  batch.mask.fill(0);
+  examples.forEach((e, n) => batch.mask.set(e.mask, n * L));
+  return batch;
+}
+
+export interface SftStepReport {
+  step: number;
+  metrics: Record<string, number>;
+  /** Why the update was skipped (non-finite loss or gradient), or null when it was applied. */
+  skipped: string | null;
+}
+
+export interface SftHooks {
+  onStep?(report: SftStepReport, info: { elapsedMs: number }): void | Promise<void>;
+  /** A checkpoint to store (src/grpo/checkpoint.ts checkpointToFiles writes it as files). */
+  onCheckpoint?(payload: CheckpointPayload, info: { automatic: boolean }): void | Promise<void>;
+}
+
+export interface SftSetup {
+  engine: Engine;
+  runId: string;
+  runName?: string;
+  /** The initial weights' identity: a checkpoint's base model. */
+  modelIdentity?: Identity;
+  config: SftConfig;
+  model: { config: LlamaConfig; weights: ReadonlyMap<string, Float32Array> };
+  examples: readonly SftExample[];
+  padTokenId: number;
+  hooks?: SftHooks;
+}
+
+/** The checkpoint's `rng` record keys of the SFT loop's state. */
+const STATE_KEYS = ['sft.epoch', 'sft.cursor', 'sft.numTokens', 'sft.consecutiveSkips'] as const;
+
+export class SftRun {
+  readonly config: SftConfig;
+  readonly policy: GpuLlama;
+  readonly totalSteps: number;
+  history: MetricsRow[] = [];
+  hooks: SftHooks;
+  /** Completed optimizer steps (applied or skipped). */
+  stepCount = 0;
+  /** Tokens seen (whole sequences), TRL's num_tokens. */
+  numTokens = 0;
+  private epoch = 0;
+  /** The next position in the epoch's order. */
+  private cursor = 0;
+  private consecutiveSkips = 0;
+  private order: { epoch: number; order: Uint32Array } | null = null;
+  private readonly optimizer: GpuAdamW;
+  private readonly objective: PolicyObjective;
+  private readonly dataHash: number;
+
+  constructor(private readonly setup: SftSetup) {
+    const { engine, config, model, examples } = setup;
+    if (examples.length === 0) throw new Error('SFT: the dataset has no example with a loss token');
+    this.config = config;
+    this.hooks = setup.hooks ?? {};
+    this.totalSteps = sftTotalSteps(config, examples.length);
+    this.dataHash = sftDataHash(examples);
+    this.policy = GpuLlama.load(engine, model.config, model.weights);
+    this.optimizer = new GpuAdamW(engine, this.policy, {
+      beta1: config.adamBeta1,
+      beta2: config.adamBeta2,
+      eps: config.adamEpsilon,
+      weightDecay: config.weightDecay,
+      maxGradNorm: config.maxGradNorm,
+    });
+    this.objective = new PolicyObjective(engine, this.policy, null, this.optimizer);
+  }
+
+  get finished(): boolean {
+    return this.stepCount >= this.totalSteps;
+  }
+
+  /** The learning rate of optimizer step `step` (0-based), transformers' schedule over the run. */
+  learningRateAt(step: number): number {
+    const c = this.config;
+    return learningRateAt(
+      step,
+      runSchedule({
+        lrScheduler: c.lrSchedulerType,
+        learningRate: c.learningRate,
+        steps: this.totalSteps,
+        numIterations: 1,
+        warmupSteps: c.warmupSteps,
+        warmupRatio: c.warmupRatio,
+      }),
+    );
+  }
+
+  private orderOf(epoch: number): Uint32Array {
+    if (this.order?.epoch !== epoch) {
+      this.order = {
+        epoch,
+        order: epochOrder(this.config.seed, epoch, this.setup.examples.length),
+      };
+    }
+    return this.order.order;
+  }
+
+  /** One optimizer step on the next examples. Throws TrainingDivergedError after
+   * MAX_CONSECUTIVE_SKIPS non-finite updates in a row. */
+  async step(): Promise<SftStepReport> {
+    if (this.finished) throw new Error(`SFT: all ${this.totalSteps} steps are done`);
+    const { examples, padTokenId } = this.setup;
+    const n = examples.length;
+    const started = performance.now();
+    const order = this.orderOf(this.epoch);
+    const take = Math.min(examplesPerStep(this.config), n - this.cursor);
+    const chosen = Array.from(order.subarray(this.cursor, this.cursor + take), (i) => examples[i]);
+    const batch = packSftBatch(chosen, padTokenId);
+    const learningRate = this.learningRateAt(this.stepCount);
+    const update = await this.objective.supervised(batch, learningRate);
+    this.cursor += take;
+    if (this.cursor >= n) {
+      this.epoch += 1;
+      this.cursor = 0;
+    }
+    this.numTokens += chosen.reduce((s, e) => s + e.tokens, 0);
+    this.stepCount += 1;
+    this.consecutiveSkips = update.skipped ? this.consecutiveSkips + 1 : 0;
+    const report: SftStepReport = {
+      step: this.stepCount,
+      metrics: {
+        loss: update.loss,
+        mean_token_accuracy: update.accuracy,
+        num_tokens: this.numTokens,
+        learning_rate: learningRate,
+        grad_norm: update.gradNorm,
+        epoch: this.epoch + this.cursor / n,
+      },
+      skipped: update.skipped,
+    };
+    this.history.push({ step: report.step, metrics: report.metrics });
+    if (this.consecutiveSkips >= MAX_CONSECUTIVE_SKIPS) {
+      throw new TrainingDivergedError(
+        `SFT: ${this.consecutiveSkips} updates in a row were skipped (last: ${update.skipped}); lower the learning rate`,
+      );
+    }
+    await this.hooks.onStep?.(report, { elapsedMs: performance.now() - started });
+    const due = report.step % this.config.saveSteps === 0 || report.step === this.totalSteps;
+    if (due && this.hooks.onCheckpoint) await this.save(true);
+    return report;
+  }
+
+  /** Steps until the run is done or `stop()` says so (checked before each step). */
+  async runUntil(stop: () => boolean = () => false): Promise<'finished' | 'stopped'> {
+    while (!this.finished) {
+      if (stop()) return 'stopped';
+      await this.step();
+    }
+    return 'finished';
+  }
+
+  /** The current state as a checkpoint payload (weights, moments, counters, data cursor). */
+  async checkpoint(): Promise<CheckpointPayload> {
+    const weights = await this.policy.readParameters();
+    const moments = await this.optimizer.readState();
+    const specs = parameterSpecs(this.setup.model.config);
+    const tensors: CheckpointTensor[] = specs.map((s) => ({
+      name: s.name,
+      shape: s.shape,
+      data: weights.get(s.name)!,
+    }));
+    for (const prefix of [EXP_AVG_PREFIX, EXP_AVG_SQ_PREFIX]) {
+      for (const s of specs)
+        tensors.push({
+          name: prefix + s.name,
+          shape: s.shape,
+          data: moments.get(prefix + s.name)!,
+        });
+    }
+    const identity = this.setup.modelIdentity ?? { name: '', sha256: '' };
+    return {
+      runId: this.setup.runId,
+      runName: this.setup.runName,
+      step: this.stepCount,
+      tensors,
+      rng: {
+        'sft.epoch': [this.epoch],
+        'sft.cursor': [this.cursor],
+        'sft.numTokens': [this.numTokens],
+        'sft.consecutiveSkips': [this.consecutiveSkips],
+        'sft.examples': [this.setup.examples.length],
+        'sft.dataHash': [this.dataHash],
+        shuffle: `mulberry32(mixSeeds(seed ${this.config.seed}, epoch)) per epoch: no state`,
+      },
+      config: { stage: 'sft', ...this.config },
+      modelConfig: this.setup.model.config,
+      modelIdentity: identity,
+      referenceIdentity: null,
+      tokenizerIdentity: null,
+      metricsSoFar: toStoredMetrics(this.history),
+      optimizerStep: this.optimizer.stepCount,
+    };
+  }
+
+  /** Hands the current state to onCheckpoint (`automatic`: due by saveSteps). */
+  async save(automatic = false): Promise<void> {
+    if (!this.hooks.onCheckpoint) return;
+    await this.hooks.onCheckpoint(await this.checkpoint(), { automatic });
+  }
+
+  /**
+   * Continues from a checkpoint of this loop on the same data (refused otherwise): weights, AdamW
+   * moments and step, the data cursor and counters, and the metrics history up to its step.
+   */
+  restore(payload: CheckpointPayload, history: readonly MetricsRow[] = []): void {
+    const value = (key: string) => {
+      const v = payload.rng[key];
+      if (!Array.isArray(v) || typeof v[0] !== 'number')
+        throw new Error(
+          `checkpoint at step ${payload.step} has no '${key}': not an SFT checkpoint`,
+        );
+      return v[0];
+    };
+    if (
+      value('sft.examples') !== this.setup.examples.length ||
+      value('sft.dataHash') !== this.dataHash
+    ) {
+      throw new Error(
+        `checkpoint at step ${payload.step} was trained on other data (or other tokenisation options): resume needs the same dataset`,
+      );
+    }
+    const weights = new Map<string, Float32Array>();
+    const moments = new Map<string, Float32Array>();
+    for (const t of payload.tensors)
+      (t.name.startsWith('optimizer.') ? moments : weights).set(t.name, t.data);
+    for (const spec of parameterSpecs(this.setup.model.config)) {
+      if (weights.get(spec.name)?.length !== numel(spec.shape))
+        throw new Error(`checkpoint at step ${payload.step}: ${spec.name} is missing or misshapen`);
+    }
+    this.policy.writeParameters(weights);
+    this.optimizer.writeState(moments, payload.optimizerStep);
+    const [epoch, cursor, numTokens, skips] = STATE_KEYS.map(value);
+    this.epoch = epoch;
+    this.cursor = cursor;
+    this.numTokens = numTokens;
+    this.consecutiveSkips = skips;
+    this.stepCount = payload.step;
+    this.history = history.filter((row) => row.step <= payload.step);
+  }
+
+  destroy(): void {
+    this.optimizer.destroy();
+    this.policy.destroy();
+  }
+}
