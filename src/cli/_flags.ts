@@ -20,7 +20,7 @@ export interface CommandFlag {
 }
 
 export interface Command {
-  name: 'train' | 'eval' | 'aha' | 'plan';
+  name: 'train' | 'eval' | 'aha' | 'plan' | 'sft';
   summary: string;
   flags: readonly CommandFlag[];
 }

@@ -17,6 +17,8 @@ import {
   type Command,
 } from '../../src/cli/_flags';
 import { CONFIG_KEYS, isHelpRequested, parseCliArgs } from '../../src/grpo/config';
+import { parseSftArgs, SFT, sftHelp } from '../../src/cli/_sft';
+import { resolveSftConfig, SFT_DEFAULTS, SFT_OPTIONS } from '../../src/grpo/sft';
 
 const kebab = (k: string) => k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
 
@@ -134,5 +136,44 @@ describe('--reward-file and --steps', () => {
       /^--steps 10000000 is more than the limit of 1000000 steps/,
     );
     expect(() => checkSteps(10_000_000, 'big.json')).toThrow(/^big\.json: steps 10000000 is more/);
+  });
+});
+
+describe('sft --help promises what sft accepts', () => {
+  it('one line per flag and SFT option; each is parsed, in kebab-case and TRL snake_case', () => {
+    const help = sftHelp();
+    const listed = [...help.matchAll(/^ {2}--([a-z][a-z0-9-]*)/gm)].map((m) => m[1]);
+    expect(listed.sort()).toEqual([...SFT.flags.map((f) => f.name), 'help'].sort());
+    expect(listed).toEqual(expect.arrayContaining(SFT_OPTIONS.map((o) => kebab(o.key))));
+    const mentioned = [...new Set([...help.matchAll(/--([a-z][a-z0-9_-]*)/g)].map((m) => m[1]))];
+    for (const name of mentioned.filter((n) => n !== 'help')) {
+      for (const spelling of [name, name.replace(/-/g, '_')]) {
+        const args = parseSftArgs([`--${spelling}`, 'x']);
+        const own = [args.model, args.data, args.out, args.resume];
+        expect([...own, ...Object.values(args.options)], spelling).toContain('x');
+      }
+    }
+    expect(isHelpRequested(['--help'])).toBe(true);
+    expect(() => parseSftArgs(['--num-generations', '4'])).toThrow(
+      "unknown argument '--num-generations'",
+    );
+  });
+
+  it("options resolve to TRL SFTConfig's defaults, and a bad value names the option", () => {
+    expect(resolveSftConfig()).toEqual(SFT_DEFAULTS);
+    expect(SFT_DEFAULTS.learningRate).toBe(2e-5);
+    const { options } = parseSftArgs(['--learning_rate=1e-3', '--max-length', 'null']);
+    expect(resolveSftConfig(options)).toMatchObject({ learningRate: 1e-3, maxLength: null });
+    expect(resolveSftConfig({ assistant_only_loss: 'true' }).assistantOnlyLoss).toBe(true);
+    expect(() => resolveSftConfig({ learningRate: 'fast' })).toThrow(
+      'learning_rate: expected a number',
+    );
+    expect(() => resolveSftConfig({ perDeviceTrainBatchSize: '0' })).toThrow('must be ≥ 1');
+    expect(() => resolveSftConfig({ lrSchedulerType: 'step' })).toThrow(
+      'linear, cosine or constant',
+    );
+    expect(() => resolveSftConfig({ numGenerations: 4 })).toThrow(
+      "unknown SFT option 'numGenerations'",
+    );
   });
 });

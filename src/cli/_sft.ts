@@ -1,0 +1,257 @@
+// What `npm run sft` does once its arguments are read, and its flag table: the SFT stage
+// (src/grpo/sft.ts SftRun) with a run folder around it, as `npm run train` keeps one: config.json,
+// metrics.jsonl (one line per optimizer step: TRL's loss, mean_token_accuracy, num_tokens,
+// learning_rate, grad_norm, epoch), checkpoint-<step>/ (a Hugging Face folder + optimizer.safetensors
+// + trainer_state.json, written atomically through the checkpoint codec) and final-model/ at the
+// end. `--resume <run>/checkpoint-<step>` continues a run exactly (same data; only the length may
+// change). A module of its own (not an entry point) so tests read its flags in-process.
+import {
+  appendFileSync,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import type { Engine } from '../engine/engine';
+import { toHfConfig } from '../core/model-config';
+import { exportHfFolder, generationConfig } from '../export/hf-export';
+import { checkpointFromFiles, checkpointToFiles, fromStoredMetrics } from '../grpo/checkpoint';
+import {
+  resolveSftConfig,
+  SFT_OPTIONS,
+  SftRun,
+  trlName,
+  type SftConfig,
+  type SftStepReport,
+} from '../grpo/sft';
+import type { SftExample } from '../grpo/sft-data';
+import type { CheckpointPayload } from '../storage/checkpoints';
+import type { Identity } from '../storage/db';
+import { takeCommandFlags, type Command } from './_flags';
+import { recoverRunFolder, truncateStepLogs, writeFolderAtomically } from './_run-folder';
+import type { LoadedModel } from './_session';
+
+const kebab = (key: string) => key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
+
+const VALUE: Record<string, string> = {
+  number: 'number',
+  int: 'integer',
+  boolean: 'true|false',
+  'nullable-boolean': 'true|false|null',
+  'nullable-int': 'integer|null',
+  scheduler: 'linear|cosine|constant',
+};
+
+/** The command's own flags, then one flag per SFT option (kebab-case; TRL's snake_case works too). */
+export const SFT: Command = {
+  name: 'sft',
+  summary:
+    'Supervised fine-tuning (TRL SFTTrainer semantics) on a JSONL of prompt/completion pairs, chat prompt/completion, "messages" or "text" rows; writes a run folder (config.json, metrics.jsonl, checkpoint-<step>/, final-model/).',
+  flags: [
+    { name: 'model', value: 'folder', help: 'a local Hugging Face model folder (or bundled)' },
+    { name: 'data', value: 'file.jsonl', help: 'the SFT dataset (TRL’s formats, one row a line)' },
+    { name: 'out', value: 'folder', help: 'run folder (default runs/sft-<date>)' },
+    {
+      name: 'resume',
+      value: 'run/checkpoint-N',
+      help: 'continue that checkpoint’s run exactly (same data; only --max-steps / --num-train-epochs may change)',
+    },
+    ...SFT_OPTIONS.map((o) => ({ name: kebab(o.key), value: VALUE[o.kind], help: o.help })),
+  ],
+};
+
+/** --help: usage and every flag. */
+export function sftHelp(): string {
+  const lines = SFT.flags.map((f) => `${`  --${f.name} <${f.value}>`.padEnd(44)} ${f.help}`);
+  return [
+    'usage: npm run sft -- --model <folder> --data <file.jsonl> [--out <folder>] [options]',
+    '',
+    SFT.summary,
+    '',
+    'Flags (kebab-case or TRL’s snake_case names):',
+    ...lines,
+    `  --help${' '.repeat(36)} this text`,
+  ].join('\n');
+}
+
+export interface SftArgs {
+  model?: string;
+  data?: string;
+  out?: string;
+  resume?: string;
+  /** Options as given (camelCase keys, string values): resolveSftConfig parses them. */
+  options: Record<string, string>;
+}
+
+/** Splits argv into the command's flags and its options; an unknown flag throws naming it. */
+export function parseSftArgs(argv: readonly string[]): SftArgs {
+  // TRL's snake_case spellings: --learning_rate → --learning-rate (the name only, not the value).
+  const normalised = argv.map((a) => {
+    if (!a.startsWith('--')) return a;
+    const eq = a.indexOf('=');
+    const name = a.slice(2, eq >= 0 ? eq : undefined).replace(/_/g, '-');
+    return `--${name}${eq >= 0 ? a.slice(eq) : ''}`;
+  });
+  const { flags, rest } = takeCommandFlags(SFT, normalised);
+  if (rest.length) {
+    throw new Error(
+      `unknown argument '${rest[0]}' (npm run sft -- --help lists the flags and options)`,
+    );
+  }
+  const one = (name: string) => flags.get(name)?.[0];
+  const options: Record<string, string> = {};
+  for (const o of SFT_OPTIONS) {
+    const value = one(kebab(o.key));
+    if (value !== undefined) options[o.key] = value;
+  }
+  return {
+    model: one('model'),
+    data: one('data'),
+    out: one('out'),
+    resume: one('resume'),
+    options,
+  };
+}
+
+const json = (value: unknown) => new TextEncoder().encode(JSON.stringify(value, null, 2) + '\n');
+
+/** A Hugging Face folder's files other than the weights (config, generation config, tokenizer),
+ * so that a checkpoint folder loads in PyTorch as a model. */
+function hfFolderExtras(model: LoadedModel): Map<string, Uint8Array> {
+  return new Map([
+    ['config.json', json(toHfConfig(model.hf.config))],
+    ['generation_config.json', json(generationConfig(model.hf.config, model.hf.generation))],
+    ...model.hf.tokenizerFiles,
+  ]);
+}
+
+/** A checkpoint folder written by this command: its payload, config, base model and data file. */
+export function readSftCheckpoint(
+  dir: string,
+  log: (line: string) => void = (line) => console.log(line),
+): { payload: CheckpointPayload; config: SftConfig; baseModel: string; data: string } {
+  for (const action of recoverRunFolder(dirname(dir))) log(action);
+  if (!existsSync(join(dir, 'trainer_state.json')))
+    throw new Error(`--resume: ${dir} is not a checkpoint folder (it has no trainer_state.json)`);
+  const { payload, state } = checkpointFromFiles(
+    (name) => new Uint8Array(readFileSync(join(dir, name))),
+  );
+  const { stage, ...options } = (payload.config ?? {}) as Record<string, unknown>;
+  if (stage !== 'sft')
+    throw new Error(`--resume: ${dir} is not an SFT checkpoint (npm run train resumes GRPO runs)`);
+  return {
+    payload,
+    config: resolveSftConfig(options),
+    baseModel: String(state.baseModel),
+    data: String(state.data),
+  };
+}
+
+/** The progress line of one step. */
+export function sftStepLine(report: SftStepReport, steps: number): string {
+  const m = report.metrics;
+  const f = (k: string, d: number) => (Number.isFinite(m[k]) ? m[k].toFixed(d) : '–');
+  return (
+    `step ${String(report.step).padStart(String(steps).length)}/${steps}  loss ${f('loss', 4)}  ` +
+    `acc ${f('mean_token_accuracy', 3)}  tokens ${m.num_tokens}  lr ${m.learning_rate.toExponential(2)}  ` +
+    `|g| ${f('grad_norm', 3)}  epoch ${f('epoch', 2)}` +
+    (report.skipped ? `  SKIPPED (${report.skipped})` : '')
+  );
+}
+
+export interface SftFolderOptions {
+  engine: Engine;
+  model: LoadedModel;
+  identity: Identity;
+  config: SftConfig;
+  examples: readonly SftExample[];
+  /** The data file (stored in each checkpoint, so --resume finds it). */
+  dataPath: string;
+  runDir: string;
+  resume?: { payload: CheckpointPayload; from: string } | null;
+  log?: (line: string) => void;
+}
+
+/** Trains into run folder `runDir`; returns the checkpoint folders written. */
+export async function sftFolder(o: SftFolderOptions): Promise<{ checkpoints: string[] }> {
+  const { config, model, runDir } = o;
+  const log = o.log ?? ((line: string) => console.log(line));
+  const checkpoints: string[] = [];
+  const run = new SftRun({
+    engine: o.engine,
+    runId: o.resume?.payload.runId || runDir,
+    runName: runDir,
+    modelIdentity: o.identity,
+    config,
+    model: { config: model.hf.config, weights: model.hf.tensors },
+    examples: o.examples,
+    padTokenId: model.tokenizer.padTokenId,
+    hooks: {
+      onStep: (report) => {
+        const row = { step: report.step, ...report.metrics, skipped: report.skipped };
+        appendFileSync(join(runDir, 'metrics.jsonl'), JSON.stringify(row) + '\n');
+        const last = report.step === run.totalSteps;
+        if (report.step % config.loggingSteps === 0 || last || report.skipped)
+          log(sftStepLine(report, run.totalSteps));
+      },
+      onCheckpoint: (payload) => {
+        const dir = join(runDir, `checkpoint-${payload.step}`);
+        const files = hfFolderExtras(model);
+        const extra = { baseModel: model.folder, data: o.dataPath };
+        for (const [name, bytes] of checkpointToFiles(payload, extra)) files.set(name, bytes);
+        writeFolderAtomically(dir, files);
+        checkpoints.push(dir);
+        log(`saved ${dir}`);
+      },
+    },
+  });
+  try {
+    mkdirSync(runDir, { recursive: true });
+    for (const action of recoverRunFolder(runDir)) log(action);
+    if (o.resume) {
+      run.restore(o.resume.payload, fromStoredMetrics(o.resume.payload.metricsSoFar));
+      log(`resumed from ${o.resume.from} at step ${run.stepCount}`);
+      for (const [file, n] of Object.entries(truncateStepLogs(runDir, run.stepCount)))
+        log(`${file}: removed ${n} row${n === 1 ? '' : 's'} after step ${run.stepCount}`);
+    } else {
+      const options = Object.fromEntries(Object.entries(config).map(([k, v]) => [trlName(k), v]));
+      writeFileSync(
+        join(runDir, 'config.json'),
+        JSON.stringify({ model: model.folder, data: o.dataPath, ...options }, null, 2),
+      );
+      rmSync(join(runDir, 'metrics.jsonl'), { force: true });
+    }
+    log(
+      `run folder: ${runDir}; ${o.examples.length} examples, ${run.totalSteps} steps of ` +
+        `${config.perDeviceTrainBatchSize * config.gradientAccumulationSteps}`,
+    );
+    const started = performance.now();
+    await run.runUntil();
+    log(
+      `trained ${run.totalSteps} steps in ${((performance.now() - started) / 1000).toFixed(1)} s`,
+    );
+    const finalDir = join(runDir, 'final-model');
+    writeFolderAtomically(
+      finalDir,
+      exportHfFolder({
+        config: model.hf.config,
+        tensors: await run.policy.readParameters(),
+        tokenizerFiles: model.hf.tokenizerFiles,
+        generation: model.hf.generation,
+      }),
+    );
+    log(`final model: ${finalDir}`);
+    return { checkpoints };
+  } finally {
+    run.destroy();
+  }
+}
+
+/** The run folder: --out, the resumed checkpoint's parent, or runs/sft-<date>. */
+export function sftRunDir(args: SftArgs): string {
+  if (args.out) return resolve(args.out);
+  if (args.resume) return resolve(args.resume, '..');
+  return resolve('runs', `sft-${new Date().toISOString().replace(/[:.]/g, '-')}`);
+}
