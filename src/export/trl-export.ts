@@ -197,23 +197,37 @@ export function exportTrl(
   const files = new Map<string, string>();
   files.set(
     'train_grpo.py',
-    trainPy({
-      model: c.model,
-      grpoArgs,
-      perStepPrompts: c.perStepPrompts,
-      numGenerations: c.numGenerations,
-      gradientAccumulationSteps: c.gradientAccumulationSteps,
-      maxPromptLength: c.maxPromptLength,
-      conversational: c.template === 'chat',
-      hasEval: data.evalPrompts.length > 0,
-      evalSteps: (c.evalSteps > 0 ? c.evalSteps : c.saveSteps) * c.numIterations,
-      evalGenerations: c.evalGenerations,
-    }),
+    trainPy(
+      {
+        model: c.model,
+        grpoArgs,
+        perStepPrompts: c.perStepPrompts,
+        numGenerations: c.numGenerations,
+        gradientAccumulationSteps: c.gradientAccumulationSteps,
+        maxPromptLength: c.maxPromptLength,
+        conversational: c.template === 'chat',
+        hasEval: data.evalPrompts.length > 0,
+        evalSteps: (c.evalSteps > 0 ? c.evalSteps : c.saveSteps) * c.numIterations,
+        evalGenerations: c.evalGenerations,
+        peft: c.usePeft
+          ? {
+              r: c.loraR,
+              alpha: c.loraAlpha,
+              dropout: c.loraDropout,
+              targetModules: c.loraTargetModules,
+              useRslora: c.useRslora,
+            }
+          : null,
+        // The playground's dtype is the frozen base's storage, so it carries over only with LoRA.
+        modelDtype: c.usePeft && c.dtype !== 'float32' ? c.dtype : null,
+      },
+      pyLiteral,
+    ),
   );
   files.set('rewards.py', rewardsPy({ rewards: c.rewards, custom: stubs }));
   files.set('train.jsonl', jsonl(data.trainPrompts, c));
   if (data.evalPrompts.length > 0) files.set('eval.jsonl', jsonl(data.evalPrompts, c));
-  files.set('requirements.txt', requirementsTxt());
+  files.set('requirements.txt', requirementsTxt({ peft: c.usePeft }));
   files.set('accelerate_config.yaml', accelerateConfigYaml(processes));
   files.set('accelerate_zero2.yaml', accelerateZero2Yaml(processes));
   files.set('config.json', `${JSON.stringify(c, null, 2)}\n`);

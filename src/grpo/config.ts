@@ -302,49 +302,56 @@ export const CONFIG_SCHEMA = {
   ),
   // --- LoRA (PEFT) ------------------------------------------------------------------------
   // TRL ModelConfig / PEFT LoraConfig options, not GRPOConfig ones: the flags take their TRL
-  // spellings (--use_peft, --lora_r …) but the TRL export does not pass them to GRPOConfig.
+  // spellings (--use_peft, --lora_r …); the TRL export passes them to GRPOTrainer as a PEFT
+  // LoraConfig (peft_config), not to GRPOConfig.
   usePeft: field(
     bool(),
     false,
     'train LoRA adapters only (base frozen); the reference policy is the base model with them off',
     null,
-    'TRL ModelConfig use_peft: not exported (train_grpo.py trains every weight)',
+    'TRL ModelConfig use_peft: exported as peft_config=LoraConfig(…) in train_grpo.py (off: every weight trains)',
   ),
-  loraR: field(int(1, 1024), 16, 'LoRA rank r', null, 'TRL ModelConfig lora_r: not exported'),
+  loraR: field(
+    int(1, 1024),
+    16,
+    'LoRA rank r',
+    null,
+    'TRL ModelConfig lora_r: LoraConfig r in train_grpo.py',
+  ),
   loraAlpha: field(
     num(0, undefined, true),
     32,
     'LoRA α: the adapter is scaled by α / r (α / √r with useRslora)',
     null,
-    'TRL ModelConfig lora_alpha: not exported',
+    'TRL ModelConfig lora_alpha: LoraConfig lora_alpha in train_grpo.py',
   ),
   loraDropout: field(
     num(0, 1),
     0,
     'dropout on the adapter input; only 0 is supported (a non-zero value is rejected)',
     null,
-    'TRL ModelConfig lora_dropout: not exported',
+    'TRL ModelConfig lora_dropout: LoraConfig lora_dropout in train_grpo.py',
   ),
   loraTargetModules: field(
     strList(),
     ['all-linear'],
     "projections that get adapters: 'all-linear' (every decoder projection, not lm_head) or q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj",
     null,
-    'TRL ModelConfig lora_target_modules: not exported',
+    'TRL ModelConfig lora_target_modules: LoraConfig target_modules in train_grpo.py',
   ),
   useRslora: field(
     bool(),
     false,
     'rank-stabilised LoRA: scale by α / √r instead of α / r',
     null,
-    'TRL ModelConfig use_rslora: not exported',
+    'TRL ModelConfig use_rslora: LoraConfig use_rslora in train_grpo.py',
   ),
   dtype: field(
     oneOf(['auto', 'bfloat16', 'float16', 'float32'] as const),
     'float32',
     "storage of frozen weights (the base under usePeft), widened to f32 in the kernels: bfloat16 / float16 halve their bytes, 'auto' keeps the checkpoint's 16-bit format when every frozen matrix holds it exactly; a full fine-tune trains every weight, so all stay float32",
     null,
-    'TRL ModelConfig dtype: not exported',
+    'TRL ModelConfig dtype: with usePeft, model_init_kwargs={"dtype": …} in train_grpo.py; a full fine-tune trains in float32',
   ),
   // --- run --------------------------------------------------------------------------------
   // A step is one sampled batch (generation round) with its μ optimizer steps; the learning-rate

@@ -214,6 +214,48 @@ describe('exported project', () => {
     expect(py).toContain('        eval_strategy="steps",\n        eval_steps=50,');
   });
 
+  it('a LoRA run exports its PEFT LoraConfig and the base dtype; a full run trains every weight', () => {
+    const export_ = (input: Record<string, unknown>) => {
+      const config = resolveConfig({ steps: 2, perStepPrompts: 1, evalPrompts: 0, ...input });
+      const task = createTask(config.task, config.taskOptions);
+      const { train } = trainEvalProblems(task, config.seed, 2, 0);
+      return exportTrl(config, { trainPrompts: train, evalPrompts: [] });
+    };
+    const lora = export_({
+      usePeft: true,
+      loraR: 8,
+      loraAlpha: 16,
+      useRslora: true,
+      dtype: 'bfloat16',
+    });
+    const py = lora.get('train_grpo.py')!;
+    expect(py).toContain('from peft import LoraConfig\n');
+    expect(py).toContain(
+      'PEFT_CONFIG = LoraConfig(r=8, lora_alpha=16, lora_dropout=0, target_modules="all-linear", ' +
+        'use_rslora=True, task_type="CAUSAL_LM")\n',
+    );
+    expect(py).toContain('        peft_config=PEFT_CONFIG,\n');
+    expect(py).toContain('        model_init_kwargs={"dtype": "bfloat16"},\n');
+    expect(lora.get('requirements.txt')).toContain('peft==0.21.2\n');
+    const named = export_({ usePeft: true, loraTargetModules: ['q_proj', 'v_proj'] });
+    expect(named.get('train_grpo.py')).toContain('target_modules=["q_proj", "v_proj"]');
+    expect(named.get('train_grpo.py')).not.toContain('model_init_kwargs');
+    const full = export_({ dtype: 'bfloat16' });
+    expect(full.get('train_grpo.py')).toContain('PEFT_CONFIG = None\n');
+    expect(full.get('train_grpo.py')).not.toContain('peft import');
+    expect(full.get('train_grpo.py')).not.toContain('model_init_kwargs');
+    expect(full.get('requirements.txt')).not.toContain('peft');
+    if (hasPython) {
+      const tmp = mkdtempSync(join(tmpdir(), 'trl-lora-'));
+      try {
+        writeFileSync(join(tmp, 'train_grpo.py'), py);
+        execFileSync(PYTHON, ['-m', 'py_compile', join(tmp, 'train_grpo.py')]);
+      } finally {
+        rmSync(tmp, { recursive: true, force: true });
+      }
+    }
+  });
+
   it('exports evalSteps as eval_steps', () => {
     const config = resolveConfig({ steps: 2, perStepPrompts: 1, evalPrompts: 2, evalSteps: 7 });
     const task = createTask(config.task, config.taskOptions);

@@ -19,10 +19,47 @@ export interface TrainPyOptions {
   evalSteps: number;
   /** num_generations_eval: the eval batch holds one prompt's completions per device. */
   evalGenerations: number;
+  /** The run's LoRA settings (usePeft), passed to GRPOTrainer as a PEFT LoraConfig; null = full. */
+  peft: PeftExport | null;
+  /** from_pretrained's dtype for the frozen base under LoRA ('bfloat16' …); null = TRL's default. */
+  modelDtype: string | null;
 }
 
-export function trainPy(o: TrainPyOptions): string {
-  const args = o.grpoArgs.map(([k, v]) => `        ${k}=${v},`).join('\n');
+/** PEFT LoraConfig keyword values, as the playground's LoRA options hold them. */
+export interface PeftExport {
+  r: number;
+  alpha: number;
+  dropout: number;
+  /** 'all-linear' (PEFT's shorthand, a string there) or projection names. */
+  targetModules: readonly string[];
+  useRslora: boolean;
+}
+
+/** LoraConfig(...) as Python source; every value goes through a literal writer. */
+function loraConfigPy(p: PeftExport, literal: (v: unknown) => string): string {
+  const targets =
+    p.targetModules.length === 1 && p.targetModules[0] === 'all-linear'
+      ? literal('all-linear')
+      : literal([...p.targetModules]);
+  return (
+    `LoraConfig(r=${literal(p.r)}, lora_alpha=${literal(p.alpha)}, lora_dropout=${literal(p.dropout)}, ` +
+    `target_modules=${targets}, use_rslora=${literal(p.useRslora)}, task_type="CAUSAL_LM")`
+  );
+}
+
+export function trainPy(o: TrainPyOptions, literal: (v: unknown) => string): string {
+  const args = [
+    ...o.grpoArgs,
+    ...(o.modelDtype === null
+      ? []
+      : ([['model_init_kwargs', literal({ dtype: o.modelDtype })]] as [string, string][])),
+  ]
+    .map(([k, v]) => `        ${k}=${v},`)
+    .join('\n');
+  // LoRA runs train adapters on a frozen base, as in the playground (PEFT's LoraConfig with the
+  // same r, alpha, targets and scaling); without it TRL trains every weight.
+  const peftImport = o.peft ? 'from peft import LoraConfig\n' : '';
+  const peftConfig = o.peft ? loraConfigPy(o.peft, literal) : 'None';
   const evalArgs = o.hasEval
     ? `        eval_strategy="steps",
         eval_steps=${o.evalSteps},
@@ -39,7 +76,7 @@ import argparse
 import os
 
 from datasets import load_dataset
-from transformers import AutoTokenizer
+${peftImport}from transformers import AutoTokenizer
 from trl import GRPOConfig, GRPOTrainer
 
 from rewards import REWARD_FUNCS
@@ -52,6 +89,7 @@ GRADIENT_ACCUMULATION_STEPS = ${o.gradientAccumulationSteps}
 MAX_PROMPT_LENGTH = ${o.maxPromptLength}
 CONVERSATIONAL = ${o.conversational ? 'True' : 'False'}
 HAS_EVAL = ${o.hasEval ? 'True' : 'False'}
+PEFT_CONFIG = ${peftConfig}
 
 
 def per_device_batch_size():
@@ -103,6 +141,7 @@ ${evalArgs}    )
         train_dataset=dataset["train"],
         eval_dataset=dataset["eval"] if HAS_EVAL else None,
         processing_class=tokenizer,
+        peft_config=PEFT_CONFIG,
     )
     trainer.train()
     trainer.save_model(args.output_dir)
@@ -119,17 +158,18 @@ export const PINNED = {
   transformers: '5.23.0',
   accelerate: '1.15.0',
   datasets: '5.2.0',
+  peft: '0.21.2',
   torch: '2.15.0',
   deepspeed: '0.19.8',
 } as const;
 
-export function requirementsTxt(): string {
+export function requirementsTxt(options: { peft?: boolean } = {}): string {
   return `# Pinned versions for the exported GRPO run.
 trl==${PINNED.trl}
 transformers==${PINNED.transformers}
 accelerate==${PINNED.accelerate}
 datasets==${PINNED.datasets}
-torch==${PINNED.torch}
+${options.peft ? `peft==${PINNED.peft}\n` : ''}torch==${PINNED.torch}
 # Optional, only for accelerate_zero2.yaml (DeepSpeed ZeRO-2):
 # deepspeed==${PINNED.deepspeed}
 `;
