@@ -1078,17 +1078,20 @@ export class GpuLlama {
 
   // ---- generation ------------------------------------------------------------------------
 
-  /** An empty KV cache for N sequences of up to `capacity` columns. */
-  createKvCache(N: number, capacity: number, keyStart: Uint32Array): KvCache {
+  /**
+   * An empty KV cache for N sequences of up to `capacity` columns, kept in the workspace under
+   * `name` (the sampler's shared prefill uses a second one, 'kvp').
+   */
+  createKvCache(N: number, capacity: number, keyStart: Uint32Array, name = 'kv'): KvCache {
     const { numKvHeads: Hkv, headDim: D, numLayers } = this.config;
     const bytes = N * capacity * Hkv * D * F32;
     const keys: GPUBuffer[] = [];
     const values: GPUBuffer[] = [];
     for (let l = 0; l < numLayers; l++) {
-      keys.push(this.ws.get(`kv.k${l}`, bytes));
-      values.push(this.ws.get(`kv.v${l}`, bytes));
+      keys.push(this.ws.get(`${name}.k${l}`, bytes));
+      values.push(this.ws.get(`${name}.v${l}`, bytes));
     }
-    const keyStartBuf = this.ws.get('kv.keyStart', N * 4);
+    const keyStartBuf = this.ws.get(`${name}.keyStart`, N * 4);
     writeBuffer(this.engine.device, keyStartBuf, keyStart);
     return { N, capacity, keys, values, keyStart: keyStartBuf };
   }
@@ -1141,6 +1144,36 @@ export class GpuLlama {
     const logits = s('logits', N * V); // (N, V)
     this.head(enc, last, logits, N);
     return logits;
+  }
+
+  /**
+   * Copies the first `columns` cached columns of sequence `from` of `src` into sequence `to` of
+   * `dst` (every layer, keys and values): a prompt prefilled once serves all its copies.
+   */
+  copyKvColumns(
+    enc: GPUCommandEncoder,
+    src: KvCache,
+    from: number,
+    dst: KvCache,
+    to: number,
+    columns: number,
+  ): void {
+    const { numKvHeads: Hkv, headDim: D, numLayers } = this.config;
+    const row = Hkv * D * F32; // bytes of one column
+    for (let l = 0; l < numLayers; l++) {
+      for (const [s, d] of [
+        [src.keys[l], dst.keys[l]],
+        [src.values[l], dst.values[l]],
+      ]) {
+        enc.copyBufferToBuffer(
+          s,
+          from * src.capacity * row,
+          d,
+          to * dst.capacity * row,
+          columns * row,
+        );
+      }
+    }
   }
 
   /** Bytes of scratch the workspace holds (activations, caches). */

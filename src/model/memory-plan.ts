@@ -237,11 +237,19 @@ export function planBuffers(
   }
 
   // Sampling (the policy's workspace, kept between steps): the KV cache of N sequences of T
-  // columns, and one set of decoder scratch for the prefill's N·P rows (each layer reuses it;
-  // layerScratch also allocates its own norm outputs, which extend() then replaces by xn).
-  const Rp = N * P;
+  // columns, and one set of decoder scratch for the widest extend() (each layer reuses it;
+  // layerScratch also allocates its own norm outputs, which extend() then replaces by xn). The
+  // B distinct prompts are prefilled once each (Sampler's shared prefill) into a P-column cache
+  // of their own and copied to their G sequences, so the prefill is B·P rows, a decode step N.
+  const U = input.numPrompts;
+  const shared = U < N;
+  const Rp = Math.max(U * P, N);
   add('kv cache (k and v, per layer)', 'sampling', 'run', [N, T, Hkv * D], 2 * L);
   add('kv cache key starts', 'sampling', 'run', [N]);
+  if (shared) {
+    add('shared prefill kv cache (k and v, per layer)', 'sampling', 'run', [U, P, Hkv * D], 2 * L);
+    add('shared prefill key starts', 'sampling', 'run', [U]);
+  }
   add('decoder scratch: x, x2, norm outputs', 'sampling', 'run', [Rp, C], 5);
   add('decoder scratch: inverse rms', 'sampling', 'run', [Rp], 3);
   add(
@@ -252,11 +260,12 @@ export function planBuffers(
     3,
   );
   add('decoder scratch: k before and after rotary, v', 'sampling', 'run', [Rp, Hkv * D], 3);
-  add('decoder scratch: attention log-sum-exp', 'sampling', 'run', [N, H, P]);
+  add('decoder scratch: attention log-sum-exp', 'sampling', 'run', [Rp, H]);
   add('decoder scratch: mlp gate, up, silu(gate)·up', 'sampling', 'run', [Rp, I], 3);
   add('decoder scratch: last column and its logits', 'sampling', 'run', [N, C + V]);
   // Sampler.generate's own buffers, freed when it returns.
-  add('sampler: prompt tokens and positions', 'sampling', 'sampling', [N, P], 2);
+  add('sampler: prompt tokens and positions', 'sampling', 'sampling', [U, P], 2);
+  if (shared) add('sampler: prefill logits of every sequence', 'sampling', 'sampling', [N, V]);
   add('sampler: next token, its log-prob and position', 'sampling', 'sampling', [N], 3);
   add('sampler: token and log-prob history', 'sampling', 'sampling', [Tc, N], 2);
 

@@ -39,6 +39,34 @@ export interface SampleOptions {
   padTokenId?: number;
   /** Read tokens back every this many steps to stop early when all sequences ended. */
   checkEvery?: number;
+  /**
+   * Prefill each distinct prompt once and copy its KV cache to the sequences that repeat it (a
+   * GRPO group is G copies of one prompt). Default true; the results are the same bits either way.
+   */
+  sharedPrefill?: boolean;
+}
+
+/**
+ * The distinct prompts of a batch: `first[u]` is the first sequence holding prompt u and
+ * `of[n]` the prompt of sequence n. Prompts are compared by their token ids.
+ */
+export function distinctPrompts(prompts: readonly (readonly number[])[]): {
+  first: number[];
+  of: number[];
+} {
+  const index = new Map<string, number>();
+  const first: number[] = [];
+  const of = prompts.map((p, n) => {
+    const key = p.join(',');
+    let u = index.get(key);
+    if (u === undefined) {
+      u = first.length;
+      index.set(key, u);
+      first.push(n);
+    }
+    return u;
+  });
+  return { first, of };
 }
 
 export interface SampleResult {
@@ -155,8 +183,6 @@ export class Sampler implements TextGenerator {
       owned.push(b);
       return b;
     };
-    const promptBuf = buf(N * P * 4, 'prompt');
-    const promptPosBuf = buf(N * P * 4, 'promptPositions');
     const next = buf(N * 4, 'next'); // (N) u32 token sampled at the current step
     const nextLogp = buf(N * 4, 'nextLogp'); // (N) f32
     const positions = buf(N * 4, 'positions'); // (N) u32 position of `next`
@@ -169,9 +195,23 @@ export class Sampler implements TextGenerator {
     const seenInit = penalised ? seenBitmap(prompts, V) : null;
     const seen = buf(seenInit ? seenInit.byteLength : 4, 'seen');
     if (seenInit) writeBuffer(device, seen, seenInit);
-    writeBuffer(device, promptBuf, promptTokens);
-    writeBuffer(device, promptPosBuf, promptPositions);
     const cache = this.model.createKvCache(N, P + steps, keyStart);
+    // The prompt columns are prefilled once per distinct prompt (U of them): the prefill's
+    // scratch and compute shrink from N·P rows to U·P, and its KV columns are copied to every
+    // sequence that repeats the prompt. Rows never interact in the model but through attention,
+    // which is per sequence, so each copy holds the bits its own prefill would have made.
+    const distinct = distinctPrompts(prompts);
+    const U = options.sharedPrefill === false ? N : distinct.first.length;
+    const rowsOf = (data: Uint32Array) => {
+      if (U === N) return data;
+      const out = new Uint32Array(U * P);
+      distinct.first.forEach((n, u) => out.set(data.subarray(n * P, (n + 1) * P), u * P));
+      return out;
+    };
+    const promptBuf = buf(U * P * 4, 'prompt'); // (U, P) u32
+    const promptPosBuf = buf(U * P * 4, 'promptPositions'); // (U, P) u32
+    writeBuffer(device, promptBuf, rowsOf(promptTokens));
+    writeBuffer(device, promptPosBuf, rowsOf(promptPositions));
     // Philox is keyed by (seed, sequence, decode step): fold the stream into the seed so that
     // every training step draws fresh numbers.
     const callSeed = mixSeeds(options.seed, options.stream);
@@ -181,6 +221,19 @@ export class Sampler implements TextGenerator {
       this.adapters
         ? this.model.extend(...args)
         : this.model.withAdaptersDisabled(() => this.model.extend(...args));
+    const prefill = (enc: GPUCommandEncoder): GPUBuffer => {
+      if (U === N) return extend(enc, cache, promptBuf, promptPosBuf, P, 0);
+      const keyStartU = Uint32Array.from(distinct.first, (n) => keyStart[n]);
+      const shared = this.model.createKvCache(U, P, keyStartU, 'kvp');
+      const logitsU = extend(enc, shared, promptBuf, promptPosBuf, P, 0); // (U, V)
+      const logits = buf(N * V * 4, 'prefillLogits'); // (N, V)
+      for (let n = 0; n < N; n++) {
+        const u = distinct.of[n];
+        this.model.copyKvColumns(enc, shared, u, cache, n, P);
+        enc.copyBufferToBuffer(logitsU, u * V * 4, logits, n * V * 4, V * 4);
+      }
+      return logits;
+    };
     const draw = (enc: GPUCommandEncoder, logits: GPUBuffer, i: number) => {
       this.sample.encode(enc, {
         logits,
@@ -207,10 +260,7 @@ export class Sampler implements TextGenerator {
     try {
       // Pipelines compiled first (since the model loaded), so that encoding never compiles.
       await this.ready;
-      await this.engine.run(
-        (enc) => draw(enc, extend(enc, cache, promptBuf, promptPosBuf, P, 0), 0),
-        'prefill',
-      );
+      await this.engine.run((enc) => draw(enc, prefill(enc), 0), 'prefill');
       const checkEvery = options.checkEvery ?? 8;
       let done = 1;
       const pos = new Uint32Array(N);

@@ -101,6 +101,53 @@ describe('Sampler', () => {
     }
     model.destroy();
   });
+
+  it('a group shares one prefill: the same bits as prefilling every copy, in fewer bytes', async () => {
+    const { engine, model, sampler } = await setup();
+    // Two prompts of different lengths, each repeated three times and interleaved, as a GRPO
+    // step's B prompts × G completions (plus one single prompt).
+    const group = [
+      PROMPTS[0],
+      PROMPTS[2],
+      PROMPTS[0],
+      PROMPTS[2],
+      PROMPTS[0],
+      PROMPTS[2],
+      PROMPTS[1],
+    ];
+    const run = async (sharedPrefill: boolean) => {
+      engine.memory.resetPeak();
+      const before = engine.memory.liveBytes;
+      const out = await sampler.generate(group, { ...BASE, sharedPrefill });
+      return { out, peak: engine.memory.peakBytes - before };
+    };
+    const each = await run(false);
+    const shared = await run(true);
+    expect(shared.out.completions).toEqual(each.out.completions);
+    expect(shared.out.logps.map((l) => Array.from(l))).toEqual(
+      each.out.logps.map((l) => Array.from(l)),
+    );
+    // Copies of a prompt draw their own tokens (the RNG is keyed by sequence), so a group differs.
+    expect(
+      new Set(shared.out.completions.filter((_, n) => n % 2 === 0 && n < 6).map(String)).size,
+    ).toBeGreaterThan(1);
+    // Greedy too, where copies must agree exactly with each other.
+    const greedy = await sampler.generate(group, { ...BASE, greedy: true });
+    expect(greedy.completions[2]).toEqual(greedy.completions[0]);
+    expect(Array.from(greedy.logps[4])).toEqual(Array.from(greedy.logps[0]));
+    model.destroy();
+    // Fresh models so that neither run finds the other's workspace grown: the prefill's decoder
+    // scratch is 3 prompts × P rows instead of 7 × P.
+    const bytes = async (sharedPrefill: boolean) => {
+      const m = GpuLlama.load(engine, fx.config, fx.params);
+      const s = new Sampler(engine, m);
+      await s.generate(group, { ...BASE, maxNewTokens: 1, sharedPrefill });
+      const held = m.workspaceBytes;
+      m.destroy();
+      return held;
+    };
+    expect(await bytes(true)).toBeLessThan(await bytes(false));
+  });
 });
 
 describe('RefSampler (CPU fallback)', () => {

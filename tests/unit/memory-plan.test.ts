@@ -55,7 +55,9 @@ describe('planMemory byte counts (tiny config, by hand)', () => {
       .filter((b) => b.category === 'training' && !/backward|embedding|gradient/.test(b.name))
       .reduce((s, b) => s + b.bytes * b.count, 0);
     expect(refActs).toBe(policyForward);
-    expect(kl.peakBytes - noKl.peakBytes).toBe(kl.byCategory.reference + 6 * 7 * 4 + 6 * 7 * 4);
+    // Kept all run: the copy. Per update: the reference log-probs, (N, Tc) and a micro-batch's.
+    expect(kl.persistentBytes - noKl.persistentBytes).toBe(kl.byCategory.reference);
+    expect(kl.byCategory.grpo - noKl.byCategory.grpo).toBe(6 * 7 * 4 + 6 * 7 * 4);
   });
 
   it('LoRA: the base frozen (dtype bytes, no gradients, no moments), adapters f32 with both, no reference copy', () => {
