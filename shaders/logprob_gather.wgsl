@@ -9,8 +9,9 @@
 //
 // Shapes: logits (R, V) f32, targets (R) u32, logp / entropy / lse / correct (R) f32.
 // Bindings: 0 logits (read), 1 targets (read), 2 logp, 3 entropy, 4 lse (read_write), 5 params,
-// 6 correct (read_write; SFT's mean_token_accuracy). A caller that does not want `correct` binds a
-// 4-byte buffer: rows past arrayLength(&correct) are not written.
+// 6 correct (read_write; SFT's mean_token_accuracy), used only by the entry points main_correct
+// and main_row_per_thread_correct: the others do not reference it, so their ('auto') layouts have
+// no binding 6 and a caller that does not want `correct` binds nothing for it.
 // Dispatch: one workgroup of WG threads per row, R workgroups laid out by splitGrid (flat row index
 // wid.x + wid.y · nwg.x). Threads stride over V keeping an online (max, sum, centred sum) triple,
 // then merge the triples in a fixed tree order, so results are bit-reproducible. Entropy is
@@ -90,7 +91,6 @@ fn write_row(row: u32, base: u32, total: Triple) {
   lse[row] = total.m + log_s;
   entropy[row] = log_s - total.t / total.s;
   let o = targets[row];
-  if (row < arrayLength(&correct)) { correct[row] = select(0.0, 1.0, total.a == o); }
   if (o < params.V) {
     // (x_o − m) − log s rather than x_o − lse: the first difference is exact when x_o ≈ m.
     logp[row] = (logits[base + o] * params.invTemperature - total.m) - log_s;
@@ -100,21 +100,19 @@ fn write_row(row: u32, base: u32, total: Triple) {
   }
 }
 
+// correct[row]: whether the target is the argmax (only the *_correct entry points call this).
+fn write_correct(row: u32, total: Triple) {
+  correct[row] = select(0.0, 1.0, total.a == targets[row]);
+}
+
 var<workgroup> sh_m: array<f32, WG>;
 var<workgroup> sh_s: array<f32, WG>;
 var<workgroup> sh_t: array<f32, WG>;
 var<workgroup> sh_a: array<u32, WG>;
 
-@compute @workgroup_size(WG)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) lid: u32) {
-  let row = wid.x + wid.y * nwg.x;
-  // Uniform per workgroup, so the early return keeps barriers in uniform control flow.
-  if (row >= params.R) { return; }
-  let V = params.V;
-  let base = row * V;
-
-  // Each thread's strided triple, then the triples merged in a fixed tree order.
+// The row's triple: each thread's strided triple, then the triples merged in a fixed tree order
+// (every thread returns the merged one).
+fn cooperative_total(base: u32, lid: u32) -> Triple {
   let own = strided_triple(base, lid, WG);
   sh_m[lid] = own.m;
   sh_s[lid] = own.s;
@@ -134,14 +132,46 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     }
     workgroupBarrier();
   }
+  return Triple(sh_m[0], sh_s[0], sh_t[0], sh_a[0]);
+}
 
-  if (lid == 0u) { write_row(row, base, Triple(sh_m[0], sh_s[0], sh_t[0], sh_a[0])); }
+@compute @workgroup_size(WG)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+  let row = wid.x + wid.y * nwg.x;
+  // Uniform per workgroup, so the early return keeps barriers in uniform control flow.
+  if (row >= params.R) { return; }
+  let base = row * params.V;
+  let total = cooperative_total(base, lid);
+  if (lid == 0u) { write_row(row, base, total); }
+}
+
+@compute @workgroup_size(WG)
+fn main_correct(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+                @builtin(local_invocation_index) lid: u32) {
+  let row = wid.x + wid.y * nwg.x;
+  if (row >= params.R) { return; }
+  let base = row * params.V;
+  let total = cooperative_total(base, lid);
+  if (lid == 0u) {
+    write_row(row, base, total);
+    write_correct(row, total);
+  }
 }
 
 // ---- one thread per row (no barriers) ----
 // main's workgroup size for this V (a power of two ≤ TREE_MAX).
 override TREE: u32 = 256;
 const TREE_MAX: u32 = 256u;
+
+fn per_thread_total(base: u32) -> Triple {
+  var partial: array<Triple, TREE_MAX>;
+  for (var k = 0u; k < TREE; k = k + 1u) { partial[k] = strided_triple(base, k, TREE); }
+  for (var stride = TREE / 2u; stride > 0u; stride = stride / 2u) {
+    for (var k = 0u; k < stride; k = k + 1u) { partial[k] = merge(partial[k], partial[k + stride]); }
+  }
+  return partial[0];
+}
 
 @compute @workgroup_size(WG)
 fn main_row_per_thread(@builtin(workgroup_id) wid: vec3<u32>,
@@ -150,10 +180,17 @@ fn main_row_per_thread(@builtin(workgroup_id) wid: vec3<u32>,
   let row = (wid.x + wid.y * nwg.x) * WG + lid;
   if (row >= params.R) { return; }
   let base = row * params.V;
-  var partial: array<Triple, TREE_MAX>;
-  for (var k = 0u; k < TREE; k = k + 1u) { partial[k] = strided_triple(base, k, TREE); }
-  for (var stride = TREE / 2u; stride > 0u; stride = stride / 2u) {
-    for (var k = 0u; k < stride; k = k + 1u) { partial[k] = merge(partial[k], partial[k + stride]); }
-  }
-  write_row(row, base, partial[0]);
+  write_row(row, base, per_thread_total(base));
+}
+
+@compute @workgroup_size(WG)
+fn main_row_per_thread_correct(@builtin(workgroup_id) wid: vec3<u32>,
+                               @builtin(num_workgroups) nwg: vec3<u32>,
+                               @builtin(local_invocation_index) lid: u32) {
+  let row = (wid.x + wid.y * nwg.x) * WG + lid;
+  if (row >= params.R) { return; }
+  let base = row * params.V;
+  let total = per_thread_total(base);
+  write_row(row, base, total);
+  write_correct(row, total);
 }

@@ -377,6 +377,7 @@ export class PolicyObjective {
     const rows = N * L;
     const tokens = batch.mask.reduce((a, m) => a + m, 0);
     await this.ready;
+    await this.parts.gather.prepare(V, true); // the variant with the `correct` output
     const ws = new Workspace(device);
     try {
       const targets = ws.get('sft.targets', rows * 4); // u32 (N, L)

@@ -1,9 +1,7 @@
 // TS wrappers of shaders/logprob_gather.wgsl (forward: logp, entropy, lse and, on request,
 // whether the target is the argmax, per row) and
 // shaders/logprob_gather_backward.wgsl (fused ∂logp/∂logits times the upstream gradient).
-import { createStorageBuffer } from '../engine/buffers';
 import { ceilDiv, splitGrid, reductionWorkgroupSize } from '../engine/dispatch';
-import { transient } from '../engine/memory';
 import {
   bindBuffers,
   type KernelTuning,
@@ -53,7 +51,8 @@ export interface LogprobGatherArgs {
   lse: GPUBuffer; // (R) out, consumed by the backward
   /**
    * (R) out: 1 where the target is the row's argmax (lowest id on ties, as torch.argmax), else 0;
-   * SFT's mean_token_accuracy. Left out: not computed (a 4-byte placeholder is bound).
+   * SFT's mean_token_accuracy. Left out: not computed (the entry point without it runs, binding
+   * nothing more).
    */
   correct?: GPUBuffer;
   R: number;
@@ -90,25 +89,31 @@ export class LogprobGatherKernel {
     private readonly pipelines: PipelineCache,
   ) {}
 
-  /** Compiles the pipeline encode() uses for a vocabulary of V. */
-  prepare(V: number): Promise<void> {
-    return this.pipelines.prepare(...this.pipelineKey(V));
+  /** Compiles the pipeline encode() uses for a vocabulary of V (with the `correct` output). */
+  prepare(V: number, correct = false): Promise<void> {
+    return this.pipelines.prepare(...this.pipelineKey(V, correct));
   }
 
-  private pipelineKey(V: number): PipelineKey {
+  private pipelineKey(V: number, correct: boolean): PipelineKey {
     // The tree's size for this V; the one-thread-per-row entry point replays that tree.
     const tree = reductionWorkgroupSize(V, LOGPROB_GATHER_WG);
     const source = shaderSource('logprob_gather');
+    const suffix = correct ? '_correct' : '';
     return logprobRowPerThread(V, this.pipelines.tuning)
-      ? ['logprob_gather', source, { WG: LOGPROB_ROWS_PER_WG, TREE: tree }, 'main_row_per_thread']
-      : ['logprob_gather', source, { WG: tree }];
+      ? [
+          'logprob_gather',
+          source,
+          { WG: LOGPROB_ROWS_PER_WG, TREE: tree },
+          `main_row_per_thread${suffix}`,
+        ]
+      : ['logprob_gather', source, { WG: tree }, `main${suffix}`];
   }
 
   encode(encoder: GPUCommandEncoder, args: LogprobGatherArgs): void {
     const { R, V } = args;
     if (R > 0 && V === 0) throw new RangeError('logprob gather needs V ≥ 1');
     const rowPerThread = logprobRowPerThread(V, this.pipelines.tuning);
-    const pipeline = this.pipelines.get(...this.pipelineKey(V));
+    const pipeline = this.pipelines.get(...this.pipelineKey(V, args.correct !== undefined));
     const params = LOGPROB_GATHER_PARAMS.create(this.device, {
       R,
       V,
@@ -125,8 +130,8 @@ export class LogprobGatherKernel {
         args.entropy,
         args.lse,
         params,
-        args.correct ??
-          transient(this.device, createStorageBuffer(this.device, 4, 'logprob.correct')),
+        // Only the *_correct entry points have a binding 6.
+        ...(args.correct ? [args.correct] : []),
       ]),
     );
     const workgroups = rowPerThread ? Math.ceil(R / LOGPROB_ROWS_PER_WG) : R;
