@@ -5,7 +5,13 @@
 // more, bit for bit.
 import { describe, expect, it } from 'vitest';
 import { checkpointFromFiles, checkpointToFiles } from '../../src/grpo/checkpoint';
-import { epochOrder, resolveSftConfig, SftRun, tokenizeSftDataset } from '../../src/grpo/sft';
+import {
+  epochOrder,
+  resolveSftConfig,
+  SftRun,
+  tokenizeSftDataset,
+  type SftStepReport,
+} from '../../src/grpo/sft';
 import { parseSftJsonl } from '../../src/grpo/sft-data';
 import { loadTokenizer } from '../../src/formats/tokenizer';
 import { initLlamaWeights } from '../../src/model/init';
@@ -60,7 +66,7 @@ describe('SftRun', { timeout: 600_000 }, () => {
       lr_scheduler_type: 'constant',
     });
     const run = make();
-    const reports = [];
+    const reports: SftStepReport[] = [];
     while (!run.finished) reports.push(await run.step());
     const tokensPerStep = examples.reduce((s, e) => s + e.tokens, 0);
     reports.forEach((r, i) => {
@@ -105,7 +111,7 @@ describe('SftRun', { timeout: 600_000 }, () => {
     };
     const { make } = await setup(3, options);
     const straight = make();
-    const rows = [];
+    const rows: SftStepReport[] = [];
     for (let s = 0; s < 4; s++) rows.push(await straight.step());
     expect(rows.map((r) => r.metrics.epoch)).toEqual([2 / 3, 1, 1 + 2 / 3, 2]);
     // transformers' linear warmup then decay: 0, lr, lr·2/3, lr/3.
