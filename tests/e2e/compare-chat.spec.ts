@@ -6,22 +6,13 @@
 // the task's verifier, free text is not, and a long unbroken line wraps inside the log.
 import { expect, test, type Page } from '@playwright/test';
 import { wilsonInterval } from '../../src/core/wilson';
+import { watchErrors } from './support/watch-errors';
 
 const STEP_TIMEOUT = 180_000;
 const TINY_RUN = 'perStepPrompts=1&numGenerations=2&maxCompletionLength=8&evalPrompts=4';
 
 test.use({ serviceWorkers: 'block' });
 test.describe.configure({ mode: 'serial' });
-
-function watchErrors(page: Page): string[] {
-  const errors: string[] = [];
-  page.on('pageerror', (e) => errors.push(`pageerror: ${String(e)}`));
-  page.on('console', (m) => {
-    if (/effect_update_depth_exceeded|Maximum update depth/.test(m.text()))
-      errors.push(`console: ${m.text()}`);
-  });
-  return errors;
-}
 
 async function loadBundledModel(page: Page) {
   await page.goto(`/?${TINY_RUN}#train`);

@@ -6,6 +6,7 @@
 // reward code asks on import; declined, the imported run restores and trains without it.
 import { expect, test, type Page } from '@playwright/test';
 import { readFileSync, writeFileSync } from 'node:fs';
+import { watchErrors } from './support/watch-errors';
 
 /** Steps on SwiftShader take seconds each; loading the model and compiling pipelines more. */
 const STEP_TIMEOUT = 180_000;
@@ -25,17 +26,6 @@ function sharedUrl(code: string): string {
     customRewards: JSON.stringify({ len: code }),
   });
   return `/?${params}#train`;
-}
-
-/** Uncaught page errors, and Svelte's update-loop error wherever it is logged. */
-function watchErrors(page: Page): string[] {
-  const errors: string[] = [];
-  page.on('pageerror', (e) => errors.push(`pageerror: ${String(e)}`));
-  page.on('console', (m) => {
-    if (/effect_update_depth_exceeded|Maximum update depth/.test(m.text()))
-      errors.push(`console: ${m.text()}`);
-  });
-  return errors;
 }
 
 async function expectRewardsPanel(page: Page, custom: boolean) {

@@ -5,22 +5,13 @@
 // that follows is keyboard-driven (focus in the popover, Escape closes it, focus returns); the
 // software-emulation warning sits beside Step; a returning visitor and a shared link never see
 // the first screen.
-import { expect, test, type Page } from '@playwright/test';
+import { expect, test } from '@playwright/test';
+import { watchErrors } from './support/watch-errors';
 
 const STEP_TIMEOUT = 300_000;
 
 test.use({ serviceWorkers: 'block' });
 test.describe.configure({ mode: 'serial' });
-
-function watchErrors(page: Page): string[] {
-  const errors: string[] = [];
-  page.on('pageerror', (e) => errors.push(`pageerror: ${String(e)}`));
-  page.on('console', (m) => {
-    if (/effect_update_depth_exceeded|Maximum update depth/.test(m.text()))
-      errors.push(`console: ${m.text()}`);
-  });
-  return errors;
-}
 
 test('the first screen loads the bundled model and steps; its estimate is within 3×', async ({
   page,

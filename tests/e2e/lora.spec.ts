@@ -10,6 +10,7 @@ import { expect, test, type Page } from '@playwright/test';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { watchErrors } from './support/watch-errors';
 
 /** Steps on SwiftShader take seconds each; loading the model and compiling pipelines more. */
 const STEP_TIMEOUT = 300_000;
@@ -30,17 +31,6 @@ const COMPLETIONS = [
 
 test.use({ serviceWorkers: 'block' });
 test.describe.configure({ mode: 'serial' });
-
-/** Uncaught page errors, and Svelte's update-loop error wherever it is logged. */
-function watchErrors(page: Page): string[] {
-  const errors: string[] = [];
-  page.on('pageerror', (e) => errors.push(`pageerror: ${String(e)}`));
-  page.on('console', (m) => {
-    if (/effect_update_depth_exceeded|Maximum update depth/.test(m.text()))
-      errors.push(`console: ${m.text()}`);
-  });
-  return errors;
-}
 
 interface Hooks {
   history(): { step: number; metrics: Record<string, number> }[];
