@@ -464,8 +464,12 @@ export class GpuLlama {
   private async prepare(): Promise<void> {
     const { hiddenSize: C, vocabSize: V, headDim: D } = this.config;
     const k = this.k;
+    // Frozen weights stored packed (dtype bf16/f16 under LoRA) read through the packed kernels.
+    const embedDtype = this.parameters.param(
+      this.chunks.get('model.embed_tokens.weight')![0].key,
+    ).dtype;
     const jobs: Promise<void>[] = [
-      k.embedding.prepare(),
+      k.embedding.prepare(embedDtype),
       k.embeddingBackward.prepare(),
       k.rmsForward.prepare(C),
       k.rmsBackward.prepare(C),
@@ -486,7 +490,8 @@ export class GpuLlama {
     for (const rows of [4, 64]) {
       for (const lin of linears) {
         const s = linearShapes(lin, rows);
-        products.push(s.forward, s.inputGrad);
+        const bDtype = lin.weight.dtype;
+        products.push({ ...s.forward, bDtype }, { ...s.inputGrad, bDtype });
         if (lin.adapter) {
           const a = loraShapes(lin, lin.adapter.r, rows);
           products.push(a.down, a.up, a.dU, a.dX);
@@ -494,7 +499,8 @@ export class GpuLlama {
       }
       for (const chunk of this.chunks.get(this.headWeightName())!) {
         const s = headShapes(chunk, C, V, rows);
-        products.push(s.forward, s.inputGrad);
+        const bDtype = this.parameters.param(chunk.key).dtype;
+        products.push({ ...s.forward, bDtype }, { ...s.inputGrad, bDtype });
       }
     }
     for (const rows of [64, 65]) {

@@ -310,6 +310,9 @@ describe('f16-stored base with LoRA vs the CPU reference', () => {
         maxBindingBytes,
       });
       await model.ready;
+      // Loading compiled every pipeline a step encodes, the packed ones included: the forward
+      // and backward below compile nothing.
+      const compiled = engine.pipelines.size;
       if (maxBindingBytes) expect(model.isSplit).toBe(true);
       const batch = model.uploadBatch(tokens, ks, positionsFromKeyStart(ks, N, T), N, T);
       const dLogitsBuf = uploadStorageBuffer(engine.device, dLogits);
@@ -321,6 +324,7 @@ describe('f16-stored base with LoRA vs the CPU reference', () => {
         model.zeroGradients(enc);
         model.backward(enc, state, dLogitsBuf);
       });
+      expect(engine.pipelines.size).toBe(compiled);
       const gpuLogits = await readF32(engine.device, logitsBuf!, N * T * V);
       expect(worstMismatch(gpuLogits, logits, LOGIT_TOLERANCE)).toBeNull();
       const grads = await model.readGradients();
