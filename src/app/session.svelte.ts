@@ -23,6 +23,7 @@ import type { DeletionCandidate } from '../storage/errors';
 import { estimate } from './lib/format';
 import { changedOptions } from './lib/pending';
 import { splitTestHooks } from './lib/test-hooks';
+import { learnChoice } from './lib/step-select';
 import { ConsentMemory, codeHash, type ConsentOrigin, type ConsentRequest } from './consent';
 import { CHECKPOINT_FAILURE_REPORTED } from '../worker/protocol';
 import type {
@@ -205,6 +206,22 @@ export class Session {
   /** Pause was asked for and the worker has not stopped yet (the step under way finishes). */
   #pausing = $state(false);
   #activity: StepActivity | null = $state.raw(null);
+
+  /** The one selected step every view shows (lib/step-select.ts): the latest while `follow`,
+   * otherwise `#pinned`, which a new step does not move. */
+  #follow = $state(true);
+  #pinned: number | null = $state(null);
+  /** The step under the pointer on some chart: every chart draws its crosshair there. */
+  #hoverStep: number | null = $state(null);
+  /** The charts' EMA smoothing weight (0 = off; lib/chart-rules.ts). */
+  #smoothing = $state(0);
+  #selectedStep: number | null = $derived(
+    this.#follow ? (this.#history.at(-1)?.step ?? null) : this.#pinned,
+  );
+  #selectedReport: UiStepReport | null = $derived(
+    this.#reports.find((r) => r.step === this.#selectedStep) ?? null,
+  );
+  #learnChoice = $derived(learnChoice(this.#reports, this.#selectedStep, this.#follow));
 
   #bannerId = 0;
   /** Resolves the open discard dialog's promise (confirmDiscard). */
@@ -393,6 +410,49 @@ export class Session {
 
   get rewardNames(): string[] {
     return this.#rewardNames;
+  }
+
+  // ---- the selected step ----------------------------------------------------------------
+  /** The step Inspect, Learn and Aha show, and the charts' crosshair (null: no step yet). */
+  get selectedStep(): number | null {
+    return this.#selectedStep;
+  }
+  /** The selected step's full report, or null when it is no longer kept (MAX_REPORTS). */
+  get selectedReport(): UiStepReport | null {
+    return this.#selectedReport;
+  }
+  /** Following: the selection moves to each new step; off (pinned): it stays where it is. */
+  get follow(): boolean {
+    return this.#follow;
+  }
+  set follow(follow: boolean) {
+    if (!follow) this.#pinned = this.#selectedStep;
+    this.#follow = follow;
+  }
+  /** The step Learn explains and why (lib/step-select.ts learnChoice). */
+  get learnChoice() {
+    return this.#learnChoice;
+  }
+  get hoverStep(): number | null {
+    return this.#hoverStep;
+  }
+  get smoothing(): number {
+    return this.#smoothing;
+  }
+  set smoothing(weight: number) {
+    this.#smoothing = Math.min(Math.max(Number(weight) || 0, 0), 0.99);
+  }
+
+  /** Selects (and pins) a step: a chart click, the step picker, the inspector's step list. */
+  selectStep(step: number | null) {
+    if (step === null || !Number.isFinite(step)) return;
+    this.#pinned = step;
+    this.#follow = false;
+  }
+
+  /** The step under the pointer on a chart (null when it leaves). */
+  hover(step: number | null) {
+    this.#hoverStep = step;
   }
 
   // ---- setup ---------------------------------------------------------------------------
@@ -709,6 +769,11 @@ export class Session {
     // A run is adopted at step 0 or at the checkpoint it was restored from: nothing to lose yet.
     this.#savedStep = run.step;
     this.#history = run.history;
+    // A new run, or one that no longer has the pinned step: the selection follows it again.
+    if (fresh || (this.#pinned ?? 0) > run.step) {
+      this.#follow = true;
+      this.#pinned = null;
+    }
     // The worker builds a new run here: its evaluations start over.
     this.#evals = [];
     this.#bestEval = null;

@@ -1,5 +1,6 @@
 // Which metrics the Train view charts, grouped the way the issue lists them (docs/grpo.md §6
-// names).
+// names), and what values each can take (its y axis shows no more: lib/chart-rules.ts).
+import type { YKind } from './chart-rules';
 
 export interface ChartSeries {
   key: string;
@@ -13,12 +14,15 @@ export interface ChartSpec {
   /** Where the quantity is explained (a Learn section or the Aha view), or null. */
   learn: string | null;
   series: ChartSeries[];
+  /** Rates and shares in [0, 1]; lengths, norms, KL, entropy, speed ≥ 0; reward and loss any. */
+  yKind: YKind;
 }
 
 export function chartSpecs(rewardNames: readonly string[]): ChartSpec[] {
   return [
     {
       id: 'reward',
+      yKind: 'any',
       title: 'Reward',
       help: 'Mean total reward of the step, and each reward function’s mean.',
       learn: '#learn/rewards',
@@ -29,6 +33,7 @@ export function chartSpecs(rewardNames: readonly string[]): ChartSpec[] {
     },
     {
       id: 'accuracy',
+      yKind: 'rate',
       title: 'Accuracy & format',
       help: 'Share of completions with a correct answer, and with the <think>…<answer> format.',
       learn: '#learn/rewards',
@@ -39,6 +44,7 @@ export function chartSpecs(rewardNames: readonly string[]): ChartSpec[] {
     },
     {
       id: 'length',
+      yKind: 'nonneg',
       title: 'Completion length',
       help: 'Tokens per completion: mean, shortest and longest of the step.',
       learn: '#aha',
@@ -50,6 +56,7 @@ export function chartSpecs(rewardNames: readonly string[]): ChartSpec[] {
     },
     {
       id: 'truncated',
+      yKind: 'rate',
       title: 'Truncated share',
       help: 'Completions that hit maxCompletionLength without ending.',
       learn: '#learn/loss-types',
@@ -57,6 +64,7 @@ export function chartSpecs(rewardNames: readonly string[]): ChartSpec[] {
     },
     {
       id: 'kl',
+      yKind: 'nonneg',
       title: 'KL to reference',
       help: 'Mean k3 estimate of KL(π_θ ‖ π_ref); only computed when β > 0.',
       learn: '#learn/kl',
@@ -64,6 +72,7 @@ export function chartSpecs(rewardNames: readonly string[]): ChartSpec[] {
     },
     {
       id: 'entropy',
+      yKind: 'nonneg',
       title: 'Entropy',
       help: 'Mean per-token entropy of the policy on its own samples: falls as it grows confident.',
       learn: null,
@@ -71,6 +80,7 @@ export function chartSpecs(rewardNames: readonly string[]): ChartSpec[] {
     },
     {
       id: 'clip',
+      yKind: 'rate',
       title: 'Clip ratios',
       help: 'Share of tokens whose ratio was clipped below 1 − ε, above 1 + ε_high, or either.',
       learn: '#learn/clipping',
@@ -82,6 +92,7 @@ export function chartSpecs(rewardNames: readonly string[]): ChartSpec[] {
     },
     {
       id: 'loss',
+      yKind: 'any',
       title: 'Loss',
       help: 'The GRPO objective as minimised (its value is not a progress measure; the reward is).',
       learn: '#learn/loss-types',
@@ -89,6 +100,7 @@ export function chartSpecs(rewardNames: readonly string[]): ChartSpec[] {
     },
     {
       id: 'grad_norm',
+      yKind: 'nonneg',
       title: 'Gradient norm',
       help: 'Global L2 norm of the gradient before clipping to maxGradNorm.',
       learn: '#learn/update',
@@ -96,6 +108,7 @@ export function chartSpecs(rewardNames: readonly string[]): ChartSpec[] {
     },
     {
       id: 'reflection',
+      yKind: 'rate',
       title: 'Reflection rate',
       help: 'Share of completions with a reflection marker (“wait”, “recheck”, “check again” …).',
       learn: '#aha',
@@ -103,6 +116,7 @@ export function chartSpecs(rewardNames: readonly string[]): ChartSpec[] {
     },
     {
       id: 'tokens_per_second',
+      yKind: 'nonneg',
       title: 'Tokens / s',
       help: 'Completion tokens sampled per second (sampling phase only).',
       learn: null,
