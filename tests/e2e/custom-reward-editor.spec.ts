@@ -12,6 +12,10 @@ import { extractAnswer, formatOk } from '../../src/grpo/rewards';
 const STEP_TIMEOUT = 180_000;
 const REWARD = 'const reward = ({ completion }) => completion.length;';
 
+// No service worker: it precaches every chunk, the editor's included, and a request it answers
+// never reaches page.route, so the blocked-chunk test would race the worker's install.
+test.use({ serviceWorkers: 'block' });
+
 async function numberAttr(cell: Locator): Promise<number | null> {
   const v = await cell.getAttribute('data-value');
   return v === null || v === 'null' ? null : Number(v);
