@@ -7,13 +7,17 @@ const executablePath = findChromium();
 if (!executablePath) throw new Error(CHROMIUM_INSTALL_HINT);
 
 const PORT = Number(process.env.E2E_PORT ?? 4173);
+// Several builds side by side (one per working copy or helper): E2E_DIST names the build folder
+// `vite build --outDir` wrote, and the results go to a folder of the same suffix.
+const DIST = process.env.E2E_DIST ?? 'dist';
+const SUFFIX = DIST === 'dist' ? '' : `-${DIST.replace(/[^\w-]/g, '_')}`;
 
 export default defineConfig({
   testDir: 'tests/e2e',
-  outputDir: 'test-results/e2e',
+  outputDir: `test-results/e2e${SUFFIX}`,
   timeout: 120_000,
   workers: 1,
-  reporter: [['list'], ['json', { outputFile: 'test-results/e2e-results.json' }]],
+  reporter: [['list'], ['json', { outputFile: `test-results/e2e-results${SUFFIX}.json` }]],
   use: {
     baseURL: `http://127.0.0.1:${PORT}`,
     browserName: 'chromium',
@@ -22,7 +26,7 @@ export default defineConfig({
     trace: 'retain-on-failure',
   },
   webServer: {
-    command: `npx vite preview --host 127.0.0.1 --port ${PORT} --strictPort`,
+    command: `npx vite preview --host 127.0.0.1 --port ${PORT} --strictPort --outDir ${DIST}`,
     url: `http://127.0.0.1:${PORT}`,
     reuseExistingServer: !process.env.CI,
     timeout: 60_000,
