@@ -575,3 +575,114 @@ export function meanKl(
   }
   return n ? sum / n : 0;
 }
+
+// ---------------------------------------------------------------------------------------------
+// 6. Token text, and what this run's options let the step show
+// ---------------------------------------------------------------------------------------------
+
+/** Shown for a token whose text is empty (a special token the tokenizer prints as nothing). */
+export const EMPTY_PIECE = '∅';
+
+/**
+ * A token's text with its whitespace made visible, for a cell that shows one token: space → ␣,
+ * newline → ↵, tab → ⇥, carriage return → ␍, any other control character as \u{…}. The result is
+ * still plain text: the views print it as text, never as HTML.
+ */
+export function visiblePiece(piece: string): string {
+  if (piece.length === 0) return EMPTY_PIECE;
+  let out = '';
+  for (const ch of piece) {
+    const code = ch.codePointAt(0)!;
+    if (ch === ' ') out += '␣';
+    else if (ch === '\n') out += '↵';
+    else if (ch === '\t') out += '⇥';
+    else if (ch === '\r') out += '␍';
+    else if (code < 0x20 || (code >= 0x7f && code < 0xa0))
+      out += `\\u{${code.toString(16).padStart(2, '0')}}`;
+    else if (code === 0xa0) out += '⍽';
+    else out += ch;
+  }
+  return out;
+}
+
+/** A completion as the page receives it: the worker adds each token's decoded text (`pieces`). */
+export type CompletionWithPieces = CompletionRecord & { pieces?: readonly string[] };
+
+/**
+ * Each token's text as the model's tokenizer decodes it, whitespace made visible; `#id` where the
+ * report carries no text (a report built without the page's worker, e.g. in tests).
+ */
+export function tokenTexts(c: CompletionWithPieces): string[] {
+  return c.tokens.map((id, t) =>
+    c.pieces && t < c.pieces.length ? visiblePiece(c.pieces[t]) : `#${id}`,
+  );
+}
+
+export interface MoveRow {
+  /** Completion index in the group and token position in it. */
+  index: number;
+  t: number;
+  text: string;
+  advantage: number;
+  /** log π_after − log π_before of the sampled token. */
+  delta: number;
+}
+
+/**
+ * The counted tokens whose log-prob moved most (by |Δ|), largest first, at most `k`; ties keep
+ * the trainer's order. Empty when the report has no log-probs after the update.
+ */
+export function largestMoves(completions: readonly CompletionWithPieces[], k: number): MoveRow[] {
+  const rows: MoveRow[] = [];
+  completions.forEach((c, index) => {
+    if (!c.logpAfter) return;
+    const texts = tokenTexts(c);
+    c.logp.forEach((lp, t) => {
+      if (!c.counted[t]) return;
+      const delta = c.logpAfter![t] - lp;
+      if (Number.isFinite(delta))
+        rows.push({ index, t, text: texts[t], advantage: c.advantage, delta });
+    });
+  });
+  return rows
+    .map((r, order) => ({ r, order }))
+    .sort((a, b) => Math.abs(b.r.delta) - Math.abs(a.r.delta) || a.order - b.order)
+    .slice(0, Math.max(0, k))
+    .map(({ r }) => r);
+}
+
+/**
+ * Whether the clip can cut any token's gradient in this run (docs/grpo.md §3). With μ =
+ * numIterations = 1 the only pass's old log-prob is the current one, detached: ρ = 1 exactly for
+ * every token, inside [1 − ε_low, 1 + ε_high] whatever ε is, so nothing is ever clipped. With μ > 1
+ * the later passes score the batch with weights the earlier passes moved, and ρ leaves 1.
+ */
+export function canClip(config: Pick<LearnConfig, 'numIterations'>): boolean {
+  return config.numIterations > 1;
+}
+
+/** Whether the run computes KL at all: with β = 0 the reference model is neither loaded nor scored. */
+export function computesKl(config: Pick<LearnConfig, 'beta'>): boolean {
+  return config.beta > 0;
+}
+
+/**
+ * Why a token moved although this step gave it no gradient (A = 0, or a clipped token): the
+ * reasons that hold for this step. Two are always true of a model with shared weights and AdamW;
+ * momentum only once an earlier optimizer step has left something in Adam's first moment (exp_avg);
+ * decay only with weightDecay > 0.
+ */
+export function zeroGradientReasons(opts: {
+  /** Optimizer steps taken before this step's first pass (0 on a fresh run's first step). */
+  priorOptimizerSteps: number;
+  numIterations: number;
+  adamBeta1: number;
+  weightDecay: number;
+}): ('shared' | 'momentum' | 'decay')[] {
+  const reasons: ('shared' | 'momentum' | 'decay')[] = ['shared'];
+  // Within one step, passes after the first also carry the first pass's exp_avg.
+  const earlier = opts.priorOptimizerSteps > 0 || opts.numIterations > 1;
+  if (earlier && opts.adamBeta1 > 0) reasons.push('momentum');
+  if (opts.weightDecay > 0) reasons.push('decay');
+  return reasons;
+}
