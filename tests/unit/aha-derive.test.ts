@@ -4,9 +4,11 @@
 import { describe, expect, it } from 'vitest';
 import {
   AHA_METRICS,
+  AHA_WINDOW,
   ahaVerdict,
   examples,
   highlightMarkers,
+  MIN_STEPS,
   reportsByStep,
   seriesOf,
   windowStats,
@@ -67,7 +69,7 @@ describe('windows and the verdict', () => {
       ...Array.from({ length: 10 }, (_, i) => row(i + 1, 1, 16, 0.2, 0.2)),
       ...Array.from({ length: 10 }, (_, i) => row(i + 11, 8, 16, 0.75, 0.25)),
     ];
-    const v = ahaVerdict(h, 5);
+    const v = ahaVerdict(h, 5, 4);
     expect(v.status).toBe('pair');
     expect(v.early.steps).toBe(5);
     expect(v.late.firstStep).toBe(16);
@@ -76,23 +78,29 @@ describe('windows and the verdict', () => {
 
   it('rising reflection with no accuracy gain is only half the claim', () => {
     const h = Array.from({ length: 8 }, (_, i) => row(i + 1, i < 4 ? 1 : 8, 16, 0.3, 0.3));
-    const v = ahaVerdict(h);
+    const v = ahaVerdict(h, AHA_WINDOW, 4);
     expect(v.status).toBe('rise-only');
     expect(v.reflectingMoreAccurate).toBe(false);
   });
 
   it('flat reflection, no accuracy reward, too few completions or too few steps', () => {
     const flat = Array.from({ length: 8 }, (_, i) => row(i + 1, 4, 16, 0.9, 0.1));
-    expect(ahaVerdict(flat).status).toBe('accuracy-only');
+    const short = (h: MetricsRow[]) => ahaVerdict(h, AHA_WINDOW, 4);
+    expect(short(flat).status).toBe('accuracy-only');
     const noAcc = Array.from({ length: 8 }, (_, i) => row(i + 1, i, 16, NaN, NaN));
-    expect(ahaVerdict(noAcc).reflectingMoreAccurate).toBeNull();
-    expect(ahaVerdict(noAcc).status).toBe('rise-only');
+    expect(short(noAcc).reflectingMoreAccurate).toBeNull();
+    expect(short(noAcc).status).toBe('rise-only');
     // Late window has 2 reflecting completions in all: below MIN_COUNT.
     const few = Array.from({ length: 4 }, (_, i) => row(i + 1, i < 2 ? 0 : 1, 16, 1, 0));
-    expect(ahaVerdict(few).reflectingMoreAccurate).toBeNull();
-    expect(ahaVerdict(flat.slice(0, 3)).status).toBe('too-early');
+    expect(short(few).reflectingMoreAccurate).toBeNull();
+    expect(short(flat.slice(0, 3)).status).toBe('too-early');
     const none = Array.from({ length: 6 }, (_, i) => ({ step: i + 1, metrics: { loss: 0 } }));
-    expect(ahaVerdict(none).status).toBe('no-data');
+    expect(short(none).status).toBe('no-data');
+    // By default a verdict waits for MIN_STEPS (30) steps: 29 rows of a clear pair still wait.
+    expect(MIN_STEPS).toBe(30);
+    const pair = Array.from({ length: 30 }, (_, i) => row(i + 1, i < 15 ? 1 : 8, 16, 0.75, 0.25));
+    expect(ahaVerdict(pair.slice(0, 29)).status).toBe('too-early');
+    expect(ahaVerdict(pair).status).toBe('pair');
   });
 
   it('series keep gaps for missing values', () => {

@@ -28,8 +28,10 @@ export const RISE_MIN = 0.05;
 export const GAP_MIN = 0.05;
 /** Completions needed on each side in the late window before accuracies are compared. */
 export const MIN_COUNT = 5;
-/** Steps needed before any verdict. */
-export const MIN_STEPS = 4;
+/** Steps needed before any verdict: the reference run (`npm run aha`, reference.json) kept its
+ * reflection rate near its start (10–30 % a step) for about its first 30 steps before it rose to
+ * 70–90 %, so fewer steps cannot tell a rise from noise. */
+export const MIN_STEPS = 30;
 
 /** One metric over steps; a step without the metric (or with NaN) is a gap. */
 export function seriesOf(history: readonly MetricsRow[], key: string): Point[] {
@@ -95,7 +97,7 @@ export interface AhaVerdict {
   status: AhaStatus;
   early: WindowStats;
   late: WindowStats;
-  /** late.rate − early.rate ≥ RISE_MIN; null before MIN_STEPS. */
+  /** late.rate − early.rate ≥ RISE_MIN; null before `minSteps` (MIN_STEPS). */
   rising: boolean | null;
   /** In the late window, reflecting accuracy − non-reflecting ≥ GAP_MIN; null when it cannot be
    * judged (no accuracy reward, or fewer than MIN_COUNT completions on a side). */
@@ -109,12 +111,16 @@ export interface AhaVerdict {
  * The first and the last `window` steps (each at most half the history, so they never overlap),
  * compared. A description for people, not a significance test: the panel says so.
  */
-export function ahaVerdict(history: readonly MetricsRow[], window = AHA_WINDOW): AhaVerdict {
+export function ahaVerdict(
+  history: readonly MetricsRow[],
+  window = AHA_WINDOW,
+  minSteps = MIN_STEPS,
+): AhaVerdict {
   const rows = [...history].sort((a, b) => a.step - b.step);
   const w = Math.max(1, Math.min(window, Math.floor(rows.length / 2)));
   const early = windowStats(rows.slice(0, w));
   const late = windowStats(rows.slice(rows.length - w));
-  if (rows.length < MIN_STEPS) {
+  if (rows.length < minSteps) {
     return {
       status: 'too-early',
       early,
