@@ -10,7 +10,7 @@ import { wrap, type DBSchema, type IDBPDatabase, type IDBPTransaction, type Stor
 import type { LlamaConfig } from '../core/model-config';
 
 export const DB_NAME = 'grpo-playground';
-export const DB_VERSION = 1;
+export const DB_VERSION = 2;
 
 /** Identifies a model, reference model or tokenizer: a display name and the SHA-256 of its bytes. */
 export interface Identity {
@@ -31,6 +31,18 @@ export interface RunRecord {
   modelIdentity: Identity | null;
   createdAt: number; // ms since epoch
   updatedAt: number;
+  /** A multi-stage run (a recipe: SFT, GRPO, rejection sampling) names its stages here, each with
+   * the first step of the one metrics timeline it covers; absent for a single-stage run. */
+  stages?: RunStage[];
+}
+
+/** One stage of a multi-stage run (RunRecord.stages). */
+export interface RunStage {
+  name: string;
+  /** 'sft', 'grpo', 'rejection-sample', … (the recipe's StageKind). */
+  kind?: string;
+  /** The first step of the run's metrics that belongs to this stage. */
+  firstStep: number;
 }
 
 /**
@@ -152,15 +164,53 @@ const MIGRATIONS: Array<(db: GrpoDatabase, tx: UpgradeTx) => void> = [
     db.createObjectStore('chunks', { keyPath: ['checkpointId', 'index'] });
     db.createObjectStore('pendingSaves', { keyPath: 'id' });
   },
+  // 1 → 2: no new store; the metrics store becomes every run's history (the Runs panel, its CSV
+  // and JSONL, the chart overlay), written after every step. A run that reached version 1 kept its
+  // history only inside its checkpoints' metricsSoFar: copy its latest checkpoint's rows in, so
+  // it is listed with its steps. Runs that already have rows (imported ones) keep them.
+  (_db, tx) => {
+    void backfillMetrics(tx).catch(() => {
+      try {
+        tx.abort(); // a failed copy fails the upgrade: nothing of it is kept, version 1 stays
+      } catch {
+        // Already aborted by the failed request.
+      }
+    });
+  },
 ];
+
+/** Migration 1 → 2: per run, the metricsSoFar of its highest-step checkpoint into `metrics`.
+ * Awaits only requests of the upgrade transaction, so it finishes before the open succeeds. */
+async function backfillMetrics(tx: UpgradeTx): Promise<void> {
+  const latest = new Map<string, CheckpointRecord>();
+  for (const c of await tx.objectStore('checkpoints').getAll()) {
+    const seen = latest.get(c.runId);
+    if (!seen || c.step > seen.step) latest.set(c.runId, c);
+  }
+  const metrics = tx.objectStore('metrics');
+  for (const [runId, c] of latest) {
+    const range = IDBKeyRange.bound([runId, -Infinity], [runId, Infinity]);
+    if ((await metrics.count(range)) > 0) continue;
+    const detail = await tx.objectStore('checkpointDetails').get(c.id);
+    for (const values of detail?.metricsSoFar ?? []) {
+      if (typeof values.step !== 'number' || values.step > c.step) continue;
+      await metrics.put({ runId, step: values.step, values });
+    }
+  }
+}
 
 if (MIGRATIONS.length !== DB_VERSION) {
   throw new Error(`storage/db.ts: ${MIGRATIONS.length} migrations for DB_VERSION ${DB_VERSION}`);
 }
 
 /** The one upgrade function: replays the migrations between the stored and the current version. */
-export function upgrade(db: GrpoDatabase, oldVersion: number, tx: UpgradeTx): void {
-  for (let v = oldVersion; v < DB_VERSION; v++) MIGRATIONS[v](db, tx);
+export function upgrade(
+  db: GrpoDatabase,
+  oldVersion: number,
+  tx: UpgradeTx,
+  newVersion = DB_VERSION,
+): void {
+  for (let v = oldVersion; v < newVersion; v++) MIGRATIONS[v](db, tx);
 }
 
 export interface OpenDbOptions {
@@ -168,6 +218,8 @@ export interface OpenDbOptions {
   indexedDB?: IDBFactory;
   /** Default DB_NAME. */
   name?: string;
+  /** Default DB_VERSION. Only the upgrade tests open an older version (to test its migration). */
+  version?: number;
 }
 
 /** Opens (creating or upgrading) the database with an explicit factory, as idb's openDB would. */
@@ -178,12 +230,14 @@ export function openDatabase(options: OpenDbOptions = {}): Promise<GrpoDatabase>
       new Error('IndexedDB is not available here (pass an IDBFactory, e.g. from fake-indexeddb)'),
     );
   }
-  const request = factory.open(options.name ?? DB_NAME, DB_VERSION);
+  const version = options.version ?? DB_VERSION;
+  const request = factory.open(options.name ?? DB_NAME, version);
   request.addEventListener('upgradeneeded', (event) => {
     upgrade(
       wrap(request.result) as unknown as GrpoDatabase,
       event.oldVersion,
       wrap(request.transaction!) as unknown as UpgradeTx,
+      version,
     );
   });
   return new Promise<GrpoDatabase>((resolve, reject) => {

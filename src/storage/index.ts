@@ -7,6 +7,7 @@ import type { SamplesRecord } from './db';
 import { openDatabase, type OpenDbOptions } from './db';
 import * as ckpt from './checkpoints';
 import * as runs from './runs';
+import * as history from './run-history';
 import * as transfer from './transfer';
 import * as usage from './usage';
 
@@ -27,6 +28,12 @@ export {
   type SaveOptions,
 } from './checkpoints';
 export type { NewRun, RunSummary } from './runs';
+export {
+  RunHistoryQuotaError,
+  type RunHistory,
+  type RunHistoryMeta,
+  type RunHistorySummary,
+} from './run-history';
 export {
   CHECKPOINT_FILE_EXTENSION,
   EXPORT_SCHEMA_VERSION,
@@ -110,6 +117,17 @@ export class GrpoStorage {
   }
   listSampleSteps(runId: string): Promise<number[]> {
     return runs.listSampleSteps(this.db, runId);
+  }
+
+  // Run histories: one run's metrics as a whole (the Runs panel, CSV / JSONL, chart overlay).
+  recordRunMetrics(meta: history.RunHistoryMeta, rows: MetricsRow[]): Promise<RunRecord> {
+    return history.recordRunMetrics(this.db, meta, rows, this.now);
+  }
+  listRunHistories(): Promise<history.RunHistorySummary[]> {
+    return history.listRunHistories(this.db);
+  }
+  getRunHistory(id: string): Promise<history.RunHistory | undefined> {
+    return history.getRunHistory(this.db, id);
   }
 
   // Checkpoints.

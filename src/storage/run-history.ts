@@ -1,0 +1,140 @@
+// A run's metrics history as one thing to list, download and overlay: the run row plus its rows
+// in the metrics store ([runId, step] keys, one record per step). The page records every step as
+// it arrives (src/app/runs.svelte.ts): one small transaction per write, so a tab closed mid-write
+// keeps the history up to the previous write, never a half-written one. The write also drops rows
+// past its last step: a run restored from an earlier checkpoint and trained on has one history,
+// the continuation, not a mix of two branches.
+
+import type { LlamaConfig } from '../core/model-config';
+import type { GrpoDatabase, Identity, MetricsRecord, MetricsRow, RunRecord, RunStage } from './db';
+import { isQuotaExceeded, StorageError } from './errors';
+import { prefixRange, writeTx } from './tx';
+
+/** What the first write of a run creates its run row from (later writes keep the stored row's). */
+export interface RunHistoryMeta {
+  id: string;
+  name: string;
+  config: Record<string, unknown>;
+  modelConfig?: LlamaConfig | null;
+  modelIdentity?: Identity | null;
+  stages?: RunStage[];
+}
+
+/** A run with its whole metrics history, in step order. */
+export interface RunHistory extends RunRecord {
+  rows: MetricsRow[];
+}
+
+/** What the Runs panel lists. */
+export interface RunHistorySummary extends RunRecord {
+  /** Stored metric rows (steps with metrics). */
+  steps: number;
+  /** Highest stored step, or null when none. */
+  lastStep: number | null;
+  checkpointCount: number;
+}
+
+/**
+ * The browser refused to store a run's metrics (QuotaExceededError). Nothing of that write was
+ * kept; the rows stored before it are intact, and the page keeps the missed rows to write again.
+ */
+export class RunHistoryQuotaError extends StorageError {
+  override name = 'RunHistoryQuotaError';
+  constructor(
+    readonly runId: string,
+    readonly runName: string,
+    readonly fromStep: number,
+    readonly toStep: number,
+    override readonly cause?: unknown,
+  ) {
+    const steps = fromStep === toStep ? `step ${toStep}` : `steps ${fromStep}–${toStep}`;
+    super(
+      `The metrics of run '${runName}' (${steps}) were not stored: the browser's storage quota ` +
+        `is exhausted. Nothing is lost yet: this tab keeps them on the charts and stores them ` +
+        `with the next step once there is space. Free space by deleting checkpoints or runs in ` +
+        `the Checkpoints view, or download the run's CSV now.`,
+    );
+  }
+}
+
+/**
+ * Stores `rows` of a run (replacing rows of the same steps), creates or touches its run row, and
+ * deletes the run's rows after the last of `rows`: all in one transaction. `rows` may be empty
+ * (then only the run row is touched). Returns the run row as stored.
+ */
+export async function recordRunMetrics(
+  db: GrpoDatabase,
+  meta: RunHistoryMeta,
+  rows: readonly MetricsRow[],
+  now: () => number = Date.now,
+): Promise<RunRecord> {
+  const sorted = [...rows].sort((a, b) => a.step - b.step);
+  const last = sorted.at(-1)?.step;
+  let stored: RunRecord | undefined;
+  try {
+    await writeTx(db, ['runs', 'metrics'], async (tx) => {
+      const runs = tx.objectStore('runs');
+      const existing = await runs.get(meta.id);
+      const t = now();
+      stored = existing
+        ? {
+            ...existing,
+            ...(meta.stages ? { stages: meta.stages } : {}),
+            status: existing.status === 'created' ? 'running' : existing.status,
+            updatedAt: t,
+          }
+        : {
+            id: meta.id,
+            name: meta.name.trim() || meta.id,
+            status: 'running',
+            config: meta.config,
+            modelConfig: meta.modelConfig ?? null,
+            modelIdentity: meta.modelIdentity ?? null,
+            createdAt: t,
+            updatedAt: t,
+            ...(meta.stages ? { stages: meta.stages } : {}),
+          };
+      await runs.put(stored);
+      const metrics = tx.objectStore('metrics');
+      for (const values of sorted) {
+        const record: MetricsRecord = { runId: meta.id, step: values.step, values };
+        await metrics.put(record);
+      }
+      if (last !== undefined) {
+        await metrics.delete(IDBKeyRange.bound([meta.id, last], [meta.id, Infinity], true));
+      }
+    });
+  } catch (err) {
+    if (isQuotaExceeded(err)) {
+      throw new RunHistoryQuotaError(meta.id, meta.name, sorted[0]?.step ?? 0, last ?? 0, err);
+    }
+    throw err;
+  }
+  return stored!;
+}
+
+/** Every run with its stored step count, most recently updated first. */
+export async function listRunHistories(db: GrpoDatabase): Promise<RunHistorySummary[]> {
+  const tx = db.transaction(['runs', 'metrics', 'checkpoints'], 'readonly');
+  const runs = await tx.objectStore('runs').getAll();
+  const out: RunHistorySummary[] = [];
+  for (const run of runs) {
+    const keys = await tx.objectStore('metrics').getAllKeys(prefixRange(run.id));
+    out.push({
+      ...run,
+      steps: keys.length,
+      lastStep: keys.length ? keys[keys.length - 1][1] : null,
+      checkpointCount: await tx.objectStore('checkpoints').index('byRun').count(run.id),
+    });
+  }
+  return out.sort((a, b) => b.updatedAt - a.updatedAt);
+}
+
+/** A run's row and its metrics in step order, or undefined when there is no such run. */
+export async function getRunHistory(db: GrpoDatabase, id: string): Promise<RunHistory | undefined> {
+  const tx = db.transaction(['runs', 'metrics'], 'readonly');
+  const run = await tx.objectStore('runs').get(id);
+  if (!run) return undefined;
+  const records = await tx.objectStore('metrics').getAll(prefixRange(id));
+  return { ...run, rows: records.map((r) => r.values) };
+}
