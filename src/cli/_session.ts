@@ -79,7 +79,7 @@ export function rewardFunctions(config: Config, task: Task): RewardFunction[] {
     timeoutMs: config.rewardTimeoutMs,
     sandboxFactory: nodeSandboxFactory(),
   });
-  return createRewardFunctions(config.rewards, task, customRewardResolver(custom));
+  return createRewardFunctions(config.rewards, task, customRewardResolver(custom), config);
 }
 
 /**

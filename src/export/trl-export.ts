@@ -173,7 +173,8 @@ ${unmapped.join('\n')}
 ## Semantics
 
 rewards.py re-implements the playground's format and accuracy rewards exactly (same regexes, ASCII
-whitespace, exact Countdown arithmetic with \`fractions.Fraction\`, no \`eval()\`); the playground's test
+whitespace, exact Countdown arithmetic with \`fractions.Fraction\`, no \`eval()\`), and language_consistency
+with the playground's own character classes as code point tables when the run uses it; the playground's test
 suite runs it against the TypeScript rewards. A reward returning \`None\` is "not applicable" in both.
 TRL ${PINNED.trl} computes advantages, clipping and loss aggregation with the same option names; its metrics are
 logged under the same names as the playground's (\`rewards/<function>/mean\` …). \`max_steps\`, \`save_steps\`,
@@ -224,7 +225,10 @@ export function exportTrl(
       pyLiteral,
     ),
   );
-  files.set('rewards.py', rewardsPy({ rewards: c.rewards, custom: stubs }));
+  files.set(
+    'rewards.py',
+    rewardsPy({ rewards: c.rewards, custom: stubs, languageScript: c.languageScript }),
+  );
   files.set('train.jsonl', jsonl(data.trainPrompts, c));
   if (data.evalPrompts.length > 0) files.set('eval.jsonl', jsonl(data.evalPrompts, c));
   files.set('requirements.txt', requirementsTxt({ peft: c.usePeft }));

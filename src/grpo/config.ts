@@ -8,6 +8,7 @@ import { checkLoraOptions, type LoraOptions } from '../ref/lora';
 import { resolveTaskOptions, TASK_NAMES } from '../tasks/index';
 import { PROMPT_TEMPLATES } from '../tasks/types';
 import { MULTI_OBJECTIVE_AGGREGATIONS, SCALE_REWARDS } from './advantages';
+import { LANGUAGE_SCRIPTS } from './language-consistency';
 import { BUILTIN_REWARDS, CUSTOM_REWARD_PREFIX } from './rewards';
 import { rewardIdsProblem } from './reward-id';
 
@@ -130,6 +131,13 @@ export const CONFIG_SCHEMA = {
     null,
     'weight of each reward function (null = all 1)',
     'reward_weights',
+  ),
+  languageScript: field(
+    oneOf(LANGUAGE_SCRIPTS),
+    'Latin',
+    `target script of the language_consistency reward (DeepSeek-R1 §2.3.3: the share of the chain of thought's words in it): ${LANGUAGE_SCRIPTS.join(', ')}`,
+    null,
+    "baked into rewards.py's language_consistency_reward (with the script's character ranges)",
   ),
   evalPrompts: field(
     int(0),

@@ -24,8 +24,12 @@ export const LANGUAGE_SCRIPTS = [
 ] as const;
 export type LanguageScript = (typeof LANGUAGE_SCRIPTS)[number];
 
-const WORD = /[\p{L}\p{M}\p{Nd}'’-]+/gu;
-const LETTER = /\p{L}/gu;
+/** The character classes of a word and of a letter (the TRL export's rewards.py gets their code
+ * point ranges from these very patterns, so its Python mirror agrees character for character). */
+export const WORD_CHAR_CLASS = "[\\p{L}\\p{M}\\p{Nd}'’-]";
+export const LETTER_CLASS = '\\p{L}';
+const WORD = new RegExp(`${WORD_CHAR_CLASS}+`, 'gu');
+const LETTER = new RegExp(LETTER_CLASS, 'gu');
 
 // Japanese text mixes Han, Hiragana and Katakana in one word; each of them alone is a script of
 // its own, so a Japanese target accepts the three (and Chinese, Han alone).
@@ -43,11 +47,16 @@ const SCRIPT_SETS: Record<LanguageScript, readonly string[]> = {
   Thai: ['Thai'],
 };
 
+/** The pattern (a 'u'-flag alternation) of one character in `script`'s set. */
+export function scriptClass(script: LanguageScript): string {
+  return `(?:${SCRIPT_SETS[script].map((s) => `\\p{Script=${s}}`).join('|')})`;
+}
+
 const scriptTests = new Map<LanguageScript, RegExp>();
 function inScript(script: LanguageScript): RegExp {
   let re = scriptTests.get(script);
   if (!re) {
-    re = new RegExp(`^(?:${SCRIPT_SETS[script].map((s) => `\\p{Script=${s}}`).join('|')})$`, 'u');
+    re = new RegExp(`^${scriptClass(script)}$`, 'u');
     scriptTests.set(script, re);
   }
   return re;

@@ -7,7 +7,7 @@
 // Also here: the helpers that list and drop a config's custom reward code, so the page (consent
 // dialog) and the worker (restore) strip it the same way.
 
-import { BUILTIN_REWARDS, CUSTOM_REWARD_PREFIX } from './rewards';
+import { CUSTOM_REWARD_PREFIX, DEFAULT_REWARDS } from './rewards';
 
 export const REWARD_ID_MAX_LENGTH = 40;
 export const REWARD_ID_PATTERN = /^[a-z][a-z0-9_-]{0,39}$/;
@@ -94,10 +94,10 @@ export interface RewardFields {
 /**
  * The config without any custom reward code: custom:<id> entries leave `rewards` together with
  * their weights, `customRewards` becomes {}, and everything else is kept. A list left empty falls
- * back to the built-ins (all weights 1), since a run needs at least one reward.
+ * back to the default rewards (format, accuracy; weights 1), since a run needs at least one reward.
  */
 export function withoutCustomRewards<T extends RewardFields>(config: T): T {
-  const rewards = config.rewards ?? [...BUILTIN_REWARDS];
+  const rewards = config.rewards ?? [...DEFAULT_REWARDS];
   const keep = rewards.map((r) => !r.startsWith(CUSTOM_REWARD_PREFIX));
   const kept = rewards.filter((_, i) => keep[i]);
   const weights = config.rewardWeights ? config.rewardWeights.filter((_, i) => keep[i]) : null;
@@ -107,7 +107,7 @@ export function withoutCustomRewards<T extends RewardFields>(config: T): T {
     if (config.rewardWeights !== undefined)
       out.rewardWeights = weights && weights.length === kept.length ? weights : null;
   } else {
-    out.rewards = [...BUILTIN_REWARDS];
+    out.rewards = [...DEFAULT_REWARDS];
     out.rewardWeights = null;
   }
   return out as T;

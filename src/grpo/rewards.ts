@@ -1,4 +1,4 @@
-// Rewards, docs/grpo.md §1: the built-in rule rewards (format, accuracy), their weighted
+// Rewards, docs/grpo.md §1: the built-in rule rewards (format, accuracy, language_consistency), their weighted
 // combination, and the per-completion record {total, perFunction, errors}. A reward returns a
 // finite number or null ("not applicable": counted 0 in the total, reported); one that throws,
 // times out or returns NaN/±Inf/a non-number gives 0 and an error record, and training goes on.
@@ -16,6 +16,7 @@ import {
 } from './advantages';
 import type { Problem, Task } from '../tasks/types';
 import { verifyAnswer } from '../tasks/verify';
+import { languageConsistencyReward, type LanguageScript } from './language-consistency';
 
 /** What a reward function sees; structured-cloneable so it can cross to a reward worker. */
 export interface RewardInput {
@@ -29,7 +30,7 @@ export interface RewardInput {
 export type RewardValue = number | null;
 
 export interface RewardFunction {
-  /** Unique within a run: 'format', 'accuracy' or 'custom:<id>'. Metric key reward/<name>/mean. */
+  /** Unique within a run: a built-in's name or 'custom:<id>'. Metric key reward/<name>/mean. */
   name: string;
   compute(input: RewardInput): RewardValue | Promise<RewardValue>;
 }
@@ -55,8 +56,10 @@ export interface CompletionReward {
 /** What running one function on one completion produced (in-thread or in a worker). */
 export type RewardOutcome = { value: unknown } | { error: unknown; timedOut?: boolean };
 
-export const BUILTIN_REWARDS = ['format', 'accuracy'] as const;
+export const BUILTIN_REWARDS = ['format', 'accuracy', 'language_consistency'] as const;
 export type BuiltinRewardName = (typeof BUILTIN_REWARDS)[number];
+/** The rewards of a config that names none (R1-Zero's two rule rewards). */
+export const DEFAULT_REWARDS: readonly BuiltinRewardName[] = ['format', 'accuracy'];
 export const CUSTOM_REWARD_PREFIX = 'custom:';
 
 // ---------------------------------------------------------------------------------------------
@@ -109,6 +112,24 @@ export function accuracyReward(task?: Pick<Task, 'verify'>): RewardFunction {
 }
 
 /**
+ * DeepSeek-R1's language-consistency reward (§2.3.3): the share of the chain of thought's words
+ * written in `script` (language-consistency.ts), in [0, 1]; null when the think text has no word
+ * with a letter (pure arithmetic says nothing about the language).
+ */
+export function languageConsistencyRewardFunction(script: LanguageScript): RewardFunction {
+  return {
+    name: 'language_consistency',
+    compute: ({ completion }) => languageConsistencyReward(completion, script),
+  };
+}
+
+/** Options of the built-in rewards (config fields of the same names). */
+export interface BuiltinRewardOptions {
+  /** Target script of language_consistency (default 'Latin'). */
+  languageScript?: LanguageScript;
+}
+
+/**
  * The reward functions a config names, in order. Built-ins are created here; 'custom:<id>' names
  * are resolved by `custom` (the reward worker compiles user JS; this module never evaluates code).
  */
@@ -116,12 +137,15 @@ export function createRewardFunctions(
   names: readonly string[],
   task?: Pick<Task, 'verify'>,
   custom?: (id: string) => RewardFunction,
+  options: BuiltinRewardOptions = {},
 ): RewardFunction[] {
   if (new Set(names).size !== names.length)
     throw new RangeError(`reward names must be unique: ${names.join(', ')}`);
   return names.map((name) => {
     if (name === 'format') return formatReward;
     if (name === 'accuracy') return accuracyReward(task);
+    if (name === 'language_consistency')
+      return languageConsistencyRewardFunction(options.languageScript ?? 'Latin');
     if (name.startsWith(CUSTOM_REWARD_PREFIX)) {
       if (!custom)
         throw new RangeError(`reward '${name}' is a custom JS reward: it needs the reward worker`);

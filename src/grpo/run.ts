@@ -208,7 +208,12 @@ export class Run {
       timeoutMs: config.rewardTimeoutMs,
       sandboxFactory: setup.sandboxFactory,
     });
-    this.rewards = createRewardFunctions(config.rewards, scoring, customRewardResolver(custom));
+    this.rewards = createRewardFunctions(
+      config.rewards,
+      scoring,
+      customRewardResolver(custom),
+      config,
+    );
     // Custom rewards defined but not listed in config.rewards would keep an idle sandbox alive.
     disposeCustomRewards(custom.filter((f) => !this.rewards.includes(f)));
     try {

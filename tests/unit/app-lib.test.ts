@@ -163,6 +163,7 @@ describe('options form', () => {
       'rewards',
       'customRewards',
       'rewardWeights',
+      'languageScript',
     ];
     const shown = [...OPTION_GROUPS.flatMap((g) => g.keys), ...own].sort();
     expect(shown).toEqual([...CONFIG_KEYS].sort());

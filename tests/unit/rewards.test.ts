@@ -1,5 +1,6 @@
 // Built-in rewards (docs/grpo.md §1): format regex edge cases, accuracy via the task verifier,
-// weights, not-applicable and failing rewards, step metrics.
+// language consistency (R1 §2.3.3) in its target script, weights, not-applicable and failing
+// rewards, step metrics.
 import { describe, expect, it } from 'vitest';
 import {
   accuracyReward,
@@ -8,6 +9,7 @@ import {
   extractAnswer,
   formatOk,
   formatReward,
+  languageConsistencyRewardFunction,
   rewardMetrics,
   scoreCompletions,
   scoreCompletionSync,
@@ -161,6 +163,58 @@ describe('combination', () => {
     expect(() => createRewardFunctions(['format', 'format'])).toThrow(/unique/);
     expect(() => createRewardFunctions(['length'])).toThrow(/unknown reward 'length'/);
     expect(() => createRewardFunctions(['custom:mine'])).toThrow(/reward worker/);
+  });
+});
+
+describe('language_consistency reward', () => {
+  const score = (
+    completion: string,
+    script: Parameters<typeof languageConsistencyRewardFunction>[0],
+  ) => languageConsistencyRewardFunction(script).compute(input(completion));
+
+  it("is the share of the think text's words in the target script", () => {
+    // 5 words with a letter (numbers and '+' are not words): 'so', 'add', 'then' Latin; 'потом',
+    // 'проверим' Cyrillic. The answer's 'seven' is outside the chain of thought.
+    const mixed = '<think>so 3 + 4: add, потом проверим then</think><answer>seven</answer>';
+    expect(score(mixed, 'Latin')).toBe(3 / 5);
+    expect(score(mixed, 'Cyrillic')).toBe(2 / 5);
+    expect(score(mixed, 'Han')).toBe(0);
+    // A word mixing scripts counts for neither; Japanese accepts kana and kanji in one word.
+    expect(score('<think>helloмир world</think>', 'Latin')).toBe(1 / 2);
+    expect(score('<think>計算します check</think>', 'Hiragana')).toBe(1 / 2);
+    expect(score('<think>計算します check</think>', 'Han')).toBe(0);
+    expect(score('<think>先加后减 then 检查</think>', 'Han')).toBe(2 / 3);
+    // Accents and apostrophes stay inside a Latin word.
+    expect(score("<think>l'été déjà fini</think>", 'Latin')).toBe(1);
+  });
+
+  it('is null (not applicable) when the chain of thought has no word with a letter', () => {
+    expect(score('<think>3 + 4 = 7</think><answer>7</answer>', 'Latin')).toBeNull();
+    expect(score('', 'Latin')).toBeNull();
+    // Without tags the whole text before <answer> is the chain of thought.
+    expect(score('add them <answer>7</answer>', 'Latin')).toBe(1);
+  });
+
+  it('is created by name with the configured script (Latin by default) and enters the total', () => {
+    const [latin] = createRewardFunctions(['language_consistency']);
+    const [han] = createRewardFunctions(['language_consistency'], undefined, undefined, {
+      languageScript: 'Han',
+    });
+    const text = '<think>先加 then check</think><answer>44 + 19 + 35</answer>';
+    expect(latin.name).toBe('language_consistency');
+    expect(latin.compute(input(text))).toBe(2 / 3);
+    expect(han.compute(input(text))).toBe(1 / 3);
+    const fns = createRewardFunctions(['accuracy', 'language_consistency']);
+    const r = scoreCompletionSync(fns, [1, 0.5], input(text));
+    expect(r.perFunction).toEqual({ accuracy: 1, language_consistency: 2 / 3 });
+    expect(r.total).toBe(1 + 0.5 * (2 / 3));
+    const m = rewardMetrics(
+      [r, scoreCompletionSync(fns, [1, 0.5], input('<think>1 + 2</think><answer>3</answer>'))],
+      ['accuracy', 'language_consistency'],
+      2,
+    );
+    expect(m['rewards/language_consistency/mean']).toBe(2 / 3);
+    expect(m['rewards/language_consistency/na_frac']).toBe(0.5);
   });
 });
 

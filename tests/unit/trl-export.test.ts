@@ -1,12 +1,16 @@
 // TRL export: rewards.py run with plain python3 must score a fixed set of tricky completions exactly
-// as the TypeScript rewards; train_grpo.py must compile; its GRPOConfig keys must be TRL options.
+// as the TypeScript rewards (language consistency too, in several scripts); train_grpo.py must compile; its GRPOConfig keys must be TRL options.
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { configSchemaRows, resolveConfig } from '../../src/grpo/config';
-import { accuracyReward, formatReward } from '../../src/grpo/rewards';
+import {
+  accuracyReward,
+  formatReward,
+  languageConsistencyRewardFunction,
+} from '../../src/grpo/rewards';
 import { exportTrl } from '../../src/export/trl-export';
 import { rewardsPy } from '../../src/export/trl-templates/rewards-py';
 import { createTask, trainEvalProblems } from '../../src/tasks/index';
@@ -178,6 +182,95 @@ describe('exported rewards.py', () => {
       { encoding: 'utf8' },
     );
     expect(out).toMatch(/^raised custom reward 'len-bonus' is JavaScript/);
+  });
+});
+
+describe('exported language_consistency_reward', () => {
+  const SCRIPTS = ['Latin', 'Han', 'Hiragana', 'Cyrillic', 'Greek'] as const;
+  /** Mixed scripts, marks, apostrophes, digits in words, characters newer than Python's Unicode
+   * tables (U+31350, CJK Extension H, Unicode 15), lone surrogates; chain of thought only. */
+  const TEXTS = [
+    '<think>so 3 + 4: add, потом проверим then</think><answer>seven</answer>',
+    '<think>helloмир world</think>',
+    '<think>計算します check コーヒー</think>',
+    '<think>先加后减 then 检查 \u{31350}\u{31351}</think>',
+    "<think>l'été déjà fini, it’s e\u0301 well-known x2 ª ｆｕｌｌ</think>",
+    '<think>αβγ µ Ωmega ΣΥΝ</think>',
+    '<think>3 + 4 = 7 ٤٤ 🤔</think><answer>no words</answer>',
+    '<think>unclosed Привет and more',
+    'no tags: add them <answer>7</answer> after',
+    '</think> only a close: done',
+    '<think>a\ud800b c\udc00</think>',
+    '',
+    '<think>ﬁne ǅemal Ⅻ ⅻ 𝐀𝐁 𐐀</think>',
+  ];
+
+  it('scores every text exactly as the TypeScript reward, for several target scripts', () => {
+    const lcDir = mkdtempSync(join(tmpdir(), 'trl-lc-'));
+    try {
+      for (const script of SCRIPTS) {
+        const py = rewardsPy({
+          rewards: ['language_consistency'],
+          custom: [],
+          languageScript: script,
+        });
+        expect(py).toContain(`LANGUAGE_SCRIPT = "${script}"`);
+        expect(py).toContain('REWARD_FUNCS = [language_consistency_reward]');
+        writeFileSync(join(lcDir, `rewards_${script.toLowerCase()}.py`), py);
+      }
+      const script = [
+        'import importlib, json, sys',
+        'sys.path.insert(0, sys.argv[1])',
+        'texts = json.load(sys.stdin)',
+        'out = {}',
+        'for name in sys.argv[2:]:',
+        '    m = importlib.import_module("rewards_" + name.lower())',
+        '    plain = m.language_consistency_reward(prompts=None, completions=texts)',
+        '    chat = m.language_consistency_reward(completions=[[{"role": "assistant", "content": t}] for t in texts])',
+        '    assert chat == plain',
+        '    out[name] = plain',
+        'print(json.dumps(out))',
+      ].join('\n');
+      const out = execFileSync(PYTHON, ['-c', script, lcDir, ...SCRIPTS], {
+        input: JSON.stringify(TEXTS),
+        encoding: 'utf8',
+      });
+      const actual = JSON.parse(out) as Record<string, (number | null)[]>;
+      const seen = new Set<number | null>();
+      for (const script of SCRIPTS) {
+        const fn = languageConsistencyRewardFunction(script);
+        TEXTS.forEach((completion, i) => {
+          const expected = fn.compute({ completion, prompt: '', problem: CD });
+          seen.add(expected as number | null);
+          expect(actual[script][i], `${script}, text ${i}: ${JSON.stringify(completion)}`).toBe(
+            expected,
+          );
+        });
+      }
+      // The cases reach 0, 1, null and values strictly between.
+      expect(seen.has(0) && seen.has(1) && seen.has(null)).toBe(true);
+      expect([...seen].some((v) => v !== null && v > 0 && v < 1)).toBe(true);
+    } finally {
+      rmSync(lcDir, { recursive: true, force: true });
+    }
+  }, 60_000);
+
+  it('is exported with the config’s script only when the config uses it', () => {
+    expect(files.get('rewards.py')).not.toContain('language_consistency');
+    const config = resolveConfig({
+      steps: 1,
+      perStepPrompts: 1,
+      evalPrompts: 0,
+      rewards: ['accuracy', 'language_consistency'],
+      rewardWeights: [1, 0.5],
+      languageScript: 'Cyrillic',
+    });
+    const task = createTask(config.task, config.taskOptions);
+    const { train } = trainEvalProblems(task, config.seed, 1, 0);
+    const py = exportTrl(config, { trainPrompts: train, evalPrompts: [] }).get('rewards.py')!;
+    expect(py).toContain('LANGUAGE_SCRIPT = "Cyrillic"');
+    expect(py).toContain('REWARD_FUNCS = [accuracy_reward, language_consistency_reward]');
+    expect(() => resolveConfig({ languageScript: 'Klingon' })).toThrow(/languageScript/);
   });
 });
 

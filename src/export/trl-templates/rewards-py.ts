@@ -1,9 +1,16 @@
 // rewards.py of the TRL export: the built-in rewards of src/grpo/rewards.ts and the answer checkers
 // of src/tasks/verify.ts in plain Python (stdlib only), with IDENTICAL semantics: the same regexes
 // (the format and answer patterns are injected from the TypeScript constants), the same ASCII
-// whitespace set, exact integers and fractions.Fraction for Countdown, never eval().
+// whitespace set, exact integers and fractions.Fraction for Countdown, never eval(); language
+// consistency with the playground's own character classes as code point tables.
 // tests/unit/trl-export.test.ts runs this file with python3 against the TypeScript rewards.
 
+import {
+  LETTER_CLASS,
+  scriptClass,
+  WORD_CHAR_CLASS,
+  type LanguageScript,
+} from '../../grpo/language-consistency';
 import { ANSWER_PATTERN, FORMAT_PATTERN } from '../../grpo/rewards';
 import { commentLines, commentText, pyStr } from './py-literal';
 import {
@@ -19,12 +26,15 @@ export interface CustomRewardStub {
 }
 
 export interface RewardsPyOptions {
-  /** Reward names in config order: 'format', 'accuracy', 'custom:<id>'. */
+  /** Reward names in config order: the built-ins' names and 'custom:<id>'. */
   rewards: readonly string[];
   custom: readonly CustomRewardStub[];
+  /** Target script of language_consistency (config languageScript; default 'Latin'). */
+  languageScript?: LanguageScript;
 }
 
 const BODY = String.raw`
+import bisect
 import json
 import re
 from fractions import Fraction
@@ -242,6 +252,115 @@ def accuracy_reward(completions, verifier, **kwargs):
     return out
 `;
 
+// The language-consistency reward, written only when the config uses it (its character tables
+// are some 25 kB). Python's re has no \p{Script=…}, and unicodedata follows the Unicode version of
+// the interpreter, so the three character classes travel as code point ranges computed here from
+// the very patterns language-consistency.ts matches with: the same characters in both languages.
+const LANGUAGE_BODY = String.raw`
+
+# ---------------------------------------------------------------------------------------------
+# Language consistency (DeepSeek-R1 §2.3.3; src/grpo/language-consistency.ts): the share of the
+# chain of thought's words written in LANGUAGE_SCRIPT. A word is a maximal run of letters, marks,
+# decimal digits, apostrophes and hyphens; it counts when it has a letter, and it is in the target
+# language when every letter of it is in the target script. No word with a letter: None.
+# The character classes are the playground's own, as code point ranges (tables at the end of this
+# file): boundaries (start, end + 1, start, end + 1, ...), a code point is in the class when an odd
+# number of boundaries are <= it. So the result does not depend on Python's Unicode version.
+# ---------------------------------------------------------------------------------------------
+LANGUAGE_SCRIPT = __LANGUAGE_SCRIPT__
+
+
+def _in_class(bounds, ch):
+    return bisect.bisect_right(bounds, ord(ch)) % 2 == 1
+
+
+def think_text(text):
+    """Inside the first <think>...</think> (to the end when unclosed); else what comes before
+    </think>; else what comes before the first <answer>; else all of it."""
+    start = text.find("<think>")
+    if start >= 0:
+        start += len("<think>")
+        close = text.find("</think>", start)
+        return text[start:close] if close >= 0 else text[start:]
+    close = text.find("</think>")
+    if close >= 0:
+        return text[:close]
+    answer = text.find("<answer>")
+    return text[:answer] if answer >= 0 else text
+
+
+def language_consistency(text):
+    """(words with a letter, of those the words whose every letter is in LANGUAGE_SCRIPT)."""
+    words = 0
+    in_target = 0
+    letters = 0
+    foreign = 0
+    for ch in text + " ":
+        if _in_class(_WORD_BOUNDS, ch):
+            if _in_class(_LETTER_BOUNDS, ch):
+                letters += 1
+                if not _in_class(_TARGET_BOUNDS, ch):
+                    foreign += 1
+            continue
+        if letters:
+            words += 1
+            if foreign == 0:
+                in_target += 1
+        letters = 0
+        foreign = 0
+    return words, in_target
+
+
+def language_consistency_reward(completions, **kwargs):
+    """The share of the chain of thought's words in LANGUAGE_SCRIPT, in [0, 1]; None without words."""
+    out = []
+    for c in completions:
+        words, in_target = language_consistency(think_text(completion_text(c)))
+        out.append(in_target / words if words else None)
+    return out
+`;
+
+const boundaryCache = new Map<string, number[]>();
+
+/**
+ * The code points that one character of `pattern` (a 'u'-flag class) matches, as sorted
+ * boundaries [start, end + 1, start, end + 1, …] (a lone surrogate matches no class).
+ */
+export function codePointBoundaries(pattern: string): number[] {
+  const cached = boundaryCache.get(pattern);
+  if (cached) return cached;
+  const re = new RegExp(`^${pattern}$`, 'u');
+  const out: number[] = [];
+  let inside = false;
+  for (let cp = 0; cp <= 0x10ffff; cp++) {
+    if (re.test(String.fromCodePoint(cp)) !== inside) {
+      out.push(cp);
+      inside = !inside;
+    }
+  }
+  if (inside) out.push(0x110000);
+  boundaryCache.set(pattern, out);
+  return out;
+}
+
+function pyBoundaries(name: string, pattern: string): string {
+  const hex = codePointBoundaries(pattern).map((cp) => `0x${cp.toString(16)}`);
+  const lines: string[] = [];
+  for (let i = 0; i < hex.length; i += 10) lines.push(`    ${hex.slice(i, i + 10).join(', ')},`);
+  return `${name} = (  # ${commentText(pattern)}\n${lines.join('\n')}\n)\n`;
+}
+
+function languageSection(script: LanguageScript): { body: string; tables: string } {
+  return {
+    body: LANGUAGE_BODY.replace('__LANGUAGE_SCRIPT__', pyStr(script)),
+    tables:
+      `\n\n# The character classes of language_consistency (see above), from the playground's patterns.\n` +
+      pyBoundaries('_WORD_BOUNDS', WORD_CHAR_CLASS) +
+      pyBoundaries('_LETTER_BOUNDS', LETTER_CLASS) +
+      pyBoundaries('_TARGET_BOUNDS', scriptClass(script)),
+  };
+}
+
 export function rewardsPy(o: RewardsPyOptions): string {
   // Untrusted text (a reward's id and JS source) only appears as pyStr literals and as escaped
   // comment lines: neither can end early, so nothing in it can become a Python statement.
@@ -265,10 +384,14 @@ def ${c.pythonName}(completions, **kwargs):
   const funcs = o.rewards.map((name) => {
     if (name === 'format') return 'format_reward';
     if (name === 'accuracy') return 'accuracy_reward';
+    if (name === 'language_consistency') return 'language_consistency_reward';
     const py = byName.get(name);
     if (!py) throw new RangeError(`no Python function for reward '${name}'`);
     return py;
   });
+  const language = o.rewards.includes('language_consistency')
+    ? languageSection(o.languageScript ?? 'Latin')
+    : null;
   const body = BODY.replace('__FORMAT_PATTERN__', pyStr(FORMAT_PATTERN))
     .replace('__ANSWER_PATTERN__', pyStr(ANSWER_PATTERN))
     .replace('__MAX_DEPTH__', String(COUNTDOWN_MAX_DEPTH))
@@ -276,12 +399,14 @@ def ${c.pythonName}(completions, **kwargs):
     .replace('__MAX_INT_CHARS__', String(MAX_INTEGER_ANSWER_CHARS));
   return (
     '"""Reward functions of the exported GRPO run, written by GRPO Playground.\n\n' +
-    "format_reward and accuracy_reward re-implement the playground's built-in rewards with identical\n" +
+    `format_reward, accuracy_reward${language ? ' and language_consistency_reward' : ''} re-implement the playground's built-in rewards with identical\n` +
     'semantics (src/grpo/rewards.ts, src/tasks/verify.ts). TRL calls each as f(prompts=..., completions=...,\n' +
     '**dataset_columns); the "verifier" column of train.jsonl carries what accuracy_reward needs.\n"""\n' +
     body +
+    (language?.body ?? '') +
     `\n\n# The custom rewards' JavaScript sources, id → source, as data (never executed here).\nCUSTOM_JS_SOURCES = {\n${sources}}\n` +
     stubs.join('') +
-    `\n\n# In config order; train_grpo.py passes these to GRPOTrainer with reward_weights in the same order.\nREWARD_FUNCS = [${funcs.join(', ')}]\n`
+    `\n\n# In config order; train_grpo.py passes these to GRPOTrainer with reward_weights in the same order.\nREWARD_FUNCS = [${funcs.join(', ')}]\n` +
+    (language?.tables ?? '')
   );
 }
