@@ -20,7 +20,7 @@ export interface CommandFlag {
 }
 
 export interface Command {
-  name: 'train' | 'eval' | 'aha' | 'plan' | 'sft';
+  name: 'train' | 'eval' | 'aha' | 'plan' | 'sft' | 'recipe';
   summary: string;
   flags: readonly CommandFlag[];
 }
@@ -109,6 +109,54 @@ export const PLAN: Command = {
     { name: 'num-prompts', value: 'B', help: 'prompts per step (the option per-step-prompts)' },
   ],
 };
+
+export const RECIPE: Command = {
+  name: 'recipe',
+  summary:
+    'Runs a multi-stage recipe (sft | grpo | rejection-sample stages; built-in: r1-zero, r1, distill, or a JSON file) into a run folder (recipe.json, state.json, metrics.jsonl, <i>-<stage>/checkpoint-N/, final-model/); --resume continues one; --compare measures R1-Zero vs R1 vs distillation and writes docs/recipe.',
+  flags: [
+    {
+      name: 'out',
+      value: 'folder',
+      help: 'run folder (default runs/recipe-<date>); with --compare, the report folder (default docs/recipe)',
+    },
+    { name: 'seed', value: 'n', help: 'the recipe’s seed (default: the recipe’s own)' },
+    {
+      name: 'resume',
+      value: 'run folder',
+      help: 'continue that recipe run from its state.json and latest checkpoint',
+    },
+    { name: 'model', value: 'folder', help: 'a local Hugging Face model folder (default bundled)' },
+    {
+      name: 'compare',
+      value: '',
+      help: 'R1-Zero vs R1 vs distillation on the aha held-out prompts',
+      boolean: true,
+    },
+    { name: 'seeds', value: '1,2,3', help: 'with --compare: the seeds (default 1,2,3)' },
+  ],
+};
+
+/** --help of `npm run recipe`: usage, the flags, the recipe format. */
+export function recipeHelp(): string {
+  return [
+    'usage: npm run recipe -- <recipe.json | r1-zero | r1 | distill> [--out <folder>] [--seed n]',
+    '       npm run recipe -- --resume <run folder>',
+    '       npm run recipe -- --compare [--seeds 1,2,3] [--out docs/recipe]',
+    '',
+    RECIPE.summary,
+    '',
+    ...RECIPE.flags.map(
+      (f) => `${`  --${f.name}${f.boolean ? '' : ` <${f.value}>`}`.padEnd(44)} ${f.help}`,
+    ),
+    '',
+    'A recipe file: {"name": "...", "seed": 1, "stages": [ {"kind": "sft", "name": "cold-start",',
+    '  "data": {"coldStart": {"count": 256}} | {"path": "set.jsonl"} | {"stage": "<rejection stage>"},',
+    '  "options": {SFTConfig options}}, {"kind": "grpo", "preset": "aha", "options": {config options}},',
+    '  {"kind": "rejection-sample", "prompts": 64, "options": {"k": 4, "temperature": 1}} ]};',
+    'each stage starts from the previous one’s weights unless "from" names "base" or an earlier stage.',
+  ].join('\n');
+}
 
 export const COMMANDS: readonly Command[] = [TRAIN, EVAL, AHA, PLAN];
 

@@ -119,7 +119,7 @@ const json = (value: unknown) => new TextEncoder().encode(JSON.stringify(value, 
 
 /** A Hugging Face folder's files other than the weights (config, generation config, tokenizer),
  * so that a checkpoint folder loads in PyTorch as a model. */
-function hfFolderExtras(model: LoadedModel): Map<string, Uint8Array> {
+export function hfFolderExtras(model: LoadedModel): Map<string, Uint8Array> {
   return new Map([
     ['config.json', json(toHfConfig(model.hf.config))],
     ['generation_config.json', json(generationConfig(model.hf.config, model.hf.generation))],

@@ -1,0 +1,79 @@
+// `npm run recipe -- <recipe.json | r1-zero | r1 | distill> [--out runs/x] [--seed N]`
+// `npm run recipe -- --resume <run folder>`
+// `npm run recipe -- --compare [--seeds 1,2,3] [--out docs/recipe]`
+// Runs a multi-stage recipe (src/grpo/recipe.ts: sft | grpo | rejection-sample stages) headless on
+// Node WebGPU into a run folder (src/cli/_recipe.ts lists its files), or resumes one from its state
+// and latest checkpoint. --compare measures R1-Zero vs R1 vs distillation on the aha demo's held-out
+// prompts (src/cli/_recipe-compare.ts) and writes the report. Exits 0 when the recipe finished.
+import { existsSync, readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { isHelpRequested } from '../grpo/config';
+import { parseRecipe } from '../grpo/recipe';
+import { RECIPE, recipeHelp, runCommand, takeCommandFlags } from './_flags';
+import { recipeFolder, readRecipe } from './_recipe';
+import { compareRecipes } from './_recipe-compare';
+import { loadModel, openEngine } from './_session';
+
+function seedOf(text: string | undefined): number | undefined {
+  if (text === undefined) return undefined;
+  if (!/^[0-9]+$/.test(text)) throw new Error(`--seed must be an integer ≥ 0, got '${text}'`);
+  return Number(text);
+}
+
+async function main(argv: string[]) {
+  if (isHelpRequested(argv)) {
+    console.log(recipeHelp());
+    return;
+  }
+  const { flags, rest } = takeCommandFlags(RECIPE, argv);
+  const flag = (name: string) => flags.get(name)?.[0];
+  if (flag('compare') !== undefined) {
+    if (rest.length) throw new Error(`--compare takes no recipe (got '${rest[0]}')`);
+    await compareRecipes({
+      seeds: (flag('seeds') ?? '1,2,3').split(',').map((s) => seedOf(s.trim())!),
+      outDir: resolve(flag('out') ?? 'docs/recipe'),
+      model: flag('model') ?? 'bundled',
+      command: `npm run recipe -- ${argv.join(' ')}`,
+    });
+    return;
+  }
+  const resumeDir = flag('resume');
+  if (rest.length > 1) throw new Error(`one recipe at a time (got ${rest.join(', ')})`);
+  let recipeArg = rest[0];
+  let runDir: string;
+  if (resumeDir) {
+    runDir = resolve(resumeDir);
+    const stored = join(runDir, 'recipe.json');
+    if (!existsSync(stored)) throw new Error(`--resume: ${runDir} has no recipe.json`);
+    if (recipeArg) throw new Error('--resume continues the stored recipe: give no recipe with it');
+    recipeArg = stored;
+  } else {
+    if (!recipeArg)
+      throw new Error(
+        'name a recipe: a JSON file or r1-zero, r1, distill (npm run recipe -- --help)',
+      );
+    runDir = resolve(
+      flag('out') ?? join('runs', `recipe-${new Date().toISOString().replace(/[:.]/g, '-')}`),
+    );
+  }
+  const recipe = resumeDir
+    ? parseRecipe(JSON.parse(readFileSync(recipeArg, 'utf8')))
+    : readRecipe(recipeArg, seedOf(flag('seed')));
+  const model = await loadModel(flag('model') ?? 'bundled');
+  const engine = await openEngine();
+  try {
+    const { outcome } = await recipeFolder({
+      engine,
+      model,
+      recipe,
+      runDir,
+      resume: !!resumeDir,
+    });
+    console.log(`recipe '${recipe.name}' ${outcome}: ${runDir}`);
+    if (outcome !== 'finished') process.exitCode = 1;
+  } finally {
+    engine.destroy();
+  }
+}
+
+runCommand(() => main(process.argv.slice(2)));

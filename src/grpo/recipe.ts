@@ -1,0 +1,695 @@
+// A recipe: DeepSeek-R1's training pipeline in miniature, as a list of stages run one after the
+// other on one model (docs/grpo.md §10). A stage is
+//   sft               supervised fine-tuning (src/grpo/sft.ts) on a dataset: the built-in cold-start
+//                     set, a JSONL text, or the set an earlier rejection-sample stage kept;
+//   grpo              a GRPO run (src/grpo/run.ts) from a preset plus options;
+//   rejection-sample  k completions per training prompt, keeping the verified ones
+//                     (src/grpo/rejection-sampling.ts): a dataset for a later sft stage.
+// Each stage starts from the weights the previous one ended with, or from `from`: 'base' (the
+// recipe's model as loaded) or an earlier stage's name (distillation: a student starts from the base
+// model and learns from the teacher stage's samples). A rejection-sample stage changes no weights:
+// a stage after it starts from the weights it sampled with.
+//
+// RecipeRun drives the stages for every front end (the CLI's `npm run recipe`, the page's worker):
+// one timeline of metrics rows whose step counts across stages (stage boundaries are where its
+// `stage` index changes), hooks for each step, checkpoint and stage end, and a JSON state
+// (`RecipeState`) that, with the current stage's last checkpoint, resumes the recipe exactly.
+import type { Engine } from '../engine/engine';
+import { mixSeeds } from '../core/rng';
+import type { LlamaConfig } from '../core/model-config';
+import { GpuLlama } from '../model/llama';
+import { Sampler } from '../model/sampler';
+import type { CheckpointPayload } from '../storage/checkpoints';
+import type { Identity } from '../storage/db';
+import { createTask } from '../tasks/index';
+import { createCountdownTask } from '../tasks/countdown';
+import { generateTraces, DEFAULT_TRACE_MIX, TINY_COUNTDOWN_OPTIONS } from '../tasks/traces';
+import type { Task } from '../tasks/types';
+import { resolveConfig, type Config, type ConfigInput } from './config';
+import { PRESETS, type PresetName } from './presets';
+import {
+  rejectionSample,
+  toSftJsonl,
+  type RejectionSamplingOptions,
+  type RejectionSamplingReport,
+} from './rejection-sampling';
+import type { SandboxFactory } from './reward-sandbox';
+import { Run, type MetricsRow } from './run';
+import { resolveSftConfig, SftRun, tokenizeSftDataset, type SftConfig } from './sft';
+import { parseSftJsonl, type SftRow } from './sft-data';
+import { renderPrompt, type TrainerTokenizer } from './trainer';
+
+export type StageKind = 'sft' | 'grpo' | 'rejection-sample';
+
+/** Where an sft stage's examples come from. */
+export type SftDataSource =
+  /** `count` careful (reflecting, backward-search) Countdown traces whose answer is right, in the
+   * r1-zero template: R1's "long chain-of-thought" cold-start data, in miniature. */
+  | { coldStart: { count: number } }
+  /** The completions an earlier rejection-sample stage kept. */
+  | { stage: string }
+  /** A JSONL text in TRL's SFT formats (the CLI reads `path` into it). */
+  | { jsonl: string };
+
+interface StageBase {
+  /** Unique in the recipe; names the stage's checkpoints and its rows. */
+  name: string;
+  /** 'previous' (default), 'base', or an earlier stage's name. */
+  from?: string;
+}
+
+export interface SftStage extends StageBase {
+  kind: 'sft';
+  data: SftDataSource;
+  /** SFTConfig options (camelCase, src/grpo/sft.ts); seed defaults to the recipe's. */
+  options?: Partial<Record<keyof SftConfig, unknown>>;
+}
+
+export interface GrpoStage extends StageBase {
+  kind: 'grpo';
+  /** The preset the options apply to (default 'aha'). */
+  preset?: PresetName;
+  options?: Partial<ConfigInput>;
+}
+
+export interface RejectionStage extends StageBase {
+  kind: 'rejection-sample';
+  /** The preset whose task, template and sampling length the prompts use (default 'aha'). */
+  preset?: PresetName;
+  /** Training prompts sampled (never held-out ones: the preset's task excludes them). */
+  prompts: number;
+  options: Partial<Omit<RejectionSamplingOptions, 'seed'>> & { k: number; seed?: number };
+}
+
+export type RecipeStage = SftStage | GrpoStage | RejectionStage;
+
+export interface Recipe {
+  name: string;
+  description?: string;
+  /** Every stage's seed unless its options name one. */
+  seed: number;
+  stages: RecipeStage[];
+}
+
+/** One row of the recipe's timeline: `step` counts across stages (the x axis of every chart). */
+export interface TimelineRow extends MetricsRow {
+  /** The stage's index in recipe.stages. */
+  stage: number;
+  /** The step within its stage. */
+  stageStep: number;
+}
+
+/** What a finished stage produced. */
+export interface StageResult {
+  stage: number;
+  name: string;
+  kind: StageKind;
+  /** The stage's optimizer steps (0 for rejection-sample). */
+  steps: number;
+  /** The timeline step at which the stage ended. */
+  endStep: number;
+  seconds: number;
+  /** rejection-sample: counts (the samples themselves are in the hook's report). */
+  rejection?: {
+    sampled: number;
+    kept: number;
+    yield: number;
+    perPrompt: { problemId: string; kept: number; sampled: number }[];
+  };
+  /** The last row's metrics (sft / grpo). */
+  last?: Record<string, number>;
+}
+
+/** The recipe's progress as JSON: with the current stage's latest checkpoint it resumes the run. */
+export interface RecipeState {
+  recipe: Recipe;
+  /** The stage under way (recipe.stages.length when all are done). */
+  stageIndex: number;
+  results: StageResult[];
+  /** The JSONL sets rejection-sample stages kept, by stage name. */
+  datasets: Record<string, string>;
+  timeline: TimelineRow[];
+}
+
+export interface StageInfo {
+  index: number;
+  stage: RecipeStage;
+  /** The timeline step the stage starts after. */
+  startStep: number;
+}
+
+export interface RecipeHooks {
+  onStageStart?(info: StageInfo & { steps: number }): void | Promise<void>;
+  onStep?(
+    row: TimelineRow,
+    info: StageInfo & { steps: number; elapsedMs: number; skipped?: string | null },
+  ): void | Promise<void>;
+  /** A stage's checkpoint (its own codec: Run's or SftRun's payload; `config.recipe` names the
+   * recipe and stage). Store it with state() to resume. */
+  onCheckpoint?(
+    payload: CheckpointPayload,
+    info: StageInfo & { automatic: boolean },
+  ): void | Promise<void>;
+  onRejection?(report: RejectionSamplingReport, info: StageInfo): void | Promise<void>;
+  /** After a stage: the weights it ended with (the next stage's start unless it names another). */
+  onStageEnd?(
+    result: StageResult,
+    info: StageInfo & { weights: ReadonlyMap<string, Float32Array> },
+  ): void | Promise<void>;
+}
+
+export interface RecipeSetup {
+  engine: Engine;
+  recipe: Recipe;
+  runId: string;
+  base: {
+    config: LlamaConfig;
+    weights: ReadonlyMap<string, Float32Array>;
+    tokenizer: TrainerTokenizer;
+    identity?: Identity;
+  };
+  sandboxFactory: SandboxFactory;
+  /** Scores GRPO rewards and verifies rejection samples when it is not the preset's task (the
+   * aha preset trains on Countdown minus the held-out problems and is scored by Countdown). */
+  scoringTask?: Task;
+  hooks?: RecipeHooks;
+  /** Continue a stored recipe: its state, the current stage's latest checkpoint (null: the stage
+   * starts over), and the final weights of an earlier sft / grpo stage by name (its last
+   * checkpoint's parameters), asked for only when the current stage starts from it. */
+  resume?: {
+    state: RecipeState;
+    checkpoint: CheckpointPayload | null;
+    weightsOf(stageName: string): Promise<ReadonlyMap<string, Float32Array>>;
+  };
+}
+
+const KINDS: readonly StageKind[] = ['sft', 'grpo', 'rejection-sample'];
+
+/** Checks a recipe read from JSON; every problem names the stage and the field. */
+export function parseRecipe(value: unknown): Recipe {
+  const fail = (message: string): never => {
+    throw new Error(`recipe: ${message}`);
+  };
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    fail('expected a JSON object with "name", "seed" and "stages"');
+  const r = value as Record<string, unknown>;
+  if (typeof r.name !== 'string' || r.name.trim() === '') fail('"name" must be a non-empty string');
+  const seed = r.seed ?? 1;
+  if (!Number.isInteger(seed) || (seed as number) < 0)
+    fail(`"seed" must be an integer ≥ 0, got ${JSON.stringify(seed)}`);
+  if (!Array.isArray(r.stages) || r.stages.length === 0) fail('"stages" must be a non-empty array');
+  const names = new Set<string>();
+  const producesWeights = new Set<string>();
+  const datasets = new Set<string>();
+  const stages = (r.stages as unknown[]).map((raw, i): RecipeStage => {
+    const where = `stage ${i + 1}`;
+    if (typeof raw !== 'object' || raw === null) fail(`${where} must be an object`);
+    const s = raw as Record<string, unknown>;
+    if (!KINDS.includes(s.kind as StageKind))
+      fail(`${where}: "kind" must be one of ${KINDS.join(', ')}, got ${JSON.stringify(s.kind)}`);
+    const name = s.name ?? `${s.kind}-${i + 1}`;
+    if (typeof name !== 'string' || !/^[\w.-]{1,64}$/.test(name))
+      fail(`${where}: "name" must be 1–64 letters, digits, '.', '_' or '-'`);
+    if (names.has(name as string)) fail(`${where}: the name '${name}' is used twice`);
+    const from = s.from ?? 'previous';
+    if (typeof from !== 'string') fail(`${where} ('${name}'): "from" must be a string`);
+    if (from !== 'previous' && from !== 'base' && !names.has(from as string))
+      fail(`${where} ('${name}'): "from" names '${from}', which is not an earlier stage`);
+    names.add(name as string);
+    if (s.options !== undefined && (typeof s.options !== 'object' || s.options === null))
+      fail(`${where} ('${name}'): "options" must be an object`);
+    const options = (s.options ?? {}) as Record<string, unknown>;
+    const preset = s.preset ?? 'aha';
+    if (s.kind !== 'sft' && !(typeof preset === 'string' && preset in PRESETS))
+      fail(
+        `${where} ('${name}'): unknown preset ${JSON.stringify(preset)} (${Object.keys(PRESETS).join(', ')})`,
+      );
+    if (s.kind === 'sft') {
+      const d = s.data as Record<string, unknown> | undefined;
+      let data: SftDataSource;
+      if (d && typeof d === 'object' && 'coldStart' in d) {
+        const count = (d.coldStart as { count?: unknown } | null)?.count;
+        if (!Number.isInteger(count) || (count as number) < 1)
+          fail(`${where} ('${name}'): data.coldStart.count must be an integer ≥ 1`);
+        data = { coldStart: { count: count as number } };
+      } else if (d && typeof d === 'object' && typeof d.stage === 'string') {
+        if (!datasets.has(d.stage))
+          fail(
+            `${where} ('${name}'): data.stage names '${d.stage}', which is not an earlier rejection-sample stage`,
+          );
+        data = { stage: d.stage };
+      } else if (d && typeof d === 'object' && typeof d.jsonl === 'string') {
+        data = { jsonl: d.jsonl };
+      } else {
+        return fail(
+          `${where} ('${name}'): "data" must be {"coldStart": {"count": N}}, {"stage": "<rejection stage>"} or {"jsonl": "<text>"} (the CLI also reads {"path": "file.jsonl"})`,
+        );
+      }
+      // Checks the options now rather than after the earlier stages have trained.
+      try {
+        resolveSftConfig(options);
+      } catch (err) {
+        fail(`${where} ('${name}'): ${(err as Error).message}`);
+      }
+      producesWeights.add(name as string);
+      return { kind: 'sft', name: name as string, from: from as string, data, options };
+    }
+    if (s.kind === 'grpo') {
+      try {
+        resolveConfig({ ...PRESETS[preset as PresetName], ...options });
+      } catch (err) {
+        fail(`${where} ('${name}'): ${(err as Error).message}`);
+      }
+      producesWeights.add(name as string);
+      return {
+        kind: 'grpo',
+        name: name as string,
+        from: from as string,
+        preset: preset as PresetName,
+        options,
+      };
+    }
+    const prompts = s.prompts;
+    if (!Number.isInteger(prompts) || (prompts as number) < 1)
+      fail(`${where} ('${name}'): "prompts" must be an integer ≥ 1`);
+    if (!Number.isInteger(options.k) || (options.k as number) < 1)
+      fail(`${where} ('${name}'): options.k (completions per prompt) must be an integer ≥ 1`);
+    datasets.add(name as string);
+    return {
+      kind: 'rejection-sample',
+      name: name as string,
+      from: from as string,
+      preset: preset as PresetName,
+      prompts: prompts as number,
+      options: options as RejectionStage['options'],
+    };
+  });
+  return {
+    name: (r.name as string).trim(),
+    description: typeof r.description === 'string' ? r.description : undefined,
+    seed: seed as number,
+    stages,
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Built-in recipes (the bundled model, Countdown). GRPO budgets are equal across recipes so the
+// comparison is of what is done with them: R1-Zero's GRPO steps = the R1 recipe's two GRPO stages.
+
+/** GRPO steps of R1-Zero, and of R1's two RL stages together. */
+export const RECIPE_GRPO_STEPS = 30;
+
+const rl = (steps: number): Partial<ConfigInput> => ({ steps, saveSteps: 10 });
+
+export const BUILTIN_RECIPES = {
+  'r1-zero': {
+    name: 'R1-Zero',
+    description:
+      'Pure RL: GRPO from the base model with format and accuracy rewards (the aha preset).',
+    seed: 1,
+    stages: [{ kind: 'grpo', name: 'rl', preset: 'aha', options: rl(RECIPE_GRPO_STEPS) }],
+  },
+  r1: {
+    name: 'R1',
+    description:
+      'Cold start on careful chain-of-thought examples, reasoning RL, rejection sampling of the RL model’s verified answers, SFT on them from the cold-start model, and a last RL stage (DeepSeek-R1 §2.3).',
+    seed: 1,
+    stages: [
+      {
+        kind: 'sft',
+        name: 'cold-start',
+        data: { coldStart: { count: 256 } },
+        options: {
+          learningRate: 3e-4,
+          numTrainEpochs: 1,
+          perDeviceTrainBatchSize: 16,
+          maxLength: 128,
+          saveSteps: 8,
+        },
+      },
+      { kind: 'grpo', name: 'reasoning-rl', preset: 'aha', options: rl(RECIPE_GRPO_STEPS / 2) },
+      {
+        kind: 'rejection-sample',
+        name: 'rejection',
+        preset: 'aha',
+        prompts: 64,
+        options: { k: 4, temperature: 1 },
+      },
+      {
+        kind: 'sft',
+        name: 'sft',
+        from: 'cold-start',
+        data: { stage: 'rejection' },
+        options: {
+          learningRate: 3e-4,
+          numTrainEpochs: 2,
+          perDeviceTrainBatchSize: 16,
+          maxLength: 128,
+          saveSteps: 8,
+        },
+      },
+      { kind: 'grpo', name: 'final-rl', preset: 'aha', options: rl(RECIPE_GRPO_STEPS / 2) },
+    ],
+  },
+  distill: {
+    name: 'Distillation',
+    description:
+      'A teacher trained by RL (R1-Zero’s GRPO), its verified outputs rejection-sampled, and the base model fine-tuned on them (DeepSeek-R1 §4.1).',
+    seed: 1,
+    stages: [
+      { kind: 'grpo', name: 'teacher-rl', preset: 'aha', options: rl(RECIPE_GRPO_STEPS) },
+      {
+        kind: 'rejection-sample',
+        name: 'teacher-samples',
+        preset: 'aha',
+        prompts: 64,
+        options: { k: 4, temperature: 1 },
+      },
+      {
+        kind: 'sft',
+        name: 'student-sft',
+        from: 'base',
+        data: { stage: 'teacher-samples' },
+        options: {
+          learningRate: 3e-4,
+          numTrainEpochs: 2,
+          perDeviceTrainBatchSize: 16,
+          maxLength: 128,
+          saveSteps: 8,
+        },
+      },
+    ],
+  },
+} satisfies Record<string, Recipe>;
+
+export type BuiltinRecipeName = keyof typeof BUILTIN_RECIPES;
+
+export function builtinRecipe(name: string, seed?: number): Recipe {
+  const recipe = (BUILTIN_RECIPES as Record<string, Recipe>)[name];
+  if (!recipe)
+    throw new Error(`no built-in recipe '${name}' (${Object.keys(BUILTIN_RECIPES).join(', ')})`);
+  return parseRecipe(structuredClone({ ...recipe, seed: seed ?? recipe.seed }));
+}
+
+/** The cold-start set: careful Countdown traces with a right answer, as prompt/completion rows.
+ * Held-out problems never appear (the trace generator draws training problems only). */
+export function coldStartRows(seed: number, count: number): SftRow[] {
+  const mix = { ...DEFAULT_TRACE_MIX, arithmeticShare: 0, checkRate: 1 };
+  const rows: SftRow[] = [];
+  // Some careful traces run out of tries before they hit the target: draw until `count` are right.
+  for (let n = count * 2; rows.length < count; n *= 2) {
+    rows.length = 0;
+    for (const t of generateTraces(mixSeeds(seed, 0xc01d), n, mix)) {
+      if (!t.correct) continue;
+      rows.push({
+        kind: 'prompt-completion',
+        line: rows.length + 1,
+        prompt: t.prompt,
+        completion: t.completion,
+      });
+      if (rows.length === count) break;
+    }
+    if (n > count * 64) throw new Error(`cold start: only ${rows.length} right traces in ${n}`);
+  }
+  return rows;
+}
+
+/** Stage `index`'s seed unless its options set one: the recipe's seed for the first stage (so a
+ * one-stage GRPO recipe is exactly the preset's run with that seed), a derived one after it, so
+ * that a later GRPO stage does not redraw the first stage's prompts and samples. */
+export const stageSeed = (recipe: Recipe, index: number) =>
+  index === 0 ? recipe.seed : mixSeeds(recipe.seed, 0x57a9e + index);
+
+/** The preset's config for a grpo or rejection-sample stage (a grpo stage's options over the
+ * preset, the stage's seed unless they set one). */
+export function stageConfig(recipe: Recipe, index: number): Config {
+  const stage = recipe.stages[index];
+  if (stage.kind === 'sft') throw new Error(`stage '${stage.name}' is an sft stage`);
+  return resolveConfig({
+    ...PRESETS[stage.preset ?? 'aha'],
+    seed: stageSeed(recipe, index),
+    ...(stage.kind === 'grpo' ? stage.options : {}),
+  });
+}
+
+const tag = (payload: CheckpointPayload, recipe: Recipe, index: number): CheckpointPayload => ({
+  ...payload,
+  config: {
+    ...payload.config,
+    recipe: { name: recipe.name, stage: index, stageName: recipe.stages[index].name },
+  },
+});
+
+export class RecipeRun {
+  readonly recipe: Recipe;
+  readonly hooks: RecipeHooks;
+  private state: RecipeState;
+  /** Final weights of finished stages (sft / grpo) kept for the stages that start from them. */
+  private readonly weights = new Map<string, ReadonlyMap<string, Float32Array>>();
+  private stopRequested = false;
+
+  constructor(private readonly setup: RecipeSetup) {
+    this.recipe = setup.recipe;
+    this.hooks = setup.hooks ?? {};
+    this.state = setup.resume
+      ? structuredClone(setup.resume.state)
+      : { recipe: setup.recipe, stageIndex: 0, results: [], datasets: {}, timeline: [] };
+    if (setup.resume && JSON.stringify(setup.resume.state.recipe) !== JSON.stringify(setup.recipe))
+      throw new Error('recipe: the stored state belongs to another recipe');
+  }
+
+  /** A copy of the progress so far (JSON). */
+  snapshot(): RecipeState {
+    return structuredClone(this.state);
+  }
+
+  get finished(): boolean {
+    return this.state.stageIndex >= this.recipe.stages.length;
+  }
+
+  /** Asks the stage under way to stop after its current step (resume continues from its last
+   * checkpoint). */
+  stop(): void {
+    this.stopRequested = true;
+  }
+
+  /** The timeline step after the last row (where the next stage starts). */
+  private get lastStep(): number {
+    return this.state.timeline.at(-1)?.step ?? 0;
+  }
+
+  /** The name of the weight-producing stage (or 'base') that stage `index` starts from. */
+  private sourceOf(index: number): string {
+    const stages = this.recipe.stages;
+    let from = stages[index].from ?? 'previous';
+    if (from === 'previous') from = index === 0 ? 'base' : stages[index - 1].name;
+    // A rejection-sample stage passes its own starting weights through.
+    while (from !== 'base') {
+      const i = stages.findIndex((s) => s.name === from);
+      if (stages[i].kind !== 'rejection-sample') break;
+      from = this.sourceOf(i);
+    }
+    return from;
+  }
+
+  private async startWeights(index: number): Promise<ReadonlyMap<string, Float32Array>> {
+    const source = this.sourceOf(index);
+    if (source === 'base') return this.setup.base.weights;
+    const kept = this.weights.get(source);
+    if (kept) return kept;
+    if (!this.setup.resume) throw new Error(`recipe: no weights of stage '${source}'`);
+    const loaded = await this.setup.resume.weightsOf(source);
+    this.weights.set(source, loaded);
+    return loaded;
+  }
+
+  /** Runs the remaining stages (or until stop()). */
+  async run(): Promise<'finished' | 'stopped'> {
+    this.stopRequested = false;
+    while (!this.finished) {
+      const index = this.state.stageIndex;
+      const checkpoint =
+        this.setup.resume && index === this.setup.resume.state.stageIndex
+          ? this.setup.resume.checkpoint
+          : null;
+      const outcome = await this.runStage(index, checkpoint);
+      if (outcome === 'stopped') return 'stopped';
+    }
+    return 'finished';
+  }
+
+  private async runStage(
+    index: number,
+    checkpoint: CheckpointPayload | null,
+  ): Promise<'finished' | 'stopped'> {
+    const stage = this.recipe.stages[index];
+    const { engine, base } = this.setup;
+    const started = performance.now();
+    // Rows of this stage recorded before a resume are kept up to the checkpoint's step.
+    const keep = checkpoint?.step ?? 0;
+    this.state.timeline = this.state.timeline.filter(
+      (r) => r.stage < index || (r.stage === index && r.stageStep <= keep),
+    );
+    const startStep = this.state.timeline.filter((r) => r.stage < index).at(-1)?.step ?? 0;
+    const info: StageInfo = { index, stage, startStep };
+    const from = await this.startWeights(index);
+    const record = async (
+      stageStep: number,
+      metrics: Record<string, number>,
+      steps: number,
+      elapsedMs: number,
+      skipped?: string | null,
+    ) => {
+      const row: TimelineRow = { step: startStep + stageStep, stage: index, stageStep, metrics };
+      this.state.timeline.push(row);
+      await this.hooks.onStep?.(row, { ...info, steps, elapsedMs, skipped });
+    };
+    const runId = `${this.setup.runId}/${index}-${stage.name}`;
+    let result: StageResult;
+    let endWeights: ReadonlyMap<string, Float32Array>;
+    if (stage.kind === 'rejection-sample') {
+      const config = stageConfig(this.recipe, index);
+      const task = createTask(config.task, config.taskOptions);
+      const verifier = this.setup.scoringTask ?? task;
+      const seed = stage.options.seed ?? stageSeed(this.recipe, index);
+      const problems = task.generate(mixSeeds(seed, 0x5e1ec7), stage.prompts);
+      const model = GpuLlama.load(engine, base.config, from);
+      let report: RejectionSamplingReport;
+      try {
+        await this.hooks.onStageStart?.({ ...info, steps: 0 });
+        report = await rejectionSample(
+          {
+            generator: new Sampler(engine, model),
+            tokenizer: base.tokenizer,
+            task: verifier,
+            renderPrompt: (p) => renderPrompt(task, base.tokenizer, p, config.template),
+          },
+          problems,
+          {
+            maxCompletionLength: config.maxCompletionLength,
+            temperature: config.temperature,
+            ...stage.options,
+            seed,
+          },
+        );
+      } finally {
+        model.destroy();
+      }
+      this.state.datasets[stage.name] = toSftJsonl(report);
+      await this.hooks.onRejection?.(report, info);
+      endWeights = from;
+      result = {
+        stage: index,
+        name: stage.name,
+        kind: stage.kind,
+        steps: 0,
+        endStep: startStep,
+        seconds: (performance.now() - started) / 1000,
+        rejection: {
+          sampled: report.sampled,
+          kept: report.kept,
+          yield: report.yield,
+          perPrompt: report.perPrompt.map((p) => ({ ...p })),
+        },
+      };
+    } else if (stage.kind === 'sft') {
+      const config = resolveSftConfig({ seed: stageSeed(this.recipe, index), ...stage.options });
+      const rows = this.sftRows(stage);
+      const { examples } = tokenizeSftDataset(rows, base.tokenizer, config);
+      const run: SftRun = new SftRun({
+        engine,
+        runId,
+        runName: `${this.recipe.name} · ${stage.name}`,
+        modelIdentity: base.identity,
+        config,
+        model: { config: base.config, weights: from },
+        examples,
+        padTokenId: base.tokenizer.padTokenId,
+        hooks: {
+          onStep: (report, { elapsedMs }) =>
+            record(report.step, report.metrics, run.totalSteps, elapsedMs, report.skipped),
+          onCheckpoint: (payload, { automatic }) =>
+            this.hooks.onCheckpoint?.(tag(payload, this.recipe, index), { ...info, automatic }),
+        },
+      });
+      try {
+        if (checkpoint) run.restore(checkpoint, []);
+        await this.hooks.onStageStart?.({ ...info, steps: run.totalSteps });
+        if ((await run.runUntil(() => this.stopRequested)) === 'stopped') return 'stopped';
+        endWeights = await run.policy.readParameters();
+      } finally {
+        run.destroy();
+      }
+      result = this.stepResult(index, run.totalSteps, started);
+    } else {
+      const config = stageConfig(this.recipe, index);
+      const run: Run = new Run({
+        engine,
+        config,
+        runId,
+        runName: `${this.recipe.name} · ${stage.name}`,
+        modelIdentity: base.identity ?? { name: this.recipe.name, sha256: '' },
+        model: { config: base.config, weights: from, tokenizer: base.tokenizer },
+        scoringTask: this.setup.scoringTask,
+        sandboxFactory: this.setup.sandboxFactory,
+        hooks: {
+          onStep: (report, { elapsedMs }) =>
+            record(report.step, report.metrics, config.steps, elapsedMs),
+          onCheckpoint: (payload, { automatic }) =>
+            this.hooks.onCheckpoint?.(tag(payload, this.recipe, index), { ...info, automatic }),
+        },
+      });
+      try {
+        if (checkpoint) run.restore(checkpoint, []);
+        await this.hooks.onStageStart?.({ ...info, steps: config.steps });
+        if ((await run.runUntil(() => this.stopRequested)) === 'stopped') return 'stopped';
+        endWeights = await run.trainer.policy.readParameters();
+      } finally {
+        run.destroy();
+      }
+      result = this.stepResult(index, config.steps, started);
+    }
+    this.weights.set(stage.name, endWeights);
+    this.state.results = this.state.results.filter((r) => r.stage !== index).concat(result);
+    this.state.stageIndex = index + 1;
+    await this.hooks.onStageEnd?.(result, { ...info, weights: endWeights });
+    return 'finished';
+  }
+
+  private stepResult(index: number, steps: number, started: number): StageResult {
+    const stage = this.recipe.stages[index];
+    const rows = this.state.timeline.filter((r) => r.stage === index);
+    return {
+      stage: index,
+      name: stage.name,
+      kind: stage.kind,
+      steps,
+      endStep: rows.at(-1)?.step ?? 0,
+      seconds: (performance.now() - started) / 1000,
+      last: rows.at(-1)?.metrics,
+    };
+  }
+
+  private sftRows(stage: SftStage): SftRow[] {
+    const data = stage.data;
+    if ('coldStart' in data) return coldStartRows(this.recipe.seed, data.coldStart.count);
+    const text = 'stage' in data ? this.state.datasets[data.stage] : data.jsonl;
+    if (text === undefined)
+      throw new Error(
+        `recipe: stage '${stage.name}' needs the set of '${(data as { stage: string }).stage}', which has not run`,
+      );
+    const { rows, issues } = parseSftJsonl(text);
+    if (issues.length)
+      throw new Error(
+        `recipe: stage '${stage.name}': line ${issues[0].line}: ${issues[0].message}`,
+      );
+    if (rows.length === 0)
+      throw new Error(
+        `recipe: stage '${stage.name}' has no examples${'stage' in data ? ` (rejection stage '${data.stage}' kept none: sample more prompts or train the model longer first)` : ''}`,
+      );
+    return rows;
+  }
+}
+
+/** Countdown with the tiny reasoner's options: the task the built-in recipes are scored by. */
+export const recipeScoringTask = () => createCountdownTask(TINY_COUNTDOWN_OPTIONS);
