@@ -9,7 +9,7 @@
 // A LoRA run (config.usePeft) saves only its adapters (PEFT names) and their AdamW moments: the base
 // is frozen, so the base model's identity (modelIdentity) is all a restore needs to find it.
 import { EXP_AVG_PREFIX, EXP_AVG_SQ_PREFIX } from '../optim/adamw';
-import { loraOptionsOf, type Config } from './config';
+import { loraOptionsOf, type Config, type LiveChange } from './config';
 import { loraAdapterSpecs } from '../ref/lora';
 import type { TrainerSnapshot } from './trainer';
 import { numel, parameterSpecs, type LlamaConfig } from '../core/model-config';
@@ -31,7 +31,13 @@ export interface CheckpointContext {
   referenceIdentity: Identity | null;
   tokenizerIdentity: Identity | null;
   metricsSoFar?: StoredMetricsRow[];
+  /** The options changed in the middle of the run so far (Run.applyLiveOptions): `config` is the
+   * one in force after them. Kept in the `rng` record with the trainer's other bookkeeping. */
+  liveChanges?: readonly LiveChange[];
 }
+
+/** Where a checkpoint keeps its run's live option changes (a JSON string in its `rng` record). */
+const LIVE_CHANGES_KEY = 'run.liveChanges';
 
 export function snapshotToPayload(
   snapshot: TrainerSnapshot,
@@ -59,6 +65,7 @@ export function snapshotToPayload(
       'trainer.numTokens': [snapshot.numTokens],
       'trainer.consecutiveSkips': [snapshot.consecutiveSkips],
       sampler: `philox4x32-10 keyed by (seed ${ctx.config.seed}, step): no state`,
+      ...(ctx.liveChanges?.length ? { [LIVE_CHANGES_KEY]: JSON.stringify(ctx.liveChanges) } : {}),
     },
     config: ctx.config as unknown as Record<string, unknown>,
     modelConfig: ctx.modelConfig,
@@ -101,6 +108,15 @@ export function payloadToSnapshot(payload: CheckpointPayload): TrainerSnapshot {
     weights,
     optimizer,
   };
+}
+
+/** The live option changes a checkpoint's run had made by then (none for one saved without). */
+export function liveChangesOf(payload: Pick<CheckpointPayload, 'rng'>): LiveChange[] {
+  const stored = payload.rng[LIVE_CHANGES_KEY];
+  if (typeof stored !== 'string') return [];
+  const parsed = JSON.parse(stored) as unknown;
+  if (!Array.isArray(parsed)) throw new Error(`checkpoint: '${LIVE_CHANGES_KEY}' is not a list`);
+  return parsed as LiveChange[];
 }
 
 /** The weights a checkpoint holds: every parameter, or a LoRA run's adapters only. */

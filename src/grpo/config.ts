@@ -420,6 +420,51 @@ export type Config = Omit<ConfigInput, 'epsilonHigh' | 'rewardWeights'> & {
 
 export const CONFIG_KEYS = Object.keys(CONFIG_SCHEMA) as ConfigKey[];
 
+/**
+ * The options a run takes in the middle, from its next step (Run.applyLiveOptions), with no
+ * rebuild: each is read afresh every step (sampling, rewards, the loss, the learning-rate schedule,
+ * the save / eval policy), so the run goes on exactly as a run built with the new config and
+ * restored at this step would. `beta` only while the run has its reference policy (built with
+ * β > 0): going 0 → > 0 needs the reference weights, so a Reset. Everything else (model, task,
+ * batch shape, lengths, LoRA, the optimizer's own settings, seed…) shapes buffers or the data
+ * stream when the run is built and waits for a Reset. The one list: the Step button's pending
+ * split (src/app/lib/pending.ts) reads it too.
+ */
+export const LIVE_OPTION_KEYS = [
+  'rewards',
+  'customRewards',
+  'rewardWeights',
+  'rewardTimeoutMs',
+  'temperature',
+  'topP',
+  'minP',
+  'topK',
+  'repetitionPenalty',
+  'learningRate',
+  'beta',
+  'epsilon',
+  'epsilonHigh',
+  'steps',
+  'saveSteps',
+  'loggingSteps',
+  'evalSteps',
+] as const satisfies readonly ConfigKey[];
+export type LiveOptionKey = (typeof LIVE_OPTION_KEYS)[number];
+
+/** One option changed in the middle of a run: from step `step` on (the first step trained with
+ * `to`), `key` went from `from` to `to`. The run's history of these travels with its checkpoints. */
+export interface LiveChange {
+  step: number;
+  key: ConfigKey;
+  from: unknown;
+  to: unknown;
+}
+
+/** The keys whose values differ between two configs (in schema order). */
+export function changedKeys(a: Config, b: Config): ConfigKey[] {
+  return CONFIG_KEYS.filter((key) => JSON.stringify(a[key]) !== JSON.stringify(b[key]));
+}
+
 function spec(key: ConfigKey): FieldSpec<unknown> {
   return CONFIG_SCHEMA[key] as FieldSpec<unknown>;
 }

@@ -43,7 +43,8 @@ export class EvalDuringTraining {
   constructor(
     private readonly trainer: GrpoTrainer,
     private readonly context: EvalContext,
-    private readonly config: Config,
+    /** The run's config in force (Run.applyLiveOptions replaces it: evalSteps, steps, sampling). */
+    public config: Config,
   ) {}
 
   /** Whether the configuration asks for evaluations at all (evalSteps > 0 and eval prompts). */

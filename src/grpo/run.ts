@@ -22,11 +22,20 @@ import type { CheckpointPayload } from '../storage/checkpoints';
 import type { Identity } from '../storage/db';
 import {
   fromStoredMetrics,
+  liveChangesOf,
   payloadToSnapshot,
   snapshotToPayload,
   toStoredMetrics,
 } from './checkpoint';
-import { loraOptionsOf, type Config } from './config';
+import {
+  changedKeys,
+  LIVE_OPTION_KEYS,
+  loraOptionsOf,
+  resolveConfig,
+  type Config,
+  type ConfigKey,
+  type LiveChange,
+} from './config';
 import { createCustomRewards, customRewardResolver, disposeCustomRewards } from './custom-reward';
 import { EvalDuringTraining, type BestEval, type EvalRecord } from './eval-during-training';
 import { trainerEvalContext, type EvalContext } from './evaluate';
@@ -159,13 +168,14 @@ export interface RunSetup {
   hooks?: RunHooks;
 }
 
+/** The options whose change rebuilds the reward functions (custom rewards in new sandboxes). */
+const REWARD_KEYS: readonly ConfigKey[] = ['rewards', 'customRewards', 'rewardTimeoutMs'];
+
 export class Run {
   readonly id: string;
   /** The run's display name (renaming a run changes it). */
   name: string | undefined;
-  readonly config: Config;
   readonly task: Task;
-  readonly rewards: RewardFunction[];
   readonly trainer: GrpoTrainer;
   readonly evals: EvalDuringTraining;
   readonly evalContext: EvalContext;
@@ -173,6 +183,15 @@ export class Run {
   /** Every completed step's metrics (restore() keeps those up to the checkpoint). */
   history: MetricsRow[] = [];
   hooks: RunHooks;
+  /** The options changed in the middle of this run (applyLiveOptions), oldest first; a checkpoint
+   * keeps them with the config in force, and restore() brings them back. */
+  liveChanges: LiveChange[] = [];
+  #config: Config;
+  #rewards: RewardFunction[];
+  /** A step is under way: live options wait for its end. */
+  #stepping = false;
+  private readonly scoring: Task;
+  private readonly sandboxFactory: SandboxFactory;
   private readonly model: RunModel;
   private readonly modelIdentity: Identity | null;
   private readonly progress = new StepProgress((p) => this.hooks.onProgress?.(p));
@@ -192,7 +211,8 @@ export class Run {
     this.name = setup.runName;
     this.model = model;
     this.modelIdentity = setup.modelIdentity ?? null;
-    this.config = config;
+    this.#config = config;
+    this.sandboxFactory = setup.sandboxFactory;
     this.hooks = setup.hooks ?? {};
     this.plan = planRunMemory(
       model.config,
@@ -203,19 +223,8 @@ export class Run {
     );
     if (setup.mustFit && !this.plan.fits) throw new Error(this.plan.message);
     this.task = createTask(config.task, config.taskOptions, { text: setup.taskText });
-    const scoring = setup.scoringTask ?? this.task;
-    const custom = createCustomRewards(config.customRewards, {
-      timeoutMs: config.rewardTimeoutMs,
-      sandboxFactory: setup.sandboxFactory,
-    });
-    this.rewards = createRewardFunctions(
-      config.rewards,
-      scoring,
-      customRewardResolver(custom),
-      config,
-    );
-    // Custom rewards defined but not listed in config.rewards would keep an idle sandbox alive.
-    disposeCustomRewards(custom.filter((f) => !this.rewards.includes(f)));
+    this.scoring = setup.scoringTask ?? this.task;
+    this.#rewards = this.buildRewards(config);
     try {
       setup.beforeAllocate?.();
       this.trainer = new GrpoTrainer({
@@ -225,16 +234,101 @@ export class Run {
         weights: model.weights,
         tokenizer: model.tokenizer,
         task: this.task,
-        rewardFunctions: this.rewards,
+        rewardFunctions: this.#rewards,
         recordLogpAfterUpdate: setup.recordLogpAfterUpdate,
       });
     } catch (err) {
-      disposeCustomRewards(this.rewards);
+      disposeCustomRewards(this.#rewards);
       throw err;
     }
-    this.trainer.onPhase = (phase) => this.progress.trainer(phase, this.stepCount + 1, config);
-    this.evalContext = trainerEvalContext(this.trainer, model.tokenizer, scoring);
+    this.trainer.onPhase = (phase) =>
+      this.progress.trainer(phase, this.stepCount + 1, this.#config);
+    this.evalContext = trainerEvalContext(this.trainer, model.tokenizer, this.scoring);
     this.evals = new EvalDuringTraining(this.trainer, this.evalContext, config);
+  }
+
+  /** The config in force: the one the run was built with and any live changes since. */
+  get config(): Config {
+    return this.#config;
+  }
+
+  /** One per config.rewards entry, in that order. */
+  get rewards(): RewardFunction[] {
+    return this.#rewards;
+  }
+
+  /** The reward functions of `config` (custom ones each in a sandbox of their own). */
+  private buildRewards(config: Config): RewardFunction[] {
+    const custom = createCustomRewards(config.customRewards, {
+      timeoutMs: config.rewardTimeoutMs,
+      sandboxFactory: this.sandboxFactory,
+    });
+    let rewards: RewardFunction[];
+    try {
+      rewards = createRewardFunctions(
+        config.rewards,
+        this.scoring,
+        customRewardResolver(custom),
+        config,
+      );
+    } catch (err) {
+      disposeCustomRewards(custom);
+      throw err;
+    }
+    // Custom rewards defined but not listed in config.rewards would keep an idle sandbox alive.
+    disposeCustomRewards(custom.filter((f) => !rewards.includes(f)));
+    return rewards;
+  }
+
+  /** The options this run can change in the middle (LIVE_OPTION_KEYS; beta only while it has its
+   * reference policy). */
+  get liveOptions(): ConfigKey[] {
+    return LIVE_OPTION_KEYS.filter((key) => key !== 'beta' || this.trainer.hasReference);
+  }
+
+  /**
+   * Applies `next` from the next step on, without a rebuild: the options in `liveOptions` may
+   * differ from the config in force, nothing else (the error names the ones that need a Reset).
+   * Changed rewards are rebuilt (custom code in new sandboxes, the old ones stopped); the trainer
+   * takes the new config at once (the learning-rate schedule with the new peak, sampling, the loss,
+   * reward weights); `steps` may not go below the steps already trained. Each change is recorded
+   * in `liveChanges` and returned. Between steps only.
+   */
+  applyLiveOptions(next: Config): LiveChange[] {
+    if (this.#stepping) throw new Error('A step is under way: options apply between steps.');
+    // The same checks as any config (unknown keys, types, cross-field rules).
+    next = resolveConfig(next);
+    const keys = changedKeys(this.#config, next);
+    if (keys.length === 0) return [];
+    const live = this.liveOptions;
+    const rebuild = keys.filter((key) => !live.includes(key));
+    if (rebuild.length > 0) {
+      throw new Error(
+        `${rebuild.join(', ')} cannot change in the middle of a run: Reset to apply ${rebuild.length === 1 ? 'it' : 'them'}.`,
+      );
+    }
+    if (next.steps < this.stepCount) {
+      throw new Error(
+        `steps (${next.steps}) cannot be below the ${this.stepCount} steps already trained.`,
+      );
+    }
+    const rewards = keys.some((key) => REWARD_KEYS.includes(key))
+      ? this.buildRewards(next)
+      : this.#rewards;
+    try {
+      this.trainer.applyConfig(next, rewards);
+    } catch (err) {
+      if (rewards !== this.#rewards) disposeCustomRewards(rewards);
+      throw err;
+    }
+    if (rewards !== this.#rewards) disposeCustomRewards(this.#rewards);
+    const step = this.stepCount + 1;
+    const changes = keys.map((key) => ({ step, key, from: this.#config[key], to: next[key] }));
+    this.#rewards = rewards;
+    this.#config = next;
+    this.evals.config = next;
+    this.liveChanges = [...this.liveChanges, ...changes];
+    return changes;
   }
 
   /** Completed steps. */
@@ -257,6 +351,7 @@ export class Run {
   ): void {
     this.trainer.restore(payloadToSnapshot(payload));
     this.history = history.filter((row) => row.step <= payload.step);
+    this.liveChanges = liveChangesOf(payload);
   }
 
   /**
@@ -266,6 +361,8 @@ export class Run {
    * weights, not the loaded best ones. onProgress follows it phase by phase and ends with null.
    */
   async step(): Promise<StepReport> {
+    if (this.#stepping) throw new Error('A step is already under way.');
+    this.#stepping = true;
     try {
       const started = performance.now();
       const report = await this.trainer.trainStep();
@@ -287,6 +384,7 @@ export class Run {
       }
       return report;
     } finally {
+      this.#stepping = false;
       this.progress.idle();
     }
   }
@@ -314,13 +412,14 @@ export class Run {
       referenceIdentity: this.modelIdentity,
       tokenizerIdentity: null,
       metricsSoFar: toStoredMetrics(this.history),
+      liveChanges: this.liveChanges,
     });
     await this.hooks.onCheckpoint(payload, { automatic });
   }
 
   /** Frees the GPU buffers and the custom rewards' sandboxes. */
   destroy(): void {
-    disposeCustomRewards(this.rewards);
+    disposeCustomRewards(this.#rewards);
     this.trainer.destroy();
   }
 }

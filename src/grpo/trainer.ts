@@ -164,9 +164,13 @@ export class GrpoTrainer {
   numTokens = 0;
   private consecutiveSkips = 0;
   private promptCursor = 0;
-  private readonly problems: { train: ProblemStream; eval: Problem[] };
+  private problems: { train: ProblemStream; eval: Problem[] };
+  /** Whether the loss has a reference policy (built with β > 0: a frozen copy, or under LoRA the
+   * policy with its adapters off); without one β can only stay 0 (applyConfig). */
+  readonly hasReference: boolean;
 
-  constructor(private readonly setup: TrainerSetup) {
+  // Not readonly: applyConfig swaps in a new config and reward functions between steps.
+  constructor(private setup: TrainerSetup) {
     const { engine, config, modelConfig, weights } = setup;
     if (config.numGenerations < 2)
       throw new Error('numGenerations must be ≥ 2: GRPO compares completions within a group');
@@ -207,6 +211,7 @@ export class GrpoTrainer {
       maxGradNorm: config.maxGradNorm,
     });
     const reference = config.beta > 0 && lora ? this.policy : this.reference;
+    this.hasReference = reference !== null;
     this.objective = new PolicyObjective(engine, this.policy, reference, this.optimizer);
     this.markers = reflectionMarkers(setup.task.reflectionMarkers ?? []);
     this.problems = trainEvalStream(
@@ -264,6 +269,36 @@ export class GrpoTrainer {
       if (rendered.ids.length <= config.maxPromptLength) out.push({ problem, ...rendered });
     }
     return out;
+  }
+
+  /**
+   * A new config and reward functions for the steps to come (Run.applyLiveOptions checks which
+   * options may change; this checks what the trainer itself needs). Every option the trainer reads
+   * per step (sampling, reward weights, the loss, the schedule) follows at once; a new `steps`
+   * rebuilds the problem stream as a run built with it would have it (the position in it kept), so
+   * a checkpoint saved after the change restores into exactly this run.
+   */
+  applyConfig(config: Config, rewardFunctions: RewardFunction[]): void {
+    const before = this.setup.config;
+    if (rewardFunctions.length !== config.rewards.length) {
+      throw new Error(
+        `${config.rewards.length} rewards configured but ${rewardFunctions.length} functions given`,
+      );
+    }
+    if (config.beta > 0 && !this.hasReference) {
+      throw new Error(
+        'beta > 0 needs the reference policy, which this run was built without (beta 0): Reset to apply it',
+      );
+    }
+    this.setup = { ...this.setup, config, rewardFunctions };
+    if (config.steps !== before.steps) {
+      this.problems = trainEvalStream(
+        this.setup.task,
+        config.seed,
+        config.steps * config.perStepPrompts,
+        config.evalPrompts,
+      );
+    }
   }
 
   /** Held-out problems of this run (disjoint from the training prompts). */

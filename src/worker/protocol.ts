@@ -2,7 +2,7 @@
 // per-token strings, checkpoint rows, and the typed progress event union the worker streams to the
 // page through one Comlink.proxy callback. Plain structured-clonable data only.
 import type { CompletionRecord, GroupRecord, StepReport } from '../grpo/trainer';
-import type { Config, ConfigInput } from '../grpo/config';
+import type { Config, ConfigInput, ConfigKey, LiveChange } from '../grpo/config';
 import type { EvalReport } from '../grpo/evaluate';
 import type { PhaseProgress } from '../grpo/step-progress';
 import type { BestEval, EvalRecord } from '../grpo/eval-during-training';
@@ -112,14 +112,19 @@ export type TrainerEvent =
   | { type: 'error'; message: string; diverged: boolean }
   | { type: 'device-lost'; message: string; lastCheckpoint: CheckpointInfo | null };
 
-/** The run state after configure / reset / restore. */
+/** The run state after configure / reset / restore / applyOptions. */
 export interface RunState {
   runId: string;
   runName: string;
+  /** The config in force (live changes included). */
   config: Config;
   step: number;
   history: MetricsRow[];
   plan: PlanSummary;
+  /** The options this run takes from its next step without a Reset (Run.liveOptions). */
+  liveOptions?: ConfigKey[];
+  /** The options changed in the middle of this run so far, oldest first (Run.liveChanges). */
+  liveChanges?: LiveChange[];
 }
 
 export interface ChatOptions {

@@ -270,6 +270,8 @@ export function createTrainerApi(options: TrainerApiOptions = {}) {
       step: r.run.stepCount,
       history: r.run.history,
       plan: planSummary(r.run.plan),
+      liveOptions: r.run.liveOptions,
+      liveChanges: r.run.liveChanges,
     };
   }
 
@@ -479,6 +481,20 @@ export function createTrainerApi(options: TrainerApiOptions = {}) {
       } finally {
         if (!lost) setStatus('paused');
       }
+    },
+
+    /**
+     * The options of `config` that can change in the middle of the run (Run.liveOptions), applied
+     * from its next step without a Reset; any other difference from the run's config is refused
+     * with its names. Between steps only (Pause first).
+     */
+    async applyOptions(config: Partial<ConfigInput>): Promise<RunState> {
+      const r = requireRun();
+      if (status === 'running') throw new Error('Pause training before changing its options.');
+      r.run.applyLiveOptions(resolveConfig(config));
+      // The status event carries the step count against the (maybe changed) steps.
+      setStatus(status);
+      return runState(r);
     },
 
     /** Runs until config.steps, pause() or an error; returns when it stops. */
