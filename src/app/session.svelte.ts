@@ -11,7 +11,9 @@ import {
   resolveDraft,
   type Config,
   type ConfigInput,
+  type ConfigKey,
   type DraftConfig,
+  type LiveChange,
 } from '../grpo/config';
 import type { BestEval, EvalRecord } from '../grpo/eval-during-training';
 import { PRESETS, type PresetName } from '../grpo/presets';
@@ -21,7 +23,7 @@ import { decodeCheckpointFile } from '../storage/transfer';
 import { parseJsonlDataset, type JsonlDataset } from '../tasks/jsonl';
 import type { DeletionCandidate } from '../storage/errors';
 import { estimate } from './lib/format';
-import { changedOptions } from './lib/pending';
+import { changedOptions, splitPending, withOptions } from './lib/pending';
 import { splitTestHooks } from './lib/test-hooks';
 import { learnChoice } from './lib/step-select';
 import { ConsentMemory, codeHash, type ConsentOrigin, type ConsentRequest } from './consent';
@@ -179,6 +181,10 @@ export class Session {
   #draft: DraftConfig = $state(resolveDraft(PLAYGROUND_DEFAULTS));
   #applied: Config | null = $state.raw(null);
   #jsonl: JsonlImport | null = $state.raw(null);
+  /** The options the run takes at its next step without a Reset (RunState.liveOptions). */
+  #liveOptions: ConfigKey[] | undefined = $state.raw(undefined);
+  /** The options changed in the middle of this run (RunState.liveChanges), oldest first. */
+  #liveChanges: LiveChange[] = $state.raw([]);
 
   #modelChoice: ModelChoice = $state.raw({ kind: 'bundled' });
   #preview: ModelPreview | null = $state.raw(null);
@@ -252,13 +258,19 @@ export class Session {
       JSON.stringify(this.#resolved.config) !== JSON.stringify(this.#applied),
   );
 
-  /** The options whose change waits for a Reset (everything in the config does today). */
+  /** The options changed in the form since the run was built or last took live options. */
   #pendingOptions: string[] = $derived(
     this.#applied && this.#resolved.config
       ? changedOptions(this.#applied, this.#resolved.config)
       : [],
   );
 
+  /** Those split: `live` apply at the next Step / Run, `reset` wait for a Reset (lib/pending.ts). */
+  #pendingSplit: { live: ConfigKey[]; reset: ConfigKey[] } = $derived(
+    this.#applied && this.#resolved.config
+      ? splitPending(this.#applied, this.#resolved.config, this.#liveOptions)
+      : { live: [], reset: [] },
+  );
   /** The last step of this run that a stored checkpoint holds: the step it was adopted at (0, or
    * the checkpoint it was restored from), or a later save; a deleted checkpoint no longer counts. */
   #savedStep = $state(0);
@@ -383,7 +395,7 @@ export class Session {
     return this.#timing;
   }
 
-  /** The options changed in the form since this run started (they apply on Reset). */
+  /** The options changed in the form since this run started or last took live options. */
   get pendingOptions(): string[] {
     return this.#pendingOptions;
   }
@@ -392,6 +404,28 @@ export class Session {
   get unsavedSteps(): number {
     return this.#runId ? Math.max(0, this.#step - Math.min(this.#savedStep, this.#step)) : 0;
   }
+  /** The pending options the next Step or Run applies to the run as it goes on. */
+  get pendingLive(): ConfigKey[] {
+    return this.#pendingSplit.live;
+  }
+
+  /** The pending options that apply only on Reset (a new run). */
+  get pendingReset(): ConfigKey[] {
+    return this.#pendingSplit.reset;
+  }
+
+  /** The options changed in the middle of this run, each from the step it applies from. */
+  get liveChanges(): LiveChange[] {
+    return this.#liveChanges;
+  }
+
+  /** The steps the run trains to once the pending live options apply (Run's limit). */
+  get targetSteps(): number {
+    const next = this.#resolved.config;
+    if (next && this.#pendingSplit.live.includes('steps')) return next.steps;
+    return this.#applied?.steps ?? this.#draft.steps;
+  }
+
 
   /** Pause was clicked; the step under way finishes first. */
   get pausing(): boolean {
@@ -774,6 +808,8 @@ export class Session {
       this.#follow = true;
       this.#pinned = null;
     }
+    this.#liveOptions = run.liveOptions;
+    this.#liveChanges = run.liveChanges ?? [];
     // The worker builds a new run here: its evaluations start over.
     this.#evals = [];
     this.#bestEval = null;
@@ -833,10 +869,35 @@ export class Session {
   }
 
   async run(): Promise<void> {
+    } else if (this.#step > 0 && this.#pendingSplit.live.length > 0) {
+      return this.applyLiveOptions();
     if (!(await this.ensureConfigured())) return;
     try {
       await this.api.run();
     } catch (err) {
+  /**
+   * The pending options the run can take in the middle (learning rate, sampling, rewards, clip
+   * range, steps…: lib/pending.ts), applied to it from its next step: no Reset, and its history
+   * records each change at that step. Options that need a Reset stay pending.
+   */
+  private async applyLiveOptions(): Promise<boolean> {
+    const applied = this.#applied;
+    const draft = this.#resolved.config;
+    const keys = this.#pendingSplit.live;
+    if (!applied || !draft || keys.length === 0) return true;
+    const run = await this.task(
+      'Applying options',
+      () => this.api.applyOptions(withOptions(applied, draft, keys)),
+      'The options could not be applied',
+    );
+    if (!run) return false;
+    this.rememberAllowed(run.config);
+    this.#applied = run.config;
+    this.#liveOptions = run.liveOptions;
+    this.#liveChanges = run.liveChanges ?? [];
+    return true;
+  }
+
       this.notify('error', 'Training stopped', msg(err));
     }
   }
