@@ -1,0 +1,83 @@
+// Learn mode on the built app, in Chromium on SwiftShader: after one tiny step with μ = 1 Learn says
+// no token can be clipped and the movement table prints each token's decoded text beside its Δ;
+// "See it with μ = 2" asks before discarding the unsaved step, sets numIterations = 2 in the options,
+// starts a fresh run and takes its step, whose Learn page explains the passes and shows the
+// trainer's clip ratios. The Paper view draws both figures and links the four papers.
+import { expect, test } from '@playwright/test';
+import { watchErrors } from './support/watch-errors';
+
+const STEP_TIMEOUT = 180_000;
+// A small run, so a step takes seconds on WebGPU emulated by SwiftShader.
+const TINY_RUN = 'perStepPrompts=1&numGenerations=2&maxCompletionLength=8&evalPrompts=1';
+
+test.use({ serviceWorkers: 'block', actionTimeout: 60_000 });
+
+test('μ = 1 note, token text, one click to μ = 2, and the Paper figures', async ({ page }) => {
+  test.setTimeout(900_000);
+  const errors = watchErrors(page);
+  await page.goto(`/?${TINY_RUN}#train`);
+  await expect(page.getByTestId('memory-plan')).toContainText('fits', { timeout: 60_000 });
+  await page.getByTestId('load-model').click();
+  await expect(page.getByTestId('model-loaded')).toBeVisible({ timeout: STEP_TIMEOUT });
+  await page.getByTestId('step').click();
+  await expect(page.getByTestId('step-counter')).toContainText('step 1', { timeout: STEP_TIMEOUT });
+  await expect(page.getByTestId('status')).not.toHaveText('Running', { timeout: STEP_TIMEOUT });
+
+  // Learn on step 1 of a μ = 1 run: the note, and token text in the movement table.
+  await page.getByTestId('nav-learn').click();
+  await expect(page.getByTestId('learn-step')).toHaveAttribute('data-step', '1');
+  await expect(page.getByTestId('no-clip-note')).toBeVisible();
+  await expect(page.getByTestId('no-clip-note')).toContainText('No token can be clipped');
+  await expect(page.getByTestId('no-kl-note')).toBeVisible();
+  const tokens = page.getByTestId('movement-token');
+  expect(await tokens.count()).toBeGreaterThan(0);
+  const texts = await tokens.allInnerTexts();
+  console.log(`movement tokens: ${JSON.stringify(texts)}`);
+  // Decoded text, not the "#id" fallback of a report without pieces.
+  for (const t of texts) {
+    expect(t.length).toBeGreaterThan(0);
+    expect(t).not.toMatch(/^#\d+$/);
+  }
+  await expect(page.getByTestId('clip-drawn-for')).toContainText('Drawn for |A| = 1');
+
+  // One click to μ = 2: the unsaved step is asked about, then a fresh run takes its step.
+  await page.getByTestId('try-mu2').click();
+  await expect(page.getByTestId('discard-dialog')).toHaveAttribute('data-action', 'reset');
+  await page.getByTestId('discard-confirm').click();
+  await expect(page.getByTestId('clip-passes')).toBeVisible({ timeout: STEP_TIMEOUT });
+  await expect(page.getByTestId('clip-passes')).toContainText('μ = numIterations = 2');
+  await expect(page.getByTestId('learn-step')).toHaveAttribute('data-step', '1');
+  await expect(page.getByTestId('no-clip-note')).toHaveCount(0);
+  await expect(page.locator('#opt-numIterations')).toHaveValue('2');
+  // The trainer's clip ratios of that step, as percentages (averaged over the two passes).
+  await expect(page.getByTestId('clip-trainer')).toContainText(
+    /clipped\s+low \d+\.\d%, high \d+\.\d%, any \d+\.\d%/,
+  );
+  console.log(`μ = 2 step: ${await page.getByTestId('clip-trainer').innerText()}`);
+
+  // The Paper view: both figures, the transcript's reflection, the four links.
+  await page.getByTestId('nav-paper').click();
+  await expect(page.getByTestId('figure-aime')).toBeVisible();
+  await expect(page.getByTestId('figure-length')).toBeVisible();
+  await expect(page.getByTestId('aha-reflection')).toContainText('aha moment I can flag here');
+  for (const id of ['2501.12948', '2402.03300', '2503.14476', '2503.20783']) {
+    const link = page.locator(`a[href="https://arxiv.org/abs/${id}"]`);
+    await expect(link).toHaveCount(1);
+    await expect(link).toHaveAttribute('rel', 'noopener');
+  }
+  // A phone's width: neither page scrolls sideways (tables and formulas scroll in their own box).
+  await page.setViewportSize({ width: 390, height: 844 });
+  const sideways = () =>
+    page.evaluate(
+      () => document.documentElement.scrollWidth - document.documentElement.clientWidth,
+    );
+  expect(await sideways()).toBeLessThanOrEqual(0);
+  if (process.env.LEARN_SHOTS)
+    await page.screenshot({ path: 'test-results/learn-paper-390.png', fullPage: true });
+  await page.getByTestId('nav-learn').click();
+  await expect(page.getByTestId('clip-passes')).toBeVisible();
+  expect(await sideways()).toBeLessThanOrEqual(0);
+  if (process.env.LEARN_SHOTS)
+    await page.screenshot({ path: 'test-results/learn-learn-390.png', fullPage: true });
+  expect(errors).toEqual([]);
+});
