@@ -58,6 +58,16 @@ describe('the run against the aha preset', () => {
     ]);
   });
 
+  it('task options differ option by option', () => {
+    const d = presetDifferences(
+      aha({ taskOptions: { ...PRESETS.aha.taskOptions, excludeHeldOut: 0, maxTarget: 50 } }),
+    );
+    expect(d.map(differenceText)).toEqual([
+      'taskOptions.maxTarget: 50 (preset 100)',
+      'taskOptions.excludeHeldOut: 0 (preset 1)',
+    ]);
+  });
+
   it('shows custom rewards by id and lists as lists', () => {
     const d = presetDifferences(
       aha({

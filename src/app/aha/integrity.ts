@@ -40,20 +40,38 @@ export interface PresetDifference {
 /** The seeds the reference ran (reference.json): a run with one of them differs in nothing. */
 export const REFERENCE_SEEDS = [1, 2, 3];
 
+const isRecord = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** The keys of `run` and `want` whose values differ (compared as JSON), nested options (e.g.
+ * taskOptions) key by key as `taskOptions.name`; custom reward sources stay one key. */
+function differing(
+  run: Record<string, unknown>,
+  want: Record<string, unknown>,
+  prefix = '',
+): PresetDifference[] {
+  const keys = [...new Set([...Object.keys(want), ...Object.keys(run)])];
+  return keys.flatMap((key) => {
+    const a = run[key];
+    const b = want[key];
+    if (JSON.stringify(a) === JSON.stringify(b)) return [];
+    if (isRecord(a) && isRecord(b) && key !== 'customRewards')
+      return differing(a, b, `${prefix}${key}.`);
+    return [{ key: prefix + key, run: a, preset: b }];
+  });
+}
+
 /** Every config key whose value differs from the resolved aha preset's, in the config's order
- * (values compared as JSON; a reference seed is no difference). */
+ * (a reference seed is no difference). */
 export function presetDifferences(
   config: Config,
   preset: Config = resolveConfig(PRESETS.aha),
   seeds: readonly number[] = REFERENCE_SEEDS,
 ): PresetDifference[] {
   const run = config as unknown as Record<string, unknown>;
-  const want = preset as unknown as Record<string, unknown>;
-  const keys = [...new Set([...Object.keys(want), ...Object.keys(run)])];
-  return keys
-    .filter((key) => JSON.stringify(run[key]) !== JSON.stringify(want[key]))
-    .filter((key) => !(key === 'seed' && seeds.includes(run.seed as number)))
-    .map((key) => ({ key, run: run[key], preset: want[key] }));
+  return differing(run, preset as unknown as Record<string, unknown>).filter(
+    (d) => !(d.key === 'seed' && seeds.includes(run.seed as number)),
+  );
 }
 
 /** A config value in a line of text: strings bare, custom reward sources by their ids only. */
