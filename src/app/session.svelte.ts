@@ -45,6 +45,7 @@ import type {
 } from '../worker/protocol';
 import type { AdapterProbe, TrainerApi } from '../worker/trainer-api';
 import type { MetricsRow } from '../worker/types';
+import type { RunLog } from './runs.svelte';
 
 /** Step reports kept in memory for the inspector (the metrics history keeps every step). */
 export const MAX_REPORTS = 300;
@@ -180,11 +181,11 @@ export class Session {
   /** The form's config, nulls kept (DraftConfig); applied when a run starts or is reset. */
   #draft: DraftConfig = $state(resolveDraft(PLAYGROUND_DEFAULTS));
   #applied: Config | null = $state.raw(null);
-  #jsonl: JsonlImport | null = $state.raw(null);
   /** The options the run takes at its next step without a Reset (RunState.liveOptions). */
   #liveOptions: ConfigKey[] | undefined = $state.raw(undefined);
   /** The options changed in the middle of this run (RunState.liveChanges), oldest first. */
   #liveChanges: LiveChange[] = $state.raw([]);
+  #jsonl: JsonlImport | null = $state.raw(null);
 
   #modelChoice: ModelChoice = $state.raw({ kind: 'bundled' });
   #preview: ModelPreview | null = $state.raw(null);
@@ -264,13 +265,13 @@ export class Session {
       ? changedOptions(this.#applied, this.#resolved.config)
       : [],
   );
-
   /** Those split: `live` apply at the next Step / Run, `reset` wait for a Reset (lib/pending.ts). */
   #pendingSplit: { live: ConfigKey[]; reset: ConfigKey[] } = $derived(
     this.#applied && this.#resolved.config
       ? splitPending(this.#applied, this.#resolved.config, this.#liveOptions)
       : { live: [], reset: [] },
   );
+
   /** The last step of this run that a stored checkpoint holds: the step it was adopted at (0, or
    * the checkpoint it was restored from), or a later save; a deleted checkpoint no longer counts. */
   #savedStep = $state(0);
@@ -280,6 +281,9 @@ export class Session {
   );
 
   #rewardNames: string[] = $derived((this.#applied ?? this.#draft).rewards);
+
+  /** Where each step's metrics are stored as they arrive (runs.svelte.ts; App connects it). */
+  runLog: RunLog | null = null;
 
   constructor(api: Comlink.Remote<TrainerApi>) {
     this.api = api;
@@ -400,10 +404,6 @@ export class Session {
     return this.#pendingOptions;
   }
 
-  /** Steps trained since the last checkpoint of this run: what Reset, Restore or Load would lose. */
-  get unsavedSteps(): number {
-    return this.#runId ? Math.max(0, this.#step - Math.min(this.#savedStep, this.#step)) : 0;
-  }
   /** The pending options the next Step or Run applies to the run as it goes on. */
   get pendingLive(): ConfigKey[] {
     return this.#pendingSplit.live;
@@ -426,6 +426,10 @@ export class Session {
     return this.#applied?.steps ?? this.#draft.steps;
   }
 
+  /** Steps trained since the last checkpoint of this run: what Reset, Restore or Load would lose. */
+  get unsavedSteps(): number {
+    return this.#runId ? Math.max(0, this.#step - Math.min(this.#savedStep, this.#step)) : 0;
+  }
 
   /** Pause was clicked; the step under way finishes first. */
   get pausing(): boolean {
@@ -663,6 +667,11 @@ export class Session {
       case 'step': {
         this.#step = e.report.step;
         this.#history = [...this.#history, { step: e.report.step, metrics: e.report.metrics }];
+        if (this.#runId && this.#applied)
+          this.runLog?.record(
+            { runId: this.#runId, runName: this.#runName ?? this.#runId, config: this.#applied },
+            { step: e.report.step, metrics: e.report.metrics },
+          );
         const reports = [...this.#reports, e.report];
         this.#reports = reports.length > MAX_REPORTS ? reports.slice(-MAX_REPORTS) : reports;
         this.#stepMs = [...this.#stepMs.slice(-50), e.report.elapsedMs];
@@ -799,17 +808,18 @@ export class Session {
     this.#runId = run.runId;
     this.#runName = run.runName;
     this.#applied = run.config;
+    this.#liveOptions = run.liveOptions;
+    this.#liveChanges = run.liveChanges ?? [];
     this.#step = run.step;
     // A run is adopted at step 0 or at the checkpoint it was restored from: nothing to lose yet.
     this.#savedStep = run.step;
     this.#history = run.history;
+    this.runLog?.adopt({ runId: run.runId, runName: run.runName, config: run.config }, run.history);
     // A new run, or one that no longer has the pinned step: the selection follows it again.
     if (fresh || (this.#pinned ?? 0) > run.step) {
       this.#follow = true;
       this.#pinned = null;
     }
-    this.#liveOptions = run.liveOptions;
-    this.#liveChanges = run.liveChanges ?? [];
     // The worker builds a new run here: its evaluations start over.
     this.#evals = [];
     this.#bestEval = null;
@@ -859,22 +869,12 @@ export class Session {
       );
       if (!run) return false;
       this.adoptRun(run, true);
+    } else if (this.#step > 0 && this.#pendingSplit.live.length > 0) {
+      return this.applyLiveOptions();
     }
     return true;
   }
 
-  async stepOnce(): Promise<void> {
-    if (!(await this.ensureConfigured())) return;
-    await this.task('Step', () => this.api.step(), 'The step failed');
-  }
-
-  async run(): Promise<void> {
-    } else if (this.#step > 0 && this.#pendingSplit.live.length > 0) {
-      return this.applyLiveOptions();
-    if (!(await this.ensureConfigured())) return;
-    try {
-      await this.api.run();
-    } catch (err) {
   /**
    * The pending options the run can take in the middle (learning rate, sampling, rewards, clip
    * range, steps…: lib/pending.ts), applied to it from its next step: no Reset, and its history
@@ -898,6 +898,16 @@ export class Session {
     return true;
   }
 
+  async stepOnce(): Promise<void> {
+    if (!(await this.ensureConfigured())) return;
+    await this.task('Step', () => this.api.step(), 'The step failed');
+  }
+
+  async run(): Promise<void> {
+    if (!(await this.ensureConfigured())) return;
+    try {
+      await this.api.run();
+    } catch (err) {
       this.notify('error', 'Training stopped', msg(err));
     }
   }

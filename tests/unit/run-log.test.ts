@@ -3,10 +3,16 @@
 // quoting, TRL's key order (loss, grad_norm, learning_rate, …, epoch, step), the global step under
 // μ > 1 and null for a non-finite value.
 import { describe, expect, it } from 'vitest';
-import { metricColumns, runCsv, runFileName, runJsonl } from '../../src/export/run-log';
+import {
+  metricColumns,
+  runCsv,
+  runFileName,
+  runJsonl,
+  type LogRow,
+} from '../../src/export/run-log';
 
 // Out of step order on purpose; step 2 has no kl, step 3 adds a reward function's mean.
-const ROWS = [
+const ROWS: LogRow[] = [
   { step: 2, reward: 0.75, loss: -0.01, learning_rate: 0.0002, grad_norm: 1.5 },
   { step: 1, reward: 0.5, kl: 0.125, loss: 0.03, learning_rate: 0.0002, grad_norm: 2 },
   {

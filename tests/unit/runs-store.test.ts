@@ -1,0 +1,172 @@
+// The page's runs store (src/app/runs.svelte.ts) on fake-indexeddb: a run is stored from its first
+// trained step with the history it was adopted with, a storage-full write is reported once and its
+// rows go in with the next write that succeeds, the list and a stored run's overlay read back what
+// was written, the Aha reference overlays as its committed curves; and the charts' overlay series
+// (lib/overlay.ts): dashed, faint, named after the other run, left out where it has no values.
+import 'fake-indexeddb/auto';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { GrpoStorage } from '../../src/storage';
+import { Runs } from '../../src/app/runs.svelte';
+import { overlayTag, withOverlay } from '../../src/app/lib/overlay';
+import { AHA_REFERENCE } from '../../src/app/aha/reference';
+
+let n = 0;
+const opened: GrpoStorage[] = [];
+async function store() {
+  const storage = await GrpoStorage.open({
+    indexedDB: new IDBFactory(),
+    name: `runs-${++n}`,
+    storageManager: null,
+  });
+  opened.push(storage);
+  const runs = new Runs(async () => storage);
+  const told: Array<[string, string]> = [];
+  runs.notify = (title, message) => told.push([title, message]);
+  return { storage, runs, told };
+}
+
+afterEach(() => {
+  vi.restoreAllMocks();
+  for (const s of opened.splice(0)) s.close();
+});
+
+const row = (step: number, reward: number) => ({ step, metrics: { reward, loss: -reward } });
+const META = { runId: 'r1', runName: 'Countdown', config: { numIterations: 1 } };
+
+describe('Runs (the page’s store)', () => {
+  it('stores a run from its first step, with the history it was adopted with', async () => {
+    const { storage, runs } = await store();
+    runs.adopt(META, [row(1, 0.25), row(2, 0.5)]); // restored at step 2
+    await runs.flush();
+    expect(await storage.listRunHistories()).toEqual([]);
+    expect(runs.saved).toBe(0);
+
+    runs.record(META, row(3, 0.75));
+    await runs.flush();
+    expect(runs.saved).toBe(1);
+    expect(runs.pendingSteps).toEqual([]);
+    expect(await storage.getMetrics('r1')).toEqual([
+      { step: 1, reward: 0.25, loss: -0.25 },
+      { step: 2, reward: 0.5, loss: -0.5 },
+      { step: 3, reward: 0.75, loss: -0.75 },
+    ]);
+    await runs.refresh();
+    expect(runs.list.map((r) => [r.id, r.name, r.steps, r.lastStep, r.config])).toEqual([
+      ['r1', 'Countdown', 3, 3, { numIterations: 1 }],
+    ]);
+
+    // A new run (Reset): its own rows only.
+    const next = { ...META, runId: 'r2', runName: 'Again' };
+    runs.adopt(next, []);
+    runs.record(next, row(1, 1));
+    await runs.flush();
+    expect(await storage.getMetrics('r2')).toEqual([{ step: 1, reward: 1, loss: -1 }]);
+    expect((await storage.getMetrics('r1')).length).toBe(3);
+  });
+
+  it('a full storage is reported once, and the missed rows go in with the next good write', async () => {
+    const { storage, runs, told } = await store();
+    runs.record(META, row(1, 0.1));
+    await runs.flush();
+    const original = IDBObjectStore.prototype.put;
+    vi.spyOn(IDBObjectStore.prototype, 'put').mockImplementation(function (
+      this: IDBObjectStore,
+      ...args: Parameters<IDBObjectStore['put']>
+    ) {
+      if (this.name === 'metrics') throw new DOMException('quota', 'QuotaExceededError');
+      return original.apply(this, args);
+    });
+    runs.record(META, row(2, 0.2));
+    runs.record(META, row(3, 0.3));
+    await runs.flush();
+    expect(told.length).toBe(1);
+    expect(told[0][0]).toBe('Storage full: the run’s metrics were not stored');
+    expect(told[0][1]).toContain("The metrics of run 'Countdown' (steps 2–3) were not stored");
+    expect(runs.pendingSteps).toEqual([2, 3]);
+    expect((await storage.getMetrics('r1')).map((r) => r.step)).toEqual([1]);
+
+    vi.restoreAllMocks();
+    runs.record(META, row(4, 0.4));
+    await runs.flush();
+    expect(runs.pendingSteps).toEqual([]);
+    expect((await storage.getMetrics('r1')).map((r) => [r.step, r.reward])).toEqual([
+      [1, 0.1],
+      [2, 0.2],
+      [3, 0.3],
+      [4, 0.4],
+    ]);
+    expect(told.length).toBe(1);
+  });
+
+  it('overlays a stored run and a seed of the Aha reference; deleting the run removes it', async () => {
+    const { runs } = await store();
+    runs.record(META, row(1, 0.5));
+    runs.record(META, row(2, 1));
+    await runs.flush();
+    await runs.overlayRun('r1');
+    expect(runs.overlay).toEqual({
+      id: 'r1',
+      name: 'Countdown',
+      source: 'run',
+      rows: [
+        { step: 1, metrics: { reward: 0.5, loss: -0.5 } },
+        { step: 2, metrics: { reward: 1, loss: -1 } },
+      ],
+    });
+    await expect(runs.overlayRun('gone')).rejects.toThrow('no longer stored');
+
+    expect(await runs.ahaSeeds()).toEqual(AHA_REFERENCE.seeds.map((s) => s.seed));
+    await runs.overlayAha(2);
+    const seed = AHA_REFERENCE.seeds.find((s) => s.seed === 2)!;
+    expect([runs.overlay?.name, runs.overlay?.tag]).toEqual([
+      'Aha reference, seed 2',
+      'Aha seed 2',
+    ]);
+    expect(runs.overlay?.rows.map((r) => r.step)).toEqual(seed.steps);
+    expect(runs.overlay?.rows.map((r) => r.metrics.accuracy ?? null)).toEqual(seed.curves.accuracy);
+
+    await runs.overlayRun('r1');
+    await runs.remove('r1');
+    expect(runs.overlay).toBeNull();
+    expect(runs.list).toEqual([]);
+  });
+});
+
+describe('chart overlay series', () => {
+  const live = [
+    { label: 'total', points: [{ x: 1, y: 0.5 }] },
+    { label: 'format', points: [{ x: 1, y: 1 }] },
+  ];
+  const keys = ['reward', 'rewards/format/mean'];
+
+  it('adds a dashed, faint series per metric the other run has, named after it', () => {
+    const rows = [
+      { step: 1, metrics: { reward: 0.25 } },
+      { step: 2, metrics: { reward: 0.75 } },
+    ];
+    expect(withOverlay(live, keys, { name: 'Countdown lr 1e-4', rows })).toEqual([
+      ...live,
+      {
+        label: 'total · Countdown lr 1e-4',
+        points: [
+          { x: 1, y: 0.25 },
+          { x: 2, y: 0.75 },
+        ],
+        color: 'color-mix(in srgb, var(--series-1) 55%, transparent)',
+        dashed: true,
+      },
+    ]);
+    expect(withOverlay(live, keys, null)).toBe(live);
+    const tagged = withOverlay(live, keys, {
+      name: 'Aha reference, seed 1',
+      tag: 'Aha seed 1',
+      rows,
+    });
+    expect(tagged.map((s) => s.label)).toEqual(['total', 'format', 'total · Aha seed 1']);
+  });
+
+  it('shortens long run names', () => {
+    expect(overlayTag('  a very long run name indeed ')).toBe('a very long run n…');
+    expect(overlayTag('short')).toBe('short');
+  });
+});
