@@ -1,5 +1,5 @@
-// Learn mode on the built app, in Chromium on SwiftShader: after one tiny step with μ = 1 Learn says
-// no token can be clipped and the movement table prints each token's decoded text beside its Δ;
+// Learn mode on the built app, in Chromium on SwiftShader: after one tiny step with μ = 1 Inspect's
+// Clipped mode and Learn say no token can be clipped and the movement table prints each token's decoded text beside its Δ;
 // "See it with μ = 2" asks before discarding the unsaved step, sets numIterations = 2 in the options,
 // starts a fresh run and takes its step, whose Learn page explains the passes and shows the
 // trainer's clip ratios. The Paper view draws both figures and links the four papers.
@@ -22,6 +22,12 @@ test('μ = 1 note, token text, one click to μ = 2, and the Paper figures', asyn
   await page.getByTestId('step').click();
   await expect(page.getByTestId('step-counter')).toContainText('step 1', { timeout: STEP_TIMEOUT });
   await expect(page.getByTestId('status')).not.toHaveText('Running', { timeout: STEP_TIMEOUT });
+
+  // Inspect's Clipped mode says the same, with the same button.
+  await page.getByTestId('nav-inspect').click();
+  await page.getByRole('radio', { name: 'Clipped' }).check();
+  await expect(page.getByTestId('inspect-no-clip')).toContainText('no token can be clipped');
+  await expect(page.getByTestId('inspect-try-mu2')).toBeEnabled();
 
   // Learn on step 1 of a μ = 1 run: the note, and token text in the movement table.
   await page.getByTestId('nav-learn').click();
