@@ -82,10 +82,11 @@ test('S steps; Reset with unsaved steps asks and Cancel keeps the run; Pause ans
   await expect(page.getByTestId('step-counter')).toContainText('step 1');
   await expect(page.getByTestId('chart-reward')).toHaveAttribute('data-points', '1');
 
-  // An option changed mid-run is named as waiting for a Reset.
-  await page.locator('#opt-temperature').fill('0.9');
+  // An option changed mid-run that shapes the run is named as waiting for a Reset (a live one,
+  // such as temperature, would apply at the next step: live-options.spec.ts).
+  await page.locator('#opt-maxCompletionLength').fill('12');
   await expect(page.getByTestId('step-pending')).toContainText('pending: Reset to apply');
-  await expect(page.getByTestId('step-pending')).toContainText('temperature');
+  await expect(page.getByTestId('step-pending')).toContainText('maxCompletionLength');
 
   // Run, then Pause: the pending state shows within the bound, long before the step ends.
   await page.getByTestId('run').click();
