@@ -84,6 +84,8 @@ export interface CompareOptions {
   prompts?: AhaPromptSet;
   /** Samples per held-out prompt (default 1: the aha report's prompts, one draw each). */
   k?: number;
+  /** Every SFT stage's learning rate instead of the built-in recipes' (the selection knob). */
+  sftLearningRate?: number;
   /** Only the first n held-out prompts (tests). */
   promptLimit?: number;
   /** Other recipes than the built-in ones (tests run shortened ones); same stage names. */
@@ -104,9 +106,20 @@ export async function compareRecipes(o: CompareOptions): Promise<void> {
   const started = performance.now();
   const promptSet = o.prompts ?? 'report';
   const k = o.k ?? 1;
+  const withSftRate = (recipe: Recipe): Recipe =>
+    o.sftLearningRate === undefined
+      ? recipe
+      : {
+          ...recipe,
+          stages: recipe.stages.map((s) =>
+            s.kind === 'sft'
+              ? { ...s, options: { ...s.options, learningRate: o.sftLearningRate } }
+              : s,
+          ),
+        };
   const recipeOf = o.recipes ?? {
-    r1: (seed: number) => builtinRecipe('r1', seed),
-    distill: (seed: number) => builtinRecipe('distill', seed),
+    r1: (seed: number) => withSftRate(builtinRecipe('r1', seed)),
+    distill: (seed: number) => withSftRate(builtinRecipe('distill', seed)),
   };
   const model = await loadModel(o.model);
   const problems = ahaPrompts(

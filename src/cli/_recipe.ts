@@ -28,6 +28,7 @@ import {
   parseRecipe,
   RecipeRun,
   recipeScoringTask,
+  reviveRecipeState,
   type Recipe,
   type RecipeHooks,
   type RecipeState,
@@ -107,7 +108,7 @@ export async function recipeFolder(
   if (o.resume) {
     if (!existsSync(statePath))
       throw new Error(`--resume: ${runDir} has no state.json (not a recipe run folder)`);
-    const state = JSON.parse(readFileSync(statePath, 'utf8')) as RecipeState;
+    const state = reviveRecipeState(JSON.parse(readFileSync(statePath, 'utf8')) as RecipeState);
     const index = state.stageIndex;
     const current = recipe.stages[index];
     const latest = current ? latestCheckpointDir(stageDir(runDir, index, current.name)) : null;

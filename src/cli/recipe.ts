@@ -9,6 +9,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { isHelpRequested } from '../grpo/config';
 import { parseRecipe } from '../grpo/recipe';
+import type { AhaPromptSet } from '../tasks/traces';
 import { RECIPE, recipeHelp, runCommand, takeCommandFlags } from './_flags';
 import { recipeFolder, readRecipe } from './_recipe';
 import { compareRecipes } from './_recipe-compare';
@@ -18,6 +19,18 @@ function seedOf(text: string | undefined): number | undefined {
   if (text === undefined) return undefined;
   if (!/^[0-9]+$/.test(text)) throw new Error(`--seed must be an integer ≥ 0, got '${text}'`);
   return Number(text);
+}
+
+function promptSet(text: string | undefined): AhaPromptSet | undefined {
+  if (text === undefined || text === 'report' || text === 'selection') return text;
+  throw new Error(`--prompts must be 'report' or 'selection', got '${text}'`);
+}
+
+function positive(flag: string, text: string | undefined): number | undefined {
+  if (text === undefined) return undefined;
+  const x = Number(text);
+  if (!(x > 0)) throw new Error(`--${flag} must be a positive number, got '${text}'`);
+  return x;
 }
 
 async function main(argv: string[]) {
@@ -34,6 +47,9 @@ async function main(argv: string[]) {
       outDir: resolve(flag('out') ?? 'docs/recipe'),
       model: flag('model') ?? 'bundled',
       command: `npm run recipe -- ${argv.join(' ')}`,
+      prompts: promptSet(flag('prompts')),
+      k: flag('k') === undefined ? undefined : seedOf(flag('k')),
+      sftLearningRate: positive('sft-learning-rate', flag('sft-learning-rate')),
     });
     return;
   }

@@ -23,7 +23,12 @@ import type { CheckpointPayload } from '../storage/checkpoints';
 import type { Identity } from '../storage/db';
 import { createTask } from '../tasks/index';
 import { createCountdownTask } from '../tasks/countdown';
-import { generateTraces, DEFAULT_TRACE_MIX, TINY_COUNTDOWN_OPTIONS } from '../tasks/traces';
+import {
+  DEFAULT_TRACE_MIX,
+  generateTraces,
+  TINY_COUNTDOWN_OPTIONS,
+  type Trace,
+} from '../tasks/traces';
 import type { Task } from '../tasks/types';
 import { resolveConfig, type Config, type ConfigInput } from './config';
 import { PRESETS, type PresetName } from './presets';
@@ -391,27 +396,26 @@ export function builtinRecipe(name: string, seed?: number): Recipe {
   return parseRecipe(structuredClone({ ...recipe, seed: seed ?? recipe.seed }));
 }
 
-/** The cold-start set: careful Countdown traces with a right answer, as prompt/completion rows.
- * Held-out problems never appear (the trace generator draws training problems only). */
-export function coldStartRows(seed: number, count: number): SftRow[] {
+/** The cold-start traces: careful Countdown traces (backward search, reflecting) whose answer is
+ * right. Held-out problems never appear (the trace generator draws training problems only). */
+export function coldStartTraces(seed: number, count: number): Trace[] {
   const mix = { ...DEFAULT_TRACE_MIX, arithmeticShare: 0, checkRate: 1 };
-  const rows: SftRow[] = [];
   // Some careful traces run out of tries before they hit the target: draw until `count` are right.
-  for (let n = count * 2; rows.length < count; n *= 2) {
-    rows.length = 0;
-    for (const t of generateTraces(mixSeeds(seed, 0xc01d), n, mix)) {
-      if (!t.correct) continue;
-      rows.push({
-        kind: 'prompt-completion',
-        line: rows.length + 1,
-        prompt: t.prompt,
-        completion: t.completion,
-      });
-      if (rows.length === count) break;
-    }
-    if (n > count * 64) throw new Error(`cold start: only ${rows.length} right traces in ${n}`);
+  for (let n = count * 2; ; n *= 2) {
+    const right = generateTraces(mixSeeds(seed, 0xc01d), n, mix).filter((t) => t.correct);
+    if (right.length >= count) return right.slice(0, count);
+    if (n > count * 64) throw new Error(`cold start: only ${right.length} right traces in ${n}`);
   }
-  return rows;
+}
+
+/** The cold-start set as SFT prompt/completion rows (the r1-zero template's prompt). */
+export function coldStartRows(seed: number, count: number): SftRow[] {
+  return coldStartTraces(seed, count).map((t, i) => ({
+    kind: 'prompt-completion',
+    line: i + 1,
+    prompt: t.prompt,
+    completion: t.completion,
+  }));
 }
 
 /** Stage `index`'s seed unless its options set one: the recipe's seed for the first stage (so a
@@ -439,6 +443,20 @@ const tag = (payload: CheckpointPayload, recipe: Recipe, index: number): Checkpo
     recipe: { name: recipe.name, stage: index, stageName: recipe.stages[index].name },
   },
 });
+
+/** A RecipeState read back from JSON: JSON writes a NaN metric (a rate of an empty group) as
+ * null; it is NaN again here, so a resumed timeline equals the one that was stored. */
+export function reviveRecipeState(value: RecipeState): RecipeState {
+  return {
+    ...value,
+    timeline: value.timeline.map((row) => ({
+      ...row,
+      metrics: Object.fromEntries(
+        Object.entries(row.metrics).map(([k, v]) => [k, v === null ? NaN : v]),
+      ),
+    })),
+  };
+}
 
 export class RecipeRun {
   readonly recipe: Recipe;

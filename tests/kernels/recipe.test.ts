@@ -1,0 +1,251 @@
+// Multi-stage recipes (src/grpo/recipe.ts) through `npm run recipe`'s run folder (src/cli/_recipe.ts)
+// on Node WebGPU with the bundled model: a two-stage recipe (SFT 2 steps → GRPO 2 steps) stopped
+// after 3 steps and resumed from its state and checkpoint logs the same timeline as one
+// uninterrupted run; a rejection-sample stage's kept set is what the next SFT stage (a student
+// from the base weights) trains on, with consistent counts and the same set for the same seed; and
+// the comparison (src/cli/_recipe-compare.ts) writes its report on shortened recipes.
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { recipeFolder } from '../../src/cli/_recipe';
+import { compareRecipes } from '../../src/cli/_recipe-compare';
+import { loadModel, openEngine, type LoadedModel } from '../../src/cli/_session';
+import type { Engine } from '../../src/engine/engine';
+import { parseRecipe, type Recipe, type TimelineRow } from '../../src/grpo/recipe';
+
+const work = mkdtempSync(join(tmpdir(), 'grpo-recipe-'));
+const SMALL_RL = {
+  numGenerations: 4,
+  perStepPrompts: 1,
+  maxCompletionLength: 48,
+  saveSteps: 1,
+};
+const SMALL_SFT = {
+  perDeviceTrainBatchSize: 4,
+  numTrainEpochs: 1,
+  learningRate: 3e-4,
+  maxLength: 128,
+  saveSteps: 1,
+};
+
+const twoStage = (): Recipe =>
+  parseRecipe({
+    name: 'two-stage',
+    seed: 3,
+    stages: [
+      { kind: 'sft', name: 'cold-start', data: { coldStart: { count: 8 } }, options: SMALL_SFT },
+      { kind: 'grpo', name: 'rl', options: { ...SMALL_RL, steps: 2 } },
+    ],
+  });
+
+/** The metrics of a timeline without the wall-clock ones (they differ run to run). */
+const comparable = (rows: readonly TimelineRow[]) =>
+  rows.map((r) => ({
+    ...r,
+    metrics: Object.fromEntries(
+      Object.entries(r.metrics).filter(([k]) => k !== 'step_time' && k !== 'tokens_per_second'),
+    ),
+  }));
+
+let engine: Engine;
+let model: LoadedModel;
+const quiet = () => {};
+
+beforeAll(async () => {
+  engine = await openEngine();
+  model = await loadModel('bundled');
+}, 120_000);
+
+describe('recipe run folder', { timeout: 900_000 }, () => {
+  it('SFT 2 → GRPO 2, stopped after step 3 and resumed, equals one uninterrupted run', async () => {
+    const whole = await recipeFolder({
+      engine,
+      model,
+      recipe: twoStage(),
+      runDir: join(work, 'whole'),
+      log: quiet,
+    });
+    expect(whole.outcome).toBe('finished');
+    expect(whole.state.timeline.map((r) => [r.step, r.stage, r.stageStep])).toEqual([
+      [1, 0, 1],
+      [2, 0, 2],
+      [3, 1, 1],
+      [4, 1, 2],
+    ]);
+    // SFT rows carry TRL's SFT metrics, GRPO rows the GRPO ones.
+    expect(Object.keys(whole.state.timeline[0].metrics)).toContain('mean_token_accuracy');
+    expect(Object.keys(whole.state.timeline[2].metrics)).toContain('reward');
+
+    const dir = join(work, 'resumed');
+    const first = await recipeFolder({
+      engine,
+      model,
+      recipe: twoStage(),
+      runDir: dir,
+      stopAfterSteps: 3,
+      log: quiet,
+    });
+    expect(first.outcome).toBe('stopped');
+    expect(first.state.stageIndex).toBe(1);
+    expect(existsSync(join(dir, '0-cold-start', 'checkpoint-2', 'trainer_state.json'))).toBe(true);
+    expect(existsSync(join(dir, '1-rl', 'checkpoint-1', 'trainer_state.json'))).toBe(true);
+    expect(existsSync(join(dir, 'final-model'))).toBe(false);
+    const lines: string[] = [];
+    const second = await recipeFolder({
+      engine,
+      model,
+      recipe: twoStage(),
+      runDir: dir,
+      resume: true,
+      log: (l) => lines.push(l),
+    });
+    expect(lines[0]).toContain('resuming');
+    expect(lines[0]).toContain('1-rl/checkpoint-1');
+    expect(second.outcome).toBe('finished');
+    expect(comparable(second.state.timeline)).toEqual(comparable(whole.state.timeline));
+    const logged = readFileSync(join(dir, 'metrics.jsonl'), 'utf8').trim().split('\n');
+    expect(logged.map((l) => JSON.parse(l).stage_name)).toEqual([
+      'cold-start',
+      'cold-start',
+      'rl',
+      'rl',
+    ]);
+    expect(existsSync(join(dir, 'final-model', 'model.safetensors'))).toBe(true);
+  });
+
+  it('rejection sampling feeds a student SFT from the base weights; counts agree; same seed, same set', async () => {
+    const recipe = (seed: number) =>
+      parseRecipe({
+        name: 'distill-small',
+        seed,
+        stages: [
+          { kind: 'rejection-sample', name: 'samples', prompts: 4, options: { k: 4 } },
+          {
+            kind: 'sft',
+            name: 'student',
+            from: 'base',
+            data: { stage: 'samples' },
+            options: { ...SMALL_SFT, maxSteps: 1 },
+          },
+        ],
+      });
+    const a = await recipeFolder({
+      engine,
+      model,
+      recipe: recipe(5),
+      runDir: join(work, 'a'),
+      log: quiet,
+    });
+    const b = await recipeFolder({
+      engine,
+      model,
+      recipe: recipe(5),
+      runDir: join(work, 'b'),
+      log: quiet,
+    });
+    const c = await recipeFolder({
+      engine,
+      model,
+      recipe: recipe(6),
+      runDir: join(work, 'c'),
+      log: quiet,
+    });
+    const rs = a.state.results[0].rejection!;
+    expect(rs.sampled).toBe(16);
+    expect(rs.perPrompt.reduce((s, p) => s + p.kept, 0)).toBe(rs.kept);
+    const kept = readFileSync(join(work, 'a', '0-samples', 'sft.jsonl'), 'utf8')
+      .trim()
+      .split('\n');
+    expect(kept).toHaveLength(rs.kept);
+    expect(rs.kept).toBeGreaterThan(0);
+    const samples = readFileSync(join(work, 'a', '0-samples', 'samples.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    expect(samples.filter((s) => s.kept).length).toBe(rs.kept);
+    expect(samples.filter((s) => !s.kept).every((s) => s.reasons.length > 0)).toBe(true);
+    expect(b.state.datasets).toEqual(a.state.datasets);
+    expect(c.state.datasets.samples).not.toBe(a.state.datasets.samples);
+    // The student trained one step on the kept set.
+    expect(a.state.timeline).toHaveLength(1);
+    expect(a.state.timeline[0].stage).toBe(1);
+  });
+
+  it('--compare writes the report: three arms per seed, every stage evaluated', async () => {
+    const out = join(work, 'compare');
+    const rl = (name: string) => ({ kind: 'grpo', name, options: { ...SMALL_RL, steps: 1 } });
+    const sft = (name: string, from: string, data: unknown) => ({
+      kind: 'sft',
+      name,
+      from,
+      data,
+      options: { ...SMALL_SFT, maxSteps: 1 },
+    });
+    const rs = (name: string) => ({
+      kind: 'rejection-sample',
+      name,
+      prompts: 4,
+      options: { k: 4 },
+    });
+    await compareRecipes({
+      seeds: [1],
+      outDir: out,
+      model: 'bundled',
+      command: 'test',
+      promptLimit: 4,
+      recipes: {
+        distill: (seed) =>
+          parseRecipe({
+            name: 'Distillation',
+            seed,
+            stages: [
+              rl('teacher-rl'),
+              rs('teacher-samples'),
+              sft('student-sft', 'base', { stage: 'teacher-samples' }),
+            ],
+          }),
+        r1: (seed) =>
+          parseRecipe({
+            name: 'R1',
+            seed,
+            stages: [
+              sft('cold-start', 'previous', { coldStart: { count: 4 } }),
+              rl('reasoning-rl'),
+              rs('rejection'),
+              sft('sft', 'cold-start', { stage: 'rejection' }),
+              rl('final-rl'),
+            ],
+          }),
+      },
+    });
+    const report = JSON.parse(readFileSync(join(out, 'report.json'), 'utf8'));
+    expect(report.heldOutPrompts).toBe(4);
+    expect(report.seeds).toHaveLength(1);
+    const seed = report.seeds[0];
+    for (const arm of ['R1-Zero', 'R1', 'Distillation']) {
+      expect(seed.arms[arm].accuracy).toBeGreaterThanOrEqual(0);
+      expect(seed.arms[arm].accuracy).toBeLessThanOrEqual(1);
+    }
+    // R1-Zero is the distillation recipe's first stage: the same evaluation.
+    expect(seed.arms['R1-Zero']).toEqual(
+      seed.stages.find((s: { stage: string }) => s.stage === 'teacher-rl').eval,
+    );
+    expect(seed.stages.map((s: { stage: string }) => s.stage)).toEqual([
+      'teacher-rl',
+      'teacher-samples',
+      'student-sft',
+      'cold-start',
+      'reasoning-rl',
+      'rejection',
+      'sft',
+      'final-rl',
+    ]);
+    expect(seed.stages.filter((s: { eval?: unknown }) => s.eval).length).toBe(6);
+    const readme = readFileSync(join(out, 'README.md'), 'utf8');
+    expect(readme).toContain('| R1-Zero |');
+    expect(readme).toContain('| Distillation |');
+    expect(existsSync(join(out, 'r1-accuracy.svg'))).toBe(true);
+    expect(existsSync(join(out, 'partial.json'))).toBe(false);
+  });
+});
