@@ -1,5 +1,5 @@
 // A recipe: DeepSeek-R1's training pipeline in miniature, as a list of stages run one after the
-// other on one model (docs/grpo.md §10). A stage is
+// other on one model (docs/grpo.md §9). A stage is
 //   sft               supervised fine-tuning (src/grpo/sft.ts) on a dataset: the built-in cold-start
 //                     set, a JSONL text, or the set an earlier rejection-sample stage kept;
 //   grpo              a GRPO run (src/grpo/run.ts) from a preset plus options;
