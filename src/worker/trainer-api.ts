@@ -216,6 +216,27 @@ export function createTrainerApi(options: TrainerApiOptions = {}) {
     };
   }
 
+  /** applyOptions calls made while a step ran: applied (or refused) at the step's end, in order. */
+  let queuedOptions: {
+    config: Config;
+    done: (state: RunState) => void;
+    fail: (err: unknown) => void;
+  }[] = [];
+
+  function applyQueuedOptions(r: ActiveRun) {
+    const queued = queuedOptions;
+    queuedOptions = [];
+    for (const q of queued) {
+      try {
+        r.run.applyLiveOptions(q.config);
+        q.done(runState(r));
+      } catch (err) {
+        q.fail(err);
+      }
+    }
+    if (queued.length > 0) setStatus(status);
+  }
+
   function disposeRun() {
     if (!run) return;
     run.run.destroy();
@@ -479,6 +500,7 @@ export function createTrainerApi(options: TrainerApiOptions = {}) {
       try {
         return await oneStep(r);
       } finally {
+        applyQueuedOptions(r);
         if (!lost) setStatus('paused');
       }
     },
@@ -486,12 +508,15 @@ export function createTrainerApi(options: TrainerApiOptions = {}) {
     /**
      * The options of `config` that can change in the middle of the run (Run.liveOptions), applied
      * from its next step without a Reset; any other difference from the run's config is refused
-     * with its names. Between steps only (Pause first).
+     * with its names. While a step runs (Step or Run) they wait for its end: the promise settles
+     * once they are applied, before the next step starts (or when training stops).
      */
     async applyOptions(config: Partial<ConfigInput>): Promise<RunState> {
       const r = requireRun();
-      if (status === 'running') throw new Error('Pause training before changing its options.');
-      r.run.applyLiveOptions(resolveConfig(config));
+      const next = resolveConfig(config);
+      if (status === 'running')
+        return new Promise((done, fail) => queuedOptions.push({ config: next, done, fail }));
+      r.run.applyLiveOptions(next);
       // The status event carries the step count against the (maybe changed) steps.
       setStatus(status);
       return runState(r);
@@ -505,11 +530,16 @@ export function createTrainerApi(options: TrainerApiOptions = {}) {
       setStatus('running');
       let stopped: 'paused' | 'finished' | 'error' | 'lost' = 'paused';
       try {
-        const end = await r.run.runUntil(() => pauseRequested);
+        const end = await r.run.runUntil(() => {
+          // Between steps: options asked for during the last one apply from the next.
+          applyQueuedOptions(r);
+          return pauseRequested;
+        });
         if (end === 'finished') stopped = 'finished';
       } catch {
         stopped = lost ? 'lost' : 'error';
       }
+      applyQueuedOptions(r);
       if (lost) stopped = 'lost';
       else setStatus('paused');
       return { step: r.run.stepCount, stopped };

@@ -13,7 +13,7 @@ import { filesSource } from '../../src/formats/model-source';
 import { learningRateAt, runSchedule } from '../../src/optim/schedule';
 import { GrpoStorage } from '../../src/storage/index';
 import { createTrainerApi } from '../../src/worker/trainer-api';
-import type { UiStepReport } from '../../src/worker/protocol';
+import type { RunState, UiStepReport } from '../../src/worker/protocol';
 import { testEngine } from './harness';
 import { tinyHfFolder } from '../support/tiny-hf-model';
 
@@ -129,6 +129,30 @@ describe('options applied in the middle of a run', { timeout: 600_000 }, () => {
     expect(algorithmic(again)).toEqual(algorithmic(third));
     expect(again.groups.map((g) => g.completions.map((c) => c.text))).toEqual(
       third.groups.map((g) => g.completions.map((c) => c.text)),
+    );
+  });
+
+  it('asked for while Run trains, they apply between steps: from the next step on', async () => {
+    const trainer = await api();
+    const loaded = await trainer.loadModel({ kind: 'bundled' }, { ...CONFIG, steps: 3 });
+    const next = resolveConfig({ ...loaded.run.config, learningRate: 3e-3, steps: 4 });
+    const reports: UiStepReport[] = [];
+    let applied: Promise<RunState> | null = null;
+    trainer.setListener((e) => {
+      if (e.type !== 'step') return;
+      reports.push(e.report);
+      // During step 1 (its report is out, its checkpoint and eval may follow): the call waits.
+      if (e.report.step === 1) applied = trainer.applyOptions(next);
+    });
+    expect(await trainer.run()).toEqual({ step: 4, stopped: 'finished' });
+    const state = await applied!;
+    expect(state.step).toBe(1);
+    expect(state.liveChanges).toEqual([
+      { step: 2, key: 'learningRate', from: 1e-2, to: 3e-3 },
+      { step: 2, key: 'steps', from: 3, to: 4 },
+    ]);
+    expect(reports.map((r) => r.metrics.learning_rate)).toEqual(
+      [0, 1, 2, 3].map((k) => learningRateAt(k, runSchedule(k === 0 ? loaded.run.config : next))),
     );
   });
 
