@@ -5,11 +5,20 @@
 // stop), and the optional filters pass: length bounds, the language-consistency score, and no
 // duplicate of an already kept completion of the same prompt. The same generator, problems, seed
 // and options give the same set (the draws are fixed by seed and stream, as in evaluate()).
-import type { TextGenerator } from '../model/sampler';
+// rejectionSampleFromWeights is the whole step for any front end (the CLI's `npm run
+// rejection-sample`, a recipe stage): a model's weights and a run's config in, the run's own
+// training prompts (never its held-out ones) sampled, the report out; rejectionFiles writes it as
+// the three files both front ends save.
+import type { LlamaConfig } from '../core/model-config';
+import type { Engine } from '../engine/engine';
+import { GpuLlama } from '../model/llama';
+import { Sampler, type TextGenerator } from '../model/sampler';
+import { createTask, trainEvalStream } from '../tasks/index';
 import type { Problem, Task } from '../tasks/types';
+import type { Config } from './config';
 import { languageConsistencyReward, type LanguageScript } from './language-consistency';
 import { extractAnswer, formatOk } from './rewards';
-import type { TrainerTokenizer } from './trainer';
+import { renderPrompt, type TrainerTokenizer } from './trainer';
 
 export interface RejectionSamplingOptions {
   /** Completions sampled per prompt. */
@@ -223,4 +232,121 @@ export function toSftJsonl(report: Pick<RejectionSamplingReport, 'samples'>): st
         '\n',
     )
     .join('');
+}
+
+/**
+ * The run's first `count` training problems, in the order the run draws them: the training stream
+ * of trainEvalStream with the run's seed and held-out count, so no held-out prompt is among them.
+ * A finite dataset (a JSONL task) gives each row at most once, so fewer when it has fewer rows.
+ */
+export function trainingProblems(
+  task: Task,
+  config: Pick<Config, 'seed' | 'steps' | 'perStepPrompts' | 'evalPrompts'>,
+  count: number,
+): Problem[] {
+  if (!Number.isInteger(count) || count < 1)
+    throw new RangeError(`rejection sampling: prompts must be an integer ≥ 1, got ${count}`);
+  if (task.splits) {
+    // The training split repeats the dataset epoch after epoch: one copy of each row.
+    const seen = new Set<string>();
+    return task
+      .splits(config.seed, count, config.evalPrompts)
+      .train.filter((p) => !seen.has(p.id) && seen.add(p.id))
+      .slice(0, count);
+  }
+  // The held-out draw depends on the run's length (its first prompts are never held out), so the
+  // stream is the run's, steps × perStepPrompts long; past its end it goes on drawing, still
+  // without the run's held-out prompts.
+  const { train } = trainEvalStream(
+    task,
+    config.seed,
+    config.steps * config.perStepPrompts,
+    config.evalPrompts,
+  );
+  return Array.from({ length: count }, (_, i) => train.at(i));
+}
+
+export interface RejectionRunSetup {
+  engine: Engine;
+  /** The weights to sample from (a checkpoint's, LoRA adapters merged in). */
+  model: { config: LlamaConfig; weights: ReadonlyMap<string, Float32Array> };
+  tokenizer: TrainerTokenizer;
+  /** The run's config: task, taskOptions, template, seed, steps · perStepPrompts and evalPrompts
+   * choose the prompts; temperature, topK, topP, minP and maxCompletionLength are the sampling
+   * defaults that `options` may override. */
+  config: Config;
+  /** Task 'jsonl': the dataset's text. */
+  taskText?: string;
+  /** Verifies answers instead of the config's task (e.g. plain Countdown for the aha preset). */
+  scoringTask?: Pick<Task, 'verify'>;
+  /** Training prompts to sample (default: the run's, steps × perStepPrompts). */
+  prompts?: number;
+  /** k and the filters; seed (default config.seed) and the sampling options override the config's. */
+  options: Partial<RejectionSamplingOptions> & Pick<RejectionSamplingOptions, 'k'>;
+}
+
+/** The options rejectionSample runs with: the setup's, the config's sampling options beneath. */
+export function resolveRejectionOptions(
+  config: Config,
+  options: RejectionRunSetup['options'],
+): RejectionSamplingOptions {
+  return {
+    seed: config.seed,
+    temperature: config.temperature,
+    topK: config.topK,
+    topP: config.topP,
+    minP: config.minP ?? 0,
+    maxCompletionLength: config.maxCompletionLength,
+    ...options,
+  };
+}
+
+/**
+ * Rejection sampling of a model on a run's training prompts: loads the weights on the GPU, samples
+ * `options.k` completions of each prompt, keeps what the rules accept, and frees the model.
+ */
+export async function rejectionSampleFromWeights(setup: RejectionRunSetup): Promise<{
+  report: RejectionSamplingReport;
+  problems: Problem[];
+  options: RejectionSamplingOptions;
+}> {
+  const { engine, config, tokenizer } = setup;
+  const options = resolveRejectionOptions(config, setup.options);
+  checkOptions(options);
+  const task = createTask(config.task, config.taskOptions, { text: setup.taskText });
+  const problems = trainingProblems(
+    task,
+    config,
+    setup.prompts ?? config.steps * config.perStepPrompts,
+  );
+  const model = GpuLlama.load(engine, setup.model.config, setup.model.weights);
+  try {
+    const report = await rejectionSample(
+      {
+        generator: new Sampler(engine, model),
+        tokenizer,
+        task: setup.scoringTask ?? task,
+        renderPrompt: (p) => renderPrompt(task, tokenizer, p, config.template),
+      },
+      problems,
+      options,
+    );
+    return { report, problems, options };
+  } finally {
+    model.destroy();
+  }
+}
+
+/** What a front end saves of a report: the kept set (sft.jsonl), every sample with why it was
+ * or was not kept (samples.jsonl) and the counts (report.json, with `extra` fields first). */
+export function rejectionFiles(
+  report: RejectionSamplingReport,
+  extra: Record<string, unknown> = {},
+): { 'sft.jsonl': string; 'samples.jsonl': string; 'report.json': string } {
+  const { samples, ...counts } = report;
+  return {
+    'sft.jsonl': toSftJsonl(report),
+    'samples.jsonl': samples.map((s) => JSON.stringify(s) + '\n').join(''),
+    'report.json': JSON.stringify({ ...extra, ...counts }, null, 2) + '\n',
+  };
 }

@@ -2,7 +2,8 @@
 // a generator whose completions are written out per prompt and chosen by the seed, so the test
 // knows exactly which completions are right, well-formed, finished, in bounds and unique. Checks
 // that exactly the verified completions are kept, the per-prompt counts and reasons, the SFT JSONL
-// and that a seed fixes the set. Also the language-consistency score (R1 §2.3.3).
+// and that a seed fixes the set. Also the language-consistency score (R1 §2.3.3), and which
+// prompts a run's rejection sampling draws (trainingProblems: never a held-out one).
 import { beforeAll, describe, expect, it } from 'vitest';
 import { loadHfFolder } from '../../src/formats/hf-folder';
 import { folderSource } from '../../src/formats/model-source';
@@ -12,13 +13,15 @@ import {
   languageConsistencyReward,
 } from '../../src/grpo/language-consistency';
 import {
+  rejectionFiles,
   rejectionSample,
   toSftJsonl,
+  trainingProblems,
   type RejectionContext,
 } from '../../src/grpo/rejection-sampling';
 import { renderPrompt } from '../../src/grpo/trainer';
 import type { SampleOptions, SampleResult, TextGenerator } from '../../src/model/sampler';
-import { createTask } from '../../src/tasks';
+import { createTask, trainEvalProblems } from '../../src/tasks';
 import type { Problem, Task } from '../../src/tasks/types';
 
 const DIR = 'public/models/tiny-reasoner';
@@ -218,3 +221,71 @@ describe('language consistency (R1 §2.3.3)', () => {
     ).toBe(null);
   });
 });
+
+describe('trainingProblems', () => {
+  const run = { seed: 3, steps: 2, perStepPrompts: 2, evalPrompts: 40 };
+
+  it("is the run's training stream, past its end too, never a held-out prompt", () => {
+    const task = createTask('countdown', { numbers: 3, maxNumber: 10, maxTarget: 30 });
+    const { train, eval: held } = trainEvalProblems(task, run.seed, 4, run.evalPrompts);
+    const problems = trainingProblems(task, run, 300);
+    expect(problems).toHaveLength(300);
+    expect(problems.slice(0, 4)).toEqual(train);
+    const heldOut = new Set(held.map((p) => p.question));
+    expect(held).toHaveLength(40);
+    expect(problems.filter((p) => heldOut.has(p.question))).toEqual([]);
+    expect(new Set(problems.map((p) => p.id)).size).toBe(300);
+    expect(() => trainingProblems(task, run, 0)).toThrow('prompts must be an integer ≥ 1');
+  });
+
+  it('gives each row of a dataset once, without its held-out rows', () => {
+    const text = Array.from({ length: 10 }, (_, i) =>
+      JSON.stringify({ prompt: `q${i}`, answer: `${i}` }),
+    ).join('\n');
+    const task = createTask('jsonl', {}, { text });
+    const problems = trainingProblems(task, { ...run, evalPrompts: 3 }, 50);
+    const held = trainEvalProblems(task, run.seed, 4, 3).eval;
+    expect(problems).toHaveLength(7);
+    expect(new Set(problems.map((p) => p.id)).size).toBe(7);
+    expect(problems.some((p) => held.some((h) => h.id === p.id))).toBe(false);
+  });
+});
+
+describe('rejectionFiles', () => {
+  it('writes the kept set, every sample and the counts with the extra fields first', () => {
+    const samples = [
+      { problemId: 'a', prompt: 'P', completion: 'C1', length: 3, kept: true, reasons: [] },
+      { problemId: 'a', prompt: 'P', completion: 'C2', length: 9, kept: false, reasons: ['wrong'] },
+    ] as const;
+    const report = {
+      samples: samples.map((s) => ({ ...s, reasons: [...s.reasons] })),
+      perPrompt: [{ problemId: 'a', sampled: 2, kept: 1 }],
+      sampled: 2,
+      kept: 1,
+      yield: 0.5,
+      reasons: { ...NO_REASONS, wrong: 1 },
+    };
+    const files = rejectionFiles(report, { step: 7 });
+    expect(files['sft.jsonl']).toBe('{"prompt":"P","completion":"C1","problem_id":"a"}\n');
+    expect(files['samples.jsonl'].split('\n')).toEqual([
+      JSON.stringify(report.samples[0]),
+      JSON.stringify(report.samples[1]),
+      '',
+    ]);
+    const json = JSON.parse(files['report.json']);
+    expect(Object.keys(json)).toEqual(['step', 'perPrompt', 'sampled', 'kept', 'yield', 'reasons']);
+    expect(json).toMatchObject({ step: 7, sampled: 2, kept: 1, yield: 0.5 });
+  });
+});
+
+const NO_REASONS = {
+  wrong: 0,
+  'no-answer': 0,
+  unverifiable: 0,
+  format: 0,
+  truncated: 0,
+  'too-short': 0,
+  'too-long': 0,
+  language: 0,
+  duplicate: 0,
+};
