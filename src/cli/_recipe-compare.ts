@@ -244,6 +244,13 @@ export async function compareRecipes(o: CompareOptions): Promise<void> {
     for (const [file, svg] of Object.entries(timelinePlots(seeds)))
       writeFileSync(join(o.outDir, file), svg);
     writeFileSync(join(o.outDir, 'README.md'), markdownReport(report));
+    // What the app shows beside the Paper view (src/app/learn): the report without timelines.
+    const { seeds: _full, recipes: _recipes, ...head } = report;
+    writeFileSync(
+      join(o.outDir, 'summary.json'),
+      JSON.stringify({ ...head, seeds: seeds.map(({ timelines: _t, ...rest }) => rest) }, null, 1) +
+        '\n',
+    );
     rmSync(join(o.outDir, 'partial.json'), { force: true });
     console.log(`wrote ${o.outDir} in ${(durationSeconds / 60).toFixed(1)} min`);
   } finally {

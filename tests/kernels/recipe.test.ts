@@ -247,5 +247,10 @@ describe('recipe run folder', { timeout: 900_000 }, () => {
     expect(readme).toContain('| Distillation |');
     expect(existsSync(join(out, 'r1-accuracy.svg'))).toBe(true);
     expect(existsSync(join(out, 'partial.json'))).toBe(false);
+    // The app's copy: the same numbers without the timelines.
+    const summary = JSON.parse(readFileSync(join(out, 'summary.json'), 'utf8'));
+    expect(summary.seeds[0].timelines).toBeUndefined();
+    expect(summary.seeds[0].arms).toEqual(seed.arms);
+    expect(summary.base).toEqual(report.base);
   });
 });
