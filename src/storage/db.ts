@@ -34,6 +34,23 @@ export interface RunRecord {
   /** A multi-stage run (a recipe: SFT, GRPO, rejection sampling) names its stages here, each with
    * the first step of the one metrics timeline it covers; absent for a single-stage run. */
   stages?: RunStage[];
+  /** A recipe run (src/grpo/recipe.ts run by the page's worker): what resumes it after a reload;
+   * absent for any other run. */
+  recipe?: StoredRecipe;
+}
+
+/** RunRecord.recipe. Typed loosely here (storage sits below grpo): src/worker/recipe-api.ts reads
+ * `state` as grpo's RecipeState and `rejections` as RejectionSamplingReports. */
+export interface StoredRecipe {
+  /** RecipeState: the recipe, the stage under way, the finished stages' results, the sets that
+   * rejection-sample stages kept, the timeline. With the current stage's latest checkpoint (run
+   * id `${runId}/${index}-${stageName}`) it resumes the recipe. */
+  state: { stageIndex: number; recipe: { name: string; stages: unknown[] } } & Record<
+    string,
+    unknown
+  >;
+  /** Each rejection-sample stage's report by stage name: every sample, kept or not, and why. */
+  rejections: Record<string, unknown>;
 }
 
 /** One stage of a multi-stage run (RunRecord.stages). */

@@ -3,11 +3,12 @@
 // default instance (the browser's IndexedDB) for the UI.
 
 import type { CheckpointRecord, GrpoDatabase, MetricsRow, RunRecord, RunStatus } from './db';
-import type { SamplesRecord } from './db';
+import type { SamplesRecord, StoredRecipe } from './db';
 import { openDatabase, type OpenDbOptions } from './db';
 import * as ckpt from './checkpoints';
 import * as runs from './runs';
 import * as history from './run-history';
+import * as recipes from './recipe-runs';
 import * as transfer from './transfer';
 import * as usage from './usage';
 
@@ -128,6 +129,18 @@ export class GrpoStorage {
   }
   getRunHistory(id: string): Promise<history.RunHistory | undefined> {
     return history.getRunHistory(this.db, id);
+  }
+
+  // Recipe runs: the state that resumes a multi-stage recipe, on its run row.
+  putRecipe(
+    meta: history.RunHistoryMeta,
+    recipe: StoredRecipe,
+    status: RunStatus,
+  ): Promise<RunRecord> {
+    return recipes.putRecipe(this.db, meta, recipe, status, this.now);
+  }
+  listRecipeRuns(): Promise<RunRecord[]> {
+    return recipes.listRecipeRuns(this.db);
   }
 
   // Checkpoints.

@@ -45,6 +45,7 @@ import { StorageQuotaError } from '../storage/errors';
 import { CHECKPOINT_FAILURE_REPORTED, COMPARE_PROMPTS, COMPARE_SAMPLES } from './protocol';
 import { checkChatLength, sampleChatReply } from './chat';
 import { timeDevice } from './warmup';
+import { createRecipeApi } from './recipe-api';
 import { problemForMessage } from '../tasks/chat-problem';
 import { extractAnswer } from '../grpo/rewards';
 import { estimateStep, type DeviceTiming, type StepEstimate } from '../grpo/step-estimate';
@@ -374,7 +375,21 @@ export function createTrainerApi(options: TrainerApiOptions = {}) {
     return r;
   }
 
+  // Multi-stage recipes (recipe-api.ts) on the loaded model, with this worker's device and storage.
+  const recipeApi = createRecipeApi({
+    getEngine,
+    getStorage,
+    model: () => model,
+    sandboxFactory: () => (options.sandboxFactory ?? (() => browserSandboxFactory()))(),
+    busy: () =>
+      status === 'running' || status === 'loading'
+        ? 'The playground run is using the GPU: pause it (or wait for the model to load) first.'
+        : null,
+  });
+
   return {
+    ...recipeApi,
+
     /** The page's single event callback (wrap it in Comlink.proxy). */
     setListener(callback: ((event: TrainerEvent) => void) | null): void {
       listener = callback;

@@ -1,0 +1,178 @@
+// Recipes in the trainer worker (src/worker/recipe-api.ts through trainer-api.ts) on Node WebGPU
+// with the bundled model and fake IndexedDB: a two-stage recipe (SFT 2 steps → GRPO 2 steps)
+// paused after timeline step 3 is stored as one run row (RecipeState on RunRecord.recipe, the
+// stages' first steps, the timeline in the metrics store) with each stage's checkpoints under its
+// own run id; a second worker on the same database (a reload) lists it as unfinished, resumes it
+// from the GRPO stage's checkpoint at its step 1, trains only stage 2's step 2 (step 4), and ends
+// with the same timeline as an uninterrupted run.
+import 'fake-indexeddb/auto';
+import { IDBFactory } from 'fake-indexeddb';
+import { describe, expect, it } from 'vitest';
+import { BUNDLED_MODEL_DIR } from '../../src/cli/_session';
+import { folderSource } from '../../src/formats/model-source';
+import type { TimelineRow } from '../../src/grpo/recipe';
+import { nodeSandboxFactory } from '../../src/grpo/reward-sandbox-node';
+import { GrpoStorage } from '../../src/storage/index';
+import type { RecipeEvent } from '../../src/worker/recipe-api';
+import { createTrainerApi } from '../../src/worker/trainer-api';
+import { testEngine } from './harness';
+
+const TWO_STAGE = {
+  name: 'two-stage',
+  seed: 1,
+  stages: [
+    {
+      kind: 'sft',
+      name: 'cold-start',
+      data: { coldStart: { count: 8 } },
+      options: {
+        perDeviceTrainBatchSize: 4,
+        numTrainEpochs: 1,
+        learningRate: 3e-4,
+        maxLength: 128,
+        saveSteps: 1,
+      },
+    },
+    {
+      kind: 'grpo',
+      name: 'rl',
+      options: {
+        steps: 2,
+        saveSteps: 1,
+        numGenerations: 4,
+        perStepPrompts: 1,
+        maxCompletionLength: 48,
+      },
+    },
+  ],
+};
+
+/** A worker API on `idb` with the bundled model loaded, recording its recipe events. */
+async function worker(idb: IDBFactory) {
+  const api = createTrainerApi({
+    createEngine: testEngine,
+    sandboxFactory: () => nodeSandboxFactory(),
+    openStorage: () => GrpoStorage.open({ indexedDB: idb }),
+    modelSource: () => folderSource(BUNDLED_MODEL_DIR),
+  });
+  const events: RecipeEvent[] = [];
+  api.setRecipeListener((e) => events.push(e));
+  await api.loadModel({ kind: 'bundled' }, { perStepPrompts: 1, numGenerations: 2 });
+  return { api, events };
+}
+
+const steps = (events: RecipeEvent[]) =>
+  events.flatMap((e) => (e.type === 'recipe-step' ? [e.row] : []));
+/** Without the wall-clock metrics (they differ run to run). */
+const comparable = (rows: readonly TimelineRow[]) =>
+  rows.map((r) => ({
+    ...r,
+    metrics: Object.fromEntries(
+      Object.entries(r.metrics).filter(([k]) => k !== 'step_time' && k !== 'tokens_per_second'),
+    ),
+  }));
+
+describe('recipe in the trainer worker', { timeout: 900_000 }, () => {
+  it('pauses after step 3, resumes after a reload from the GRPO checkpoint, equals one run', async () => {
+    const whole = await worker(new IDBFactory());
+    await whole.api.startRecipe(TWO_STAGE);
+    expect(await whole.api.runRecipe()).toEqual({ outcome: 'finished' });
+    const wholeRows = steps(whole.events);
+    expect(wholeRows.map((r) => [r.step, r.stage, r.stageStep])).toEqual([
+      [1, 0, 1],
+      [2, 0, 2],
+      [3, 1, 1],
+      [4, 1, 2],
+    ]);
+    expect(
+      whole.events
+        .filter((e) => e.type === 'recipe-stage-start')
+        .map((e) => e.type === 'recipe-stage-start' && [e.name, e.steps, e.startStep]),
+    ).toEqual([
+      ['cold-start', 2, 0],
+      ['rl', 2, 2],
+    ]);
+
+    const idb = new IDBFactory();
+    const first = await worker(idb);
+    const started = await first.api.startRecipe(TWO_STAGE);
+    first.api.setRecipeListener((e) => {
+      first.events.push(e);
+      if (e.type === 'recipe-step' && e.row.step === 3) first.api.pauseRecipe();
+    });
+    expect(await first.api.runRecipe()).toEqual({ outcome: 'paused' });
+    expect(steps(first.events).map((r) => r.step)).toEqual([1, 2, 3]);
+    expect(first.events.at(-1)).toEqual({
+      type: 'recipe-status',
+      runId: started.runId,
+      status: 'paused',
+    });
+
+    // What is stored: one run row with the state, the stages, the timeline; stage checkpoints.
+    const storage = await GrpoStorage.open({ indexedDB: idb });
+    const record = await storage.getRun(started.runId);
+    expect(record?.status).toBe('paused');
+    expect(record?.recipe?.state.stageIndex).toBe(1);
+    expect(record?.stages).toEqual([
+      { name: 'cold-start', kind: 'sft', firstStep: 1 },
+      { name: 'rl', kind: 'grpo', firstStep: 3 },
+    ]);
+    const history = await storage.getRunHistory(started.runId);
+    expect(history?.rows.map((r) => r.step)).toEqual([1, 2, 3]);
+    expect(history?.rows[0].mean_token_accuracy).toBe(wholeRows[0].metrics.mean_token_accuracy);
+    const rl = await storage.listCheckpoints(`${started.runId}/1-rl`);
+    expect(rl.map((c) => c.step)).toEqual([1]);
+    // Two kept per stage (retention): the SFT stage saved at steps 1 and 2.
+    const sft = await storage.listCheckpoints(`${started.runId}/0-cold-start`);
+    expect(sft.map((c) => c.step).sort()).toEqual([1, 2]);
+    storage.close();
+
+    // A reload: a new worker on the same database.
+    const second = await worker(idb);
+    const listed = await second.api.listRecipeRuns();
+    expect(listed).toHaveLength(1);
+    expect(listed[0]).toMatchObject({
+      runId: started.runId,
+      recipeName: 'two-stage',
+      stageIndex: 1,
+      stageName: 'rl',
+      stageCount: 2,
+      lastStep: 3,
+      finished: false,
+      status: 'paused',
+    });
+    const resumed = await second.api.resumeRecipe(started.runId);
+    expect(resumed.status).toBe('paused');
+    expect(resumed.state.timeline.map((r) => r.step)).toEqual([1, 2, 3]);
+    expect(await second.api.runRecipe()).toEqual({ outcome: 'finished' });
+    // Only stage 2's step 2 trained after the reload, not its step 1 again.
+    expect(steps(second.events).map((r) => [r.step, r.stage, r.stageStep])).toEqual([[4, 1, 2]]);
+    const all = [...resumed.state.timeline, ...steps(second.events)];
+    expect(comparable(all)).toEqual(comparable(wholeRows));
+
+    const after = await GrpoStorage.open({ indexedDB: idb });
+    const done = await after.getRun(started.runId);
+    expect(done?.status).toBe('finished');
+    expect(done?.recipe?.state.stageIndex).toBe(2);
+    expect((await after.getRunHistory(started.runId))?.rows.map((r) => r.step)).toEqual([
+      1, 2, 3, 4,
+    ]);
+    after.close();
+    expect((await second.api.listRecipeRuns())[0].finished).toBe(true);
+  });
+
+  it('refuses a bad recipe with parseRecipe’s message and an unknown run id', async () => {
+    const { api } = await worker(new IDBFactory());
+    await expect(
+      api.startRecipe({ name: 'x', stages: [{ kind: 'dpo' }] } as never),
+    ).rejects.toThrow('stage 1: "kind" must be one of sft, grpo, rejection-sample');
+    await expect(api.resumeRecipe('nope')).rejects.toThrow("no stored recipe run 'nope'");
+    expect(api.checkRecipe('r1').stages.map((s) => s.kind)).toEqual([
+      'sft',
+      'grpo',
+      'rejection-sample',
+      'sft',
+      'grpo',
+    ]);
+  });
+});
