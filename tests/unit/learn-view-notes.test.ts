@@ -111,6 +111,16 @@ describe('Learn notes', () => {
     expect(paragraph(body, 'clip-passes')).toContain(
       'μ = numIterations = 2: 2 optimizer passes over each sampled batch',
     );
+    expect(paragraph(body, 'clip-passes')).not.toContain('This step clipped no token');
+    // A μ = 2 step that clipped nothing says why.
+    const none = report();
+    none.metrics['clip_ratio/region_mean'] = 0;
+    const text = paragraph(
+      render(LearnView, { props: { report: none, config, history: [] } }).body,
+      'clip-passes',
+    );
+    expect(text).toContain('This step clipped no token');
+    expect(text).toContain('(a larger learningRate moves them further)');
   });
 
   it('prints each token’s text beside its Δ, as text, and the largest moves first', () => {
