@@ -4,6 +4,9 @@
 import { render } from 'svelte/server';
 import { describe, expect, it } from 'vitest';
 import LineChart from '../../src/app/components/LineChart.svelte';
+import AhaPanel from '../../src/app/aha/AhaPanel.svelte';
+import { resolveConfig } from '../../src/grpo/config';
+import { PRESETS } from '../../src/grpo/presets';
 
 const series = [
   {
@@ -51,5 +54,50 @@ describe('LineChart reference series', () => {
     expect(body).not.toContain('class="reference');
     expect(body).not.toContain('reference-key');
     expect(Math.max(...xTicks(body))).toBe(3);
+  });
+});
+
+describe('AhaPanel (server-rendered) with a run', () => {
+  const history = [1, 2, 3].map((step) => ({
+    step,
+    metrics: {
+      reflection_rate: 0.25,
+      accuracy: 0.5,
+      'completions/mean_length': 30,
+      'reflection/count_reflecting': 8,
+      'reflection/count_not_reflecting': 24,
+      'reflection/accuracy_reflecting': 0.75,
+      'reflection/accuracy_not_reflecting': 0.125 * step,
+    },
+  }));
+  const text = (body: string) => body.replace(/<!--[^>]*-->/g, '').replace(/\s+/g, ' ');
+
+  it('waits, lists the differences, overlays the reference seeds and shows the base rates', () => {
+    const config = resolveConfig({ ...PRESETS.aha, learningRate: 1e-3 });
+    const { body } = render(AhaPanel, {
+      props: { history, reports: [], config, perStepMs: 7500, selected: 2 },
+    });
+    const t = text(body);
+    expect(t).toContain('Waiting: 27 more steps needed before a verdict (3 of 30).');
+    expect(t).toContain('learningRate: 0.001 (preset 0.0006)');
+    expect(t).toContain('in 1 setting:');
+    // Three seeds behind each of the three charts.
+    expect(body.match(/<path class="reference/g)?.length).toBe(9);
+    // The run's step shape is the preset's: 95 × 7.5 s = 11.9 min.
+    expect(t).toContain('Expected ≈ <strong>11.9 min</strong>');
+    expect(t).toContain('reference: 38.7 min for 3 seeds on 2 CPU cores, SwiftShader');
+    // Step 1 and the selected step 2: reflecting right 75% vs 12.5% and 25%.
+    expect(t).toContain('step 1 (start)');
+    expect(t).toContain('step 2 (selected)');
+    expect(t).toContain('+63 points');
+    expect(t).toContain('+50 points');
+  });
+
+  it('a tiny run’s measured step time does not carry over to the preset', () => {
+    const config = resolveConfig({ ...PRESETS.aha, numGenerations: 2 });
+    const { body } = render(AhaPanel, { props: { history, reports: [], config, perStepMs: 900 } });
+    const t = text(body);
+    expect(t).toContain('(numGenerations differ), so its step time does not carry over');
+    expect(t).not.toContain('Expected ≈');
   });
 });

@@ -115,12 +115,13 @@ describe('AhaPanel', () => {
   const report = liveLikeReport();
   report.groups[0].completions[0].text = '<think>7? Wait, recheck.</think><answer>7</answer>';
   report.groups[0].completions[0].reflects = true;
-  const history = Array.from({ length: 8 }, (_, i) => ({
+  // 32 steps: a verdict waits for 30 (src/app/aha/derive.ts MIN_STEPS).
+  const history = Array.from({ length: 32 }, (_, i) => ({
     step: i + 1,
     metrics: {
-      reflection_rate: i < 4 ? 0.1 : 0.5,
-      'reflection/count_reflecting': i < 4 ? 2 : 10,
-      'reflection/count_not_reflecting': i < 4 ? 18 : 10,
+      reflection_rate: i < 16 ? 0.1 : 0.5,
+      'reflection/count_reflecting': i < 16 ? 2 : 10,
+      'reflection/count_not_reflecting': i < 16 ? 18 : 10,
       'reflection/accuracy_reflecting': 0.8,
       'reflection/accuracy_not_reflecting': 0.3,
     },
