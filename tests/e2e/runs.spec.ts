@@ -4,7 +4,9 @@
 // - two tiny steps, a reload: the run is listed with 2 steps; its CSV (a real download) has the
 //   header `step,<every metric>` and one line per step with the values the charts had, its JSONL
 //   one TRL-style line per step; overlaid, the Train charts draw it as a second, dashed series
-//   with a legend naming both runs, and it stays while a new run takes a step.
+//   with a legend naming both runs, and it stays while a new run takes a step;
+// - a quota capped through the DevTools protocol: the step's metrics are refused, a banner says so,
+//   and once the cap is lifted the next step stores both steps (nothing lost).
 import { expect, test, type Page } from '@playwright/test';
 import { readFileSync } from 'node:fs';
 import { watchErrors } from './support/watch-errors';
@@ -202,5 +204,39 @@ test('two steps are stored, listed after a reload, downloaded as CSV and JSONL, 
   await expect(page.getByTestId('overlay-name')).toHaveText(runName);
   await page.getByTestId('overlay-clear').click();
   await expect(reward.locator('path[stroke-dasharray]')).toHaveCount(0);
+  expect(errors).toEqual([]);
+});
+
+test('a full storage refuses a step’s metrics with a banner; the next step stores both', async ({
+  page,
+  baseURL,
+}) => {
+  test.setTimeout(1_200_000);
+  const errors = watchErrors(page);
+  await page.goto(`/?${TINY_RUN}#train`);
+  await loadModel(page);
+  // The cap: what the origin uses now, so any further write is refused.
+  const usage = await page.evaluate(async () => (await navigator.storage.estimate()).usage ?? 0);
+  const cdp = await page.context().newCDPSession(page);
+  const origin = new URL(baseURL!).origin;
+  await cdp.send('Storage.overrideQuotaForOrigin', { origin, quotaSize: usage });
+  await takeStep(page, 1);
+  const banner = page.getByTestId('banner').filter({ hasText: 'Storage full: the run’s metrics' });
+  await expect(banner).toContainText('(step 1) were not stored');
+  await page.getByTestId('nav-checkpoints').click();
+  await expect(page.getByTestId('runs-empty')).toBeVisible();
+
+  await cdp.send('Storage.overrideQuotaForOrigin', { origin });
+  await page.getByTestId('nav-train').click();
+  await takeStep(page, 2);
+  await page.getByTestId('nav-checkpoints').click();
+  await expect(page.getByTestId('run-row')).toHaveAttribute('data-steps', '2');
+  const csv = await downloadText(page, () => page.getByTestId('run-csv').click());
+  expect(
+    csv.text
+      .trimEnd()
+      .split('\n')
+      .map((l) => l.split(',')[0]),
+  ).toEqual(['step', '1', '2']);
   expect(errors).toEqual([]);
 });
