@@ -146,10 +146,11 @@ export class Runs implements RunLog {
     }
   }
 
-  /** Lists the stored runs again. */
+  /** Lists the stored runs again: those with stored steps (a run row without any, such as a
+   * recipe stage's checkpoint holder, has nothing to download or overlay). */
   async refresh(): Promise<void> {
     try {
-      this.list = await (await this.#db()).listRunHistories();
+      this.list = (await (await this.#db()).listRunHistories()).filter((r) => r.steps > 0);
       this.listError = null;
     } catch (err) {
       this.listError = `The stored runs could not be read: ${msg(err)}`;

@@ -50,6 +50,8 @@ describe('Runs (the page’s store)', () => {
       { step: 2, reward: 0.5, loss: -0.5 },
       { step: 3, reward: 0.75, loss: -0.75 },
     ]);
+    // A run row without steps (a recipe stage's checkpoint holder) is not listed.
+    await storage.createRun({ id: 'empty', name: 'no steps', config: {} });
     await runs.refresh();
     expect(runs.list.map((r) => [r.id, r.name, r.steps, r.lastStep, r.config])).toEqual([
       ['r1', 'Countdown', 3, 3, { numIterations: 1 }],
