@@ -20,6 +20,7 @@ import {
 } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import type { Engine } from '../engine/engine';
+import { toHfConfig } from '../core/model-config';
 import { exportHfFolder } from '../export/hf-export';
 import { checkpointFromFiles, checkpointToFiles, weightsIdentity } from '../grpo/checkpoint';
 import {
@@ -36,7 +37,7 @@ import {
 import { nodeSandboxFactory } from '../grpo/reward-sandbox-node';
 import type { CheckpointPayload } from '../storage/checkpoints';
 import { recoverRunFolder, writeFolderAtomically } from './_run-folder';
-import type { LoadedModel } from './_session';
+import { loadModel, type LoadedModel } from './_session';
 import { hfFolderExtras } from './_sft';
 
 /** A recipe named on the command line: a built-in name or a JSON file. A stage's
@@ -62,6 +63,8 @@ export function readRecipe(nameOrPath: string, seed?: number): Recipe {
   }
   return parseRecipe(seed === undefined ? value : { ...value, seed });
 }
+
+const json = (value: unknown) => new TextEncoder().encode(JSON.stringify(value, null, 2) + '\n');
 
 const stageDir = (runDir: string, index: number, name: string) => join(runDir, `${index}-${name}`);
 
@@ -153,6 +156,15 @@ export async function recipeFolder(
       tokenizer: model.tokenizer,
       identity,
     },
+    loadModel: async (ref) => {
+      const student = await loadModel(ref);
+      return {
+        config: student.hf.config,
+        tokenizer: student.tokenizer,
+        weights: student.hf.tensors,
+        identity: await weightsIdentity(student.folder, student.hf.tensors),
+      };
+    },
     sandboxFactory: nodeSandboxFactory(),
     scoringTask: recipeScoringTask(),
     resume,
@@ -182,6 +194,8 @@ export async function recipeFolder(
       onCheckpoint: (payload, { index, stage }) => {
         const dir = join(stageDir(runDir, index, stage.name), `checkpoint-${payload.step}`);
         const files = hfFolderExtras(model);
+        // A student stage's checkpoint is of the student's architecture.
+        files.set('config.json', json(toHfConfig(payload.modelConfig)));
         for (const [name, bytes] of checkpointToFiles(payload, {
           baseModel: model.folder,
           recipe: recipe.name,
@@ -216,7 +230,7 @@ export async function recipeFolder(
           writeFolderAtomically(
             join(runDir, 'final-model'),
             exportHfFolder({
-              config: model.hf.config,
+              config: info.config,
               tensors: new Map(info.weights),
               tokenizerFiles: model.hf.tokenizerFiles,
               generation: model.hf.generation,

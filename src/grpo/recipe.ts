@@ -59,7 +59,8 @@ export type SftDataSource =
 interface StageBase {
   /** Unique in the recipe; names the stage's checkpoints and its rows. */
   name: string;
-  /** 'previous' (default), 'base', or an earlier stage's name. */
+  /** 'previous' (default), 'base', an earlier stage's name, or 'model:<ref>' (sft / grpo: another
+   * model with the same tokenizer, a distillation student; the CLI reads a Hugging Face folder). */
   from?: string;
 }
 
@@ -159,20 +160,28 @@ export interface RecipeHooks {
   /** After a stage: the weights it ended with (the next stage's start unless it names another). */
   onStageEnd?(
     result: StageResult,
-    info: StageInfo & { weights: ReadonlyMap<string, Float32Array> },
+    info: StageInfo & { weights: ReadonlyMap<string, Float32Array>; config: LlamaConfig },
   ): void | Promise<void>;
 }
+
+/** A model a stage can start from: its architecture, tokenizer and weights' identity. */
+export interface RecipeModel {
+  config: LlamaConfig;
+  tokenizer: TrainerTokenizer;
+  identity?: Identity;
+}
+
+/** `"from": "model:<ref>"`: a stage starts from another model (a distillation student). */
+export const MODEL_PREFIX = 'model:';
 
 export interface RecipeSetup {
   engine: Engine;
   recipe: Recipe;
   runId: string;
-  base: {
-    config: LlamaConfig;
-    weights: ReadonlyMap<string, Float32Array>;
-    tokenizer: TrainerTokenizer;
-    identity?: Identity;
-  };
+  base: RecipeModel & { weights: ReadonlyMap<string, Float32Array> };
+  /** Loads a student model named by a stage's `"from": "model:<ref>"` (the CLI: a Hugging Face
+   * folder); absent, such a stage is refused. */
+  loadModel?(ref: string): Promise<RecipeModel & { weights: ReadonlyMap<string, Float32Array> }>;
   sandboxFactory: SandboxFactory;
   /** Scores GRPO rewards and verifies rejection samples when it is not the preset's task (the
    * aha preset trains on Countdown minus the held-out problems and is scored by Countdown). */
@@ -218,7 +227,14 @@ export function parseRecipe(value: unknown): Recipe {
     if (names.has(name as string)) fail(`${where}: the name '${name}' is used twice`);
     const from = s.from ?? 'previous';
     if (typeof from !== 'string') fail(`${where} ('${name}'): "from" must be a string`);
-    if (from !== 'previous' && from !== 'base' && !names.has(from as string))
+    const model = (from as string).startsWith(MODEL_PREFIX);
+    if (model && s.kind === 'rejection-sample')
+      fail(
+        `${where} ('${name}'): a rejection-sample stage samples from a stage's weights, not from "${from}"`,
+      );
+    if (model && (from as string).length === MODEL_PREFIX.length)
+      fail(`${where} ('${name}'): "from": "model:<folder>" names no model`);
+    if (!model && from !== 'previous' && from !== 'base' && !names.has(from as string))
       fail(`${where} ('${name}'): "from" names '${from}', which is not an earlier stage`);
     names.add(name as string);
     if (s.options !== undefined && (typeof s.options !== 'object' || s.options === null))
@@ -464,6 +480,10 @@ export class RecipeRun {
   private state: RecipeState;
   /** Final weights of finished stages (sft / grpo) kept for the stages that start from them. */
   private readonly weights = new Map<string, ReadonlyMap<string, Float32Array>>();
+  private readonly students = new Map<
+    string,
+    RecipeModel & { weights: ReadonlyMap<string, Float32Array> }
+  >();
   private stopRequested = false;
 
   constructor(private readonly setup: RecipeSetup) {
@@ -491,18 +511,13 @@ export class RecipeRun {
     this.stopRequested = true;
   }
 
-  /** The timeline step after the last row (where the next stage starts). */
-  private get lastStep(): number {
-    return this.state.timeline.at(-1)?.step ?? 0;
-  }
-
-  /** The name of the weight-producing stage (or 'base') that stage `index` starts from. */
+  /** Where stage `index` starts: 'base', 'model:<ref>', or the weight-producing stage's name. */
   private sourceOf(index: number): string {
     const stages = this.recipe.stages;
     let from = stages[index].from ?? 'previous';
     if (from === 'previous') from = index === 0 ? 'base' : stages[index - 1].name;
     // A rejection-sample stage passes its own starting weights through.
-    while (from !== 'base') {
+    while (from !== 'base' && !from.startsWith(MODEL_PREFIX)) {
       const i = stages.findIndex((s) => s.name === from);
       if (stages[i].kind !== 'rejection-sample') break;
       from = this.sourceOf(i);
@@ -510,15 +525,52 @@ export class RecipeRun {
     return from;
   }
 
-  private async startWeights(index: number): Promise<ReadonlyMap<string, Float32Array>> {
+  /** The architecture and tokenizer behind a source: the base model's, a student's, or (for a
+   * stage) those of the model its own chain of stages started from. */
+  private async modelOf(source: string): Promise<RecipeModel> {
+    const { base } = this.setup;
+    if (source === 'base') return base;
+    if (source.startsWith(MODEL_PREFIX)) return this.student(source.slice(MODEL_PREFIX.length));
+    return this.modelOf(this.sourceOf(this.recipe.stages.findIndex((s) => s.name === source)));
+  }
+
+  /** A student model named by `from: "model:<ref>"`, loaded once; its tokenizer must be the
+   * base model's (distillation trains it on the teacher's token sequences as text). */
+  private async student(
+    ref: string,
+  ): Promise<RecipeModel & { weights: ReadonlyMap<string, Float32Array> }> {
+    const cached = this.students.get(ref);
+    if (cached) return cached;
+    if (!this.setup.loadModel)
+      throw new Error(`recipe: this front end cannot load the model '${ref}' ("from": "model:…")`);
+    const model = await this.setup.loadModel(ref);
+    const probe = coldStartRows(0, 1)[0] as { prompt: string; completion: string };
+    const text = probe.prompt + probe.completion;
+    const same = (a: TrainerTokenizer, b: TrainerTokenizer) =>
+      JSON.stringify(a.encode(text)) === JSON.stringify(b.encode(text)) &&
+      JSON.stringify(a.eosTokenIds) === JSON.stringify(b.eosTokenIds) &&
+      a.padTokenId === b.padTokenId;
+    if (!same(model.tokenizer, this.setup.base.tokenizer))
+      throw new Error(
+        `recipe: the model '${ref}' has another tokenizer than the recipe's model (distillation here needs the same one)`,
+      );
+    this.students.set(ref, model);
+    return model;
+  }
+
+  private async startWeights(
+    index: number,
+  ): Promise<RecipeModel & { weights: ReadonlyMap<string, Float32Array> }> {
     const source = this.sourceOf(index);
-    if (source === 'base') return this.setup.base.weights;
+    const model = await this.modelOf(source);
+    if (source === 'base') return this.setup.base;
+    if (source.startsWith(MODEL_PREFIX)) return this.student(source.slice(MODEL_PREFIX.length));
     const kept = this.weights.get(source);
-    if (kept) return kept;
+    if (kept) return { ...model, weights: kept };
     if (!this.setup.resume) throw new Error(`recipe: no weights of stage '${source}'`);
     const loaded = await this.setup.resume.weightsOf(source);
     this.weights.set(source, loaded);
-    return loaded;
+    return { ...model, weights: loaded };
   }
 
   /** Runs the remaining stages (or until stop()). */
@@ -541,7 +593,7 @@ export class RecipeRun {
     checkpoint: CheckpointPayload | null,
   ): Promise<'finished' | 'stopped'> {
     const stage = this.recipe.stages[index];
-    const { engine, base } = this.setup;
+    const { engine } = this.setup;
     const started = performance.now();
     // Rows of this stage recorded before a resume are kept up to the checkpoint's step.
     const keep = checkpoint?.step ?? 0;
@@ -550,7 +602,8 @@ export class RecipeRun {
     );
     const startStep = this.state.timeline.filter((r) => r.stage < index).at(-1)?.step ?? 0;
     const info: StageInfo = { index, stage, startStep };
-    const from = await this.startWeights(index);
+    const start = await this.startWeights(index);
+    const from = start.weights;
     const record = async (
       stageStep: number,
       metrics: Record<string, number>,
@@ -571,16 +624,16 @@ export class RecipeRun {
       const verifier = this.setup.scoringTask ?? task;
       const seed = stage.options.seed ?? stageSeed(this.recipe, index);
       const problems = task.generate(mixSeeds(seed, 0x5e1ec7), stage.prompts);
-      const model = GpuLlama.load(engine, base.config, from);
+      const model = GpuLlama.load(engine, start.config, from);
       let report: RejectionSamplingReport;
       try {
         await this.hooks.onStageStart?.({ ...info, steps: 0 });
         report = await rejectionSample(
           {
             generator: new Sampler(engine, model),
-            tokenizer: base.tokenizer,
+            tokenizer: start.tokenizer,
             task: verifier,
-            renderPrompt: (p) => renderPrompt(task, base.tokenizer, p, config.template),
+            renderPrompt: (p) => renderPrompt(task, start.tokenizer, p, config.template),
           },
           problems,
           {
@@ -613,16 +666,16 @@ export class RecipeRun {
     } else if (stage.kind === 'sft') {
       const config = resolveSftConfig({ seed: stageSeed(this.recipe, index), ...stage.options });
       const rows = this.sftRows(stage);
-      const { examples } = tokenizeSftDataset(rows, base.tokenizer, config);
+      const { examples } = tokenizeSftDataset(rows, start.tokenizer, config);
       const run: SftRun = new SftRun({
         engine,
         runId,
         runName: `${this.recipe.name} · ${stage.name}`,
-        modelIdentity: base.identity,
+        modelIdentity: start.identity,
         config,
-        model: { config: base.config, weights: from },
+        model: { config: start.config, weights: from },
         examples,
-        padTokenId: base.tokenizer.padTokenId,
+        padTokenId: start.tokenizer.padTokenId,
         hooks: {
           onStep: (report, { elapsedMs }) =>
             record(report.step, report.metrics, run.totalSteps, elapsedMs, report.skipped),
@@ -646,8 +699,8 @@ export class RecipeRun {
         config,
         runId,
         runName: `${this.recipe.name} · ${stage.name}`,
-        modelIdentity: base.identity ?? { name: this.recipe.name, sha256: '' },
-        model: { config: base.config, weights: from, tokenizer: base.tokenizer },
+        modelIdentity: start.identity ?? { name: this.recipe.name, sha256: '' },
+        model: { config: start.config, weights: from, tokenizer: start.tokenizer },
         scoringTask: this.setup.scoringTask,
         sandboxFactory: this.setup.sandboxFactory,
         hooks: {
@@ -670,7 +723,7 @@ export class RecipeRun {
     this.weights.set(stage.name, endWeights);
     this.state.results = this.state.results.filter((r) => r.stage !== index).concat(result);
     this.state.stageIndex = index + 1;
-    await this.hooks.onStageEnd?.(result, { ...info, weights: endWeights });
+    await this.hooks.onStageEnd?.(result, { ...info, weights: endWeights, config: start.config });
     return 'finished';
   }
 

@@ -4,7 +4,7 @@
 // uninterrupted run; a rejection-sample stage's kept set is what the next SFT stage (a student
 // from the base weights) trains on, with consistent counts and the same set for the same seed; and
 // the comparison (src/cli/_recipe-compare.ts) writes its report on shortened recipes.
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -13,6 +13,7 @@ import { compareRecipes } from '../../src/cli/_recipe-compare';
 import { loadModel, openEngine, type LoadedModel } from '../../src/cli/_session';
 import type { Engine } from '../../src/engine/engine';
 import { parseRecipe, type Recipe, type TimelineRow } from '../../src/grpo/recipe';
+import { tinyHfFolder } from '../support/tiny-hf-model';
 
 const work = mkdtempSync(join(tmpdir(), 'grpo-recipe-'));
 const SMALL_RL = {
@@ -170,6 +171,63 @@ describe('recipe run folder', { timeout: 900_000 }, () => {
     // The student trained one step on the kept set.
     expect(a.state.timeline).toHaveLength(1);
     expect(a.state.timeline[0].stage).toBe(1);
+  });
+
+  it('distillation into another model with the same tokenizer ("from": "model:<folder>"), and a refusal for another tokenizer', async () => {
+    const student = await tinyHfFolder({ numLayers: 1, hiddenSize: 16 });
+    const studentDir = student.writeTo(join(work, 'student'));
+    const recipe = (from: string) =>
+      parseRecipe({
+        name: 'distill-student',
+        seed: 5,
+        stages: [
+          { kind: 'rejection-sample', name: 'samples', prompts: 4, options: { k: 4 } },
+          {
+            kind: 'sft',
+            name: 'student',
+            from,
+            data: { stage: 'samples' },
+            options: { ...SMALL_SFT, maxSteps: 2 },
+          },
+        ],
+      });
+    const dir = join(work, 'student-run');
+    const { state } = await recipeFolder({
+      engine,
+      model,
+      recipe: recipe(`model:${studentDir}`),
+      runDir: dir,
+      log: quiet,
+    });
+    expect(state.timeline.map((r) => r.stageStep)).toEqual([1, 2]);
+    // The student's architecture, not the teacher's, in its checkpoints and the final model.
+    for (const sub of ['1-student/checkpoint-2', 'final-model']) {
+      const config = JSON.parse(readFileSync(join(dir, sub, 'config.json'), 'utf8'));
+      expect(config.num_hidden_layers).toBe(1);
+      expect(config.hidden_size).toBe(16);
+    }
+    expect(model.hf.config.hiddenSize).not.toBe(16);
+
+    // The same folder with two vocabulary entries swapped: another tokenizer.
+    const other = join(work, 'other-tokenizer');
+    student.writeTo(other);
+    const tok = JSON.parse(readFileSync(join(other, 'tokenizer.json'), 'utf8'));
+    const vocab = tok.model.vocab as Record<string, number>;
+    // Every ordinary entry's id reversed (the added tokens keep theirs): numbers encode differently.
+    const added = new Set((tok.added_tokens as { content: string }[]).map((t) => t.content));
+    const keys = Object.keys(vocab).filter((k) => !added.has(k));
+    const ids = keys.map((k) => vocab[k]).reverse();
+    keys.forEach((k, i) => (vocab[k] = ids[i]));
+    writeFileSync(join(other, 'tokenizer.json'), JSON.stringify(tok));
+    await expect(
+      recipeFolder({
+        engine,
+        model,
+        recipe: recipe(`model:${other}`),
+        runDir: join(work, 'refused'),
+        log: quiet,
+      }),
+    ).rejects.toThrow(`the model '${other}' has another tokenizer than the recipe's model`);
   });
 
   it('--compare writes the report: three arms per seed, every stage evaluated', async () => {
