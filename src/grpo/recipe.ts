@@ -318,7 +318,7 @@ export function parseRecipe(value: unknown): Recipe {
 // comparison is of what is done with them: R1-Zero's GRPO steps = the R1 recipe's two GRPO stages.
 
 /** GRPO steps of R1-Zero, and of R1's two RL stages together. */
-export const RECIPE_GRPO_STEPS = 30;
+export const RECIPE_GRPO_STEPS = 20;
 
 const rl = (steps: number): Partial<ConfigInput> => ({ steps, saveSteps: 10 });
 
