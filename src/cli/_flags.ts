@@ -134,6 +134,21 @@ export const RECIPE: Command = {
       boolean: true,
     },
     { name: 'seeds', value: '1,2,3', help: 'with --compare: the seeds (default 1,2,3)' },
+    {
+      name: 'prompts',
+      value: 'report|selection',
+      help: 'with --compare: the held-out set (default report; selection is where choices are made)',
+    },
+    {
+      name: 'k',
+      value: 'samples',
+      help: 'with --compare: samples per held-out prompt (default 1)',
+    },
+    {
+      name: 'sft-learning-rate',
+      value: 'lr',
+      help: 'with --compare: every SFT stage’s learning rate (default the built-in recipes’ 3e-4)',
+    },
   ],
 };
 
