@@ -333,7 +333,7 @@ export const BUILTIN_RECIPES = {
   r1: {
     name: 'R1',
     description:
-      'Cold start on careful chain-of-thought examples, reasoning RL, rejection sampling of the RL model’s verified answers, SFT on them from the cold-start model, and a last RL stage (DeepSeek-R1 §2.3).',
+      'Cold start on careful chain-of-thought examples, reasoning RL, rejection sampling of the RL model’s verified answers, SFT of the base model on them (two epochs), and a last RL stage (DeepSeek-R1 §2.3).',
     seed: 1,
     stages: [
       {
@@ -359,7 +359,8 @@ export const BUILTIN_RECIPES = {
       {
         kind: 'sft',
         name: 'sft',
-        from: 'cold-start',
+        // R1 §2.3.3 fine-tunes the base model (DeepSeek-V3-Base) for two epochs on the new set.
+        from: 'base',
         data: { stage: 'rejection' },
         options: {
           learningRate: 3e-4,
