@@ -65,11 +65,12 @@ export const PLAYGROUND_DEFAULTS: Partial<ConfigInput> = {
   evalPrompts: 16,
 };
 
-export type View = 'train' | 'inspect' | 'checkpoints' | 'learn' | 'aha' | 'paper';
+export type View = 'train' | 'inspect' | 'checkpoints' | 'recipes' | 'learn' | 'aha' | 'paper';
 export const VIEWS: { id: View; label: string }[] = [
   { id: 'train', label: 'Train' },
   { id: 'inspect', label: 'Inspect' },
   { id: 'checkpoints', label: 'Checkpoints' },
+  { id: 'recipes', label: 'Recipes' },
   { id: 'learn', label: 'Learn' },
   { id: 'aha', label: 'Aha' },
   { id: 'paper', label: 'Paper' },
