@@ -156,6 +156,8 @@ interface Active {
   rejections: Record<string, RejectionSamplingReport>;
   status: RecipeStatus;
   meta: RunHistoryMeta;
+  /** runRecipe's pauseAfterStep: stop once this timeline step is trained. */
+  pauseAfter?: number;
 }
 
 export function createRecipeApi(ctx: RecipeContext) {
@@ -250,6 +252,10 @@ export function createRecipeApi(ctx: RecipeContext) {
         },
         onStep: async (row, { steps, elapsedMs, skipped }) => {
           emit({ type: 'recipe-step', runId: a.runId, row, steps, elapsedMs, skipped });
+          if (a.pauseAfter !== undefined && row.step >= a.pauseAfter) {
+            a.pauseAfter = undefined;
+            run.stop();
+          }
           await persist(a, runStatus(), [metricsRow(row)]);
         },
         onCheckpoint: async (payload: CheckpointPayload, { index }) => {
@@ -397,8 +403,11 @@ export function createRecipeApi(ctx: RecipeContext) {
       return view(a, state);
     },
 
-    /** Runs the recipe's remaining stages until they finish, pauseRecipe() or an error. */
-    async runRecipe(): Promise<{ outcome: 'finished' | 'paused' | 'error'; message?: string }> {
+    /** Runs the recipe's remaining stages until they finish, pauseRecipe() or an error;
+     * `pauseAfterStep`: pause once that timeline step is trained (as the CLI's stop after N steps). */
+    async runRecipe(
+      options: { pauseAfterStep?: number } = {},
+    ): Promise<{ outcome: 'finished' | 'paused' | 'error'; message?: string }> {
       if (!active) throw new Error('Start or resume a recipe first.');
       if (running) throw new Error('The recipe is already running.');
       const busy = ctx.busy();
@@ -410,6 +419,7 @@ export function createRecipeApi(ctx: RecipeContext) {
         active = a;
       }
       const run = a.run!;
+      a.pauseAfter = options.pauseAfterStep;
       if (run.finished) {
         setStatus(a, 'finished');
         return { outcome: 'finished' };

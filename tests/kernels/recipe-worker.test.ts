@@ -1,6 +1,6 @@
 // Recipes in the trainer worker (src/worker/recipe-api.ts through trainer-api.ts) on Node WebGPU
 // with the bundled model and fake IndexedDB: a two-stage recipe (SFT 2 steps → GRPO 2 steps)
-// paused after timeline step 3 is stored as one run row (RecipeState on RunRecord.recipe, the
+// paused after timeline step 3 (runRecipe's pauseAfterStep) is stored as one run row (RecipeState on RunRecord.recipe, the
 // stages' first steps, the timeline in the metrics store) with each stage's checkpoints under its
 // own run id; a second worker on the same database (a reload) lists it as unfinished, resumes it
 // from the GRPO stage's checkpoint at its step 1, trains only stage 2's step 2 (step 4), and ends
@@ -10,14 +10,14 @@ import { IDBFactory } from 'fake-indexeddb';
 import { describe, expect, it } from 'vitest';
 import { BUNDLED_MODEL_DIR } from '../../src/cli/_session';
 import { folderSource } from '../../src/formats/model-source';
-import type { TimelineRow } from '../../src/grpo/recipe';
+import type { Recipe, TimelineRow } from '../../src/grpo/recipe';
 import { nodeSandboxFactory } from '../../src/grpo/reward-sandbox-node';
 import { GrpoStorage } from '../../src/storage/index';
 import type { RecipeEvent } from '../../src/worker/recipe-api';
 import { createTrainerApi } from '../../src/worker/trainer-api';
 import { testEngine } from './harness';
 
-const TWO_STAGE = {
+const TWO_STAGE: Recipe = {
   name: 'two-stage',
   seed: 1,
   stages: [
@@ -96,11 +96,7 @@ describe('recipe in the trainer worker', { timeout: 900_000 }, () => {
     const idb = new IDBFactory();
     const first = await worker(idb);
     const started = await first.api.startRecipe(TWO_STAGE);
-    first.api.setRecipeListener((e) => {
-      first.events.push(e);
-      if (e.type === 'recipe-step' && e.row.step === 3) first.api.pauseRecipe();
-    });
-    expect(await first.api.runRecipe()).toEqual({ outcome: 'paused' });
+    expect(await first.api.runRecipe({ pauseAfterStep: 3 })).toEqual({ outcome: 'paused' });
     expect(steps(first.events).map((r) => r.step)).toEqual([1, 2, 3]);
     expect(first.events.at(-1)).toEqual({
       type: 'recipe-status',
