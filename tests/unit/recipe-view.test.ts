@@ -14,7 +14,12 @@ import {
   stageMarkers,
   timelineSeries,
 } from '../../src/app/lib/recipe-view';
-import { builtinRecipe, parseRecipe, type TimelineRow } from '../../src/grpo/recipe';
+import {
+  builtinRecipe,
+  parseRecipe,
+  RECIPE_GRPO_STEPS,
+  type TimelineRow,
+} from '../../src/grpo/recipe';
 
 const twoStage = parseRecipe({
   name: 'two-stage',
@@ -61,7 +66,7 @@ describe('recipe view', () => {
       "SFT on the completions 'teacher-samples' kept, from the loaded model (base)",
     );
     expect(describeStage(builtinRecipe('r1'), 1)).toBe(
-      "GRPO, 15 steps (aha preset, 16 completions × 2 prompts), from 'cold-start'",
+      `GRPO, ${RECIPE_GRPO_STEPS / 2} steps (aha preset, 16 completions × 2 prompts), from 'cold-start'`,
     );
   });
 
@@ -78,6 +83,15 @@ describe('recipe view', () => {
     expect(readRecipeText('{')).toEqual({ error: expect.stringMatching(/^not JSON/) });
     expect(readRecipeText('{"name":"x","stages":[{"kind":"dpo"}]}')).toEqual({
       error: 'recipe: stage 1: "kind" must be one of sft, grpo, rejection-sample, got "dpo"',
+    });
+    const student = {
+      name: 's',
+      stages: [
+        { kind: 'sft', name: 'st', from: 'model:./small', data: { coldStart: { count: 2 } } },
+      ],
+    };
+    expect(readRecipeText(JSON.stringify(student))).toEqual({
+      error: expect.stringContaining(`stage 'st' starts from "model:./small"`),
     });
     const ok = readRecipeText(JSON.stringify(twoStage));
     expect('recipe' in ok && ok.recipe).toEqual(twoStage);

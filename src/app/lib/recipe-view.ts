@@ -5,6 +5,7 @@
 // report in words. The component only places what these return.
 import {
   BUILTIN_RECIPES,
+  MODEL_PREFIX,
   parseRecipe,
   stageConfig,
   type Recipe,
@@ -75,7 +76,9 @@ export function describeStage(recipe: Recipe, index: number): string {
         : `'${recipe.stages[index - 1].name}'`
       : s.from === 'base'
         ? 'the loaded model (base)'
-        : `'${s.from}'`;
+        : s.from.startsWith(MODEL_PREFIX)
+          ? `the model ${s.from.slice(MODEL_PREFIX.length)} (command line only)`
+          : `'${s.from}'`;
   if (s.kind === 'sft') {
     const d = s.data;
     const data =
@@ -147,11 +150,19 @@ export function readRecipeText(text: string): { recipe: Recipe } | { error: stri
   } catch (err) {
     return { error: `not JSON: ${(err as Error).message}` };
   }
+  let recipe: Recipe;
   try {
-    return { recipe: parseRecipe(value) };
+    recipe = parseRecipe(value);
   } catch (err) {
     return { error: (err as Error).message };
   }
+  // The page trains the model it loaded; another model is the command line's (it reads folders).
+  const other = recipe.stages.find((st) => st.from?.startsWith(MODEL_PREFIX));
+  if (other)
+    return {
+      error: `stage '${other.name}' starts from "${other.from}": another model runs with npm run recipe only; here every stage trains the loaded model`,
+    };
+  return { recipe };
 }
 
 export interface SftUploadOptions {
