@@ -1,0 +1,231 @@
+// A multi-stage recipe in the page (issue #27), in Chromium on SwiftShader with the app's real
+// IndexedDB: the Recipes view shows the built-in recipes with their stages, refuses a pasted recipe
+// with parseRecipe's message, runs a pasted two-stage recipe (SFT 2 steps → GRPO 2 steps) on the
+// bundled model and pauses after timeline step 3 (the first GRPO step); after a RELOAD the stored
+// recipe is offered for resume, and resuming trains only stage 2's step 2 (timeline step 4), from
+// the GRPO stage's checkpoint: steps 1–3 come back from storage unchanged, the timeline shows
+// steps 1–4 with the stage boundary after step 2, and at 390 px nothing scrolls sideways.
+import { expect, test, type Page } from '@playwright/test';
+import { watchErrors } from './support/watch-errors';
+
+const STEP_TIMEOUT = 180_000;
+const TWO_STAGE = {
+  name: 'two-stage',
+  seed: 1,
+  stages: [
+    {
+      kind: 'sft',
+      name: 'cold-start',
+      data: { coldStart: { count: 8 } },
+      options: {
+        perDeviceTrainBatchSize: 4,
+        numTrainEpochs: 1,
+        learningRate: 0.0003,
+        maxLength: 128,
+        saveSteps: 1,
+      },
+    },
+    {
+      kind: 'grpo',
+      name: 'rl',
+      options: {
+        steps: 2,
+        saveSteps: 1,
+        numGenerations: 4,
+        perStepPrompts: 1,
+        maxCompletionLength: 48,
+      },
+    },
+  ],
+};
+
+test.use({ serviceWorkers: 'block', actionTimeout: 60_000 });
+
+async function loadModel(page: Page) {
+  await expect(page.getByTestId('memory-plan')).toContainText('fits', { timeout: 60_000 });
+  await page.getByTestId('load-model').click();
+  await expect(page.getByTestId('model-loaded')).toBeVisible({ timeout: STEP_TIMEOUT });
+}
+
+/** [step, stage, stageStep] of every timeline row in the table. */
+async function timeline(page: Page) {
+  return page
+    .getByTestId('recipe-row')
+    .evaluateAll((rows) =>
+      rows.map((r) => [
+        Number(r.getAttribute('data-step')),
+        Number(r.getAttribute('data-stage')),
+        Number(r.getAttribute('data-stage-step')),
+      ]),
+    );
+}
+
+async function markers(page: Page) {
+  return page
+    .getByTestId('recipe-chart-loss')
+    .getByTestId('chart-marker')
+    .evaluateAll((ls) =>
+      ls.map((l) => [Number(l.getAttribute('data-x')), l.getAttribute('data-label')]),
+    );
+}
+
+test('a two-stage recipe pauses after step 3, resumes after a reload from its GRPO checkpoint', async ({
+  page,
+}) => {
+  test.setTimeout(420_000);
+  const errors = watchErrors(page);
+  await page.goto('/');
+  await loadModel(page);
+  await page.getByTestId('nav-recipes').click();
+
+  // The built-in recipes with their stages.
+  const choose = page.getByRole('group', { name: 'Recipe' });
+  await expect(choose.getByText('R1-Zero', { exact: true })).toBeVisible();
+  await expect(choose.getByText('Distillation', { exact: true })).toBeVisible();
+  await expect(choose.getByText('Pure RL', { exact: false })).toBeVisible();
+  await expect(choose.getByText('teacher-samples', { exact: true })).toBeVisible();
+
+  // A pasted recipe is checked as it is typed.
+  await page.getByTestId('recipe-choice-paste').check();
+  await page.getByTestId('recipe-json').fill('{"name": "x", "stages": [{"kind": "dpo"}]}');
+  await expect(page.getByTestId('recipe-json-error')).toContainText(
+    'stage 1: "kind" must be one of sft, grpo, rejection-sample',
+  );
+  await expect(page.getByTestId('recipe-start')).toBeDisabled();
+  await page.getByTestId('recipe-json').fill(JSON.stringify(TWO_STAGE, null, 2));
+  await expect(page.getByTestId('recipe-json-ok')).toContainText('2 stages');
+
+  await page.getByTestId('recipe-pause-at').fill('3');
+  await page.getByTestId('recipe-start').click();
+  await expect(page.getByTestId('recipe-status')).toHaveText('paused', { timeout: STEP_TIMEOUT });
+  expect(await timeline(page)).toEqual([
+    [1, 0, 1],
+    [2, 0, 2],
+    [3, 1, 1],
+  ]);
+  await expect(page.getByTestId('recipe-checkpoint')).toHaveText('last checkpoint: rl step 1');
+  expect(await markers(page)).toEqual([
+    [0.5, 'cold-start'],
+    [2.5, 'rl'],
+  ]);
+  const stage = (name: string) =>
+    page.locator(`[data-testid="recipe-stage"][data-stage="${name}"]`);
+  await expect(stage('cold-start')).toHaveAttribute('data-state', 'done');
+  await expect(stage('rl')).toHaveAttribute('data-state', 'current');
+  await expect(stage('rl')).toHaveAttribute('data-done', '1');
+  const lossOf = (step: number) =>
+    page
+      .locator(`[data-testid="recipe-row"][data-step="${step}"]`)
+      .getByTestId('recipe-row-loss')
+      .textContent();
+  const loss3 = await lossOf(3);
+  expect(Number(loss3)).not.toBeNaN();
+
+  // Reload: the stored recipe is offered for resume.
+  // The address keeps #recipes: the view loads the model itself.
+  await page.reload();
+  await expect(page.getByTestId('recipe-need-model')).toBeVisible();
+  await page.getByTestId('recipe-load-model').click();
+  await expect(page.getByTestId('recipe-need-model')).toHaveCount(0, { timeout: STEP_TIMEOUT });
+  const stored = page.getByTestId('recipe-stored-run');
+  await expect(stored).toHaveCount(1);
+  await expect(stored).toContainText('stage 2 of 2 (rl), step 3');
+  await stored.getByTestId('recipe-resume-stored').click();
+  await expect(page.getByTestId('recipe-status')).toHaveText('finished', {
+    timeout: STEP_TIMEOUT,
+  });
+  expect(await timeline(page)).toEqual([
+    [1, 0, 1],
+    [2, 0, 2],
+    [3, 1, 1],
+    [4, 1, 2],
+  ]);
+  // Only stage 2's step 2 was trained in this page; step 3 is the stored one.
+  const trained = await page
+    .getByTestId('recipe-log')
+    .locator('li[data-kind="step"]')
+    .evaluateAll((li) => li.map((l) => Number(l.getAttribute('data-step'))));
+  expect(trained).toEqual([4]);
+  await expect(page.getByTestId('recipe-log')).toContainText(
+    "stage 2 'rl' (grpo) starts after step 2",
+  );
+  expect(await lossOf(3)).toBe(loss3);
+  expect(await markers(page)).toEqual([
+    [0.5, 'cold-start'],
+    [2.5, 'rl'],
+  ]);
+  await expect(page.getByTestId('recipe-chart-loss')).toHaveAttribute('data-points', '4');
+  await expect(stage('rl')).toHaveAttribute('data-state', 'done');
+  await expect(page.getByTestId('recipe-stored-run')).toHaveCount(0);
+
+  // For a reviewer (test artifacts, gitignored), then a phone: no sideways scroll.
+  await page.screenshot({ path: 'test-results/screens/recipes-1440.png', fullPage: true });
+  await page.setViewportSize({ width: 390, height: 844 });
+  await expect
+    .poll(() =>
+      page.evaluate(
+        () => document.documentElement.scrollWidth - document.documentElement.clientWidth,
+      ),
+    )
+    .toBeLessThanOrEqual(0);
+  await page.screenshot({ path: 'test-results/screens/recipes-390.png', fullPage: true });
+  expect(errors).toEqual([]);
+});
+
+test('a rejection-sample stage shows its samples as text; an uploaded JSONL trains one SFT stage', async ({
+  page,
+}) => {
+  test.setTimeout(300_000);
+  const errors = watchErrors(page);
+  await page.goto('/#recipes');
+  await page.getByTestId('recipe-load-model').click();
+  await expect(page.getByTestId('recipe-need-model')).toHaveCount(0, { timeout: STEP_TIMEOUT });
+
+  await page.getByTestId('recipe-choice-paste').check();
+  await page.getByTestId('recipe-json').fill(
+    JSON.stringify({
+      name: 'samples-only',
+      seed: 2,
+      stages: [
+        {
+          kind: 'rejection-sample',
+          name: 'samples',
+          prompts: 2,
+          options: { k: 2, maxCompletionLength: 48 },
+        },
+      ],
+    }),
+  );
+  await page.getByTestId('recipe-start').click();
+  await expect(page.getByTestId('recipe-status')).toHaveText('finished', { timeout: STEP_TIMEOUT });
+  const report = page.getByTestId('rejection-report');
+  await expect(report).toHaveAttribute('data-stage', 'samples');
+  await expect(report.getByTestId('rejection-sample')).toHaveCount(4);
+  await expect(report.getByTestId('rejection-prompt')).toHaveCount(2);
+  const kept = await report.locator('[data-testid="rejection-sample"][data-kept="true"]').count();
+  await expect(report.getByTestId('rejection-yield')).toContainText(`Kept ${kept} of 4 samples`);
+  // Every rejected sample names its reasons; completions are text in a <pre>, no markup of theirs.
+  for (const li of await report
+    .locator('[data-testid="rejection-sample"][data-kept="false"]')
+    .all())
+    await expect(li.locator('.row')).toContainText(/wrong|answer|format|cut off|duplicate/);
+  expect(await report.locator('pre *').count()).toBe(0);
+
+  // SFT on an uploaded JSONL: one stage, one step of two examples.
+  await page.getByTestId('recipe-choice-sft').check();
+  await page.getByTestId('recipe-sft-file').setInputFiles({
+    name: 'tiny.jsonl',
+    mimeType: 'application/jsonl',
+    buffer: Buffer.from(
+      '{"prompt": "Using the numbers [3, 4], create an equation that equals 12.", "completion": " <answer>3*4</answer>"}\n' +
+        '{"prompt": "Using the numbers [2, 5], create an equation that equals 7.", "completion": " <answer>2+5</answer>"}\n',
+    ),
+  });
+  await expect(page.getByTestId('recipe-sft-ok')).toContainText('2 examples');
+  await page.getByTestId('recipe-start').click();
+  await expect(page.getByTestId('recipe-run')).toContainText('SFT on tiny.jsonl');
+  await expect(page.getByTestId('recipe-status')).toHaveText('finished', { timeout: STEP_TIMEOUT });
+  expect(await timeline(page)).toEqual([[1, 0, 1]]);
+  await expect(page.getByTestId('recipe-chart-loss')).toHaveAttribute('data-points', '1');
+  expect(errors).toEqual([]);
+});
