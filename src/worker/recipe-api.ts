@@ -448,6 +448,11 @@ export function createRecipeApi(ctx: RecipeContext) {
       }
     },
 
+    /** Why the GPU is taken by a recipe (the playground's Step and Run wait for it), or null. */
+    recipeBusy(): string | null {
+      return running ? 'A recipe is training (Recipes view): pause it first.' : null;
+    },
+
     /** Stops the recipe after the current step (Resume continues from the stage's latest
      * checkpoint: steps after it are trained again). */
     pauseRecipe(): void {

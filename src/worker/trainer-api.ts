@@ -511,6 +511,8 @@ export function createTrainerApi(options: TrainerApiOptions = {}) {
     async step(): Promise<UiStepReport> {
       const r = requireRun();
       if (status === 'running') throw new Error('Already running.');
+      const recipe = recipeApi.recipeBusy();
+      if (recipe) throw new Error(recipe);
       setStatus('running');
       try {
         return await oneStep(r);
@@ -541,6 +543,8 @@ export function createTrainerApi(options: TrainerApiOptions = {}) {
     async run(): Promise<{ step: number; stopped: 'paused' | 'finished' | 'error' | 'lost' }> {
       const r = requireRun();
       if (status === 'running') throw new Error('Already running.');
+      const recipe = recipeApi.recipeBusy();
+      if (recipe) throw new Error(recipe);
       pauseRequested = false;
       setStatus('running');
       let stopped: 'paused' | 'finished' | 'error' | 'lost' = 'paused';

@@ -1,10 +1,11 @@
 // Recipes in the trainer worker (src/worker/recipe-api.ts through trainer-api.ts) on Node WebGPU
 // with the bundled model and fake IndexedDB: a two-stage recipe (SFT 2 steps → GRPO 2 steps)
-// paused after timeline step 3 (runRecipe's pauseAfterStep) is stored as one run row (RecipeState on RunRecord.recipe, the
-// stages' first steps, the timeline in the metrics store) with each stage's checkpoints under its
-// own run id; a second worker on the same database (a reload) lists it as unfinished, resumes it
+// paused after timeline step 3 (runRecipe's pauseAfterStep) is stored as one run row (RecipeState
+// on RunRecord.recipe, the stages' first steps, the timeline in the metrics store) with each
+// stage's checkpoints under its own run id; a second worker on the same database (a reload) lists it as unfinished, resumes it
 // from the GRPO stage's checkpoint at its step 1, trains only stage 2's step 2 (step 4), and ends
-// with the same timeline as an uninterrupted run.
+// with the same timeline as an uninterrupted run. While a recipe trains, the playground's Step is
+// refused.
 import 'fake-indexeddb/auto';
 import { IDBFactory } from 'fake-indexeddb';
 import { describe, expect, it } from 'vitest';
@@ -76,7 +77,17 @@ describe('recipe in the trainer worker', { timeout: 900_000 }, () => {
   it('pauses after step 3, resumes after a reload from the GRPO checkpoint, equals one run', async () => {
     const whole = await worker(new IDBFactory());
     await whole.api.startRecipe(TWO_STAGE);
+    // While the recipe trains, the playground's Step waits for it.
+    let refused: Promise<unknown> | null = null;
+    whole.api.setRecipeListener((e) => {
+      whole.events.push(e);
+      refused ??= whole.api.step().then(
+        () => 'stepped',
+        (err: Error) => err.message,
+      );
+    });
     expect(await whole.api.runRecipe()).toEqual({ outcome: 'finished' });
+    expect(await refused).toBe('A recipe is training (Recipes view): pause it first.');
     const wholeRows = steps(whole.events);
     expect(wholeRows.map((r) => [r.step, r.stage, r.stageStep])).toEqual([
       [1, 0, 1],
