@@ -4,8 +4,10 @@
 // bundled model and pauses after timeline step 3 (the first GRPO step); after a RELOAD the stored
 // recipe is offered for resume, and resuming trains only stage 2's step 2 (timeline step 4), from
 // the GRPO stage's checkpoint: steps 1–3 come back from storage unchanged, the timeline shows
-// steps 1–4 with the stage boundary after step 2, and at 390 px nothing scrolls sideways.
+// steps 1–4 with the stage boundary after step 2, and at 390 px nothing scrolls sideways; axe-core
+// finds no serious or critical violation in the view (light and dark).
 import { expect, test, type Page } from '@playwright/test';
+import axe from 'axe-core';
 import { watchErrors } from './support/watch-errors';
 
 const STEP_TIMEOUT = 180_000;
@@ -58,6 +60,18 @@ async function timeline(page: Page) {
         Number(r.getAttribute('data-stage-step')),
       ]),
     );
+}
+
+/** axe-core's serious and critical violations in the Recipes view (injected from the devDependency). */
+async function axeViolations(page: Page): Promise<string[]> {
+  if (!(await page.evaluate(() => 'axe' in window))) await page.evaluate(axe.source);
+  return page.evaluate(async () => {
+    const run = (window as unknown as { axe: typeof axe }).axe.run;
+    const result = await run('main', { resultTypes: ['violations'] });
+    return result.violations
+      .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+      .map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
+  });
 }
 
 async function markers(page: Page) {
@@ -160,6 +174,7 @@ test('a two-stage recipe pauses after step 3, resumes after a reload from its GR
 
   // For a reviewer (test artifacts, gitignored), then a phone: no sideways scroll.
   await page.screenshot({ path: 'test-results/screens/recipes-1440.png', fullPage: true });
+  expect(await axeViolations(page)).toEqual([]);
   await page.setViewportSize({ width: 390, height: 844 });
   await expect
     .poll(() =>
@@ -169,6 +184,10 @@ test('a two-stage recipe pauses after step 3, resumes after a reload from its GR
     )
     .toBeLessThanOrEqual(0);
   await page.screenshot({ path: 'test-results/screens/recipes-390.png', fullPage: true });
+  expect(await axeViolations(page)).toEqual([]);
+  await page.locator('#theme').selectOption('dark');
+  await page.screenshot({ path: 'test-results/screens/recipes-390-dark.png', fullPage: true });
+  expect(await axeViolations(page)).toEqual([]);
   expect(errors).toEqual([]);
 });
 
@@ -210,6 +229,7 @@ test('a rejection-sample stage shows its samples as text; an uploaded JSONL trai
     .all())
     await expect(li.locator('.row')).toContainText(/wrong|answer|format|cut off|duplicate/);
   expect(await report.locator('pre *').count()).toBe(0);
+  expect(await axeViolations(page)).toEqual([]);
 
   // SFT on an uploaded JSONL: one stage, one step of two examples.
   await page.getByTestId('recipe-choice-sft').check();
