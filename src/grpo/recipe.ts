@@ -617,6 +617,8 @@ export class RecipeRun {
       await this.hooks.onStep?.(row, { ...info, steps, elapsedMs, skipped });
     };
     const runId = `${this.setup.runId}/${index}-${stage.name}`;
+    /** The stage's step of its latest checkpoint (a stop saves one only past it). */
+    let lastSaved = checkpoint?.step ?? 0;
     let result: StageResult;
     let endWeights: ReadonlyMap<string, Float32Array>;
     if (stage.kind === 'rejection-sample') {
@@ -680,14 +682,23 @@ export class RecipeRun {
         hooks: {
           onStep: (report, { elapsedMs }) =>
             record(report.step, report.metrics, run.totalSteps, elapsedMs, report.skipped),
-          onCheckpoint: (payload, { automatic }) =>
-            this.hooks.onCheckpoint?.(tag(payload, this.recipe, index), { ...info, automatic }),
+          onCheckpoint: (payload, { automatic }) => {
+            lastSaved = payload.step;
+            return this.hooks.onCheckpoint?.(tag(payload, this.recipe, index), {
+              ...info,
+              automatic,
+            });
+          },
         },
       });
       try {
         if (checkpoint) run.restore(checkpoint, []);
         await this.hooks.onStageStart?.({ ...info, steps: run.totalSteps });
-        if ((await run.runUntil(() => this.stopRequested)) === 'stopped') return 'stopped';
+        if ((await run.runUntil(() => this.stopRequested)) === 'stopped') {
+          // A pause keeps every trained step: the stage's state as a checkpoint, resume's start.
+          if (run.stepCount > lastSaved) await run.save(true);
+          return 'stopped';
+        }
         endWeights = await run.policy.readParameters();
       } finally {
         run.destroy();
@@ -707,14 +718,23 @@ export class RecipeRun {
         hooks: {
           onStep: (report, { elapsedMs }) =>
             record(report.step, report.metrics, config.steps, elapsedMs),
-          onCheckpoint: (payload, { automatic }) =>
-            this.hooks.onCheckpoint?.(tag(payload, this.recipe, index), { ...info, automatic }),
+          onCheckpoint: (payload, { automatic }) => {
+            lastSaved = payload.step;
+            return this.hooks.onCheckpoint?.(tag(payload, this.recipe, index), {
+              ...info,
+              automatic,
+            });
+          },
         },
       });
       try {
         if (checkpoint) run.restore(checkpoint, []);
         await this.hooks.onStageStart?.({ ...info, steps: config.steps });
-        if ((await run.runUntil(() => this.stopRequested)) === 'stopped') return 'stopped';
+        if ((await run.runUntil(() => this.stopRequested)) === 'stopped') {
+          // A pause keeps every trained step: the stage's state as a checkpoint, resume's start.
+          if (run.stepCount > lastSaved) await run.save(true);
+          return 'stopped';
+        }
         endWeights = await run.trainer.policy.readParameters();
       } finally {
         run.destroy();

@@ -36,7 +36,8 @@ const twoStage = (): Recipe =>
     seed: 3,
     stages: [
       { kind: 'sft', name: 'cold-start', data: { coldStart: { count: 8 } }, options: SMALL_SFT },
-      { kind: 'grpo', name: 'rl', options: { ...SMALL_RL, steps: 2 } },
+      // No checkpoint is due before the last step: a stop saves the stage's state itself.
+      { kind: 'grpo', name: 'rl', options: { ...SMALL_RL, steps: 2, saveSteps: 10 } },
     ],
   });
 
