@@ -145,6 +145,11 @@ export const RECIPE: Command = {
       help: 'with --compare: samples per held-out prompt (default 1)',
     },
     {
+      name: 'render',
+      value: 'folder',
+      help: 'rewrite a comparison’s README.md, plots and summary.json from its report.json (no training)',
+    },
+    {
       name: 'sft-learning-rate',
       value: 'lr',
       help: 'with --compare: every SFT stage’s learning rate (default the built-in recipes’ 3e-4)',

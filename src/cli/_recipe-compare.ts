@@ -6,7 +6,7 @@
 // on the kept samples) and 'r1' (cold start → GRPO → rejection sampling → SFT → GRPO), each stage's
 // weights evaluated. Writes report.json, README.md and SVG timelines to the out folder
 // (docs/recipe by default). Every seed run is reported; nothing is picked.
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { resolveConfig } from '../grpo/config';
@@ -21,6 +21,7 @@ import {
   type StageResult,
 } from '../grpo/recipe';
 import { renderPrompt } from '../grpo/trainer';
+import { wilsonInterval } from '../core/wilson';
 import { lineChartSvg, type ChartSeries } from '../formats/svg-chart';
 import { GpuLlama } from '../model/llama';
 import { Sampler } from '../model/sampler';
@@ -241,22 +242,37 @@ export async function compareRecipes(o: CompareOptions): Promise<void> {
     };
     mkdirSync(o.outDir, { recursive: true });
     writeFileSync(join(o.outDir, 'report.json'), JSON.stringify(report, null, 2) + '\n');
-    for (const [file, svg] of Object.entries(timelinePlots(seeds)))
-      writeFileSync(join(o.outDir, file), svg);
-    writeFileSync(join(o.outDir, 'README.md'), markdownReport(report));
-    // What the app shows beside the Paper view (src/app/learn): the report without timelines.
-    const { seeds: _full, recipes: _recipes, ...head } = report;
-    writeFileSync(
-      join(o.outDir, 'summary.json'),
-      JSON.stringify({ ...head, seeds: seeds.map(({ timelines: _t, ...rest }) => rest) }, null, 1) +
-        '\n',
-    );
+    writeReportViews(o.outDir, report);
     rmSync(join(o.outDir, 'partial.json'), { force: true });
     console.log(`wrote ${o.outDir} in ${(durationSeconds / 60).toFixed(1)} min`);
   } finally {
     engine.destroy();
     rmSync(work, { recursive: true, force: true });
   }
+}
+
+type CompareReport = Parameters<typeof markdownReport>[0] & { recipes?: unknown };
+
+/** README.md, the SVG timelines and summary.json (the report without timelines, what the app
+ * shows beside the Paper view) from a report. */
+function writeReportViews(outDir: string, report: CompareReport): void {
+  for (const [file, svg] of Object.entries(timelinePlots(report.seeds)))
+    writeFileSync(join(outDir, file), svg);
+  writeFileSync(join(outDir, 'README.md'), markdownReport(report));
+  const { seeds, recipes: _recipes, ...head } = report;
+  writeFileSync(
+    join(outDir, 'summary.json'),
+    JSON.stringify({ ...head, seeds: seeds.map(({ timelines: _t, ...rest }) => rest) }, null, 1) +
+      '\n',
+  );
+}
+
+/** `--render`: the views of an existing report.json again (after a change to how they are
+ * written), without training anything. */
+export function renderReport(outDir: string): void {
+  const report = JSON.parse(readFileSync(join(outDir, 'report.json'), 'utf8')) as CompareReport;
+  writeReportViews(outDir, report);
+  console.log(`rewrote README.md, the plots and summary.json of ${outDir}`);
 }
 
 /** Training-time curves of seed 1's (first seed's) R1 timeline with its stage boundaries. */
@@ -315,10 +331,17 @@ function markdownReport(report: {
   seeds: SeedComparison[];
 }): string {
   const r = report;
+  // Each model is scored on n completions: the 95% Wilson interval of its accuracy says how much of
+  // a difference between two rows sampling alone could make.
+  const n = r.heldOutPrompts * r.samplesPerPrompt;
+  const interval = (rate: number) => {
+    const { low, high } = wilsonInterval(Math.round(rate * n), n);
+    return `${pct(rate)} (${pct(low)}–${pct(high)})`;
+  };
   const row = (name: string, h: HeldOut) =>
-    `| ${name} | ${pct(h.accuracy)} | ${pct(h.reflection)} | ${pct(h.accuracyReflecting)} vs ${pct(h.accuracyNotReflecting)} | ${num(h.length)} | ${pct(h.format)} |`;
+    `| ${name} | ${interval(h.accuracy)} | ${pct(h.reflection)} | ${pct(h.accuracyReflecting)} vs ${pct(h.accuracyNotReflecting)} | ${num(h.length)} | ${pct(h.format)} |`;
   const header =
-    '| model | accuracy | reflection rate | accuracy reflecting vs not | mean length | format |\n| --- | --- | --- | --- | --- | --- |';
+    '| model | accuracy (95% interval) | reflection rate | accuracy reflecting vs not | mean length | format |\n| --- | --- | --- | --- | --- | --- |';
   const lines = [
     '# R1-Zero vs R1 vs distillation, measured',
     '',
@@ -342,6 +365,10 @@ function markdownReport(report: {
         `${f(x.mean)} (${f(x.min)}–${f(x.max)})`;
       return `| ${arm} | ${span(s.accuracy, pct)} | ${span(s.reflection, pct)} | ${span(s.length, num)} | ${span(s.format, pct)} |`;
     }),
+    '',
+    `Each model's accuracy is measured on ${n} completions; at the base model's rate its 95% Wilson ` +
+      `interval is ${interval(r.base.accuracy)}, so differences of a few points between rows are ` +
+      'within what sampling alone gives. The tables below give every model’s interval.',
     '',
   ];
   for (const s of r.seeds) {

@@ -12,7 +12,7 @@ import { parseRecipe } from '../grpo/recipe';
 import type { AhaPromptSet } from '../tasks/traces';
 import { RECIPE, recipeHelp, runCommand, takeCommandFlags } from './_flags';
 import { recipeFolder, readRecipe } from './_recipe';
-import { compareRecipes } from './_recipe-compare';
+import { compareRecipes, renderReport } from './_recipe-compare';
 import { loadModel, openEngine } from './_session';
 
 function seedOf(text: string | undefined): number | undefined {
@@ -40,6 +40,11 @@ async function main(argv: string[]) {
   }
   const { flags, rest } = takeCommandFlags(RECIPE, argv);
   const flag = (name: string) => flags.get(name)?.[0];
+  const render = flag('render');
+  if (render !== undefined) {
+    renderReport(resolve(render));
+    return;
+  }
   if (flag('compare') !== undefined) {
     if (rest.length) throw new Error(`--compare takes no recipe (got '${rest[0]}')`);
     await compareRecipes({

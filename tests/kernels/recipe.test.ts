@@ -4,12 +4,12 @@
 // uninterrupted run; a rejection-sample stage's kept set is what the next SFT stage (a student
 // from the base weights) trains on, with consistent counts and the same set for the same seed; and
 // the comparison (src/cli/_recipe-compare.ts) writes its report on shortened recipes.
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { recipeFolder } from '../../src/cli/_recipe';
-import { compareRecipes } from '../../src/cli/_recipe-compare';
+import { compareRecipes, renderReport } from '../../src/cli/_recipe-compare';
 import { loadModel, openEngine, type LoadedModel } from '../../src/cli/_session';
 import type { Engine } from '../../src/engine/engine';
 import { parseRecipe, type Recipe, type TimelineRow } from '../../src/grpo/recipe';
@@ -302,6 +302,11 @@ describe('recipe run folder', { timeout: 900_000 }, () => {
     ]);
     expect(seed.stages.filter((s: { eval?: unknown }) => s.eval).length).toBe(6);
     const readme = readFileSync(join(out, 'README.md'), 'utf8');
+    // --render writes the same views from report.json alone.
+    rmSync(join(out, 'README.md'));
+    renderReport(out);
+    expect(readFileSync(join(out, 'README.md'), 'utf8')).toBe(readme);
+    expect(readme).toMatch(/measured on 4 completions; at the base model's rate its 95% Wilson interval is/);
     expect(readme).toContain('| R1-Zero |');
     expect(readme).toContain('| Distillation |');
     expect(existsSync(join(out, 'r1-accuracy.svg'))).toBe(true);
