@@ -1,7 +1,8 @@
 // Every screen of the app, as axe-core and a reviewer see it, in Chromium on SwiftShader: the first
 // visit's screen and the consent dialog of a shared link (no model), then, with the bundled model
-// loaded and one step taken, Train (options folded and unfolded), Inspect, Learn, Aha, Paper, the
-// share and discard dialogs, and Checkpoints with a saved checkpoint and a comparison, each at
+// loaded and one step taken, every view of the nav (Train, with its options folded and unfolded,
+// Inspect, Learn, Aha, Paper and any view added since), the share and discard dialogs, and
+// Checkpoints with a saved checkpoint and a comparison, each at
 // 1440×900 and 390×844 in the light and the dark theme. On each: axe-core (injected from the
 // devDependency, nothing from a CDN) reports no violation of impact serious or critical, and at
 // 390 px nothing scrolls sideways. A full-page screenshot of each lands in
@@ -170,44 +171,30 @@ test('with a loaded model and one step: every view, both themes, both sizes', as
   await expect(page.getByTestId('step-counter')).toContainText('step 1', { timeout: STEP_TIMEOUT });
   await expect(page.getByTestId('status')).toHaveText('Paused', { timeout: STEP_TIMEOUT });
 
-  const views: [string, () => Promise<void>][] = [
-    [
-      'train',
-      async () => {
-        await expect(page.getByTestId('chart-reward')).toHaveAttribute('data-points', '1');
-      },
-    ],
-    [
-      'inspect',
-      async () => {
-        await expect(page.getByTestId('inspect-step')).toHaveAttribute('data-step', '1');
-      },
-    ],
-    [
-      'learn',
-      async () => {
-        await expect(page.getByTestId('learn-step')).toHaveAttribute('data-step', '1');
-      },
-    ],
-    [
-      'aha',
-      async () => {
-        await expect(page.getByTestId('aha-selected-step')).toHaveAttribute('data-step', '1');
-      },
-    ],
-    [
-      'paper',
-      async () => {
-        await expect(page.getByRole('heading', { name: /The paper in brief/ })).toBeVisible();
-      },
-    ],
-  ];
+  // Each view's content, rendered with step 1's data; a view added later (its nav link) is
+  // walked too, once its first heading shows.
+  const ready: Record<string, () => Promise<void>> = {
+    train: () => expect(page.getByTestId('chart-reward')).toHaveAttribute('data-points', '1'),
+    inspect: () => expect(page.getByTestId('inspect-step')).toHaveAttribute('data-step', '1'),
+    learn: () => expect(page.getByTestId('learn-step')).toHaveAttribute('data-step', '1'),
+    aha: () => expect(page.getByTestId('aha-selected-step')).toHaveAttribute('data-step', '1'),
+    paper: () => expect(page.getByRole('heading', { name: /The paper in brief/ })).toBeVisible(),
+  };
+  const nav = await page
+    .getByRole('navigation', { name: 'Views' })
+    .getByRole('link')
+    .evaluateAll((els) => els.map((el) => el.getAttribute('data-testid')!.replace(/^nav-/, '')));
+  expect(nav).toEqual(expect.arrayContaining([...Object.keys(ready), 'checkpoints']));
+  // Checkpoints last, once a checkpoint is saved and a comparison run.
+  const views = nav.filter((v) => v !== 'checkpoints');
   for (const theme of THEMES) {
     await page.getByTestId('nav-train').click();
     await setTheme(page, theme);
-    for (const [view, ready] of views) {
+    for (const view of views) {
       await page.getByTestId(`nav-${view}`).click();
-      await ready();
+      await (
+        ready[view] ?? (() => expect(page.locator('main h2:visible').first()).toBeVisible())
+      )();
       await capture(page, view, theme, found);
     }
 
