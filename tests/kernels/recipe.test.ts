@@ -306,7 +306,9 @@ describe('recipe run folder', { timeout: 900_000 }, () => {
     rmSync(join(out, 'README.md'));
     renderReport(out);
     expect(readFileSync(join(out, 'README.md'), 'utf8')).toBe(readme);
-    expect(readme).toMatch(/measured on 4 completions; at the base model's rate its 95% Wilson interval is/);
+    expect(readme).toMatch(
+      /measured on 4 completions; at the base model's rate its 95% Wilson interval is/,
+    );
     expect(readme).toContain('| R1-Zero |');
     expect(readme).toContain('| Distillation |');
     expect(existsSync(join(out, 'r1-accuracy.svg'))).toBe(true);
