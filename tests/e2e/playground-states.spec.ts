@@ -3,9 +3,10 @@
 //   adapter): the page says so and how to get WebGPU, and the CPU fallback loads the bundled model in
 //   its worker, samples real completions for the task's prompts and scores them with the built-in
 //   rewards (checked here against the reward code), and chats; model output shows as text;
-// - device loss: train a step, fill the storage quota (Storage.overrideQuotaForOrigin) so the save
-//   fails with the "storage full" message, save for real, lose the GPU device through the test hook
-//   (?test-hooks=1), see the banner, resume from the checkpoint on a new device, train on;
+// - device loss: with the storage quota nearly full (Storage.overrideQuotaForOrigin), train a step
+//   (its metrics fit) so the save of its checkpoint fails with the "storage full" message, save for
+//   real, lose the GPU device through the test hook (?test-hooks=1), see the banner, resume from the
+//   checkpoint on a new device, train on;
 // - drag and drop: the bundled model's real files dropped on the model panel (a scripted
 //   DataTransfer) show the drop state, preview and load like the file inputs;
 // - a model URL of another https origin (a Hugging Face /resolve/ URL, answered here by page.route)
@@ -173,6 +174,13 @@ test('device loss: storage full, save, lose the device, resume from the checkpoi
   const origin = new URL(baseURL!).origin;
   const pageErrors: string[] = [];
   page.on('pageerror', (e) => pageErrors.push(String(e)));
+  // Storage nearly full from the start: the origin's quota (Storage.overrideQuotaForOrigin) has
+  // room for the run's metrics, which are stored at every step, but not for one ~6 MiB checkpoint.
+  // Capped before the first write, not after it: Chromium's IndexedDB caches the space a write was
+  // granted for up to 30 s (BucketContext::kBucketSpaceCacheTimeLimit), so a cap set just after the
+  // step's metrics were stored is not seen by a save that follows at once.
+  const cdp = await page.context().newCDPSession(page);
+  await cdp.send('Storage.overrideQuotaForOrigin', { origin, quotaSize: 2 * 1024 * 1024 });
   await page.goto(`/?test-hooks=1&${TINY_RUN}#train`);
   await expect(page.getByTestId('adapter-name')).toBeVisible({ timeout: 60_000 });
   await expect(page.getByTestId('banner')).toHaveCount(0);
@@ -181,9 +189,8 @@ test('device loss: storage full, save, lose the device, resume from the checkpoi
   await page.getByTestId('step').click();
   await expect(page.getByTestId('step-counter')).toContainText('step 1', { timeout: STEP_TIMEOUT });
 
-  // Storage full: the origin's quota shrunk below one checkpoint (a real QuotaExceededError).
-  const cdp = await page.context().newCDPSession(page);
-  await cdp.send('Storage.overrideQuotaForOrigin', { origin, quotaSize: 64 * 1024 });
+  // Storage full: the checkpoint does not fit (a real QuotaExceededError).
+  await expect(page.getByTestId('unsaved')).toContainText('1 unsaved step');
   await page.getByTestId('save').click();
   const full = page.getByTestId('banner').filter({ hasText: 'Storage full' });
   await expect(full).toBeVisible({ timeout: 60_000 });
