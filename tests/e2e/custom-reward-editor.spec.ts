@@ -195,3 +195,48 @@ test('when the editor chunk does not load, the textarea stays and works', async 
   await expect(page.getByTestId('editor-code-len')).toHaveAttribute('data-editor', 'text');
   expect(pageErrors).toEqual([]);
 });
+
+test('text typed over a selection while the editor loads replaces the selection', async ({
+  page,
+}) => {
+  const pageErrors: string[] = [];
+  page.on('pageerror', (e) => pageErrors.push(String(e)));
+  // The editor's chunk is held back until the plain field has the focus and its text is selected,
+  // so the editor takes over between the selection and the typing (as a slow network can make it).
+  let releaseChunk = () => {};
+  const chunkHeld = new Promise<void>((resolve) => (releaseChunk = resolve));
+  await page.route(/\/code-editor-[^/]*\.js$/, async (route) => {
+    await chunkHeld;
+    await route.continue();
+  });
+  await page.goto('/#train');
+  await page.getByLabel('New custom reward id').fill('len');
+  await page.getByRole('button', { name: 'Add custom JS reward' }).click();
+  const field = page.getByRole('textbox', { name: 'code of custom reward len' });
+  await expect(field).toHaveJSProperty('tagName', 'TEXTAREA');
+  const template = await field.inputValue();
+  expect(template.length).toBeGreaterThan(0);
+  await field.focus();
+  await field.evaluate((el) => (el as HTMLTextAreaElement).select());
+  releaseChunk();
+  await expect(page.getByTestId('editor-code-len')).toHaveAttribute('data-editor', 'codemirror', {
+    timeout: 30_000,
+  });
+  const editor = page.getByRole('textbox', { name: 'code of custom reward len' });
+  await expect(editor).toBeFocused();
+  await page.keyboard.insertText(REWARD);
+  expect(await editorText(editor)).toBe(REWARD);
+
+  await page.getByTestId('try-len').click();
+  const samples = page.getByTestId('try-results-len').getByTestId('try-samples');
+  await expect(samples.getByTestId('try-score')).toHaveCount(2, { timeout: 30_000 });
+  const texts = await samples
+    .getByRole('textbox')
+    .evaluateAll((els) => els.map((e) => (e as HTMLTextAreaElement).value));
+  for (const [i, t] of texts.entries())
+    await expect(samples.getByTestId('try-score').nth(i)).toHaveAttribute(
+      'data-value',
+      String(t.length),
+    );
+  expect(pageErrors).toEqual([]);
+});

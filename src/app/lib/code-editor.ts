@@ -27,6 +27,9 @@ export interface CodeEditorOptions {
   label: string;
   /** Id of the element that describes it (how to leave it with the keyboard), if any. */
   describedBy?: string;
+  /** Where the caret or selection starts (offsets into `doc`): the plain field's, when the editor
+   * takes over from it while it has the focus, so the next keystroke lands where the user meant. */
+  selection?: { anchor: number; head: number };
   /** Called with the whole text after every change the user makes. */
   onChange(text: string): void;
 }
@@ -72,6 +75,7 @@ export function createCodeEditor(parent: HTMLElement, opts: CodeEditorOptions): 
     parent,
     state: EditorState.create({
       doc: opts.doc,
+      selection: opts.selection && clampSelection(opts.selection, opts.doc.length),
       extensions: [
         lineNumbers(),
         highlightActiveLineGutter(),
@@ -106,4 +110,12 @@ export function createCodeEditor(parent: HTMLElement, opts: CodeEditorOptions): 
     focus: () => view.focus(),
     destroy: () => view.destroy(),
   };
+}
+
+function clampSelection(
+  sel: { anchor: number; head: number },
+  length: number,
+): { anchor: number; head: number } {
+  const clamp = (n: number) => Math.max(0, Math.min(length, n));
+  return { anchor: clamp(sel.anchor), head: clamp(sel.head) };
 }
