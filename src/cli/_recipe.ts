@@ -37,8 +37,7 @@ import {
 import { nodeSandboxFactory } from '../grpo/reward-sandbox-node';
 import type { CheckpointPayload } from '../storage/checkpoints';
 import { recoverRunFolder, writeFolderAtomically } from './_run-folder';
-import { loadModel, type LoadedModel } from './_session';
-import { hfFolderExtras } from './_sft';
+import { hfFolderExtras, jsonBytes, loadModel, type LoadedModel } from './_session';
 
 /** A recipe named on the command line: a built-in name or a JSON file. A stage's
  * `"data": {"path": "x.jsonl"}` is read here, relative to the recipe file. */
@@ -63,8 +62,6 @@ export function readRecipe(nameOrPath: string, seed?: number): Recipe {
   }
   return parseRecipe(seed === undefined ? value : { ...value, seed });
 }
-
-const json = (value: unknown) => new TextEncoder().encode(JSON.stringify(value, null, 2) + '\n');
 
 const stageDir = (runDir: string, index: number, name: string) => join(runDir, `${index}-${name}`);
 
@@ -195,7 +192,7 @@ export async function recipeFolder(
         const dir = join(stageDir(runDir, index, stage.name), `checkpoint-${payload.step}`);
         const files = hfFolderExtras(model);
         // A student stage's checkpoint is of the student's architecture.
-        files.set('config.json', json(toHfConfig(payload.modelConfig)));
+        files.set('config.json', jsonBytes(toHfConfig(payload.modelConfig)));
         for (const [name, bytes] of checkpointToFiles(payload, {
           baseModel: model.folder,
           recipe: recipe.name,

@@ -1,10 +1,13 @@
 // Shared setup of the Node command lines (train, eval, aha): resolve the model folder, load the
-// model and tokenizer from disk, read a task's files, and open the GPU. (createTrainer builds a bare
+// model and tokenizer from disk, read a task's files, open the GPU, and the model files a
+// checkpoint folder carries. (createTrainer builds a bare
 // trainer for the benchmarks; the commands train through grpo's Run.)
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { toHfConfig } from '../core/model-config';
 import { createEngine, type Engine } from '../engine/engine';
+import { generationConfig } from '../export/hf-export';
 import { createCustomRewards, customRewardResolver } from '../grpo/custom-reward';
 import { nodeSandboxFactory } from '../grpo/reward-sandbox-node';
 import { createRewardFunctions, type RewardFunction } from '../grpo/rewards';
@@ -42,6 +45,20 @@ export interface LoadedModel {
   folder: string;
   hf: LoadedHfModel;
   tokenizer: Tokenizer;
+}
+
+/** A JSON file's bytes as the commands write them (two-space indent, final newline). */
+export const jsonBytes = (value: unknown): Uint8Array =>
+  new TextEncoder().encode(JSON.stringify(value, null, 2) + '\n');
+
+/** A Hugging Face folder's files other than the weights (config, generation config, tokenizer,
+ * as exportHfFolder writes them), so that a checkpoint folder loads in PyTorch as a model. */
+export function hfFolderExtras(model: LoadedModel): Map<string, Uint8Array> {
+  return new Map([
+    ['config.json', jsonBytes(toHfConfig(model.hf.config))],
+    ['generation_config.json', jsonBytes(generationConfig(model.hf.config, model.hf.generation))],
+    ...model.hf.tokenizerFiles,
+  ]);
 }
 
 export async function loadModel(model: string): Promise<LoadedModel> {

@@ -15,8 +15,7 @@ import {
 } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import type { Engine } from '../engine/engine';
-import { toHfConfig } from '../core/model-config';
-import { exportHfFolder, generationConfig } from '../export/hf-export';
+import { exportHfFolder } from '../export/hf-export';
 import { checkpointFromFiles, checkpointToFiles, fromStoredMetrics } from '../grpo/checkpoint';
 import {
   resolveSftConfig,
@@ -31,7 +30,7 @@ import type { CheckpointPayload } from '../storage/checkpoints';
 import type { Identity } from '../storage/db';
 import { takeCommandFlags, type Command } from './_flags';
 import { recoverRunFolder, truncateStepLogs, writeFolderAtomically } from './_run-folder';
-import type { LoadedModel } from './_session';
+import { hfFolderExtras, type LoadedModel } from './_session';
 
 const kebab = (key: string) => key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
 
@@ -113,18 +112,6 @@ export function parseSftArgs(argv: readonly string[]): SftArgs {
     resume: one('resume'),
     options,
   };
-}
-
-const json = (value: unknown) => new TextEncoder().encode(JSON.stringify(value, null, 2) + '\n');
-
-/** A Hugging Face folder's files other than the weights (config, generation config, tokenizer),
- * so that a checkpoint folder loads in PyTorch as a model. */
-export function hfFolderExtras(model: LoadedModel): Map<string, Uint8Array> {
-  return new Map([
-    ['config.json', json(toHfConfig(model.hf.config))],
-    ['generation_config.json', json(generationConfig(model.hf.config, model.hf.generation))],
-    ...model.hf.tokenizerFiles,
-  ]);
 }
 
 /** A checkpoint folder written by this command: its payload, config, base model and data file. */

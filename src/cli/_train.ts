@@ -16,7 +16,6 @@ import {
 } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { Engine } from '../engine/engine';
-import { toHfConfig } from '../core/model-config';
 import { CHECKPOINT_FILES, checkpointFromFiles, checkpointToFiles } from '../grpo/checkpoint';
 import { resolveConfig, type Config } from '../grpo/config';
 import { evaluate } from '../grpo/evaluate';
@@ -24,13 +23,13 @@ import { nodeSandboxFactory } from '../grpo/reward-sandbox-node';
 import { Run } from '../grpo/run';
 import { phaseText, type PhaseProgress } from '../grpo/step-progress';
 import type { StepReport } from '../grpo/trainer';
-import { exportHfFolder, generationConfig } from '../export/hf-export';
+import { exportHfFolder } from '../export/hf-export';
 import { exportPeftAdapter, type LoraWeights } from '../export/peft-adapter';
 import { formatBytes } from '../core/format';
 import type { MemoryPlan } from '../model/memory-plan';
 import type { CheckpointPayload } from '../storage/checkpoints';
 import type { Identity } from '../storage/db';
-import type { LoadedModel } from './_session';
+import { hfFolderExtras, type LoadedModel } from './_session';
 import {
   recoverRunFolder,
   STEP_LOGS,
@@ -101,18 +100,6 @@ function samplesLine(report: StepReport): string {
       })),
     })),
   });
-}
-
-const json = (value: unknown) => new TextEncoder().encode(JSON.stringify(value, null, 2) + '\n');
-
-/** A Hugging Face folder's files other than the weights: config, generation config, tokenizer
- * (as exportHfFolder writes them), so that a checkpoint folder loads in PyTorch as a model. */
-function hfFolderExtras(model: LoadedModel): Map<string, Uint8Array> {
-  return new Map([
-    ['config.json', json(toHfConfig(model.hf.config))],
-    ['generation_config.json', json(generationConfig(model.hf.config, model.hf.generation))],
-    ...model.hf.tokenizerFiles,
-  ]);
 }
 
 /**

@@ -461,6 +461,15 @@ const tag = (payload: CheckpointPayload, recipe: Recipe, index: number): Checkpo
   },
 });
 
+/** What a recipe needs of a training stage's run: SftRun and Run both have it. */
+interface StageTrainer {
+  restore(checkpoint: CheckpointPayload, history?: readonly MetricsRow[]): void;
+  runUntil(stop: () => boolean): Promise<'finished' | 'stopped'>;
+  readonly stepCount: number;
+  save(automatic: boolean): Promise<void>;
+  destroy(): void;
+}
+
 /** A RecipeState read back from JSON: JSON writes a NaN metric (a rate of an empty group) as
  * null; it is NaN again here, so a resumed timeline equals the one that was stored. */
 export function reviveRecipeState(value: RecipeState): RecipeState {
@@ -619,6 +628,30 @@ export class RecipeRun {
     const runId = `${this.setup.runId}/${index}-${stage.name}`;
     /** The stage's step of its latest checkpoint (a stop saves one only past it). */
     let lastSaved = checkpoint?.step ?? 0;
+    const onCheckpoint = (payload: CheckpointPayload, { automatic }: { automatic: boolean }) => {
+      lastSaved = payload.step;
+      return this.hooks.onCheckpoint?.(tag(payload, this.recipe, index), { ...info, automatic });
+    };
+    /** Trains a built SFT or GRPO stage to its end (its final weights) or until a stop is asked
+     * for; the run is freed either way. */
+    const trainStage = async (
+      run: StageTrainer,
+      steps: number,
+      readWeights: () => Promise<ReadonlyMap<string, Float32Array>>,
+    ): Promise<ReadonlyMap<string, Float32Array> | 'stopped'> => {
+      try {
+        if (checkpoint) run.restore(checkpoint, []);
+        await this.hooks.onStageStart?.({ ...info, steps });
+        if ((await run.runUntil(() => this.stopRequested)) === 'stopped') {
+          // A pause keeps every trained step: the stage's state as a checkpoint, resume's start.
+          if (run.stepCount > lastSaved) await run.save(true);
+          return 'stopped';
+        }
+        return await readWeights();
+      } finally {
+        run.destroy();
+      }
+    };
     let result: StageResult;
     let endWeights: ReadonlyMap<string, Float32Array>;
     if (stage.kind === 'rejection-sample') {
@@ -682,27 +715,12 @@ export class RecipeRun {
         hooks: {
           onStep: (report, { elapsedMs }) =>
             record(report.step, report.metrics, run.totalSteps, elapsedMs, report.skipped),
-          onCheckpoint: (payload, { automatic }) => {
-            lastSaved = payload.step;
-            return this.hooks.onCheckpoint?.(tag(payload, this.recipe, index), {
-              ...info,
-              automatic,
-            });
-          },
+          onCheckpoint,
         },
       });
-      try {
-        if (checkpoint) run.restore(checkpoint, []);
-        await this.hooks.onStageStart?.({ ...info, steps: run.totalSteps });
-        if ((await run.runUntil(() => this.stopRequested)) === 'stopped') {
-          // A pause keeps every trained step: the stage's state as a checkpoint, resume's start.
-          if (run.stepCount > lastSaved) await run.save(true);
-          return 'stopped';
-        }
-        endWeights = await run.policy.readParameters();
-      } finally {
-        run.destroy();
-      }
+      const trained = await trainStage(run, run.totalSteps, () => run.policy.readParameters());
+      if (trained === 'stopped') return 'stopped';
+      endWeights = trained;
       result = this.stepResult(index, run.totalSteps, started);
     } else {
       const config = stageConfig(this.recipe, index);
@@ -718,27 +736,14 @@ export class RecipeRun {
         hooks: {
           onStep: (report, { elapsedMs }) =>
             record(report.step, report.metrics, config.steps, elapsedMs),
-          onCheckpoint: (payload, { automatic }) => {
-            lastSaved = payload.step;
-            return this.hooks.onCheckpoint?.(tag(payload, this.recipe, index), {
-              ...info,
-              automatic,
-            });
-          },
+          onCheckpoint,
         },
       });
-      try {
-        if (checkpoint) run.restore(checkpoint, []);
-        await this.hooks.onStageStart?.({ ...info, steps: config.steps });
-        if ((await run.runUntil(() => this.stopRequested)) === 'stopped') {
-          // A pause keeps every trained step: the stage's state as a checkpoint, resume's start.
-          if (run.stepCount > lastSaved) await run.save(true);
-          return 'stopped';
-        }
-        endWeights = await run.trainer.policy.readParameters();
-      } finally {
-        run.destroy();
-      }
+      const trained = await trainStage(run, config.steps, () =>
+        run.trainer.policy.readParameters(),
+      );
+      if (trained === 'stopped') return 'stopped';
+      endWeights = trained;
       result = this.stepResult(index, config.steps, started);
     }
     this.weights.set(stage.name, endWeights);
