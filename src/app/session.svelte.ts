@@ -899,6 +899,16 @@ export class Session {
     return true;
   }
 
+  /**
+   * During Run: the pending live options, sent to the run now. The worker takes them between two
+   * steps, so the step under way finishes with the options it started with and the next one uses
+   * them (docs/grpo.md "Options changed during a run"). When stopped, Step and Run apply them.
+   */
+  async applyNow(): Promise<void> {
+    if (this.#status !== 'running') return;
+    await this.applyLiveOptions();
+  }
+
   async stepOnce(): Promise<void> {
     if (!(await this.ensureConfigured())) return;
     await this.task('Step', () => this.api.step(), 'The step failed');

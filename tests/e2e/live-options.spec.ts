@@ -4,7 +4,8 @@
 // new value (the playground's constant schedule); the run controls list the change from step 2.
 // Then a custom reward added in the Rewards panel is scored at the next step: step 3's metrics have
 // rewards/custom:len/mean, which step 2's do not. An option that shapes the run (numGenerations)
-// still waits for a Reset, and Step goes on without it.
+// still waits for a Reset, and Step goes on without it. During Run, a change waits for Apply and
+// then applies from the step after the one under way.
 import { expect, test, type Page } from '@playwright/test';
 import { watchErrors } from './support/watch-errors';
 
@@ -104,5 +105,49 @@ test('a new learning rate and a custom reward apply at the next step, with no Re
   ]);
   // numGenerations still waits for a Reset.
   await expect(page.getByTestId('step-pending')).toContainText('numGenerations');
+  expect(errors).toEqual([]);
+});
+
+test('during Run, a changed learning rate waits for Apply, then the run uses it from its next step', async ({
+  page,
+}) => {
+  test.setTimeout(900_000);
+  const errors = watchErrors(page);
+  await page.goto(`/?${TINY_RUN}#train`);
+  await expect(page.getByTestId('memory-plan')).toContainText('fits', { timeout: 60_000 });
+  await page.getByTestId('load-model').click();
+  await expect(page.getByTestId('model-loaded')).toBeVisible({ timeout: STEP_TIMEOUT });
+  await page.getByTestId('run').click();
+  await expect(page.getByTestId('step-counter')).toContainText('step 1', {
+    timeout: STEP_TIMEOUT,
+  });
+  await expect(page.getByTestId('status')).toHaveText('Training');
+
+  // Changed while running: said so, and nothing reaches the run until Apply.
+  await setOption(page, 'learningRate', '0.001');
+  await expect(page.getByTestId('step-pending-live')).toHaveText('changed: learningRate');
+  await expect(page.getByTestId('apply-live')).toHaveText('Apply');
+  await expect(page.getByTestId('pending-live')).toContainText('Apply to this run');
+  await expect(page.getByTestId('live-changes')).toHaveCount(0);
+  await page.screenshot({ path: 'test-results/screens/apply-live-1280.png' });
+  await page.getByTestId('apply-live').click({ timeout: 30_000 });
+  const change = page.getByTestId('live-changes').locator('li');
+  await expect(change).toHaveText(/^from step \d+: learningRate 0\.0002 → 0\.001$/, {
+    timeout: STEP_TIMEOUT,
+  });
+  await expect(page.getByTestId('apply-live')).toHaveCount(0);
+  await expect(page.getByTestId('step-pending-live')).toHaveCount(0);
+  const from = Number(/from step (\d+)/.exec((await change.textContent()) ?? '')![1]);
+  expect(from).toBeGreaterThanOrEqual(2);
+
+  // The run goes on: once the first step with the new rate is done, pause and read the history.
+  await expect
+    .poll(async () => (await history(page)).length, { timeout: 2 * STEP_TIMEOUT })
+    .toBeGreaterThanOrEqual(from);
+  await page.getByTestId('pause').click();
+  await expect(page.getByTestId('status')).toHaveText('Paused', { timeout: STEP_TIMEOUT });
+  const rows = await history(page);
+  expect(rows.length).toBeGreaterThanOrEqual(from);
+  for (const r of rows) expect(r.metrics.learning_rate).toBe(r.step < from ? 2e-4 : 0.001);
   expect(errors).toEqual([]);
 });

@@ -3,8 +3,9 @@
 // config.ts, or the run's own list, which leaves beta out without a reference policy); the config a
 // Step sends (the run's, with only the live options taken from the form); how a change reads; and
 // the session on a fake worker: Step with a live change pending applies it (applyOptions) and then
-// steps, with no Reset, while an option that needs a Reset stays pending.
-import { describe, expect, it } from 'vitest';
+// steps, with no Reset, while an option that needs a Reset stays pending; during Run, Apply sends a
+// change to the running run.
+import { describe, expect, it, vi } from 'vitest';
 import type * as Comlink from 'comlink';
 import { PLAYGROUND_DEFAULTS, Session } from '../../src/app/session.svelte';
 import {
@@ -110,6 +111,7 @@ async function fakeSession(liveOptions: ConfigKey[] = [...LIVE_OPTION_KEYS]) {
   let config = BASE;
   let step = 0;
   let changes: LiveChange[] = [];
+  let endRun = () => {};
   const state = (): RunState =>
     ({
       runId: 'r1',
@@ -142,6 +144,17 @@ async function fakeSession(liveOptions: ConfigKey[] = [...LIVE_OPTION_KEYS]) {
           changes = [...changes, { step: step + 1, key, from: config[key], to: next[key] }];
       config = next;
       return state();
+    },
+    // Run goes on until Pause, as the worker's does; the page learns of it from status events.
+    run: () => {
+      calls.push('run');
+      listener!({ type: 'status', status: 'running', step, steps: config.steps });
+      return new Promise<void>((resolve) => (endRun = resolve));
+    },
+    pause: async () => {
+      calls.push('pause');
+      listener!({ type: 'status', status: 'paused', step, steps: config.steps });
+      endRun();
     },
     step: async () => {
       calls.push('step');
@@ -192,9 +205,42 @@ describe('session: Step applies the live options, no Reset', () => {
     expect(session.targetSteps).toBe(BASE.steps + 10);
     expect(session.applied?.steps).toBe(BASE.steps);
     const run = session.run();
-    await run.catch(() => undefined); // the fake has no run(): applying is what is checked
-    expect(calls).toEqual(['loadModel', 'step', 'applyOptions']);
+    await vi.waitFor(() => expect(session.status).toBe('running'));
+    expect(calls).toEqual(['loadModel', 'step', 'applyOptions', 'run']);
     expect(session.applied?.steps).toBe(BASE.steps + 10);
+    await session.pause();
+    await run;
+  });
+
+  it('during Run, Apply sends the changed options to the run; stopped, it leaves them to Step', async () => {
+    const { session, calls, sent } = await fakeSession();
+    await session.stepOnce();
+    session.draft.learningRate = 1e-3;
+    await session.applyNow();
+    expect(calls).toEqual(['loadModel', 'step']);
+    expect(session.pendingLive).toEqual(['learningRate']);
+
+    // Run applies the pending change before it starts; a change made while it runs waits for Apply.
+    const run = session.run();
+    await vi.waitFor(() => expect(session.status).toBe('running'));
+    expect(calls).toEqual(['loadModel', 'step', 'applyOptions', 'run']);
+    session.draft.temperature = 0.5;
+    session.draft.numGenerations = 8;
+    expect(session.pendingLive).toEqual(['temperature']);
+    await session.applyNow();
+    expect(calls).toEqual(['loadModel', 'step', 'applyOptions', 'run', 'applyOptions']);
+    expect(sent[1].temperature).toBe(0.5);
+    expect(sent[1].learningRate).toBe(1e-3);
+    expect(sent[1].numGenerations).toBe(BASE.numGenerations);
+    expect(session.applied?.temperature).toBe(0.5);
+    expect(session.pendingLive).toEqual([]);
+    expect(session.pendingReset).toEqual(['numGenerations']);
+    expect(session.liveChanges.map((c) => [c.step, c.key, c.to])).toEqual([
+      [2, 'learningRate', 1e-3],
+      [2, 'temperature', 0.5],
+    ]);
+    await session.pause();
+    await run;
   });
 
   it('without a reference policy, beta waits for a Reset and Step sends nothing', async () => {
