@@ -9,6 +9,7 @@ import type { LlamaConfig } from '../core/model-config';
 import type { GrpoDatabase, Identity, MetricsRecord, MetricsRow, RunRecord, RunStage } from './db';
 import { isQuotaExceeded, StorageError } from './errors';
 import { prefixRange, writeTx } from './tx';
+import { isStageRunOf } from './runs';
 
 /** What the first write of a run creates its run row from (later writes keep the stored row's). */
 export interface RunHistoryMeta {
@@ -117,14 +118,19 @@ export async function recordRunMetrics(
 export async function listRunHistories(db: GrpoDatabase): Promise<RunHistorySummary[]> {
   const tx = db.transaction(['runs', 'metrics', 'checkpoints'], 'readonly');
   const runs = await tx.objectStore('runs').getAll();
+  const byRun = tx.objectStore('checkpoints').index('byRun');
   const out: RunHistorySummary[] = [];
   for (const run of runs) {
     const keys = await tx.objectStore('metrics').getAllKeys(prefixRange(run.id));
+    // A recipe run's checkpoints are its stages' (deleted with it: runs.ts deleteRun).
+    let checkpointCount = await byRun.count(run.id);
+    for (const stage of runs.filter((r) => isStageRunOf(r.id, run.id)))
+      checkpointCount += await byRun.count(stage.id);
     out.push({
       ...run,
       steps: keys.length,
       lastStep: keys.length ? keys[keys.length - 1][1] : null,
-      checkpointCount: await tx.objectStore('checkpoints').index('byRun').count(run.id),
+      checkpointCount,
     });
   }
   return out.sort((a, b) => b.updatedAt - a.updatedAt);

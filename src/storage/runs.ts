@@ -1,5 +1,6 @@
 // Runs and their per-step metrics and samples. A run row is the unit the UI lists, renames and
-// deletes; deleting a run deletes its metrics, samples and checkpoints in the same transaction.
+// deletes; deleting a run deletes its metrics, samples and checkpoints in the same transaction
+// (a recipe run's, its stages' too).
 
 import type { LlamaConfig } from '../core/model-config';
 import type {
@@ -123,7 +124,20 @@ export async function setRunStatus(
   return updateRun(db, id, { status }, now);
 }
 
-/** Deletes a run with its metrics, samples and checkpoints (one transaction); false if absent. */
+/**
+ * The ids of the runs that belong to run `id`: a recipe's stages store their checkpoints under
+ * runs of their own, `${id}/${index}-${name}` (src/worker/recipe-api.ts stageRunId).
+ */
+export const stageRunRange = (id: string): IDBKeyRange =>
+  IDBKeyRange.bound(`${id}/`, `${id}/\uffff`);
+
+/** Whether `runId` is one of run `id`'s stage runs. */
+export const isStageRunOf = (runId: string, id: string): boolean => runId.startsWith(`${id}/`);
+
+/**
+ * Deletes a run with its metrics, samples and checkpoints, and a recipe run with its stages' runs
+ * and checkpoints (one transaction); false if absent.
+ */
 export async function deleteRun(db: GrpoDatabase, id: string): Promise<boolean> {
   let existed = false;
   await writeTx(
@@ -131,15 +145,18 @@ export async function deleteRun(db: GrpoDatabase, id: string): Promise<boolean> 
     ['runs', 'metrics', 'samples', 'checkpoints', 'checkpointDetails', 'chunks'],
     async (tx) => {
       existed = (await tx.objectStore('runs').getKey(id)) !== undefined;
-      const ids = await tx.objectStore('checkpoints').index('byRun').getAllKeys(id);
-      for (const checkpointId of ids) {
-        await tx.objectStore('checkpoints').delete(checkpointId);
-        await tx.objectStore('checkpointDetails').delete(checkpointId);
-        await tx.objectStore('chunks').delete(prefixRange(checkpointId));
+      const stages = await tx.objectStore('runs').getAllKeys(stageRunRange(id));
+      for (const runId of [id, ...stages]) {
+        const ids = await tx.objectStore('checkpoints').index('byRun').getAllKeys(runId);
+        for (const checkpointId of ids) {
+          await tx.objectStore('checkpoints').delete(checkpointId);
+          await tx.objectStore('checkpointDetails').delete(checkpointId);
+          await tx.objectStore('chunks').delete(prefixRange(checkpointId));
+        }
+        await tx.objectStore('metrics').delete(prefixRange(runId));
+        await tx.objectStore('samples').delete(prefixRange(runId));
+        await tx.objectStore('runs').delete(runId);
       }
-      await tx.objectStore('metrics').delete(prefixRange(id));
-      await tx.objectStore('samples').delete(prefixRange(id));
-      await tx.objectStore('runs').delete(id);
     },
   );
   return existed;

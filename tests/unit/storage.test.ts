@@ -499,6 +499,45 @@ describe('runs', () => {
       details: 1,
     });
   });
+
+  it("a recipe run's stage checkpoints are counted with it and deleted with it, no other run's", async () => {
+    const { storage } = await fresh();
+    const meta = (id: string) => ({ id, name: id, config: {} });
+    await storage.recordRunMetrics(meta('rec'), [{ step: 1, loss: 1 }]);
+    // The stages keep their checkpoints under runs of their own (recipe-api.ts stageRunId).
+    await storage.saveCheckpoint(payload('rec/0-cold-start', 2, { tensors: tensorsFor(2, false) }));
+    await storage.saveCheckpoint(payload('rec/1-rl', 1, { tensors: tensorsFor(3, false) }));
+    // Ids that only look alike: another run whose id starts with 'rec', and its own stage.
+    await storage.recordRunMetrics(meta('recx'), [{ step: 1, loss: 2 }]);
+    await storage.saveCheckpoint(payload('recx', 1, { tensors: tensorsFor(4, false) }));
+    await storage.saveCheckpoint(payload('recx/0-rl', 1, { tensors: tensorsFor(5, false) }));
+
+    const counts = async () =>
+      Object.fromEntries(
+        (await storage.listRunHistories()).map((r) => [r.id, r.checkpointCount] as const),
+      );
+    expect(await counts()).toEqual({
+      rec: 2,
+      'rec/0-cold-start': 1,
+      'rec/1-rl': 1,
+      recx: 2,
+      'recx/0-rl': 1,
+    });
+
+    expect(await storage.deleteRun('rec')).toBe(true);
+    expect((await storage.listRuns()).map((r) => r.id).sort()).toEqual(['recx', 'recx/0-rl']);
+    expect((await storage.listCheckpoints()).map((c) => c.runId).sort()).toEqual([
+      'recx',
+      'recx/0-rl',
+    ]);
+    expect(await countAll(storage)).toEqual({
+      chunks: 2 * Math.ceil((680 * 4) / CHUNK_BYTES),
+      pending: 0,
+      checkpoints: 2,
+      details: 2,
+    });
+    expect(await storage.getMetrics('recx')).toEqual([{ step: 1, loss: 2 }]);
+  });
 });
 
 describe('storage usage', () => {
