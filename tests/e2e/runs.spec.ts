@@ -202,6 +202,14 @@ test('two steps are stored, listed after a reload, downloaded as CSV and JSONL, 
   await expect(reward).toHaveAttribute('data-points', '1');
   await expect(reward.locator('path[stroke-dasharray]')).not.toHaveCount(0);
   await expect(page.getByTestId('overlay-name')).toHaveText(runName);
+  // A click where only the overlaid run has a step (its step 2, at the axis' right end) selects
+  // this run's nearest step, 1: the views never get a step the live run does not have.
+  await reward.evaluate((el) => el.scrollIntoView({ block: 'center' }));
+  const plot = await reward.getByRole('slider').boundingBox();
+  await page.mouse.click(plot!.x + plot!.width - 4, plot!.y + plot!.height / 2);
+  await expect(page.getByTestId('follow-state')).toHaveText('pinned');
+  await expect(page.getByTestId('selected-step')).toHaveValue('1');
+  await expect(reward).toHaveAttribute('data-selected', '1');
   await page.getByTestId('overlay-clear').click();
   await expect(reward.locator('path[stroke-dasharray]')).toHaveCount(0);
   expect(errors).toEqual([]);

@@ -1,6 +1,7 @@
 // LineChart's reference series (the Aha panel's committed `npm run aha` seeds, drawn faint behind
 // the live run): they widen the x axis to the reference's steps, take one legend key, and leave
-// the cursor's steps (aria-valuemax), the legend's values and data-points to the live series.
+// the cursor's steps (aria-valuemax), the legend's values and data-points to the live series. An
+// overlaid run's series (overlay: true) widen the axis too but add no cursor steps.
 import { render } from 'svelte/server';
 import { describe, expect, it } from 'vitest';
 import LineChart from '../../src/app/components/LineChart.svelte';
@@ -47,6 +48,30 @@ describe('LineChart reference series', () => {
     expect(body).toContain('aria-valuemax="3"');
     expect(body.match(/reference-key/g)?.length).toBe(1);
     expect(body).toContain('npm run aha');
+  });
+
+  it('an overlaid longer run widens the axis, not the steps a click or an arrow key selects', () => {
+    const other = {
+      label: 'rate · other run',
+      points: Array.from({ length: 8 }, (_, i) => ({ x: i + 1, y: 0.1 })),
+      dashed: true,
+      overlay: true,
+    };
+    const { body } = render(LineChart, {
+      props: { title: 'Reflection', series: [...series, other], yKind: 'rate' },
+    });
+    expect(Math.max(...xTicks(body))).toBe(8);
+    expect(body).toContain('aria-valuemax="3"');
+    expect(body).toContain('data-points="3"');
+    // Without the flag the same series would be this run's: its steps are selectable.
+    const mine = render(LineChart, {
+      props: {
+        title: 'Reflection',
+        series: [...series, { ...other, overlay: false }],
+        yKind: 'rate',
+      },
+    });
+    expect(mine.body).toContain('aria-valuemax="8"');
   });
 
   it('without a reference, nothing changes: the axis ends at the run’s last step', () => {

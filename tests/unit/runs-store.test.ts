@@ -156,6 +156,7 @@ describe('chart overlay series', () => {
         ],
         color: 'color-mix(in srgb, var(--series-1) 55%, transparent)',
         dashed: true,
+        overlay: true,
       },
     ]);
     expect(withOverlay(live, keys, null)).toBe(live);

@@ -35,6 +35,7 @@ export function withOverlay(
       points,
       color: `color-mix(in srgb, ${colour} 55%, transparent)`,
       dashed: true,
+      overlay: true,
     });
   });
   return [...live, ...extra];

@@ -18,6 +18,9 @@ export interface ChartSeries {
   /** A CSS colour, e.g. 'var(--accent)'; by default the theme's palette (--series-k). */
   color?: string;
   dashed?: boolean;
+  /** Another run's series (an overlay): drawn and in the legend, but a click or an arrow key
+   * selects only steps of the chart's own series, which are the run the views show. */
+  overlay?: boolean;
 }
 
 /** An SVG path through the points; a non-finite y ends the segment (a gap, not a drop to 0). */
