@@ -20,6 +20,12 @@ import {
   type RecipeState,
   type StageResult,
 } from '../grpo/recipe';
+import {
+  COMPARISON_ARMS,
+  type ComparisonArm,
+  type HeldOut,
+  type SeedStat,
+} from '../grpo/recipe-comparison';
 import { renderPrompt } from '../grpo/trainer';
 import { wilsonInterval } from '../core/wilson';
 import { lineChartSvg, type ChartSeries } from '../formats/svg-chart';
@@ -36,16 +42,6 @@ import { recipeFolder } from './_recipe';
 import { loadModel, openEngine } from './_session';
 
 type Metrics = EvalReport['metrics'];
-
-/** The held-out numbers the report shows for one model. */
-export interface HeldOut {
-  accuracy: number;
-  reflection: number;
-  length: number;
-  format: number;
-  accuracyReflecting: number;
-  accuracyNotReflecting: number;
-}
 
 const heldOut = (m: Metrics): HeldOut => ({
   accuracy: m.sample_accuracy,
@@ -70,7 +66,7 @@ export interface ArmStage {
 export interface SeedComparison {
   seed: number;
   /** The final model of each arm. */
-  arms: { 'R1-Zero': HeldOut; R1: HeldOut; Distillation: HeldOut };
+  arms: Record<ComparisonArm, HeldOut>;
   stages: ArmStage[];
   timelines: Record<string, RecipeState['timeline']>;
   seconds: number;
@@ -93,10 +89,9 @@ export interface CompareOptions {
   recipes?: { r1: (seed: number) => Recipe; distill: (seed: number) => Recipe };
 }
 
-const ARMS = ['R1-Zero', 'R1', 'Distillation'] as const;
 const COLORS = ['#2563eb', '#dc2626', '#16a34a'];
 
-const stats = (xs: number[]) => ({
+const stats = (xs: number[]): SeedStat => ({
   mean: xs.reduce((a, b) => a + b, 0) / xs.length,
   min: Math.min(...xs),
   max: Math.max(...xs),
@@ -213,7 +208,7 @@ export async function compareRecipes(o: CompareOptions): Promise<void> {
     }
     const durationSeconds = (performance.now() - started) / 1000;
     const summary = Object.fromEntries(
-      ARMS.map((arm) => [
+      COMPARISON_ARMS.map((arm) => [
         arm,
         {
           accuracy: stats(seeds.map((s) => s.arms[arm].accuracy)),
@@ -324,10 +319,7 @@ function markdownReport(report: {
   heldOutPrompts: number;
   samplesPerPrompt: number;
   base: HeldOut;
-  summary: Record<
-    string,
-    Record<'accuracy' | 'reflection' | 'length' | 'format', ReturnType<typeof stats>>
-  >;
+  summary: Record<string, Record<'accuracy' | 'reflection' | 'length' | 'format', SeedStat>>;
   seeds: SeedComparison[];
 }): string {
   const r = report;
@@ -359,9 +351,9 @@ function markdownReport(report: {
     '| arm | accuracy | reflection rate | mean length | format |',
     '| --- | --- | --- | --- | --- |',
     `| base model | ${pct(r.base.accuracy)} | ${pct(r.base.reflection)} | ${num(r.base.length)} | ${pct(r.base.format)} |`,
-    ...ARMS.map((arm) => {
+    ...COMPARISON_ARMS.map((arm) => {
       const s = r.summary[arm];
-      const span = (x: ReturnType<typeof stats>, f: (v: number) => string) =>
+      const span = (x: SeedStat, f: (v: number) => string) =>
         `${f(x.mean)} (${f(x.min)}–${f(x.max)})`;
       return `| ${arm} | ${span(s.accuracy, pct)} | ${span(s.reflection, pct)} | ${span(s.length, num)} | ${span(s.format, pct)} |`;
     }),
