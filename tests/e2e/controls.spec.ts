@@ -3,7 +3,8 @@
 // the run (its step and its metrics); Pause shows its pending state at once (well before the step
 // under way ends) and the step's phase is shown while it runs; on a phone the controls stay at the
 // top and nothing scrolls sideways.
-import { expect, test, type Page } from '@playwright/test';
+import { expect, test } from '@playwright/test';
+import { loadBundledModel } from './support/bundled-model';
 
 const STEP_TIMEOUT = 180_000;
 // A small run, so a step takes seconds on WebGPU emulated by SwiftShader.
@@ -13,12 +14,6 @@ const PAUSE_FEEDBACK_MS = 200;
 
 test.use({ serviceWorkers: 'block' });
 test.describe.configure({ mode: 'serial' });
-
-async function loadBundledModel(page: Page) {
-  await expect(page.getByTestId('memory-plan')).toContainText('fits', { timeout: 60_000 });
-  await page.getByTestId('load-model').click();
-  await expect(page.getByTestId('model-loaded')).toBeVisible({ timeout: STEP_TIMEOUT });
-}
 
 test('Step is within 5 Tab presses of a fresh page, and says why it waits', async ({ page }) => {
   await page.goto(`/?${TINY_RUN}#train`);

@@ -7,6 +7,7 @@
 // still waits for a Reset, and Step goes on without it. During Run, a change waits for Apply and
 // then applies from the step after the one under way.
 import { expect, test, type Page } from '@playwright/test';
+import { loadBundledModel } from './support/bundled-model';
 import { watchErrors } from './support/watch-errors';
 
 const STEP_TIMEOUT = 180_000;
@@ -48,9 +49,7 @@ test('a new learning rate and a custom reward apply at the next step, with no Re
   test.setTimeout(900_000);
   const errors = watchErrors(page);
   await page.goto(`/?${TINY_RUN}#train`);
-  await expect(page.getByTestId('memory-plan')).toContainText('fits', { timeout: 60_000 });
-  await page.getByTestId('load-model').click();
-  await expect(page.getByTestId('model-loaded')).toBeVisible({ timeout: STEP_TIMEOUT });
+  await loadBundledModel(page);
   await stepTo(page, 1);
   const before = (await history(page))[0].metrics.learning_rate;
   expect(before).toBe(2e-4);
@@ -114,9 +113,7 @@ test('during Run, a changed learning rate waits for Apply, then the run uses it 
   test.setTimeout(900_000);
   const errors = watchErrors(page);
   await page.goto(`/?${TINY_RUN}#train`);
-  await expect(page.getByTestId('memory-plan')).toContainText('fits', { timeout: 60_000 });
-  await page.getByTestId('load-model').click();
-  await expect(page.getByTestId('model-loaded')).toBeVisible({ timeout: STEP_TIMEOUT });
+  await loadBundledModel(page);
   await page.getByTestId('run').click();
   await expect(page.getByTestId('step-counter')).toContainText('step 1', {
     timeout: STEP_TIMEOUT,

@@ -18,6 +18,7 @@ import { mkdirSync, readFileSync } from 'node:fs';
 import { extractAnswer, formatOk } from '../../src/grpo/rewards';
 import { verifyCountdown } from '../../src/tasks/verify';
 import { CHROMIUM_ARGS, findChromium } from './browser';
+import { loadBundledModel } from './support/bundled-model';
 
 const SHOTS = 'test-results/screenshots';
 const STEP_TIMEOUT = 180_000;
@@ -33,12 +34,6 @@ test.describe.configure({ mode: 'serial' });
 async function shoot(page: Page, name: string) {
   mkdirSync(SHOTS, { recursive: true });
   await page.screenshot({ path: `${SHOTS}/${name}.png`, fullPage: true });
-}
-
-async function loadBundledModel(page: Page) {
-  await expect(page.getByTestId('memory-plan')).toContainText('fits', { timeout: 60_000 });
-  await page.getByTestId('load-model').click();
-  await expect(page.getByTestId('model-loaded')).toBeVisible({ timeout: STEP_TIMEOUT });
 }
 
 /** Requests that left the page's origin (data: and blob: are local). */

@@ -7,6 +7,7 @@
 // view go to test-results/screenshots/. No request may leave the page's origin.
 import { expect, test, type Page } from '@playwright/test';
 import { mkdirSync, writeFileSync } from 'node:fs';
+import { loadBundledModel } from './support/bundled-model';
 
 const SHOTS = 'test-results/screenshots';
 /** Steps on SwiftShader take seconds each; loading the model and compiling pipelines more. */
@@ -40,12 +41,6 @@ async function longestTaskSince(page: Page, since: number): Promise<number> {
 async function shoot(page: Page, view: string) {
   mkdirSync(SHOTS, { recursive: true });
   await page.screenshot({ path: `${SHOTS}/${view}.png`, fullPage: true });
-}
-
-async function loadBundledModel(page: Page) {
-  await expect(page.getByTestId('memory-plan')).toContainText('fits', { timeout: 60_000 });
-  await page.getByTestId('load-model').click();
-  await expect(page.getByTestId('model-loaded')).toBeVisible({ timeout: STEP_TIMEOUT });
 }
 
 test('offline: load, train 3 steps, inspect, checkpoint, reload, restore, continue', async ({

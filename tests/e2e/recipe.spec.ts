@@ -9,45 +9,12 @@
 import { expect, test, type Page } from '@playwright/test';
 import axe from 'axe-core';
 import { watchErrors } from './support/watch-errors';
+import { TWO_STAGE } from '../support/two-stage-recipe';
+import { loadBundledModel } from './support/bundled-model';
 
 const STEP_TIMEOUT = 180_000;
-const TWO_STAGE = {
-  name: 'two-stage',
-  seed: 1,
-  stages: [
-    {
-      kind: 'sft',
-      name: 'cold-start',
-      data: { coldStart: { count: 8 } },
-      options: {
-        perDeviceTrainBatchSize: 4,
-        numTrainEpochs: 1,
-        learningRate: 0.0003,
-        maxLength: 128,
-        saveSteps: 1,
-      },
-    },
-    {
-      kind: 'grpo',
-      name: 'rl',
-      options: {
-        steps: 2,
-        saveSteps: 1,
-        numGenerations: 4,
-        perStepPrompts: 1,
-        maxCompletionLength: 48,
-      },
-    },
-  ],
-};
 
 test.use({ serviceWorkers: 'block', actionTimeout: 60_000 });
-
-async function loadModel(page: Page) {
-  await expect(page.getByTestId('memory-plan')).toContainText('fits', { timeout: 60_000 });
-  await page.getByTestId('load-model').click();
-  await expect(page.getByTestId('model-loaded')).toBeVisible({ timeout: STEP_TIMEOUT });
-}
 
 /** [step, stage, stageStep] of every timeline row in the table. */
 async function timeline(page: Page) {
@@ -89,7 +56,7 @@ test('a two-stage recipe pauses after step 3, resumes after a reload from its GR
   test.setTimeout(420_000);
   const errors = watchErrors(page);
   await page.goto('/');
-  await loadModel(page);
+  await loadBundledModel(page);
   await page.getByTestId('nav-recipes').click();
 
   // The built-in recipes with their stages.

@@ -10,6 +10,7 @@
 import { expect, test, type Page } from '@playwright/test';
 import { readFileSync } from 'node:fs';
 import { watchErrors } from './support/watch-errors';
+import { loadBundledModel } from './support/bundled-model';
 
 const STEP_TIMEOUT = 180_000;
 // A small run, so a step takes seconds on WebGPU emulated by SwiftShader.
@@ -23,12 +24,6 @@ async function takeStep(page: Page, n: number) {
     timeout: STEP_TIMEOUT,
   });
   await expect(page.getByTestId('status')).not.toHaveText('Running', { timeout: STEP_TIMEOUT });
-}
-
-async function loadModel(page: Page) {
-  await expect(page.getByTestId('memory-plan')).toContainText('fits', { timeout: 60_000 });
-  await page.getByTestId('load-model').click();
-  await expect(page.getByTestId('model-loaded')).toBeVisible({ timeout: STEP_TIMEOUT });
 }
 
 async function downloadText(page: Page, click: () => Promise<void>) {
@@ -138,7 +133,7 @@ test('two steps are stored, listed after a reload, downloaded as CSV and JSONL, 
   test.setTimeout(1_200_000);
   const errors = watchErrors(page);
   await page.goto(`/?${TINY_RUN}&test-hooks=1#train`);
-  await loadModel(page);
+  await loadBundledModel(page);
   for (const n of [1, 2]) await takeStep(page, n);
   const history = await page.evaluate(() =>
     (
@@ -197,7 +192,7 @@ test('two steps are stored, listed after a reload, downloaded as CSV and JSONL, 
   await expect(reward.locator('.key', { hasText: ' · ' }).first()).toBeVisible();
 
   // A new run takes a step: its line is drawn and the overlay stays.
-  await loadModel(page);
+  await loadBundledModel(page);
   await takeStep(page, 1);
   await expect(reward).toHaveAttribute('data-points', '1');
   await expect(reward.locator('path[stroke-dasharray]')).not.toHaveCount(0);
@@ -222,7 +217,7 @@ test('a full storage refuses a step’s metrics with a banner; the next step sto
   test.setTimeout(1_200_000);
   const errors = watchErrors(page);
   await page.goto(`/?${TINY_RUN}#train`);
-  await loadModel(page);
+  await loadBundledModel(page);
   // The cap: what the origin uses now, so any further write is refused.
   const usage = await page.evaluate(async () => (await navigator.storage.estimate()).usage ?? 0);
   const cdp = await page.context().newCDPSession(page);

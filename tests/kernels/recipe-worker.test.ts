@@ -11,42 +11,13 @@ import { IDBFactory } from 'fake-indexeddb';
 import { describe, expect, it } from 'vitest';
 import { BUNDLED_MODEL_DIR } from '../../src/cli/_session';
 import { folderSource } from '../../src/formats/model-source';
-import type { Recipe, TimelineRow } from '../../src/grpo/recipe';
+import type { TimelineRow } from '../../src/grpo/recipe';
 import { nodeSandboxFactory } from '../../src/grpo/reward-sandbox-node';
 import { GrpoStorage } from '../../src/storage/index';
 import type { RecipeEvent } from '../../src/worker/recipe-api';
 import { createTrainerApi } from '../../src/worker/trainer-api';
+import { TWO_STAGE } from '../support/two-stage-recipe';
 import { testEngine } from './harness';
-
-const TWO_STAGE: Recipe = {
-  name: 'two-stage',
-  seed: 1,
-  stages: [
-    {
-      kind: 'sft',
-      name: 'cold-start',
-      data: { coldStart: { count: 8 } },
-      options: {
-        perDeviceTrainBatchSize: 4,
-        numTrainEpochs: 1,
-        learningRate: 3e-4,
-        maxLength: 128,
-        saveSteps: 1,
-      },
-    },
-    {
-      kind: 'grpo',
-      name: 'rl',
-      options: {
-        steps: 2,
-        saveSteps: 1,
-        numGenerations: 4,
-        perStepPrompts: 1,
-        maxCompletionLength: 48,
-      },
-    },
-  ],
-};
 
 /** A worker API on `idb` with the bundled model loaded, recording its recipe events. */
 async function worker(idb: IDBFactory) {
