@@ -707,7 +707,7 @@ export class Session {
             ? `Storage full: the checkpoint at step ${e.step} was not saved`
             : `The checkpoint at step ${e.step} was not saved`) +
             (e.automatic ? ' (training continues)' : ''),
-          e.message,
+          `${e.message} ${this.unsavedNote()}`,
           e.candidates,
           e.quota,
         );
@@ -724,6 +724,16 @@ export class Session {
         this.#deviceLost = { message: e.message, lastCheckpoint: e.lastCheckpoint };
         break;
     }
+  }
+
+  /** Which trained steps no checkpoint holds, for a failed save's banner (it stays until
+   * dismissed, so it must say what the user would lose). */
+  private unsavedNote(): string {
+    const n = this.unsavedSteps;
+    if (n === 0) return 'Every trained step is in an earlier checkpoint.';
+    const first = this.#step - n + 1;
+    const range = n === 1 ? `Step ${this.#step} is` : `Steps ${first}–${this.#step} are`;
+    return `${range} not in any checkpoint of run '${this.#runName ?? this.#runId}' yet.`;
   }
 
   notify(
@@ -1011,6 +1021,13 @@ export class Session {
   }
 
   async restore(id: string): Promise<void> {
+    // A checkpoint of another model is refused before the discard question: answering it would
+    // cost nothing but the user's trust, and the message names the model to load.
+    const problem = await this.api.restoreProblem(id).catch((err: unknown) => msg(err));
+    if (problem) {
+      this.notify('error', 'The checkpoint could not be restored', problem);
+      return;
+    }
     if (!(await this.confirmDiscard('restore'))) return;
     const info = this.#checkpoints.find((c) => c.id === id);
     const subject = info

@@ -68,6 +68,7 @@ export function snapshotToPayload(
       ...(ctx.liveChanges?.length ? { [LIVE_CHANGES_KEY]: JSON.stringify(ctx.liveChanges) } : {}),
     },
     config: ctx.config as unknown as Record<string, unknown>,
+    adapter: loraOptionsOf(ctx.config),
     modelConfig: ctx.modelConfig,
     modelIdentity: ctx.modelIdentity,
     referenceIdentity: ctx.referenceIdentity,
@@ -261,6 +262,8 @@ export function checkpointFromFiles(
     tensors: [...tensors(weightsFile(config)), ...tensors(CHECKPOINT_FILES.optimizer)],
     rng,
     config,
+    // Folders written before the adapter config was stored name it only in the run config.
+    adapter: state.adapter ?? (config ? loraOptionsOf(config as unknown as Config) : null),
     modelConfig: (state.modelConfig ?? modelConfig) as LlamaConfig,
     modelIdentity: state.modelIdentity ?? { name: '', sha256: '' },
     referenceIdentity: state.referenceIdentity ?? null,

@@ -9,6 +9,7 @@
 // manifest (the tab closed mid-save) are garbage-collected when the database is next opened.
 
 import { numel, parameterSpecs, type LlamaConfig } from '../core/model-config';
+import { checkLoraOptions, loraAdapterSpecs, type LoraOptions } from '../ref/lora';
 import type {
   CheckpointDetailRecord,
   CheckpointRecord,
@@ -47,8 +48,12 @@ export interface CheckpointTensor {
 export interface CheckpointPayload {
   runId: string;
   step: number;
-  /** Parameters and (optionally, all or none) their AdamW moments. */
+  /** The trainable tensors (every parameter, or a LoRA run's adapters) and (optionally, all or
+   * none) their AdamW moments. */
   tensors: CheckpointTensor[];
+  /** A LoRA run's adapter config (PEFT's r, alpha, targets): the tensors are then its adapters on a
+   * frozen base that `modelIdentity` names. Null or absent: the tensors are every parameter. */
+  adapter?: LoraOptions | null;
   /** Sampler / data-order RNG states, restored as is on resume. */
   rng: Record<string, number[] | string>;
   /** The resolved run config (JSON-serialisable). */
@@ -73,6 +78,7 @@ export interface LoadedCheckpoint extends CheckpointPayload {
   bytes: number;
   metricsSoFar: MetricsRow[] | null;
   metrics: MetricsRow | null;
+  adapter: LoraOptions | null;
   /** Hex SHA-256 per tensor name, verified on load. */
   tensorSha256: Record<string, string>;
 }
@@ -98,15 +104,37 @@ export interface SaveOptions {
 }
 
 /**
- * The first problem with a tensor set for `config`, or null: every parameter exactly once with
- * its shape, AdamW moments all or none, nothing else.
+ * The tensors a checkpoint of this model trains: every parameter, or with `adapter` the LoRA
+ * adapters only (the base is frozen and not stored). The one list every validation checks against.
+ */
+export function trainableSpecs(
+  config: LlamaConfig,
+  adapter: LoraOptions | null | undefined,
+): { name: string; shape: number[] }[] {
+  return adapter ? loraAdapterSpecs(config, adapter) : parameterSpecs(config);
+}
+
+/**
+ * The first problem with a tensor set for `config` (and `adapter` for a LoRA run), or null: every
+ * trainable tensor exactly once with its shape, AdamW moments all or none, nothing else.
  */
 export function checkTensorSet(
   config: LlamaConfig,
   tensors: ReadonlyArray<{ name: string; shape: readonly number[] }>,
+  adapter: LoraOptions | null = null,
 ): string | null {
+  if (adapter) {
+    try {
+      checkLoraOptions(adapter);
+    } catch (err) {
+      return `adapter config: ${err instanceof Error ? err.message : String(err)}`;
+    }
+  }
   const expected = new Map<string, number[]>();
-  const specs = parameterSpecs(config);
+  const specs = trainableSpecs(config, adapter);
+  const what = adapter
+    ? `a LoRA adapter (r ${adapter.r}) of this model config`
+    : 'a parameter of this model config';
   for (const spec of specs) expected.set(spec.name, spec.shape);
   const seen = new Set<string>();
   let optimizerCount = 0;
@@ -119,7 +147,7 @@ export function checkTensorSet(
       paramName = t.name.slice(OPTIMIZER_EXP_AVG_SQ.length);
     const shape = expected.get(paramName);
     if (!shape) {
-      return `unexpected tensor '${t.name}': neither a parameter of this model config nor its AdamW state`;
+      return `unexpected tensor '${t.name}': neither ${what} nor its AdamW state`;
     }
     if (paramName !== t.name) optimizerCount++;
     if (shape.length !== t.shape.length || shape.some((d, i) => d !== t.shape[i])) {
@@ -190,7 +218,7 @@ function validatePayload(payload: CheckpointPayload): void {
       );
     }
   }
-  const problem = checkTensorSet(payload.modelConfig, payload.tensors);
+  const problem = checkTensorSet(payload.modelConfig, payload.tensors, payload.adapter ?? null);
   if (problem) fail(problem);
 }
 
@@ -286,6 +314,7 @@ export async function saveCheckpoint(
       referenceIdentity: payload.referenceIdentity,
       tokenizerIdentity: payload.tokenizerIdentity,
       metricsSoFar: payload.metricsSoFar ?? null,
+      adapter: payload.adapter ?? null,
     };
     // The commit: the only write that makes the checkpoint visible, in its own transaction.
     await writeTx(
@@ -396,6 +425,30 @@ export async function getCheckpoint(
   return db.get('checkpoints', id);
 }
 
+/** What a checkpoint was trained on, read without its tensors: restore checks this before it asks
+ * anything or loads megabytes (the base model, and for a LoRA run its adapter config). */
+export interface CheckpointBase {
+  modelIdentity: Identity;
+  referenceIdentity: Identity | null;
+  modelConfig: LlamaConfig;
+  adapter: LoraOptions | null;
+}
+
+export async function checkpointBase(db: GrpoDatabase, id: string): Promise<CheckpointBase> {
+  const tx = db.transaction(['checkpoints', 'checkpointDetails'], 'readonly');
+  const record = await tx.objectStore('checkpoints').get(id);
+  if (!record) throw new NotFoundError(`checkpoint '${id}' does not exist (deleted?)`);
+  const detail = await tx.objectStore('checkpointDetails').get(id);
+  if (!detail) throw new CheckpointIntegrityError(`checkpoint '${id}' has no manifest details`);
+  await tx.done;
+  return {
+    modelIdentity: record.modelIdentity,
+    referenceIdentity: detail.referenceIdentity,
+    modelConfig: detail.modelConfig,
+    adapter: detail.adapter ?? null,
+  };
+}
+
 /** Loads and verifies a checkpoint; the tensors are fresh Float32Arrays (transferable). */
 export async function loadCheckpoint(db: GrpoDatabase, id: string): Promise<LoadedCheckpoint> {
   const tx = db.transaction(['checkpoints', 'checkpointDetails', 'chunks', 'runs'], 'readonly');
@@ -462,6 +515,7 @@ export async function loadCheckpoint(db: GrpoDatabase, id: string): Promise<Load
     tokenizerIdentity: detail.tokenizerIdentity,
     metricsSoFar: detail.metricsSoFar,
     metrics: record.metrics,
+    adapter: detail.adapter ?? null,
     runName: run?.name ?? record.runId,
     tensorSha256: Object.fromEntries(detail.tensors.map((e) => [e.name, e.sha256])),
   };

@@ -8,6 +8,7 @@
 
 import { wrap, type DBSchema, type IDBPDatabase, type IDBPTransaction, type StoreNames } from 'idb';
 import type { LlamaConfig } from '../core/model-config';
+import type { LoraOptions } from '../ref/lora';
 
 export const DB_NAME = 'grpo-playground';
 export const DB_VERSION = 2;
@@ -129,6 +130,9 @@ export interface CheckpointDetailRecord {
   referenceIdentity: Identity | null;
   tokenizerIdentity: Identity | null;
   metricsSoFar: MetricsRow[] | null;
+  /** A LoRA run's adapter config: the tensors are its adapters, not every parameter. Absent in
+   * checkpoints saved before LoRA runs could be stored (those are full-weight checkpoints). */
+  adapter?: LoraOptions | null;
 }
 
 export interface ChunkRecord {

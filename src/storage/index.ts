@@ -156,6 +156,9 @@ export class GrpoStorage {
   ): Promise<CheckpointRecord> {
     return ckpt.saveCheckpoint(this.db, payload, { ...this.options, ...options });
   }
+  checkpointBase(id: string): Promise<ckpt.CheckpointBase> {
+    return ckpt.checkpointBase(this.db, id);
+  }
   loadCheckpoint(id: string): Promise<ckpt.LoadedCheckpoint> {
     return ckpt.loadCheckpoint(this.db, id);
   }

@@ -20,6 +20,7 @@ import {
   type SupportedArchitecture,
 } from '../core/model-config';
 import { parseSafetensors, writeSafetensors } from '../formats/safetensors';
+import type { LoraOptions } from '../ref/lora';
 import type { CheckpointRecord, GrpoDatabase, Identity, MetricsRow, RunRecord } from './db';
 import { CheckpointImportError } from './errors';
 import {
@@ -60,6 +61,9 @@ export interface ExportManifest {
   modelIdentity: Identity;
   referenceIdentity: Identity | null;
   tokenizerIdentity: Identity | null;
+  /** A LoRA run's adapter config (its tensors are the adapters); null for every parameter. Files
+   * exported before LoRA runs could be saved have no such key and are full-weight checkpoints. */
+  adapter?: LoraOptions | null;
   rng: Record<string, number[] | string>;
   /** Metrics at this step; JSON has no NaN, so non-finite values travel as null. */
   metrics: Record<string, number | null> | null;
@@ -162,6 +166,7 @@ export function checkpointToFile(ckpt: LoadedCheckpoint): Uint8Array {
     modelIdentity: ckpt.modelIdentity,
     referenceIdentity: ckpt.referenceIdentity,
     tokenizerIdentity: ckpt.tokenizerIdentity,
+    adapter: ckpt.adapter,
     rng: ckpt.rng,
     metrics: ckpt.metrics ? jsonMetrics(ckpt.metrics) : null,
     metricsSoFar: ckpt.metricsSoFar ? ckpt.metricsSoFar.map(jsonMetrics) : null,
@@ -224,6 +229,15 @@ function checkLlamaConfig(c: unknown): string | null {
   const problem = llamaConfigProblem(c as unknown as LlamaConfig);
   return problem === null ? null : `modelConfig.${problem}`;
 }
+
+const isAdapterConfig = (v: unknown): v is LoraOptions =>
+  isObject(v) &&
+  typeof v.r === 'number' &&
+  typeof v.alpha === 'number' &&
+  (v.targetModules === 'all-linear' ||
+    (Array.isArray(v.targetModules) && v.targetModules.every((m) => typeof m === 'string'))) &&
+  typeof v.useRslora === 'boolean' &&
+  typeof v.dropout === 'number';
 
 const isIdentity = (v: unknown): v is Identity =>
   isObject(v) && typeof v.name === 'string' && typeof v.sha256 === 'string';
@@ -332,8 +346,12 @@ export async function parseCheckpointFile(
     );
   }
 
+  const adapter = manifest.adapter ?? null;
+  if (adapter !== null && !isAdapterConfig(adapter)) {
+    fail('manifest.adapter must be { r, alpha, targetModules, useRslora, dropout } or null');
+  }
   const modelConfig = manifest.modelConfig as LlamaConfig;
-  const setProblem = checkTensorSet(modelConfig, manifestTensors);
+  const setProblem = checkTensorSet(modelConfig, manifestTensors, adapter as LoraOptions | null);
   if (setProblem) fail(setProblem);
 
   let parsed: ReturnType<typeof parseSafetensors>;
@@ -434,6 +452,7 @@ export async function importCheckpoint(
       modelIdentity: manifest.modelIdentity,
       referenceIdentity: manifest.referenceIdentity,
       tokenizerIdentity: manifest.tokenizerIdentity,
+      adapter: manifest.adapter ?? null,
       metrics: parsed.metrics,
       metricsSoFar: parsed.metricsSoFar,
     },

@@ -597,6 +597,18 @@ export function createTrainerApi(options: TrainerApiOptions = {}) {
         .sort((a, b) => b.createdAt - a.createdAt);
     },
 
+    /** Why this checkpoint cannot be restored on the loaded model (naming both models), or null:
+     * the page asks this before its discard question, so a refusal costs the user nothing. */
+    async restoreProblem(id: string): Promise<string | null> {
+      if (!model) return 'Load the model this checkpoint was trained from first.';
+      try {
+        checkBaseModel(await (await getStorage()).checkpointBase(id), model.identity, model.label);
+        return null;
+      } catch (err) {
+        return message(err);
+      }
+    },
+
     /** Continues a saved run: the same base model must be loaded (it is the reference policy). */
     async restoreCheckpoint(
       id: string,

@@ -208,6 +208,10 @@ async function fakeSession() {
       stored.push(checkpoint(current.runId, session.step));
       return stored.at(-1)!;
     },
+    restoreProblem: async (id: string) =>
+      id === 'foreign'
+        ? "This checkpoint was trained from 'model A', not from the loaded model ('m'): load that model, then restore."
+        : null,
     restoreCheckpoint: async () => {
       calls.push('restore');
       return runState('r1', 1);
@@ -289,6 +293,43 @@ describe('session: nothing is lost silently', () => {
     expect(session.unsavedSteps).toBe(2);
     emit({ type: 'checkpoint-saved', checkpoint: checkpoint('r1', 3), automatic: true });
     expect(session.unsavedSteps).toBe(0);
+  });
+
+  it('a checkpoint of another model is refused with both names before the discard question', async () => {
+    const { session, calls, trainSteps } = await fakeSession();
+    await session.loadModel();
+    trainSteps(2);
+    await session.restore('foreign');
+    expect(session.discard).toBeNull();
+    expect(calls).toEqual(['loadModel']);
+    expect(session.step).toBe(2);
+    const banner = session.banners.at(-1)!;
+    expect(banner.title).toBe('The checkpoint could not be restored');
+    expect(banner.message).toContain("'model A'");
+    expect(banner.message).toContain("('m')");
+  });
+
+  it('a failed automatic save stays until dismissed and names the unsaved steps', async () => {
+    const { session, trainSteps, emit } = await fakeSession();
+    await session.loadModel();
+    trainSteps(3);
+    emit({
+      type: 'checkpoint-failed',
+      step: 3,
+      message: 'QuotaExceededError',
+      quota: false,
+      candidates: [],
+      automatic: true,
+    } as TrainerEvent);
+    const banner = session.banners.at(-1)!;
+    expect(banner.title).toBe('The checkpoint at step 3 was not saved (training continues)');
+    expect(banner.message).toBe(
+      "QuotaExceededError Steps 1–3 are not in any checkpoint of run 'r1' yet.",
+    );
+    await new Promise((r) => setTimeout(r, 20));
+    expect(session.banners.at(-1)).toBe(banner);
+    session.dismiss(banner.id);
+    expect(session.banners).not.toContain(banner);
   });
 
   it('a deleted checkpoint no longer holds its steps', async () => {
