@@ -4,7 +4,7 @@
 // and the recipe runs stored in this browser, so an unfinished one is offered for resume after a
 // reload. One instance for the page (`recipes`), connected once to the worker.
 import * as Comlink from 'comlink';
-import type { Recipe, StageResult, TimelineRow } from '../grpo/recipe';
+import type { Recipe, StageResult, TimelineRow } from '../grpo/recipe-spec';
 import type { RejectionSamplingReport } from '../grpo/rejection-sampling';
 import type { RecipeEvent, RecipeRunSummary, RecipeStatus, RecipeView } from '../worker/recipe-api';
 import type { TrainerApi } from '../worker/trainer-api';

@@ -19,7 +19,7 @@ import {
   type Recipe,
   type RecipeState,
   type StageResult,
-} from '../grpo/recipe';
+} from '../grpo/recipe-spec';
 import {
   COMPARISON_ARMS,
   type ComparisonArm,

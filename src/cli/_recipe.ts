@@ -23,17 +23,16 @@ import type { Engine } from '../engine/engine';
 import { toHfConfig } from '../core/model-config';
 import { exportHfFolder } from '../export/hf-export';
 import { checkpointFromFiles, checkpointToFiles, weightsIdentity } from '../grpo/checkpoint';
+import { RecipeRun, type RecipeHooks } from '../grpo/recipe';
 import {
   builtinRecipe,
   BUILTIN_RECIPES,
   parseRecipe,
-  RecipeRun,
   recipeScoringTask,
   reviveRecipeState,
   type Recipe,
-  type RecipeHooks,
   type RecipeState,
-} from '../grpo/recipe';
+} from '../grpo/recipe-spec';
 import { nodeSandboxFactory } from '../grpo/reward-sandbox-node';
 import type { CheckpointPayload } from '../storage/checkpoints';
 import { recoverRunFolder, writeFolderAtomically } from './_run-folder';

@@ -17,14 +17,8 @@ import { dirname, join, resolve } from 'node:path';
 import type { Engine } from '../engine/engine';
 import { exportHfFolder } from '../export/hf-export';
 import { checkpointFromFiles, checkpointToFiles, fromStoredMetrics } from '../grpo/checkpoint';
-import {
-  resolveSftConfig,
-  SFT_OPTIONS,
-  SftRun,
-  trlName,
-  type SftConfig,
-  type SftStepReport,
-} from '../grpo/sft';
+import { SftRun, type SftStepReport } from '../grpo/sft';
+import { resolveSftConfig, SFT_OPTIONS, trlName, type SftConfig } from '../grpo/sft-config';
 import type { SftExample } from '../grpo/sft-data';
 import type { CheckpointPayload } from '../storage/checkpoints';
 import type { Identity } from '../storage/db';

@@ -8,7 +8,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { isHelpRequested } from '../grpo/config';
-import { parseRecipe } from '../grpo/recipe';
+import { parseRecipe } from '../grpo/recipe-spec';
 import type { AhaPromptSet } from '../tasks/traces';
 import { RECIPE, recipeHelp, runCommand, takeCommandFlags } from './_flags';
 import { recipeFolder, readRecipe } from './_recipe';

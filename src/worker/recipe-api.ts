@@ -12,10 +12,10 @@
 // the recipe's progress through its own listener (RecipeEvent), apart from the playground run's.
 import type { Engine } from '../engine/engine';
 import type { LlamaConfig } from '../core/model-config';
+import { RecipeRun } from '../grpo/recipe';
 import {
   builtinRecipe,
   parseRecipe,
-  RecipeRun,
   recipeScoringTask,
   reviveRecipeState,
   type Recipe,
@@ -23,7 +23,7 @@ import {
   type StageKind,
   type StageResult,
   type TimelineRow,
-} from '../grpo/recipe';
+} from '../grpo/recipe-spec';
 import type { RejectionSamplingReport } from '../grpo/rejection-sampling';
 import type { SandboxFactory } from '../grpo/reward-sandbox';
 import type { TrainerTokenizer } from '../grpo/trainer';

@@ -11,7 +11,7 @@ import { IDBFactory } from 'fake-indexeddb';
 import { describe, expect, it } from 'vitest';
 import { BUNDLED_MODEL_DIR } from '../../src/cli/_session';
 import { folderSource } from '../../src/formats/model-source';
-import type { TimelineRow } from '../../src/grpo/recipe';
+import type { TimelineRow } from '../../src/grpo/recipe-spec';
 import { nodeSandboxFactory } from '../../src/grpo/reward-sandbox-node';
 import { GrpoStorage } from '../../src/storage/index';
 import type { RecipeEvent } from '../../src/worker/recipe-api';

@@ -12,7 +12,7 @@ import { recipeFolder } from '../../src/cli/_recipe';
 import { compareRecipes, renderReport } from '../../src/cli/_recipe-compare';
 import { loadModel, openEngine, type LoadedModel } from '../../src/cli/_session';
 import type { Engine } from '../../src/engine/engine';
-import { parseRecipe, type Recipe, type TimelineRow } from '../../src/grpo/recipe';
+import { parseRecipe, type Recipe, type TimelineRow } from '../../src/grpo/recipe-spec';
 import { tinyHfFolder } from '../support/tiny-hf-model';
 
 const work = mkdtempSync(join(tmpdir(), 'grpo-recipe-'));

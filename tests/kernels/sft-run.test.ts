@@ -5,13 +5,8 @@
 // more, bit for bit.
 import { describe, expect, it } from 'vitest';
 import { checkpointFromFiles, checkpointToFiles } from '../../src/grpo/checkpoint';
-import {
-  epochOrder,
-  resolveSftConfig,
-  SftRun,
-  tokenizeSftDataset,
-  type SftStepReport,
-} from '../../src/grpo/sft';
+import { epochOrder, SftRun, tokenizeSftDataset, type SftStepReport } from '../../src/grpo/sft';
+import { resolveSftConfig } from '../../src/grpo/sft-config';
 import { parseSftJsonl } from '../../src/grpo/sft-data';
 import { loadTokenizer } from '../../src/formats/tokenizer';
 import { initLlamaWeights } from '../../src/model/init';

@@ -11,7 +11,7 @@ import {
   reviveRecipeState,
   stageConfig,
   stageSeed,
-} from '../../src/grpo/recipe';
+} from '../../src/grpo/recipe-spec';
 import { isHeldOut } from '../../src/tasks/traces';
 
 const sft = { kind: 'sft', name: 'a', data: { coldStart: { count: 4 } } };

@@ -12,7 +12,7 @@ import {
   type RecipeStage,
   type StageResult,
   type TimelineRow,
-} from '../../grpo/recipe';
+} from '../../grpo/recipe-spec';
 import type { RejectReason } from '../../grpo/rejection-sampling';
 import { parseSftJsonl } from '../../grpo/sft-data';
 import type { ChartSeries } from '../teach/plot';

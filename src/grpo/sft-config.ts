@@ -1,0 +1,163 @@
+// The SFT stage's options (TRL SFTConfig's names in camelCase, TRL's defaults) and how they are
+// read from a recipe, a config file or a command line. Apart from the loop (sft.ts) so that what
+// only checks options (a recipe's parser, the page, the CLI's help) does not load the GPU code.
+import type { LrScheduler } from '../optim/schedule';
+
+/** The SFT stage's options: TRL SFTConfig names in camelCase, TRL's defaults. */
+export interface SftConfig {
+  learningRate: number;
+  numTrainEpochs: number;
+  /** Optimizer steps of the run; −1: numTrainEpochs epochs (TRL max_steps). */
+  maxSteps: number;
+  perDeviceTrainBatchSize: number;
+  gradientAccumulationSteps: number;
+  /** Longest sequence in tokens (truncated from the end); null: no limit. */
+  maxLength: number | null;
+  /** Prompt-completion rows: loss on the completion only; null = TRL's default (on). */
+  completionOnlyLoss: boolean | null;
+  /** "messages" rows: loss on the assistant turns only. */
+  assistantOnlyLoss: boolean;
+  lrSchedulerType: LrScheduler;
+  warmupRatio: number;
+  /** Wins over warmupRatio when > 0. */
+  warmupSteps: number;
+  /** Global gradient-norm clip; 0 = off. */
+  maxGradNorm: number;
+  weightDecay: number;
+  adamBeta1: number;
+  adamBeta2: number;
+  adamEpsilon: number;
+  seed: number;
+  /** A checkpoint every saveSteps optimizer steps, and after the last. */
+  saveSteps: number;
+  /** The CLI prints a progress line every loggingSteps steps (metrics.jsonl has every step). */
+  loggingSteps: number;
+}
+
+type OptionKind = 'number' | 'int' | 'boolean' | 'nullable-boolean' | 'nullable-int' | 'scheduler';
+
+export interface SftOption {
+  key: keyof SftConfig;
+  kind: OptionKind;
+  help: string;
+  /** Smallest allowed value (numbers). */
+  min?: number;
+}
+
+/** TRL SFTConfig's defaults (those that differ from TrainingArguments' are SFTConfig's own). */
+export const SFT_DEFAULTS: SftConfig = {
+  learningRate: 2e-5,
+  numTrainEpochs: 3,
+  maxSteps: -1,
+  perDeviceTrainBatchSize: 8,
+  gradientAccumulationSteps: 1,
+  maxLength: 1024,
+  completionOnlyLoss: null,
+  assistantOnlyLoss: false,
+  lrSchedulerType: 'linear',
+  warmupRatio: 0,
+  warmupSteps: 0,
+  maxGradNorm: 1,
+  weightDecay: 0,
+  adamBeta1: 0.9,
+  adamBeta2: 0.999,
+  adamEpsilon: 1e-8,
+  seed: 42,
+  saveSteps: 500,
+  loggingSteps: 10,
+};
+
+export const SFT_OPTIONS: readonly SftOption[] = [
+  { key: 'learningRate', kind: 'number', min: 0, help: 'peak learning rate (TRL SFT: 2e-5)' },
+  { key: 'numTrainEpochs', kind: 'number', min: 0, help: 'passes over the data (3)' },
+  { key: 'maxSteps', kind: 'int', min: -1, help: 'optimizer steps; −1: from the epochs (-1)' },
+  {
+    key: 'perDeviceTrainBatchSize',
+    kind: 'int',
+    min: 1,
+    help: 'examples per micro-batch (8)',
+  },
+  {
+    key: 'gradientAccumulationSteps',
+    kind: 'int',
+    min: 1,
+    help: 'micro-batches per optimizer step (1; packed into one batch of the same loss)',
+  },
+  {
+    key: 'maxLength',
+    kind: 'nullable-int',
+    min: 2,
+    help: 'longest sequence in tokens, cut from the end; null: no limit (1024)',
+  },
+  {
+    key: 'completionOnlyLoss',
+    kind: 'nullable-boolean',
+    help: 'prompt-completion rows: loss on the completion only (null: on)',
+  },
+  {
+    key: 'assistantOnlyLoss',
+    kind: 'boolean',
+    help: '"messages" rows: loss on the assistant turns only (false)',
+  },
+  { key: 'lrSchedulerType', kind: 'scheduler', help: 'linear, cosine or constant (linear)' },
+  { key: 'warmupRatio', kind: 'number', min: 0, help: 'warmup as a share of the steps (0)' },
+  { key: 'warmupSteps', kind: 'int', min: 0, help: 'warmup steps; wins over the ratio (0)' },
+  { key: 'maxGradNorm', kind: 'number', min: 0, help: 'gradient-norm clip, 0 = off (1)' },
+  { key: 'weightDecay', kind: 'number', min: 0, help: 'AdamW weight decay (0)' },
+  { key: 'adamBeta1', kind: 'number', min: 0, help: 'AdamW β1 (0.9)' },
+  { key: 'adamBeta2', kind: 'number', min: 0, help: 'AdamW β2 (0.999)' },
+  { key: 'adamEpsilon', kind: 'number', min: 0, help: 'AdamW ε (1e-8)' },
+  { key: 'seed', kind: 'int', help: 'the shuffle’s seed (42)' },
+  { key: 'saveSteps', kind: 'int', min: 1, help: 'a checkpoint every this many steps (500)' },
+  { key: 'loggingSteps', kind: 'int', min: 1, help: 'a progress line every this many steps (10)' },
+];
+
+/** camelCase → TRL's snake_case name. */
+export const trlName = (key: string) => key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+
+const camel = (name: string) => name.replace(/[-_]([a-z0-9])/g, (_, c: string) => c.toUpperCase());
+
+/**
+ * A full SftConfig from options keyed by camelCase, snake_case (TRL) or kebab-case names; strings
+ * (from a command line) are parsed by the option's kind. An unknown name or a bad value throws
+ * naming the option.
+ */
+export function resolveSftConfig(options: Readonly<Record<string, unknown>> = {}): SftConfig {
+  const out: Record<string, unknown> = { ...SFT_DEFAULTS };
+  const byKey = new Map(SFT_OPTIONS.map((o) => [o.key as string, o]));
+  for (const [name, raw] of Object.entries(options)) {
+    const option = byKey.get(camel(name));
+    if (!option) throw new Error(`unknown SFT option '${name}'`);
+    out[option.key] = parseOption(option, raw);
+  }
+  const config = out as unknown as SftConfig;
+  if (config.maxSteps === 0) throw new Error('maxSteps must be −1 (use the epochs) or ≥ 1');
+  return config;
+}
+
+function parseOption(o: SftOption, raw: unknown): unknown {
+  const name = trlName(o.key);
+  const bad = (why: string) => new Error(`${name}: ${why}, got ${JSON.stringify(raw)}`);
+  const text = typeof raw === 'string' ? raw.trim() : null;
+  if (
+    (o.kind === 'nullable-int' || o.kind === 'nullable-boolean') &&
+    (raw === null || text === 'null')
+  )
+    return null;
+  if (o.kind === 'boolean' || o.kind === 'nullable-boolean') {
+    if (typeof raw === 'boolean') return raw;
+    if (text === 'true') return true;
+    if (text === 'false') return false;
+    throw bad('expected true or false');
+  }
+  if (o.kind === 'scheduler') {
+    if (raw === 'linear' || raw === 'cosine' || raw === 'constant') return raw;
+    throw bad('expected linear, cosine or constant');
+  }
+  const value = typeof raw === 'number' ? raw : text !== null && text !== '' ? Number(text) : NaN;
+  if (!Number.isFinite(value)) throw bad('expected a number');
+  if ((o.kind === 'int' || o.kind === 'nullable-int') && !Number.isInteger(value))
+    throw bad('expected an integer');
+  if (o.min !== undefined && value < o.min) throw bad(`must be ≥ ${o.min}`);
+  return value;
+}
