@@ -2,7 +2,8 @@
 // (cpu-api.ts), the last sampled groups with their rewards, and a chat log. The task and its
 // options come from the Train view's draft config, so the same task panel drives both.
 import * as Comlink from 'comlink';
-import type { CpuApi, CpuEvent, CpuModelInfo, CpuSampleResult } from '../worker/cpu-api';
+import type { CpuApi } from '../worker/cpu-api';
+import type { CpuEvent, CpuModelInfo, CpuSampleResult } from '../worker/cpu-protocol';
 import type { ChatReply } from '../worker/protocol';
 import type { Session } from './session.svelte';
 

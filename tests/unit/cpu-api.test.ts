@@ -3,12 +3,8 @@
 // give that text, the same draw reproduces the same text, greedy decoding of the bundled model
 // writes the reward format, and the chat answers.
 import { describe, expect, it } from 'vitest';
-import {
-  createCpuApi,
-  renderCpuPrompt,
-  rewardMeans,
-  type CpuGroup,
-} from '../../src/worker/cpu-api';
+import { createCpuApi, renderCpuPrompt, rewardMeans } from '../../src/worker/cpu-api';
+import type { CpuGroup } from '../../src/worker/cpu-protocol';
 import { extractAnswer, formatOk } from '../../src/grpo/rewards';
 import { folderSource } from '../../src/formats/model-source';
 import { formatPrompt } from '../../src/tasks/prompt';
