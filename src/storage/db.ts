@@ -9,9 +9,17 @@
 import { wrap, type DBSchema, type IDBPDatabase, type IDBPTransaction, type StoreNames } from 'idb';
 import type { LlamaConfig } from '../core/model-config';
 import type { LoraOptions } from '../ref/lora';
+import {
+  describeKey,
+  describeValue,
+  metricsRowProblem,
+  toRecord,
+  UNKNOWN_RUN,
+  type FoundNotice,
+} from './notices';
 
 export const DB_NAME = 'grpo-playground';
-export const DB_VERSION = 2;
+export const DB_VERSION = 3;
 
 /** Identifies a model, reference model or tokenizer: a display name and the SHA-256 of its bytes. */
 export interface Identity {
@@ -150,6 +158,27 @@ export interface PendingSaveRecord {
   touchedAt: number;
 }
 
+/**
+ * A stored row the storage could not read and left out (the row itself is neither changed nor
+ * deleted), kept to tell the user: src/storage/notices.ts.
+ */
+export interface StorageNoticeRecord {
+  /** The run id and the row: the same unreadable row is reported once. */
+  key: string;
+  /** When it was found: 'upgrade to version 2', 'reading run histories', … */
+  during: string;
+  /** The run the row belongs to, or '(unknown)' when the row names none. */
+  runId: string;
+  /** Which row: "checkpoint 'c1' metricsSoFar[2]", "metrics row at step 3", … */
+  row: string;
+  /** What was wrong with it: 'its step is NaN', 'the row is null, not an object', … */
+  problem: string;
+  /** When it was first found, ms since epoch. */
+  at: number;
+  /** Dismissed notices are not listed; the record stays so the row is not reported again. */
+  dismissed: boolean;
+}
+
 export interface GrpoDB extends DBSchema {
   runs: { key: string; value: RunRecord; indexes: { byUpdatedAt: number } };
   metrics: { key: [string, number]; value: MetricsRecord };
@@ -162,16 +191,29 @@ export interface GrpoDB extends DBSchema {
   checkpointDetails: { key: string; value: CheckpointDetailRecord };
   chunks: { key: [string, number]; value: ChunkRecord };
   pendingSaves: { key: string; value: PendingSaveRecord };
+  notices: { key: string; value: StorageNoticeRecord };
 }
 
 export type GrpoDatabase = IDBPDatabase<GrpoDB>;
 type UpgradeTx = IDBPTransaction<GrpoDB, StoreNames<GrpoDB>[], 'versionchange'>;
 
+/** What the migrations of one upgrade share: the rows they skipped, recorded once they are done. */
+interface UpgradeContext {
+  skipped: FoundNotice[];
+}
+
 /**
- * MIGRATIONS[k] takes the database from version k to k + 1. Existing entries never change once
- * released: a user's database on version k replays only the entries after it.
+ * MIGRATIONS[k] takes the database from version k to k + 1. Existing entries never change their
+ * schema once released: a user's database on version k replays only the entries after it (a data
+ * copy may become more forgiving, as 1 → 2 did: a database it failed on is still at version k).
+ * Schema changes run synchronously; a migration that copies data returns the promise of that
+ * copy, which may await only requests of the upgrade transaction (so the open succeeds only after
+ * it), and skips rows it cannot read into `ctx.skipped` instead of failing: one unreadable row
+ * must not lock every run out.
  */
-const MIGRATIONS: Array<(db: GrpoDatabase, tx: UpgradeTx) => void> = [
+const MIGRATIONS: Array<
+  (db: GrpoDatabase, tx: UpgradeTx, ctx: UpgradeContext) => void | Promise<void>
+> = [
   // 0 → 1: the initial schema.
   (db) => {
     const runs = db.createObjectStore('runs', { keyPath: 'id' });
@@ -188,23 +230,35 @@ const MIGRATIONS: Array<(db: GrpoDatabase, tx: UpgradeTx) => void> = [
   // 1 → 2: no new store; the metrics store becomes every run's history (the Runs panel, its CSV
   // and JSONL, the chart overlay), written after every step. A run that reached version 1 kept its
   // history only inside its checkpoints' metricsSoFar: copy its latest checkpoint's rows in, so
-  // it is listed with its steps. Runs that already have rows (imported ones) keep them.
-  (_db, tx) => {
-    void backfillMetrics(tx).catch(() => {
-      try {
-        tx.abort(); // a failed copy fails the upgrade: nothing of it is kept, version 1 stays
-      } catch {
-        // Already aborted by the failed request.
-      }
-    });
+  // it is listed with its steps. Runs that already have rows (imported ones) keep them. Rows it
+  // cannot read are skipped and reported (this copy used to abort the upgrade on the first one).
+  (_db, tx, ctx) => backfillMetrics(tx, ctx.skipped),
+  // 2 → 3: the notices store: rows the storage skipped because it could not read them (the copy
+  // above, the readers of run histories), so the page can say which were left out and why.
+  (db) => {
+    db.createObjectStore('notices', { keyPath: 'key' });
   },
 ];
 
+const UPGRADE_TO_2 = 'upgrade to version 2';
+
 /** Migration 1 → 2: per run, the metricsSoFar of its highest-step checkpoint into `metrics`.
- * Awaits only requests of the upgrade transaction, so it finishes before the open succeeds. */
-async function backfillMetrics(tx: UpgradeTx): Promise<void> {
+ * Checks every value a key is made of before its put: a failed put would abort the upgrade. */
+async function backfillMetrics(tx: UpgradeTx, skipped: FoundNotice[]): Promise<void> {
+  const skip = (runId: string, row: string, problem: string) =>
+    skipped.push({ during: UPGRADE_TO_2, runId, row, problem });
   const latest = new Map<string, CheckpointRecord>();
   for (const c of await tx.objectStore('checkpoints').getAll()) {
+    // Its key is valid (IndexedDB checked it); the fields the copy reads may not be.
+    const row = `checkpoint ${describeKey(c.id)}`;
+    if (typeof c.runId !== 'string') {
+      skip(UNKNOWN_RUN, row, `its run id is ${describeValue(c.runId)}: no history copied from it`);
+      continue;
+    }
+    if (typeof c.step !== 'number' || Number.isNaN(c.step)) {
+      skip(c.runId, row, `its step is ${describeValue(c.step)}: no history copied from it`);
+      continue;
+    }
     const seen = latest.get(c.runId);
     if (!seen || c.step > seen.step) latest.set(c.runId, c);
   }
@@ -213,25 +267,60 @@ async function backfillMetrics(tx: UpgradeTx): Promise<void> {
     const range = IDBKeyRange.bound([runId, -Infinity], [runId, Infinity]);
     if ((await metrics.count(range)) > 0) continue;
     const detail = await tx.objectStore('checkpointDetails').get(c.id);
-    for (const values of detail?.metricsSoFar ?? []) {
-      if (typeof values.step !== 'number' || values.step > c.step) continue;
-      await metrics.put({ runId, step: values.step, values });
+    const rows: unknown = detail?.metricsSoFar;
+    const where = `checkpoint ${describeKey(c.id)} metricsSoFar`;
+    if (rows === undefined || rows === null) continue; // saved without a history: nothing to copy
+    if (!Array.isArray(rows)) {
+      skip(runId, where, `it is ${describeValue(rows)}, not a list of rows: no history copied`);
+      continue;
+    }
+    for (let i = 0; i < rows.length; i++) {
+      const values = rows[i] as MetricsRow;
+      const problem = metricsRowProblem(values);
+      if (problem) skip(runId, `${where}[${i}]`, problem);
+      else if (values.step <= c.step) await metrics.put({ runId, step: values.step, values });
     }
   }
+}
+
+/** Writes what the migrations skipped into the notices store (absent below version 3: dropped). */
+async function recordSkipped(tx: UpgradeTx, ctx: UpgradeContext, at: number): Promise<void> {
+  if (ctx.skipped.length === 0 || !tx.objectStoreNames.contains('notices')) return;
+  const notices = tx.objectStore('notices');
+  for (const n of ctx.skipped) await notices.put(toRecord(n, at));
 }
 
 if (MIGRATIONS.length !== DB_VERSION) {
   throw new Error(`storage/db.ts: ${MIGRATIONS.length} migrations for DB_VERSION ${DB_VERSION}`);
 }
 
-/** The one upgrade function: replays the migrations between the stored and the current version. */
+/**
+ * The one upgrade function: replays the migrations between the stored and the current version,
+ * then records the rows they skipped. An error of the upgrade's own requests aborts it: nothing
+ * of it is kept and the stored version stays.
+ */
 export function upgrade(
   db: GrpoDatabase,
   oldVersion: number,
   tx: UpgradeTx,
   newVersion = DB_VERSION,
+  now: () => number = Date.now,
 ): void {
-  for (let v = oldVersion; v < newVersion; v++) MIGRATIONS[v](db, tx);
+  const ctx: UpgradeContext = { skipped: [] };
+  const copies: Promise<void>[] = [];
+  for (let v = oldVersion; v < newVersion; v++) {
+    const copy = MIGRATIONS[v](db, tx, ctx);
+    if (copy) copies.push(copy);
+  }
+  void Promise.all(copies)
+    .then(() => recordSkipped(tx, ctx, now()))
+    .catch(() => {
+      try {
+        tx.abort();
+      } catch {
+        // Already aborted by the failed request.
+      }
+    });
 }
 
 export interface OpenDbOptions {
@@ -241,6 +330,8 @@ export interface OpenDbOptions {
   name?: string;
   /** Default DB_VERSION. Only the upgrade tests open an older version (to test its migration). */
   version?: number;
+  /** Clock of the notices an upgrade records (tests pin it). */
+  now?: () => number;
 }
 
 /** Opens (creating or upgrading) the database with an explicit factory, as idb's openDB would. */
@@ -259,6 +350,7 @@ export function openDatabase(options: OpenDbOptions = {}): Promise<GrpoDatabase>
       event.oldVersion,
       wrap(request.transaction!) as unknown as UpgradeTx,
       version,
+      options.now,
     );
   });
   return new Promise<GrpoDatabase>((resolve, reject) => {

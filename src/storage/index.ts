@@ -11,6 +11,7 @@ import * as history from './run-history';
 import * as recipes from './recipe-runs';
 import * as transfer from './transfer';
 import * as usage from './usage';
+import * as notices from './notices';
 
 export * from './errors';
 export type * from './db';
@@ -46,6 +47,7 @@ export {
   type ParsedCheckpointFile,
 } from './transfer';
 export type { PersistenceResult, StorageUsage } from './usage';
+export { UNKNOWN_RUN, type StorageNotice } from './notices';
 
 export interface StorageOptions extends OpenDbOptions, ckpt.CheckpointStoreOptions {
   /** Default navigator.storage; null where there is none (Node). */
@@ -108,7 +110,7 @@ export class GrpoStorage {
     return runs.putMetrics(this.db, runId, rows);
   }
   getMetrics(runId: string): Promise<MetricsRow[]> {
-    return runs.getMetrics(this.db, runId);
+    return this.noting((onSkip) => runs.getMetrics(this.db, runId, onSkip));
   }
   putSamples(record: SamplesRecord): Promise<void> {
     return runs.putSamples(this.db, record);
@@ -125,10 +127,29 @@ export class GrpoStorage {
     return history.recordRunMetrics(this.db, meta, rows, this.now);
   }
   listRunHistories(): Promise<history.RunHistorySummary[]> {
-    return history.listRunHistories(this.db);
+    return this.noting((onSkip) => history.listRunHistories(this.db, onSkip));
   }
   getRunHistory(id: string): Promise<history.RunHistory | undefined> {
-    return history.getRunHistory(this.db, id);
+    return this.noting((onSkip) => history.getRunHistory(this.db, id, onSkip));
+  }
+
+  // Notices: stored rows left out because they could not be read (by the schema upgrade or a
+  // reader above), for the page to show until dismissed.
+  storageNotices(): Promise<notices.StorageNotice[]> {
+    return notices.listNotices(this.db);
+  }
+  /** Dismisses the notices with these keys (default all); returns how many were dismissed. */
+  dismissStorageNotices(keys?: readonly string[]): Promise<number> {
+    return notices.dismissNotices(this.db, keys);
+  }
+  /** Runs a read, then stores the notices of the rows it skipped. */
+  private async noting<T>(read: (onSkip: notices.OnSkip) => Promise<T>): Promise<T> {
+    const found: notices.FoundNotice[] = [];
+    const result = await read((n) => found.push(n));
+    // Best-effort: the read succeeded and its rows are what the caller needs; a notice that
+    // cannot be stored (full quota) is found again, and stored, on a later read.
+    await notices.recordNotices(this.db, found, this.now).catch(() => {});
+    return result;
   }
 
   // Recipe runs: the state that resumes a multi-stage recipe, on its run row.
@@ -248,4 +269,7 @@ export const importCheckpoint = async (
   options?: transfer.ImportOptions,
 ) => (await getStorage()).importCheckpoint(file, options);
 export const storageUsage = async () => (await getStorage()).storageUsage();
+export const storageNotices = async () => (await getStorage()).storageNotices();
+export const dismissStorageNotices = async (keys?: readonly string[]) =>
+  (await getStorage()).dismissStorageNotices(keys);
 export const requestPersistence = async () => (await getStorage()).requestPersistence();

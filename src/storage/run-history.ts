@@ -9,6 +9,13 @@ import type { LlamaConfig } from '../core/model-config';
 import type { GrpoDatabase, Identity, MetricsRecord, MetricsRow, RunRecord, RunStage } from './db';
 import { isQuotaExceeded, StorageError } from './errors';
 import { prefixRange, writeTx } from './tx';
+import {
+  describeKey,
+  describeValue,
+  readableMetricsRows,
+  UNKNOWN_RUN,
+  type OnSkip,
+} from './notices';
 import { isStageRunOf } from './runs';
 
 /** What the first write of a run creates its run row from (later writes keep the stored row's). */
@@ -114,10 +121,25 @@ export async function recordRunMetrics(
   return stored!;
 }
 
-/** Every run with its stored step count, most recently updated first. */
-export async function listRunHistories(db: GrpoDatabase): Promise<RunHistorySummary[]> {
+/**
+ * Every run with its stored step count, most recently updated first. A run row whose id is not a
+ * string (no run this app writes) is left out and reported: it would fail the whole listing.
+ */
+export async function listRunHistories(
+  db: GrpoDatabase,
+  onSkip: OnSkip = () => {},
+): Promise<RunHistorySummary[]> {
   const tx = db.transaction(['runs', 'metrics', 'checkpoints'], 'readonly');
-  const runs = await tx.objectStore('runs').getAll();
+  const runs = (await tx.objectStore('runs').getAll()).filter((run) => {
+    if (typeof run.id === 'string') return true;
+    onSkip({
+      during: 'listing runs',
+      runId: UNKNOWN_RUN,
+      row: `run row ${describeKey(run.id)}`,
+      problem: `its id is ${describeValue(run.id)}, not a string`,
+    });
+    return false;
+  });
   const byRun = tx.objectStore('checkpoints').index('byRun');
   const out: RunHistorySummary[] = [];
   for (const run of runs) {
@@ -136,11 +158,18 @@ export async function listRunHistories(db: GrpoDatabase): Promise<RunHistorySumm
   return out.sort((a, b) => b.updatedAt - a.updatedAt);
 }
 
-/** A run's row and its metrics in step order, or undefined when there is no such run. */
-export async function getRunHistory(db: GrpoDatabase, id: string): Promise<RunHistory | undefined> {
+/**
+ * A run's row and its metrics in step order, or undefined when there is no such run. Rows it
+ * cannot read (not an object, no numeric step) are left out and reported to `onSkip`.
+ */
+export async function getRunHistory(
+  db: GrpoDatabase,
+  id: string,
+  onSkip: OnSkip = () => {},
+): Promise<RunHistory | undefined> {
   const tx = db.transaction(['runs', 'metrics'], 'readonly');
   const run = await tx.objectStore('runs').get(id);
   if (!run) return undefined;
   const records = await tx.objectStore('metrics').getAll(prefixRange(id));
-  return { ...run, rows: records.map((r) => r.values) };
+  return { ...run, rows: readableMetricsRows(records, id, 'reading a run history', onSkip) };
 }

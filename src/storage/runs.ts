@@ -14,6 +14,7 @@ import type {
 } from './db';
 import { CheckpointValidationError, NotFoundError } from './errors';
 import { prefixRange, writeTx } from './tx';
+import { readableMetricsRows, type OnSkip } from './notices';
 
 export interface NewRun {
   /** Default: a random UUID. */
@@ -176,10 +177,14 @@ export async function putMetrics(
   });
 }
 
-/** A run's metric rows in step order. */
-export async function getMetrics(db: GrpoDatabase, runId: string): Promise<MetricsRow[]> {
+/** A run's metric rows in step order; rows it cannot read are left out and reported to `onSkip`. */
+export async function getMetrics(
+  db: GrpoDatabase,
+  runId: string,
+  onSkip: OnSkip = () => {},
+): Promise<MetricsRow[]> {
   const records = await db.getAll('metrics', prefixRange(runId));
-  return records.map((r) => r.values);
+  return readableMetricsRows(records, runId, 'reading run metrics', onSkip);
 }
 
 export async function putSamples(db: GrpoDatabase, record: SamplesRecord): Promise<void> {

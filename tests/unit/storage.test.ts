@@ -171,6 +171,7 @@ describe('schema', () => {
       'checkpoints',
       'chunks',
       'metrics',
+      'notices',
       'pendingSaves',
       'runs',
       'samples',
