@@ -42,6 +42,7 @@ import type { CheckpointPayload } from '../storage/checkpoints';
 import { GrpoStorage } from '../storage/index';
 import type { Identity, MetricsRow as StoredMetricsRow } from '../storage/db';
 import { StorageQuotaError } from '../storage/errors';
+import type { StorageNotice } from '../storage/notices';
 import { CHECKPOINT_FAILURE_REPORTED, COMPARE_PROMPTS, COMPARE_SAMPLES } from './protocol';
 import { checkChatLength, sampleChatReply } from './chat';
 import { timeDevice } from './warmup';
@@ -665,6 +666,17 @@ export function createTrainerApi(options: TrainerApiOptions = {}) {
         checkpointCount: report.checkpointCount,
         checkpointBytes: report.checkpointBytes,
       };
+    },
+
+    /** Stored rows left out because they could not be read (schema upgrade, run listings), for
+     * the page's banner; each until dismissed. */
+    async storageNotices(): Promise<StorageNotice[]> {
+      return (await getStorage()).storageNotices();
+    },
+
+    /** Dismisses the notices with these keys (default all); returns how many were dismissed. */
+    async dismissStorageNotices(keys?: string[]): Promise<number> {
+      return (await getStorage()).dismissStorageNotices(keys);
     },
 
     /** After a device loss: a new device, the run rebuilt, and its latest checkpoint restored. */

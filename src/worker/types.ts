@@ -4,3 +4,5 @@ import type { Config } from '../grpo/config';
 import type { MetricsRow } from '../grpo/run';
 
 export type { StepReport, Config, MetricsRow };
+/** A stored row left out because it could not be read (trainer API storageNotices()). */
+export type { StorageNotice } from '../storage/notices';

@@ -5,6 +5,7 @@
 // the notices store lists exactly the rows left out, with why, until dismissed. A database already
 // at version 2 gains the empty store. At the current version, a run row with a non-string id and
 // metrics rows without a readable step are left out of listings and histories and reported once.
+// The trainer worker's storageNotices() / dismissStorageNotices() read and dismiss the report.
 import 'fake-indexeddb/auto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { parameterSpecs, type LlamaConfig } from '../../src/core/model-config';
@@ -16,6 +17,7 @@ import {
   type MetricsRow,
   type StorageOptions,
 } from '../../src/storage';
+import { createTrainerApi } from '../../src/worker/trainer-api';
 
 const CONFIG: LlamaConfig = {
   architecture: 'LlamaForCausalLM',
@@ -282,5 +284,35 @@ describe('unreadable rows at the current version', () => {
     await s.listRunHistories();
     expect((await s.getRunHistory('r1'))?.rows).toHaveLength(2);
     expect(await s.storageNotices()).toEqual([]);
+  });
+});
+
+describe('the trainer worker', () => {
+  it('returns the stored notices and dismisses them', async () => {
+    const factory = new IDBFactory();
+    const name = `notices-worker-${++n}`;
+    const v1 = await open(factory, name, { version: 1 });
+    const record = await v1.saveCheckpoint(payload('w', 2, 0));
+    const detail = (await v1.db.get('checkpointDetails', record.id))!;
+    await v1.db.put('checkpointDetails', {
+      ...detail,
+      metricsSoFar: [{ step: 1, reward: 0.5 }, null] as unknown as MetricsRow[],
+    });
+    v1.close();
+
+    const api = createTrainerApi({ openStorage: () => open(factory, name) });
+    const row = `checkpoint '${record.id}' metricsSoFar[1]`;
+    expect(await api.storageNotices()).toEqual([
+      {
+        key: `w\n${row}`,
+        during: UPGRADE,
+        runId: 'w',
+        row,
+        problem: 'the row is null, not an object',
+        at: AT,
+      },
+    ]);
+    expect(await api.dismissStorageNotices()).toBe(1);
+    expect(await api.storageNotices()).toEqual([]);
   });
 });
