@@ -534,6 +534,12 @@ export class Session {
       /** Teacher-forced log-probs of fixed completions (token ids) under the current policy. */
       logProbs: (prompts: number[][], completions: number[][]) =>
         this.api.scoreCompletions(prompts, completions),
+      /** The newest checkpoint this page saved or restored, as stored (tensor SHA-256s, rows). */
+      lastCheckpointDigest: () => {
+        const id = this.#lastSaved?.id;
+        if (!id) throw new Error('No checkpoint saved or restored in this page yet.');
+        return this.api.checkpointDigest(id);
+      },
     };
   }
 

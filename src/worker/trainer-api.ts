@@ -722,6 +722,22 @@ export function createTrainerApi(options: TrainerApiOptions = {}) {
     },
 
     /**
+     * Test hook (reached from the page only with ?test-hooks=1): a stored checkpoint as the parity
+     * tests compare it, loaded and verified: each tensor's SHA-256 (weights or adapters, AdamW
+     * moments), the optimizer step, the adapter config and the metrics rows it carries.
+     */
+    async checkpointDigest(id: string) {
+      const c = await (await getStorage()).loadCheckpoint(id);
+      return {
+        step: c.step,
+        optimizerStep: c.optimizerStep,
+        adapter: c.adapter,
+        tensorSha256: c.tensorSha256,
+        metricsSoFar: c.metricsSoFar,
+      };
+    },
+
+    /**
      * Test hook (reached from the page only with ?test-hooks=1): destroys the GPU device the way a
      * driver reset would end it, so the engine's typed 'device-lost' event and the resume path run.
      */
