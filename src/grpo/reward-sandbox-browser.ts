@@ -14,6 +14,8 @@
 // terminated when a native loop ignores the time limit.
 //
 // Works the same from the page (the "try it" button) and from the trainer worker (nested worker).
+// That is why the `new Worker(new URL(…))` lives here, below src/app and src/worker: this is the one
+// module outside them that the lint lets start a worker shell (eslint.config.js WORKER_STARTERS).
 import {
   WorkerRewardSandbox,
   type SandboxFactory,
