@@ -44,7 +44,7 @@ import type {
   UiStepReport,
 } from '../worker/protocol';
 import type { AdapterProbe, TrainerApi } from '../worker/trainer-api';
-import type { MetricsRow } from '../worker/types';
+import type { MetricsRow, StorageNotice } from '../worker/types';
 import type { RunLog } from './runs.svelte';
 
 /** Step reports kept in memory for the inspector (the metrics history keeps every step). */
@@ -84,6 +84,8 @@ export interface Banner {
   candidates?: DeletionCandidate[];
   /** The browser refused to store a checkpoint: the banner says how to free space. */
   storageFull?: boolean;
+  /** Runs when the user dismisses the banner (e.g. marks storage notices as read). */
+  onDismiss?: () => void;
 }
 
 export interface JsonlImport {
@@ -509,6 +511,34 @@ export class Session {
     }
     if (this.#probe.ok) void this.previewModel();
     void this.refreshCheckpoints();
+    void this.showStorageNotices();
+  }
+
+  /** Stored rows the database could not read (an upgrade or a read left them out): one banner
+   * that names them until the user dismisses it, after which they are not shown again. */
+  private async showStorageNotices(): Promise<void> {
+    let notices: StorageNotice[];
+    try {
+      notices = await this.api.storageNotices();
+    } catch {
+      return; // Storage unavailable: refreshCheckpoints reports that.
+    }
+    if (notices.length === 0) return;
+    const SHOWN = 8;
+    const listed = notices
+      .slice(0, SHOWN)
+      .map((n) => `run '${n.runId}', ${n.row}: ${n.problem}`)
+      .join('; ');
+    const more = notices.length > SHOWN ? ` and ${notices.length - SHOWN} more` : '';
+    const rows = notices.length === 1 ? '1 stored row' : `${notices.length} stored rows`;
+    this.notify(
+      'warn',
+      `${rows} could not be read and ${notices.length === 1 ? 'was' : 'were'} left out`,
+      `Every readable run and checkpoint is kept. Left out (unchanged in the database): ${listed}${more}.`,
+      undefined,
+      false,
+      () => void this.api.dismissStorageNotices(notices.map((n) => n.key)).catch(() => {}),
+    );
   }
 
   private readUrl() {
@@ -748,14 +778,16 @@ export class Session {
     message: string,
     candidates?: DeletionCandidate[],
     storageFull = false,
+    onDismiss?: () => void,
   ) {
     this.#banners = [
       ...this.#banners,
-      { id: ++this.#bannerId, kind, title, message, candidates, storageFull },
+      { id: ++this.#bannerId, kind, title, message, candidates, storageFull, onDismiss },
     ];
   }
 
   dismiss(id: number) {
+    this.#banners.find((b) => b.id === id)?.onDismiss?.();
     this.#banners = this.#banners.filter((b) => b.id !== id);
   }
 

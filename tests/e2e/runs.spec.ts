@@ -10,6 +10,7 @@
 import { expect, test, type Page } from '@playwright/test';
 import { readFileSync } from 'node:fs';
 import { watchErrors } from './support/watch-errors';
+import { DB_VERSION } from '../../src/storage/db';
 import { loadBundledModel } from './support/bundled-model';
 
 const STEP_TIMEOUT = 180_000;
@@ -93,7 +94,9 @@ test('a database of schema version 1 upgrades: its checkpoint stays, its run is 
       modelConfig: null,
       referenceIdentity: null,
       tokenizerIdentity: null,
-      metricsSoFar: rows,
+      // A malformed row among good ones (a NaN step): before, it aborted the upgrade on every
+      // open and no stored run was reachable; now it is left out and named in a banner.
+      metricsSoFar: [...rows, { step: NaN, reward: 1 }],
     });
     await new Promise((resolve, reject) => {
       tx.oncomplete = resolve;
@@ -119,7 +122,16 @@ test('a database of schema version 1 upgrades: its checkpoint stays, its run is 
         };
       }),
   );
-  expect(version).toBe(2);
+  expect(version).toBe(DB_VERSION);
+  const notice = page.getByTestId('banner').filter({ hasText: 'could not be read' });
+  await expect(notice).toContainText('1 stored row could not be read and was left out');
+  await expect(notice).toContainText("run 'legacy'");
+  await expect(notice).toContainText('NaN');
+  await notice.getByRole('button', { name: 'Dismiss' }).click();
+  await page.reload();
+  await expect(row).toHaveAttribute('data-steps', '3');
+  // Dismissed for good: the same unreadable row is not reported again.
+  await expect(page.getByTestId('banner').filter({ hasText: 'could not be read' })).toHaveCount(0);
   // The copied history downloads like any run's.
   const csv = await downloadText(page, () => row.getByTestId('run-csv').click());
   expect(csv.name).toBe('Legacy_run.metrics.csv');

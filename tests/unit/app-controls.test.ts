@@ -2,7 +2,7 @@
 // whose change waits for a Reset (lib/pending.ts), the step's progress line (grpo/step-progress.ts:
 // the Run's StepProgress and its words), and the session's answers to Pause and to actions that would discard
 // unsaved steps (session.svelte.ts), driven through a fake trainer API.
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type * as Comlink from 'comlink';
 import { PLAYGROUND_DEFAULTS, Session } from '../../src/app/session.svelte';
 import { changedOptions, listOptions } from '../../src/app/lib/pending';
@@ -330,6 +330,56 @@ describe('session: nothing is lost silently', () => {
     expect(session.banners.at(-1)).toBe(banner);
     session.dismiss(banner.id);
     expect(session.banners).not.toContain(banner);
+  });
+
+  it('stored rows the database left out are named in a banner until dismissed', async () => {
+    const dismissed: (string[] | undefined)[] = [];
+    const notices = [
+      {
+        key: 'a',
+        during: 'upgrade to version 2',
+        runId: 'r1',
+        row: 'metrics row at step 3',
+        problem: 'its step is NaN',
+        at: 0,
+      },
+      {
+        key: 'b',
+        during: 'upgrade to version 2',
+        runId: '(unknown)',
+        row: "checkpoint 'c9'",
+        problem: 'it has no run id',
+        at: 0,
+      },
+    ];
+    const api = {
+      setListener: async () => {},
+      probeAdapter: async () => ({ ok: false, reason: 'test', remedy: 'none' }),
+      listCheckpoints: async () => [],
+      storageInfo: async () => ({
+        usage: null,
+        quota: null,
+        checkpointCount: 0,
+        checkpointBytes: 0,
+      }),
+      storageNotices: async () => notices,
+      dismissStorageNotices: async (keys?: string[]) => {
+        dismissed.push(keys);
+        return keys?.length ?? 0;
+      },
+    };
+    const session = new Session(api as unknown as Comlink.Remote<TrainerApi>);
+    await session.init();
+    await vi.waitFor(() => expect(session.banners).toHaveLength(1));
+    const banner = session.banners[0];
+    expect(banner.title).toBe('2 stored rows could not be read and were left out');
+    expect(banner.message).toBe(
+      "Every readable run and checkpoint is kept. Left out (unchanged in the database): run 'r1', metrics row at step 3: its step is NaN; run '(unknown)', checkpoint 'c9': it has no run id.",
+    );
+    expect(dismissed).toEqual([]);
+    session.dismiss(banner.id);
+    expect(dismissed).toEqual([['a', 'b']]);
+    expect(session.banners).toHaveLength(0);
   });
 
   it('a deleted checkpoint no longer holds its steps', async () => {
