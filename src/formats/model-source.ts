@@ -1,8 +1,8 @@
 // Where a model's files come from: a `ModelSource` is a set of named files read on demand (only the
 // files a loader asks for are read, so a sharded checkpoint streams shard by shard). Sources: a Node
-// folder path, browser File objects (file picker, <input webkitdirectory>, drag and drop), a File
-// System Access directory handle, and a URL base (fetch with progress, cached in the Cache API so a
-// model downloaded once loads offline). Every failure is a ModelSourceError saying why.
+// folder path, browser File objects (file picker, <input webkitdirectory>, drag and drop through
+// src/app/lib/drop.ts), and a URL base (fetch with progress, cached in the Cache API so a model
+// downloaded once loads offline). Every failure is a ModelSourceError saying why.
 //
 // Names come from files the user did not write (a shard index), so every source reads only plain
 // relative names that stay inside its folder or base URL, only regular files (never a device, FIFO
@@ -298,113 +298,6 @@ export function filesSource(
     },
     async list() {
       return [...byName.keys()].sort();
-    },
-  };
-}
-
-// Minimal structural types for the entry API (webkitGetAsEntry), which lib.dom types only partly.
-interface DropEntry {
-  isFile: boolean;
-  isDirectory: boolean;
-  name: string;
-  fullPath: string;
-}
-interface DropFileEntry extends DropEntry {
-  file(ok: (f: File) => void, fail: (e: unknown) => void): void;
-}
-interface DropDirectoryEntry extends DropEntry {
-  createReader(): { readEntries(ok: (e: DropEntry[]) => void, fail: (e: unknown) => void): void };
-}
-
-/**
- * The files of a drop event (files and whole folders). Call it synchronously inside the `drop`
- * handler: DataTransfer items are only readable during the event; the folder walk continues after.
- */
-export function dropSource(dataTransfer: DataTransfer): Promise<ModelSource> {
-  const entries: DropEntry[] = [];
-  const looseFiles: File[] = [];
-  for (const item of Array.from(dataTransfer.items)) {
-    if (item.kind !== 'file') continue;
-    const entry = (item as { webkitGetAsEntry?: () => DropEntry | null }).webkitGetAsEntry?.();
-    if (entry) entries.push(entry);
-    else {
-      const f = item.getAsFile();
-      if (f) looseFiles.push(f);
-    }
-  }
-  const walk = async (entry: DropEntry, out: NamedBlob[]): Promise<void> => {
-    if (entry.isFile) {
-      const file = await new Promise<File>((ok, fail) => (entry as DropFileEntry).file(ok, fail));
-      // fullPath is '/folder/config.json'; keep it as the relative path for filesSource.
-      out.push({
-        name: file.name,
-        size: file.size,
-        arrayBuffer: () => file.arrayBuffer(),
-        webkitRelativePath: entry.fullPath.replace(/^\//, ''),
-      });
-    } else if (entry.isDirectory) {
-      const reader = (entry as DropDirectoryEntry).createReader();
-      // readEntries returns batches (100 in Chromium) until an empty one.
-      for (;;) {
-        const batch = await new Promise<DropEntry[]>((ok, fail) => reader.readEntries(ok, fail));
-        if (batch.length === 0) break;
-        for (const child of batch) await walk(child, out);
-      }
-    }
-  };
-  return (async () => {
-    const files: NamedBlob[] = [...looseFiles];
-    for (const entry of entries) await walk(entry, files);
-    return filesSource(files, 'dropped files');
-  })();
-}
-
-/** The parts of FileSystemDirectoryHandle we use (File System Access API, Chromium). */
-export interface DirectoryHandleLike {
-  name: string;
-  getFileHandle(name: string): Promise<{ getFile(): Promise<File> }>;
-  getDirectoryHandle(name: string): Promise<DirectoryHandleLike>;
-  entries?(): AsyncIterable<[string, { kind: 'file' | 'directory' }]>;
-}
-
-/** A folder the user granted through `showDirectoryPicker()`; files are read when asked for. */
-export function directoryHandleSource(handle: DirectoryHandleLike): ModelSource {
-  return {
-    label: `folder ${handle.name}`,
-    async read(name, options) {
-      refuseUnsafe(name, `folder ${handle.name}`);
-      const parts = normalise(name).split('/');
-      let file: File;
-      try {
-        let dir = handle;
-        for (const part of parts.slice(0, -1)) dir = await dir.getDirectoryHandle(part);
-        file = await (await dir.getFileHandle(parts[parts.length - 1])).getFile();
-      } catch (err) {
-        if ((err as { name?: string }).name === 'NotFoundError') {
-          throw new ModelSourceError(name, `not found in folder ${handle.name}`, 'missing');
-        }
-        throw new ModelSourceError(
-          name,
-          `could not read it from folder ${handle.name}: ${err instanceof Error ? err.message : String(err)}`,
-          'io',
-        );
-      }
-      if (overLimit(file.size, options)) throw tooLarge(name, file.size, options);
-      const bytes = new Uint8Array(await file.arrayBuffer());
-      options?.onProgress?.({ file: name, loaded: bytes.byteLength, total: file.size });
-      return bytes;
-    },
-    async list() {
-      if (!handle.entries) return null;
-      const out: string[] = [];
-      const walk = async (dir: DirectoryHandleLike, prefix: string) => {
-        for await (const [name, entry] of dir.entries!()) {
-          if (entry.kind === 'file') out.push(prefix + name);
-          else await walk(await dir.getDirectoryHandle(name), `${prefix}${name}/`);
-        }
-      };
-      await walk(handle, '');
-      return out.sort();
     },
   };
 }

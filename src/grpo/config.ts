@@ -449,7 +449,6 @@ export const LIVE_OPTION_KEYS = [
   'loggingSteps',
   'evalSteps',
 ] as const satisfies readonly ConfigKey[];
-export type LiveOptionKey = (typeof LIVE_OPTION_KEYS)[number];
 
 /** One option changed in the middle of a run: from step `step` on (the first step trained with
  * `to`), `key` went from `from` to `to`. The run's history of these travels with its checkpoints. */

@@ -62,10 +62,6 @@ function inScript(script: LanguageScript): RegExp {
   return re;
 }
 
-export function isLanguageScript(value: unknown): value is LanguageScript {
-  return typeof value === 'string' && (LANGUAGE_SCRIPTS as readonly string[]).includes(value);
-}
-
 export interface LanguageConsistency {
   /** Words with at least one letter. */
   words: number;

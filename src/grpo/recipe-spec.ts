@@ -332,8 +332,6 @@ export const BUILTIN_RECIPES = {
   },
 } satisfies Record<string, Recipe>;
 
-export type BuiltinRecipeName = keyof typeof BUILTIN_RECIPES;
-
 export function builtinRecipe(name: string, seed?: number): Recipe {
   const recipe = (BUILTIN_RECIPES as Record<string, Recipe>)[name];
   if (!recipe)

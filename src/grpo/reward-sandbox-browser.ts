@@ -29,7 +29,7 @@ function splitMessage(text: string): { name: string; message: string } {
   return m ? { name: m[1], message: m[2] } : { name: 'Error', message: text };
 }
 
-export const spawnBrowserWorker: SpawnSandboxWorker = (events) => {
+const spawnBrowserWorker: SpawnSandboxWorker = (events) => {
   const worker = new Worker(new URL('../../workers/reward.worker.ts', import.meta.url), {
     type: 'module',
     name: 'custom-reward',
@@ -51,10 +51,7 @@ export const spawnBrowserWorker: SpawnSandboxWorker = (events) => {
   };
 };
 
-export function createBrowserSandbox(
-  source: string,
-  options?: SandboxOptions,
-): WorkerRewardSandbox {
+function createBrowserSandbox(source: string, options?: SandboxOptions): WorkerRewardSandbox {
   return new WorkerRewardSandbox(source, spawnBrowserWorker, options);
 }
 

@@ -34,7 +34,7 @@ import { tokenizeSftRow, type SftExample, type SftRow, type SftTokenizeOptions }
 import { MAX_CONSECUTIVE_SKIPS, TrainingDivergedError, type TrainerTokenizer } from './trainer';
 
 /** The tokenise options of a config (sft-data.ts). */
-export const sftTokenizeOptions = (c: SftConfig): SftTokenizeOptions => ({
+const sftTokenizeOptions = (c: SftConfig): SftTokenizeOptions => ({
   completionOnlyLoss: c.completionOnlyLoss,
   assistantOnlyLoss: c.assistantOnlyLoss,
   maxLength: c.maxLength,
@@ -57,11 +57,10 @@ export function tokenizeSftDataset(
 }
 
 /** Examples per optimizer step. */
-export const examplesPerStep = (c: SftConfig) =>
-  c.perDeviceTrainBatchSize * c.gradientAccumulationSteps;
+const examplesPerStep = (c: SftConfig) => c.perDeviceTrainBatchSize * c.gradientAccumulationSteps;
 
 /** Optimizer steps of a run over n examples: maxSteps, or ⌈epochs · steps per epoch⌉. */
-export function sftTotalSteps(c: SftConfig, n: number): number {
+function sftTotalSteps(c: SftConfig, n: number): number {
   if (c.maxSteps > 0) return c.maxSteps;
   return Math.ceil(c.numTrainEpochs * Math.ceil(n / examplesPerStep(c)));
 }
@@ -80,7 +79,7 @@ export function epochOrder(seed: number, epoch: number, n: number): Uint32Array 
 
 /** A fingerprint of the tokenised data (FNV-1a over every example's tokens and mask), so a resume
  * on other data, or the same file tokenised with other options, is refused. */
-export function sftDataHash(examples: readonly SftExample[]): number {
+function sftDataHash(examples: readonly SftExample[]): number {
   let h = 0x811c9dc5;
   const mix = (x: number) => {
     h = Math.imul(h ^ (x >>> 0), 0x01000193) >>> 0;
@@ -96,7 +95,7 @@ export function sftDataHash(examples: readonly SftExample[]): number {
 }
 
 /** The packed batch of some examples with each example's own loss mask (holes included). */
-export function packSftBatch(examples: readonly SftExample[], padId: number): PackedBatch {
+function packSftBatch(examples: readonly SftExample[], padId: number): PackedBatch {
   const batch = packBatch(
     examples.map((e) => e.prompt),
     examples.map((e) => e.completion),

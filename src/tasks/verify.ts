@@ -27,10 +27,6 @@ const INTEGER_RE = /^[+-]?[0-9]+$/;
 const NUMERIC_RE = /^[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?$/;
 const CHOICE_RE = /^(?:\(([A-Za-z])\)|([A-Za-z])\)?)\.?$/;
 
-export function isIntegerText(text: string): boolean {
-  return INTEGER_RE.test(text);
-}
-
 export function isNumericText(text: string): boolean {
   return NUMERIC_RE.test(text);
 }

@@ -482,5 +482,3 @@ export function createRecipeApi(ctx: RecipeContext) {
     },
   };
 }
-
-export type RecipeApi = ReturnType<typeof createRecipeApi>;
