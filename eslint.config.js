@@ -67,7 +67,8 @@ export const GPU_SIDE = [
   'grpo/sft',
   'grpo/trainer',
   'worker/cpu-api',
-  'worker/recipe-api',
+  'worker/context',
+  'worker/*-service',
   'worker/trainer-api',
   'worker/warmup',
 ];

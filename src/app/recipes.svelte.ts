@@ -1,12 +1,12 @@
 // The page's state of a multi-stage recipe run (Svelte 5 runes) over the trainer worker's recipe
-// methods (src/worker/recipe-api.ts): the recipe, the stage under way, the one timeline, the
+// methods (src/worker/recipe-service.ts): the recipe, the stage under way, the one timeline, the
 // finished stages' results and the rejection-sample reports, fed by the worker's RecipeEvents;
 // and the recipe runs stored in this browser, so an unfinished one is offered for resume after a
 // reload. One instance for the page (`recipes`), connected once to the worker.
 import * as Comlink from 'comlink';
 import type { Recipe, StageResult, TimelineRow } from '../grpo/recipe-spec';
 import type { RejectionSamplingReport } from '../grpo/rejection-sampling';
-import type { RecipeEvent, RecipeRunSummary, RecipeStatus, RecipeView } from '../worker/recipe-api';
+import type { RecipeEvent, RecipeRunSummary, RecipeStatus, RecipeView } from '../worker/recipe-service';
 import type { TrainerApi } from '../worker/trainer-api';
 
 type Api = Pick<

@@ -1,36 +1,14 @@
-// Runs as things of their own, on the page: every step's metrics go to IndexedDB as they arrive
-// (the session tells this store through its RunLog), the Runs panel lists the stored runs and
-// downloads them, and one other run (or a seed of the committed Aha reference) can be overlaid on
-// the Train charts while the live run keeps drawing on top.
-//
-// Writes are queued one at a time; each is one transaction (storage/run-history.ts) holding every
-// row not yet stored, so a failed write (storage full, say) loses nothing: its rows stay here and
-// go in with the next step's write, and the charts and the downloads of the live run use the
-// session's own history, which never depended on storage.
+// Runs as things of their own, on the page: the Runs panel lists the stored runs (the trainer
+// worker stores every step's metrics as it ends: it is run history's only writer, and tells the
+// page through 'history-saved' / 'history-failed' events, which the session passes here), downloads
+// them, and one other run (or a seed of the committed Aha reference) can be overlaid on the Train
+// charts while the live run keeps drawing on top.
 import {
   GrpoStorage,
-  RunHistoryQuotaError,
   type MetricsRow as StoredRow,
   type RunHistorySummary,
 } from '../storage/index';
 import type { MetricsRow } from '../worker/types';
-
-/** The run a row belongs to, as the session knows it. */
-export interface RunLogMeta {
-  runId: string;
-  runName: string;
-  /** The run's resolved config (stored with the run when its first row is). */
-  config: object;
-}
-
-/** What the session calls as runs are adopted and steps arrive (Session.runLog). */
-export interface RunLog {
-  /** The session now holds this run, with this history (step 0, or restored). Writes nothing
-   * until its next step: a run without a trained step is not listed. */
-  adopt(meta: RunLogMeta, history: readonly MetricsRow[]): void;
-  /** One new step of the session's run: stored now, with any rows still waiting. */
-  record(meta: RunLogMeta, row: MetricsRow): void;
-}
 
 /** Another run's metrics drawn dashed behind the live ones. */
 export interface Overlay {
@@ -44,27 +22,14 @@ export interface Overlay {
   rows: MetricsRow[];
 }
 
-const flat = (r: MetricsRow): StoredRow => ({ ...r.metrics, step: r.step });
 const nested = ({ step, ...metrics }: StoredRow): MetricsRow => ({ step, metrics });
 const msg = (err: unknown) => (err instanceof Error ? err.message : String(err));
 
-export class Runs implements RunLog {
+export class Runs {
   readonly #open: () => Promise<GrpoStorage>;
   #storage: Promise<GrpoStorage> | null = null;
-  #meta: RunLogMeta | null = null;
-  /** Rows of the current run not yet stored, by step (not shown anywhere: no reactivity). */
-  // eslint-disable-next-line svelte/prefer-svelte-reactivity -- plain bookkeeping, never rendered
-  #pending = new Map<number, StoredRow>();
-  /** A step was recorded since the run was adopted: only then is anything of it written (a
-   * restored run's later rows are replaced only once it trains on from there). */
-  #stepped = false;
-  #queue: Promise<void> = Promise.resolve();
-  /** The last write failed and said so: the next failure is not repeated, a success resets it. */
-  #reported = false;
 
-  /** Told when a write fails (the session's banner). */
-  notify: (title: string, message: string) => void = () => {};
-  /** Successful writes so far: the Runs panel lists again when it changes. */
+  /** Writes the worker reported so far: the Runs panel lists again when it changes. */
   saved = $state(0);
   list: RunHistorySummary[] = $state.raw([]);
   listError: string | null = $state(null);
@@ -74,13 +39,14 @@ export class Runs implements RunLog {
     this.#open = open;
   }
 
-  /** The session stores each step here and shows write failures as its banners. */
-  connect(session: {
-    runLog: RunLog | null;
-    notify(kind: 'warn', title: string, message: string): void;
-  }): void {
-    session.runLog = this;
-    this.notify = (title, message) => session.notify('warn', title, message);
+  /** The session passes the worker's history events here. */
+  connect(session: { runs: { historySaved(): void } | null }): void {
+    session.runs = this;
+  }
+
+  /** The worker stored rows of the run: the list is out of date. */
+  historySaved(): void {
+    this.saved++;
   }
 
   #db(): Promise<GrpoStorage> {
@@ -89,61 +55,6 @@ export class Runs implements RunLog {
       this.#storage.catch(() => (this.#storage = null)); // retried on the next use
     }
     return this.#storage;
-  }
-
-  adopt(meta: RunLogMeta, history: readonly MetricsRow[]): void {
-    this.#meta = meta;
-    // eslint-disable-next-line svelte/prefer-svelte-reactivity -- plain bookkeeping, never rendered
-    this.#pending = new Map(history.map((r) => [r.step, flat(r)]));
-    this.#stepped = false;
-  }
-
-  record(meta: RunLogMeta, row: MetricsRow): void {
-    if (this.#meta?.runId !== meta.runId) this.adopt(meta, []);
-    else this.#meta = meta;
-    this.#pending.set(row.step, flat(row));
-    this.#stepped = true;
-    void this.flush();
-  }
-
-  /** Stores the rows still waiting (after any write under way); resolves when done or failed. */
-  flush(): Promise<void> {
-    this.#queue = this.#queue.then(() => this.#write());
-    return this.#queue;
-  }
-
-  /** Steps of the current run not stored yet (a failed write's rows wait here). */
-  get pendingSteps(): number[] {
-    return [...this.#pending.keys()].sort((a, b) => a - b);
-  }
-
-  async #write(): Promise<void> {
-    const meta = this.#meta;
-    const pending = this.#pending;
-    if (!meta || !this.#stepped || pending.size === 0) return;
-    const batch = [...pending.values()];
-    try {
-      const storage = await this.#db();
-      await storage.recordRunMetrics(
-        { id: meta.runId, name: meta.runName, config: meta.config as Record<string, unknown> },
-        batch,
-      );
-      // Stored: forget those rows (a row of the same step that arrived meanwhile stays).
-      for (const row of batch) if (pending.get(row.step) === row) pending.delete(row.step);
-      this.#reported = false;
-      this.saved++;
-    } catch (err) {
-      if (this.#reported) return;
-      this.#reported = true;
-      if (err instanceof RunHistoryQuotaError) {
-        this.notify('Storage full: the run’s metrics were not stored', err.message);
-      } else {
-        this.notify(
-          'The run’s metrics were not stored',
-          `${msg(err)}. This tab keeps them on the charts and tries again with the next step.`,
-        );
-      }
-    }
   }
 
   /** Lists the stored runs again: those with stored steps (a run row without any, such as a

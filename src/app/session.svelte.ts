@@ -45,7 +45,6 @@ import type {
 } from '../worker/protocol';
 import type { AdapterProbe, TrainerApi } from '../worker/trainer-api';
 import type { MetricsRow, StorageNotice } from '../worker/types';
-import type { RunLog } from './runs.svelte';
 
 /** Step reports kept in memory for the inspector (the metrics history keeps every step). */
 export const MAX_REPORTS = 300;
@@ -286,7 +285,8 @@ export class Session {
   #rewardNames: string[] = $derived((this.#applied ?? this.#draft).rewards);
 
   /** Where each step's metrics are stored as they arrive (runs.svelte.ts; App connects it). */
-  runLog: RunLog | null = null;
+  /** The Runs panel's store (runs.svelte.ts): told when the worker stored the run's metrics. */
+  runs: { historySaved(): void } | null = null;
 
   constructor(api: Comlink.Remote<TrainerApi>) {
     this.api = api;
@@ -704,11 +704,6 @@ export class Session {
       case 'step': {
         this.#step = e.report.step;
         this.#history = [...this.#history, { step: e.report.step, metrics: e.report.metrics }];
-        if (this.#runId && this.#applied)
-          this.runLog?.record(
-            { runId: this.#runId, runName: this.#runName ?? this.#runId, config: this.#applied },
-            { step: e.report.step, metrics: e.report.metrics },
-          );
         const reports = [...this.#reports, e.report];
         this.#reports = reports.length > MAX_REPORTS ? reports.slice(-MAX_REPORTS) : reports;
         this.#stepMs = [...this.#stepMs.slice(-50), e.report.elapsedMs];
@@ -748,6 +743,12 @@ export class Session {
           e.quota,
         );
         if (e.quota) void this.refreshCheckpoints();
+        break;
+      case 'history-saved':
+        this.runs?.historySaved();
+        break;
+      case 'history-failed':
+        this.notify('warn', e.title, e.message);
         break;
       case 'error':
         this.notify(
@@ -863,7 +864,6 @@ export class Session {
     // A run is adopted at step 0 or at the checkpoint it was restored from: nothing to lose yet.
     this.#savedStep = run.step;
     this.#history = run.history;
-    this.runLog?.adopt({ runId: run.runId, runName: run.runName, config: run.config }, run.history);
     // A new run, or one that no longer has the pinned step: the selection follows it again.
     if (fresh || (this.#pinned ?? 0) > run.step) {
       this.#follow = true;

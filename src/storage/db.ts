@@ -48,7 +48,7 @@ export interface RunRecord {
   recipe?: StoredRecipe;
 }
 
-/** RunRecord.recipe. Typed loosely here (storage sits below grpo): src/worker/recipe-api.ts reads
+/** RunRecord.recipe. Typed loosely here (storage sits below grpo): src/worker/recipe-service.ts reads
  * `state` as grpo's RecipeState and `rejections` as RejectionSamplingReports. */
 export interface StoredRecipe {
   /** RecipeState: the recipe, the stage under way, the finished stages' results, the sets that

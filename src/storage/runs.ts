@@ -127,7 +127,7 @@ export async function setRunStatus(
 
 /**
  * The ids of the runs that belong to run `id`: a recipe's stages store their checkpoints under
- * runs of their own, `${id}/${index}-${name}` (src/worker/recipe-api.ts stageRunId).
+ * runs of their own, `${id}/${index}-${name}` (src/worker/recipe-service.ts stageRunId).
  */
 export const stageRunRange = (id: string): IDBKeyRange =>
   IDBKeyRange.bound(`${id}/`, `${id}/\uffff`);

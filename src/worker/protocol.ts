@@ -109,6 +109,10 @@ export type TrainerEvent =
   | { type: 'eval'; record: EvalRecord; best: BestEval }
   /** loadBestModelAtEnd: the policy now holds the weights of evaluation `best`, not of `lastStep`. */
   | { type: 'best-loaded'; best: BestEval; lastStep: number }
+  /** The run's metrics rows of these steps are stored (the worker is run history's only writer). */
+  | { type: 'history-saved'; runId: string; steps: number[] }
+  /** A write of the run's metrics failed; its rows wait in the worker for the next step's write. */
+  | { type: 'history-failed'; runId: string; quota: boolean; title: string; message: string }
   | { type: 'error'; message: string; diverged: boolean }
   | { type: 'device-lost'; message: string; lastCheckpoint: CheckpointInfo | null };
 

@@ -13,6 +13,7 @@ import { filesSource } from '../../src/formats/model-source';
 import { learningRateAt, runSchedule } from '../../src/optim/schedule';
 import { GrpoStorage } from '../../src/storage/index';
 import { createTrainerApi } from '../../src/worker/trainer-api';
+import { listen, stepReport } from '../support/worker-steps';
 import type { RunState, UiStepReport } from '../../src/worker/protocol';
 import { testEngine } from './harness';
 import { tinyHfFolder } from '../support/tiny-hf-model';
@@ -56,12 +57,13 @@ async function api() {
 describe('options applied in the middle of a run', { timeout: 600_000 }, () => {
   it('take effect from the next step, are recorded, and a checkpoint after them restores exactly', async () => {
     const trainer = await api();
+    const events = listen(trainer);
     const loaded = await trainer.loadModel({ kind: 'bundled' }, CONFIG);
     const built = loaded.run.config;
     expect(loaded.run.liveOptions).toContain('beta');
     expect(loaded.run.liveChanges).toEqual([]);
 
-    const first = await trainer.step();
+    const first = await stepReport(trainer, events);
     expect(first.metrics.learning_rate).toBe(learningRateAt(0, runSchedule(built)));
     expect(first.metrics['rewards/custom:len/mean']).toBeUndefined();
 
@@ -98,7 +100,7 @@ describe('options applied in the middle of a run', { timeout: 600_000 }, () => {
       { step: 2, key: 'steps', from: 4, to: 6 },
     ]);
 
-    const second = await trainer.step();
+    const second = await stepReport(trainer, events);
     // The schedule goes on with the new peak over the new length: optimizer step 1 of 6, cosine.
     const expected = learningRateAt(1, runSchedule(next));
     expect(expected).not.toBe(learningRateAt(1, runSchedule(built)));
@@ -120,12 +122,12 @@ describe('options applied in the middle of a run', { timeout: 600_000 }, () => {
     // Saved after the change: the checkpoint holds the config in force and the changes.
     const saved = await trainer.saveCheckpoint();
     expect(saved.step).toBe(2);
-    const third = await trainer.step();
+    const third = await stepReport(trainer, events);
     const restored = await trainer.restoreCheckpoint(saved.id, undefined, async () => true);
     expect(restored.step).toBe(2);
     expect(restored.config).toEqual(next);
     expect(restored.liveChanges).toEqual(state.liveChanges);
-    const again = await trainer.step();
+    const again = await stepReport(trainer, events);
     expect(algorithmic(again)).toEqual(algorithmic(third));
     expect(again.groups.map((g) => g.completions.map((c) => c.text))).toEqual(
       third.groups.map((g) => g.completions.map((c) => c.text)),

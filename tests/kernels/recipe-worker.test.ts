@@ -1,4 +1,4 @@
-// Recipes in the trainer worker (src/worker/recipe-api.ts through trainer-api.ts) on Node WebGPU
+// Recipes in the trainer worker (src/worker/recipe-service.ts through trainer-api.ts) on Node WebGPU
 // with the bundled model and fake IndexedDB: a two-stage recipe (SFT 2 steps → GRPO 2 steps)
 // paused after timeline step 3 (runRecipe's pauseAfterStep) is stored as one run row (RecipeState
 // on RunRecord.recipe, the stages' first steps, the timeline in the metrics store) with each
@@ -14,7 +14,7 @@ import { folderSource } from '../../src/formats/model-source';
 import type { TimelineRow } from '../../src/grpo/recipe-spec';
 import { nodeSandboxFactory } from '../../src/grpo/reward-sandbox-node';
 import { GrpoStorage } from '../../src/storage/index';
-import type { RecipeEvent } from '../../src/worker/recipe-api';
+import type { RecipeEvent } from '../../src/worker/recipe-service';
 import { createTrainerApi } from '../../src/worker/trainer-api';
 import { TWO_STAGE } from '../support/two-stage-recipe';
 import { testEngine } from './harness';

@@ -14,6 +14,7 @@ import { parameterCount } from '../../src/core/model-config';
 import { GrpoStorage } from '../../src/storage/index';
 import { testEngine } from '../kernels/harness';
 import { tinyHfFolder } from '../support/tiny-hf-model';
+import { stepReport } from '../support/worker-steps';
 
 // Advantages are computed in f64 (docs/grpo.md §2) and reported as such: a group's sum is ~0 up to
 // the rounding of its mean.
@@ -63,7 +64,7 @@ describe('trainer worker API', { timeout: 600_000 }, () => {
     expect(run.step).toBe(0);
     expect(events.some((e) => e.type === 'load-progress')).toBe(true);
 
-    const r1 = await api.step();
+    const r1 = await stepReport(api, events);
     expect(r1.step).toBe(1);
     expect(r1.groups).toHaveLength(2);
     for (const g of r1.groups) {
@@ -76,7 +77,7 @@ describe('trainer worker API', { timeout: 600_000 }, () => {
     const saved = await api.saveCheckpoint();
     expect(saved.step).toBe(2);
     expect(events.some((e) => e.type === 'checkpoint-saved')).toBe(true);
-    const r3 = await api.step();
+    const r3 = await stepReport(api, events);
     expect(r3.step).toBe(3);
 
     const listed = await api.listCheckpoints();
@@ -84,7 +85,7 @@ describe('trainer worker API', { timeout: 600_000 }, () => {
     const restored = await api.restoreCheckpoint(saved.id);
     expect(restored.step).toBe(2);
     expect(restored.history.map((h) => h.step)).toEqual([1, 2]);
-    const again = await api.step();
+    const again = await stepReport(api, events);
     expect(again.step).toBe(3);
     // Same weights, optimizer state and data order: the continued step is the same step.
     expect(again.metrics.loss).toBe(r3.metrics.loss);
@@ -118,8 +119,8 @@ describe('trainer worker API', { timeout: 600_000 }, () => {
         customRewards: { broken: "function reward() { throw new Error('no luck'); }" },
       }),
     );
-    const r1 = await api.step();
-    const r2 = await api.step();
+    const r1 = await stepReport(api, events);
+    const r2 = await stepReport(api, events);
     expect(r2.step).toBe(2);
     const errors = r1.groups.flatMap((g) => g.completions.flatMap((c) => c.reward.errors));
     expect(errors.length).toBe(6);

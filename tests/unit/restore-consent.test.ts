@@ -11,6 +11,7 @@ import { filesSource } from '../../src/formats/model-source';
 import { GrpoStorage } from '../../src/storage/index';
 import { testEngine } from '../kernels/harness';
 import { tinyHfFolder } from '../support/tiny-hf-model';
+import { listen, stepReport } from '../support/worker-steps';
 
 const CODE = 'function reward({ completion }) { return completion.length / 100; }';
 
@@ -22,6 +23,7 @@ async function savedRunWithCode() {
     openStorage: () => GrpoStorage.open({ indexedDB: new IDBFactory() }),
     modelSource: () => filesSource(folder.blobs, 'tiny test model'),
   });
+  const events = listen(api);
   await api.loadModel(
     { kind: 'bundled' },
     {
@@ -38,22 +40,25 @@ async function savedRunWithCode() {
       customRewards: { len: CODE },
     },
   );
-  const first = await api.step();
+  const first = await stepReport(api, events);
   expect(Object.keys(first.groups[0].completions[0].reward.perFunction)).toEqual([
     'format',
     'accuracy',
     'custom:len',
   ]);
   const saved = await api.saveCheckpoint();
-  return { api, saved };
+  return { api, saved, events };
 }
 
-const rewardsOfNextStep = async (api: Awaited<ReturnType<typeof savedRunWithCode>>['api']) =>
-  Object.keys((await api.step()).groups[0].completions[0].reward.perFunction);
+const rewardsOfNextStep = async ({
+  api,
+  events,
+}: Pick<Awaited<ReturnType<typeof savedRunWithCode>>, 'api' | 'events'>) =>
+  Object.keys((await stepReport(api, events)).groups[0].completions[0].reward.perFunction);
 
 describe('restoreCheckpoint and custom reward code', { timeout: 600_000 }, () => {
   it('asks the consent callback with the code; declined, it restores and trains without it', async () => {
-    const { api, saved } = await savedRunWithCode();
+    const { api, saved, events } = await savedRunWithCode();
     const asked: Record<string, string>[] = [];
     const restored = await api.restoreCheckpoint(saved.id, undefined, (code) => {
       asked.push(code);
@@ -64,20 +69,20 @@ describe('restoreCheckpoint and custom reward code', { timeout: 600_000 }, () =>
     expect(restored.config.rewards).toEqual(['format', 'accuracy']);
     expect(restored.config.rewardWeights).toEqual([1, 1]);
     expect(restored.config.customRewards).toEqual({});
-    expect(await rewardsOfNextStep(api)).toEqual(['format', 'accuracy']);
+    expect(await rewardsOfNextStep({ api, events })).toEqual(['format', 'accuracy']);
   });
 
   it('without a consent callback the code is left out', async () => {
-    const { api, saved } = await savedRunWithCode();
+    const { api, saved, events } = await savedRunWithCode();
     const restored = await api.restoreCheckpoint(saved.id);
     expect(restored.config.customRewards).toEqual({});
-    expect(await rewardsOfNextStep(api)).toEqual(['format', 'accuracy']);
+    expect(await rewardsOfNextStep({ api, events })).toEqual(['format', 'accuracy']);
   });
 
   it('allowed, the code runs as before', async () => {
-    const { api, saved } = await savedRunWithCode();
+    const { api, saved, events } = await savedRunWithCode();
     const restored = await api.restoreCheckpoint(saved.id, undefined, async () => true);
     expect(restored.config.customRewards).toEqual({ len: CODE });
-    expect(await rewardsOfNextStep(api)).toEqual(['format', 'accuracy', 'custom:len']);
+    expect(await rewardsOfNextStep({ api, events })).toEqual(['format', 'accuracy', 'custom:len']);
   });
 });

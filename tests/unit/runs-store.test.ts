@@ -1,12 +1,15 @@
-// The page's runs store (src/app/runs.svelte.ts) on fake-indexeddb: a run is stored from its first
-// trained step with the history it was adopted with, a storage-full write is reported once and its
-// rows go in with the next write that succeeds, the list and a stored run's overlay read back what
-// was written, the Aha reference overlays as its committed curves; and the charts' overlay series
+// Run history on fake-indexeddb: the worker's writer (src/worker/run-history-writer.ts, the only
+// writer) stores a run from its first trained step with the history it was adopted with, reports a
+// storage-full write once (a 'history-failed' event) and its rows go in with the next write that
+// succeeds; the page's runs store (src/app/runs.svelte.ts) lists and overlays what was written, and
+// the Aha reference overlays as its committed curves; and the charts' overlay series
 // (lib/overlay.ts): dashed, faint, named after the other run, left out where it has no values.
 import 'fake-indexeddb/auto';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { GrpoStorage } from '../../src/storage';
 import { Runs } from '../../src/app/runs.svelte';
+import { RunHistoryWriter } from '../../src/worker/run-history-writer';
+import type { TrainerEvent } from '../../src/worker/protocol';
 import { overlayTag, withOverlay } from '../../src/app/lib/overlay';
 import { AHA_REFERENCE } from '../../src/app/aha/reference';
 
@@ -20,9 +23,15 @@ async function store() {
   });
   opened.push(storage);
   const runs = new Runs(async () => storage);
-  const told: Array<[string, string]> = [];
-  runs.notify = (title, message) => told.push([title, message]);
-  return { storage, runs, told };
+  const events: TrainerEvent[] = [];
+  const writer = new RunHistoryWriter(
+    async () => storage,
+    (e) => events.push(e),
+  );
+  const told = () =>
+    events.flatMap((e) => (e.type === 'history-failed' ? [[e.title, e.message]] : []));
+  const saved = () => events.filter((e) => e.type === 'history-saved').length;
+  return { storage, runs, writer, told, saved };
 }
 
 afterEach(() => {
@@ -31,20 +40,20 @@ afterEach(() => {
 });
 
 const row = (step: number, reward: number) => ({ step, metrics: { reward, loss: -reward } });
-const META = { runId: 'r1', runName: 'Countdown', config: { numIterations: 1 } };
+const META = { id: 'r1', name: 'Countdown', config: { numIterations: 1 } };
 
-describe('Runs (the page’s store)', () => {
+describe('run history: the worker writes, the page lists', () => {
   it('stores a run from its first step, with the history it was adopted with', async () => {
-    const { storage, runs } = await store();
-    runs.adopt(META, [row(1, 0.25), row(2, 0.5)]); // restored at step 2
-    await runs.flush();
+    const { storage, runs, writer, saved } = await store();
+    writer.adopt(META, [row(1, 0.25), row(2, 0.5)]); // restored at step 2
+    await writer.flush();
     expect(await storage.listRunHistories()).toEqual([]);
-    expect(runs.saved).toBe(0);
+    expect(saved()).toBe(0);
 
-    runs.record(META, row(3, 0.75));
-    await runs.flush();
-    expect(runs.saved).toBe(1);
-    expect(runs.pendingSteps).toEqual([]);
+    writer.record(META, row(3, 0.75));
+    await writer.flush();
+    expect(saved()).toBe(1);
+    expect(writer.pendingSteps).toEqual([]);
     expect(await storage.getMetrics('r1')).toEqual([
       { step: 1, reward: 0.25, loss: -0.25 },
       { step: 2, reward: 0.5, loss: -0.5 },
@@ -58,18 +67,18 @@ describe('Runs (the page’s store)', () => {
     ]);
 
     // A new run (Reset): its own rows only.
-    const next = { ...META, runId: 'r2', runName: 'Again' };
-    runs.adopt(next, []);
-    runs.record(next, row(1, 1));
-    await runs.flush();
+    const next = { ...META, id: 'r2', name: 'Again' };
+    writer.adopt(next, []);
+    writer.record(next, row(1, 1));
+    await writer.flush();
     expect(await storage.getMetrics('r2')).toEqual([{ step: 1, reward: 1, loss: -1 }]);
     expect((await storage.getMetrics('r1')).length).toBe(3);
   });
 
   it('a full storage is reported once, and the missed rows go in with the next good write', async () => {
-    const { storage, runs, told } = await store();
-    runs.record(META, row(1, 0.1));
-    await runs.flush();
+    const { storage, writer, told } = await store();
+    writer.record(META, row(1, 0.1));
+    await writer.flush();
     const original = IDBObjectStore.prototype.put;
     vi.spyOn(IDBObjectStore.prototype, 'put').mockImplementation(function (
       this: IDBObjectStore,
@@ -78,33 +87,33 @@ describe('Runs (the page’s store)', () => {
       if (this.name === 'metrics') throw new DOMException('quota', 'QuotaExceededError');
       return original.apply(this, args);
     });
-    runs.record(META, row(2, 0.2));
-    runs.record(META, row(3, 0.3));
-    await runs.flush();
-    expect(told.length).toBe(1);
-    expect(told[0][0]).toBe('Storage full: the run’s metrics were not stored');
-    expect(told[0][1]).toContain("The metrics of run 'Countdown' (steps 2–3) were not stored");
-    expect(runs.pendingSteps).toEqual([2, 3]);
+    writer.record(META, row(2, 0.2));
+    writer.record(META, row(3, 0.3));
+    await writer.flush();
+    expect(told().length).toBe(1);
+    expect(told()[0][0]).toBe('Storage full: the run’s metrics were not stored');
+    expect(told()[0][1]).toContain("The metrics of run 'Countdown' (steps 2–3) were not stored");
+    expect(writer.pendingSteps).toEqual([2, 3]);
     expect((await storage.getMetrics('r1')).map((r) => r.step)).toEqual([1]);
 
     vi.restoreAllMocks();
-    runs.record(META, row(4, 0.4));
-    await runs.flush();
-    expect(runs.pendingSteps).toEqual([]);
+    writer.record(META, row(4, 0.4));
+    await writer.flush();
+    expect(writer.pendingSteps).toEqual([]);
     expect((await storage.getMetrics('r1')).map((r) => [r.step, r.reward])).toEqual([
       [1, 0.1],
       [2, 0.2],
       [3, 0.3],
       [4, 0.4],
     ]);
-    expect(told.length).toBe(1);
+    expect(told().length).toBe(1);
   });
 
   it('overlays a stored run and a seed of the Aha reference; deleting the run removes it', async () => {
-    const { runs } = await store();
-    runs.record(META, row(1, 0.5));
-    runs.record(META, row(2, 1));
-    await runs.flush();
+    const { runs, writer } = await store();
+    writer.record(META, row(1, 0.5));
+    writer.record(META, row(2, 1));
+    await writer.flush();
     await runs.overlayRun('r1');
     expect(runs.overlay).toEqual({
       id: 'r1',

@@ -505,7 +505,7 @@ describe('runs', () => {
     const { storage } = await fresh();
     const meta = (id: string) => ({ id, name: id, config: {} });
     await storage.recordRunMetrics(meta('rec'), [{ step: 1, loss: 1 }]);
-    // The stages keep their checkpoints under runs of their own (recipe-api.ts stageRunId).
+    // The stages keep their checkpoints under runs of their own (recipe-service.ts stageRunId).
     await storage.saveCheckpoint(payload('rec/0-cold-start', 2, { tensors: tensorsFor(2, false) }));
     await storage.saveCheckpoint(payload('rec/1-rl', 1, { tensors: tensorsFor(3, false) }));
     // Ids that only look alike: another run whose id starts with 'rec', and its own stage.

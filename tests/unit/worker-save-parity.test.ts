@@ -7,7 +7,7 @@
 // (Before the fix a LoRA save failed: "unexpected tensor '…lora_A.weight': neither a parameter …".)
 import 'fake-indexeddb/auto';
 import { IDBFactory } from 'fake-indexeddb';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { createTrainerApi } from '../../src/worker/trainer-api';
 import type { ConfigInput } from '../../src/grpo/config';
 import { nodeSandboxFactory } from '../../src/grpo/reward-sandbox-node';
@@ -16,6 +16,7 @@ import { GrpoStorage } from '../../src/storage/index';
 import type { CheckpointTensor } from '../../src/storage/checkpoints';
 import { testEngine } from '../kernels/harness';
 import { tinyHfFolder } from '../support/tiny-hf-model';
+import { listen, stepReport } from '../support/worker-steps';
 
 type Folder = Awaited<ReturnType<typeof tinyHfFolder>>;
 

@@ -1,0 +1,26 @@
+// Reading the trainer worker's step reports in Node tests: api.step() returns only the step's
+// number, and its report reaches the page once, as the 'step' event (src/worker/context.ts), so a
+// test reads the report where the page does.
+import type { TrainerEvent, UiStepReport } from '../../src/worker/protocol';
+
+interface Stepping {
+  setListener(callback: ((event: TrainerEvent) => void) | null): void;
+  step(): Promise<{ step: number }>;
+}
+
+/** Every event of `api` from now on, in order. */
+export function listen(api: Pick<Stepping, 'setListener'>): TrainerEvent[] {
+  const events: TrainerEvent[] = [];
+  api.setListener((e) => events.push(e));
+  return events;
+}
+
+/** One Step, and its report as the 'step' event delivered it. */
+export async function stepReport(api: Stepping, events: TrainerEvent[]): Promise<UiStepReport> {
+  const { step } = await api.step();
+  for (let i = events.length - 1; i >= 0; i--) {
+    const e = events[i];
+    if (e.type === 'step' && e.report.step === step) return e.report;
+  }
+  throw new Error(`no 'step' event for step ${step}`);
+}
