@@ -62,8 +62,8 @@ export class CpuFallback {
     const draw = this.draw;
     const out = await this.run('sampling', () =>
       this.api.sample({
-        config: this.session.draftForWorker(),
-        jsonlText: this.session.jsonl?.text,
+        config: this.session.options.forWorker(),
+        jsonlText: this.session.options.jsonl?.text,
         prompts: opts.prompts,
         samples: opts.samples,
         temperature: opts.temperature,
@@ -78,7 +78,7 @@ export class CpuFallback {
     text: string,
     opts: { temperature: number; maxNewTokens: number; useTemplate: boolean },
   ) {
-    const template = this.session.draft.template ?? 'r1-zero';
+    const template = this.session.options.draft.template ?? 'r1-zero';
     const reply = await this.run('chatting', () => this.api.chat(text, { ...opts, template }));
     if (reply) this.chatLog = [...this.chatLog, { ...reply, asked: text }];
     return reply;

@@ -6,7 +6,12 @@
 import * as Comlink from 'comlink';
 import type { Recipe, StageResult, TimelineRow } from '../grpo/recipe-spec';
 import type { RejectionSamplingReport } from '../grpo/rejection-sampling';
-import type { RecipeEvent, RecipeRunSummary, RecipeStatus, RecipeView } from '../worker/recipe-service';
+import type {
+  RecipeEvent,
+  RecipeRunSummary,
+  RecipeStatus,
+  RecipeView,
+} from '../worker/recipe-service';
 import type { TrainerApi } from '../worker/trainer-api';
 
 type Api = Pick<

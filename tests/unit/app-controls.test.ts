@@ -4,7 +4,8 @@
 // unsaved steps (session.svelte.ts), driven through a fake trainer API.
 import { describe, expect, it, vi } from 'vitest';
 import type * as Comlink from 'comlink';
-import { PLAYGROUND_DEFAULTS, Session } from '../../src/app/session.svelte';
+import { Session } from '../../src/app/session.svelte';
+import { PLAYGROUND_DEFAULTS } from '../../src/app/stores/shell';
 import { changedOptions, listOptions } from '../../src/app/lib/pending';
 import { phaseFraction, phaseText } from '../../src/grpo/step-progress';
 import { shortcutFor, type KeyLike } from '../../src/app/lib/shortcuts';
@@ -205,7 +206,7 @@ async function fakeSession() {
     },
     saveCheckpoint: async () => {
       calls.push('save');
-      stored.push(checkpoint(current.runId, session.step));
+      stored.push(checkpoint(current.runId, session.training.step));
       return stored.at(-1)!;
     },
     restoreProblem: async (id: string) =>
@@ -226,7 +227,7 @@ async function fakeSession() {
   const emit = (e: TrainerEvent) => listener!(e);
   const trainSteps = (n: number) => {
     for (let i = 0; i < n; i++) {
-      const step = session.step + 1;
+      const step = session.training.step + 1;
       emit({
         type: 'step',
         report: { step, metrics: { reward: step }, groups: [], skipped: null, elapsedMs: 1 },
@@ -245,64 +246,72 @@ async function discardDialog(session: Session) {
 describe('session: nothing is lost silently', () => {
   it('asks nothing when no step is unsaved', async () => {
     const { session, calls } = await fakeSession();
-    await session.loadModel();
-    expect(session.unsavedSteps).toBe(0);
-    await session.reset();
+    await session.model.load();
+    expect(session.checkpoints.unsavedSteps).toBe(0);
+    await session.training.reset();
     expect(session.discard).toBeNull();
     expect(calls).toEqual(['loadModel', 'configure']);
   });
 
   it('Cancel keeps the run exactly as it was; Discard goes on', async () => {
     const { session, calls, trainSteps } = await fakeSession();
-    await session.loadModel();
+    await session.model.load();
     trainSteps(3);
-    expect(session.unsavedSteps).toBe(3);
-    const reset = session.reset();
+    expect(session.checkpoints.unsavedSteps).toBe(3);
+    const reset = session.training.reset();
     expect(await discardDialog(session)).toEqual({ action: 'reset', steps: 3, step: 3 });
     session.answerDiscard('cancel');
     await reset;
     expect(session.discard).toBeNull();
     expect(calls).toEqual(['loadModel']);
-    expect([session.step, session.history.length, session.runId]).toEqual([3, 3, 'r1']);
+    expect([
+      session.training.step,
+      session.training.history.length,
+      session.training.runId,
+    ]).toEqual([3, 3, 'r1']);
 
-    const again = session.reset();
+    const again = session.training.reset();
     await discardDialog(session);
     session.answerDiscard('discard');
     await again;
     expect(calls).toEqual(['loadModel', 'configure']);
-    expect([session.step, session.history.length, session.runId]).toEqual([0, 0, 'r2']);
+    expect([
+      session.training.step,
+      session.training.history.length,
+      session.training.runId,
+    ]).toEqual([0, 0, 'r2']);
   });
 
   it('"Save a checkpoint first" saves, then goes on; a later save counts only later steps', async () => {
     const { session, calls, trainSteps, emit } = await fakeSession();
-    await session.loadModel();
+    await session.model.load();
     trainSteps(2);
-    const restore = session.restore('c');
+    const restore = session.checkpoints.restore('c');
     expect((await discardDialog(session))?.action).toBe('restore');
     session.answerDiscard('save');
     await restore;
     expect(calls).toEqual(['loadModel', 'save', 'restore']);
 
     // The restored run (r1 at step 1) holds its checkpoint once the list has it.
-    expect(session.step).toBe(1);
+    expect(session.training.step).toBe(1);
     emit({ type: 'checkpoint-saved', checkpoint: checkpoint('r1', 1), automatic: true });
     trainSteps(2);
-    expect(session.unsavedSteps).toBe(2);
+    expect(session.checkpoints.unsavedSteps).toBe(2);
     // Another run's checkpoint at a later step is not this run's.
     emit({ type: 'checkpoint-saved', checkpoint: checkpoint('other', 3), automatic: false });
-    expect(session.unsavedSteps).toBe(2);
+    expect(session.checkpoints.unsavedSteps).toBe(2);
     emit({ type: 'checkpoint-saved', checkpoint: checkpoint('r1', 3), automatic: true });
-    expect(session.unsavedSteps).toBe(0);
+    expect(session.checkpoints.unsavedSteps).toBe(0);
   });
 
   it('a checkpoint of another model is refused with both names before the discard question', async () => {
     const { session, calls, trainSteps } = await fakeSession();
-    await session.loadModel();
+    await session.model.load();
     trainSteps(2);
-    await session.restore('foreign');
+    await session.checkpoints.restore('foreign');
     expect(session.discard).toBeNull();
     expect(calls).toEqual(['loadModel']);
-    expect(session.step).toBe(2);
+    expect(session.training.step).toBe(2);
     const banner = session.banners.at(-1)!;
     expect(banner.title).toBe('The checkpoint could not be restored');
     expect(banner.message).toContain("'model A'");
@@ -311,7 +320,7 @@ describe('session: nothing is lost silently', () => {
 
   it('a failed automatic save stays until dismissed and names the unsaved steps', async () => {
     const { session, trainSteps, emit } = await fakeSession();
-    await session.loadModel();
+    await session.model.load();
     trainSteps(3);
     emit({
       type: 'checkpoint-failed',
@@ -384,67 +393,67 @@ describe('session: nothing is lost silently', () => {
 
   it('a deleted checkpoint no longer holds its steps', async () => {
     const { session, trainSteps } = await fakeSession();
-    await session.loadModel();
+    await session.model.load();
     trainSteps(2);
-    await session.save();
-    await session.refreshCheckpoints();
+    await session.checkpoints.save();
+    await session.checkpoints.refresh();
     trainSteps(1);
-    expect(session.unsavedSteps).toBe(1);
-    await session.remove('r1-2');
-    expect(session.unsavedSteps).toBe(3);
-    expect(session.lastSaved).toBeNull();
+    expect(session.checkpoints.unsavedSteps).toBe(1);
+    await session.checkpoints.remove('r1-2');
+    expect(session.checkpoints.unsavedSteps).toBe(3);
+    expect(session.checkpoints.lastSaved).toBeNull();
   });
 
   it('loading another model asks too', async () => {
     const { session, trainSteps } = await fakeSession();
-    await session.loadModel();
+    await session.model.load();
     trainSteps(1);
-    const load = session.loadModel();
+    const load = session.model.load();
     expect((await discardDialog(session))?.action).toBe('load');
     session.answerDiscard('cancel');
     await load;
-    expect(session.step).toBe(1);
+    expect(session.training.step).toBe(1);
   });
 });
 
 describe('session: Pause and the step under way', () => {
   it('shows "pausing" before the worker answers, and Paused when the step ends', async () => {
     const { session, emit, calls, resolvePause } = await fakeSession();
-    await session.loadModel();
+    await session.model.load();
     emit({ type: 'status', status: 'running', step: 0, steps: 200 });
-    const pausing = session.pause();
+    const pausing = session.training.pause();
     // Synchronously, before the worker has answered.
-    expect(session.pausing).toBe(true);
+    expect(session.training.pausing).toBe(true);
     expect(calls).toContain('pause');
     resolvePause();
     await pausing;
-    expect(session.pausing).toBe(true); // the step under way still runs
+    expect(session.training.pausing).toBe(true); // the step under way still runs
     emit({ type: 'status', status: 'paused', step: 1, steps: 200 });
-    expect(session.pausing).toBe(false);
-    expect(session.status).toBe('paused');
+    expect(session.training.pausing).toBe(false);
+    expect(session.training.status).toBe('paused');
   });
 
   it('keeps one clock per step across its phases and clears it when training stops', async () => {
     const { session, emit } = await fakeSession();
     emit({ type: 'status', status: 'running', step: 0, steps: 200 });
     emit({ type: 'phase', progress: { step: 1, phase: 'sampling', done: 0, total: 80 } });
-    const started = session.activity!.startedAt;
+    const started = session.training.activity!.startedAt;
     await new Promise((r) => setTimeout(r, 5));
     emit({ type: 'phase', progress: { step: 1, phase: 'rewards', done: null, total: null } });
-    expect(session.activity?.phase).toBe('rewards');
-    expect(session.activity?.startedAt).toBe(started);
+    expect(session.training.activity?.phase).toBe('rewards');
+    expect(session.training.activity?.startedAt).toBe(started);
     emit({ type: 'phase', progress: { step: 2, phase: 'sampling', done: 0, total: 80 } });
-    expect(session.activity!.startedAt).toBeGreaterThan(started);
+    expect(session.training.activity!.startedAt).toBeGreaterThan(started);
     emit({ type: 'status', status: 'paused', step: 2, steps: 200 });
-    expect(session.activity).toBeNull();
+    expect(session.training.activity).toBeNull();
   });
 
   it('names the options that wait for a Reset', async () => {
     const { session } = await fakeSession();
-    await session.loadModel();
-    expect(session.pendingOptions).toEqual([]);
-    session.draft.numGenerations = 8;
-    session.draft.learningRate = 1e-3;
-    expect(new Set(session.pendingOptions)).toEqual(new Set(['numGenerations', 'learningRate']));
+    await session.model.load();
+    expect(session.options.pending).toEqual([]);
+    session.options.draft.numGenerations = 8;
+    session.options.draft.learningRate = 1e-3;
+    expect(new Set(session.options.pending)).toEqual(new Set(['numGenerations', 'learningRate']));
   });
 });

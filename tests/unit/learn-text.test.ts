@@ -113,26 +113,36 @@ describe('what the run can show', () => {
 
 /** A stand-in for the page's Session: reset applies the draft unless the dialog says cancel. */
 class FakeSession implements TrySession {
-  draft = resolveDraft({ numIterations: 1, beta: 0, steps: 5 });
-  applied: { numIterations: number; beta: number } | null = { numIterations: 1, beta: 0 };
-  step = 3;
-  model: unknown = { label: 'tiny' };
-  status = 'paused';
+  options = { draft: resolveDraft({ numIterations: 1, beta: 0, steps: 5 }) };
+  model: { info: unknown } = { info: { label: 'tiny' } };
   busy: string | null = null;
   calls: string[] = [];
-  constructor(
-    private answer: 'discard' | 'cancel',
-    private stepWorks = true,
-  ) {}
-  async reset() {
-    this.calls.push(`reset μ=${this.draft.numIterations} β=${this.draft.beta}`);
-    if (this.answer === 'cancel') return;
-    this.applied = { numIterations: this.draft.numIterations, beta: this.draft.beta };
-    this.step = 0;
-  }
-  async stepOnce() {
-    this.calls.push('step');
-    if (this.stepWorks) this.step = 1;
+  training: {
+    applied: { numIterations: number; beta: number } | null;
+    step: number;
+    status: string;
+    reset(): Promise<void>;
+    stepOnce(): Promise<void>;
+  };
+  constructor(answer: 'discard' | 'cancel', stepWorks = true) {
+    const draft = this.options.draft;
+    const calls = this.calls;
+    const training: FakeSession['training'] = {
+      applied: { numIterations: 1, beta: 0 },
+      step: 3,
+      status: 'paused',
+      async reset() {
+        calls.push(`reset μ=${draft.numIterations} β=${draft.beta}`);
+        if (answer === 'cancel') return;
+        training.applied = { numIterations: draft.numIterations, beta: draft.beta };
+        training.step = 0;
+      },
+      async stepOnce() {
+        calls.push('step');
+        if (stepWorks) training.step = 1;
+      },
+    };
+    this.training = training;
   }
 }
 
@@ -141,35 +151,35 @@ describe('see it with …', () => {
     const s = new FakeSession('discard');
     expect(await tryOptions(s, { numIterations: 2 })).toBe('stepped');
     expect(s.calls).toEqual(['reset μ=2 β=0', 'step']);
-    expect(s.draft.numIterations).toBe(2);
-    expect(s.applied).toEqual({ numIterations: 2, beta: 0 });
-    expect(s.step).toBe(1);
+    expect(s.options.draft.numIterations).toBe(2);
+    expect(s.training.applied).toEqual({ numIterations: 2, beta: 0 });
+    expect(s.training.step).toBe(1);
   });
 
   it('a cancelled discard dialog puts the form back and takes no step', async () => {
     const s = new FakeSession('cancel');
     expect(await tryOptions(s, { beta: 0.001 })).toBe('cancelled');
     expect(s.calls).toEqual(['reset μ=1 β=0.001']);
-    expect(s.draft.beta).toBe(0);
-    expect(s.applied).toEqual({ numIterations: 1, beta: 0 });
-    expect(s.step).toBe(3);
+    expect(s.options.draft.beta).toBe(0);
+    expect(s.training.applied).toEqual({ numIterations: 1, beta: 0 });
+    expect(s.training.step).toBe(3);
   });
 
   it('says so when the new run exists but its step did not happen', async () => {
     const s = new FakeSession('discard', false);
     expect(await tryOptions(s, { beta: 0.001 })).toBe('reset');
-    expect(s.applied).toEqual({ numIterations: 1, beta: 0.001 });
+    expect(s.training.applied).toEqual({ numIterations: 1, beta: 0.001 });
   });
 
   it('does nothing without a model or while training', async () => {
     const none = new FakeSession('discard');
-    none.model = null;
+    none.model.info = null;
     expect(canTry(none)).toBe(false);
     expect(await tryOptions(none, { numIterations: 2 })).toBe('unavailable');
     expect(none.calls).toEqual([]);
-    expect(none.draft.numIterations).toBe(1);
+    expect(none.options.draft.numIterations).toBe(1);
     const running = new FakeSession('discard');
-    running.status = 'running';
+    running.training.status = 'running';
     expect(canTry(running)).toBe(false);
     const busy = new FakeSession('discard');
     busy.busy = 'Step';

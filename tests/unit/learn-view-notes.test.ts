@@ -54,14 +54,16 @@ function report(step = 7): StepReport {
 }
 
 const session: TrySession = {
-  draft: resolveConfig({}) as unknown as TrySession['draft'],
-  applied: { numIterations: 1, beta: 0 },
-  step: 7,
-  model: { label: 'tiny' },
-  status: 'paused',
+  options: { draft: resolveConfig({}) as unknown as TrySession['options']['draft'] },
+  training: {
+    applied: { numIterations: 1, beta: 0 },
+    step: 7,
+    status: 'paused',
+    reset: async () => {},
+    stepOnce: async () => {},
+  },
+  model: { info: { label: 'tiny' } },
   busy: null,
-  reset: async () => {},
-  stepOnce: async () => {},
 };
 
 /** The text of the element with this data-testid (tags dropped, whitespace collapsed). */

@@ -7,7 +7,8 @@
 // change to the running run.
 import { describe, expect, it, vi } from 'vitest';
 import type * as Comlink from 'comlink';
-import { PLAYGROUND_DEFAULTS, Session } from '../../src/app/session.svelte';
+import { Session } from '../../src/app/session.svelte';
+import { PLAYGROUND_DEFAULTS } from '../../src/app/stores/shell';
 import {
   changesByStep,
   describeChange,
@@ -167,89 +168,89 @@ async function fakeSession(liveOptions: ConfigKey[] = [...LIVE_OPTION_KEYS]) {
   };
   const session = new Session(api as unknown as Comlink.Remote<TrainerApi>);
   await session.init();
-  await session.loadModel();
+  await session.model.load();
   return { session, calls, sent };
 }
 
 describe('session: Step applies the live options, no Reset', () => {
   it('applies a new learning rate before the next step and records it; numGenerations waits', async () => {
     const { session, calls, sent } = await fakeSession();
-    await session.stepOnce();
+    await session.training.stepOnce();
     expect(calls).toEqual(['loadModel', 'step']);
-    session.draft.learningRate = 1e-3;
-    session.draft.numGenerations = 8;
-    expect(session.pendingLive).toEqual(['learningRate']);
-    expect(session.pendingReset).toEqual(['numGenerations']);
+    session.options.draft.learningRate = 1e-3;
+    session.options.draft.numGenerations = 8;
+    expect(session.options.pendingLive).toEqual(['learningRate']);
+    expect(session.options.pendingReset).toEqual(['numGenerations']);
 
-    await session.stepOnce();
+    await session.training.stepOnce();
     expect(calls).toEqual(['loadModel', 'step', 'applyOptions', 'step']);
     expect(sent[0].learningRate).toBe(1e-3);
     expect(sent[0].numGenerations).toBe(BASE.numGenerations);
-    expect(session.applied?.learningRate).toBe(1e-3);
-    expect(session.liveChanges).toEqual([
+    expect(session.training.applied?.learningRate).toBe(1e-3);
+    expect(session.training.liveChanges).toEqual([
       { step: 2, key: 'learningRate', from: BASE.learningRate, to: 1e-3 },
     ]);
-    expect(session.pendingLive).toEqual([]);
-    expect(session.pendingReset).toEqual(['numGenerations']);
-    expect(session.step).toBe(2);
+    expect(session.options.pendingLive).toEqual([]);
+    expect(session.options.pendingReset).toEqual(['numGenerations']);
+    expect(session.training.step).toBe(2);
 
     // Nothing live pending: Step just steps.
-    await session.stepOnce();
+    await session.training.stepOnce();
     expect(calls.slice(4)).toEqual(['step']);
   });
 
   it('Run applies them too; more steps raise the target Run trains to', async () => {
     const { session, calls } = await fakeSession();
-    await session.stepOnce();
-    session.draft.steps = BASE.steps + 10;
-    expect(session.targetSteps).toBe(BASE.steps + 10);
-    expect(session.applied?.steps).toBe(BASE.steps);
-    const run = session.run();
-    await vi.waitFor(() => expect(session.status).toBe('running'));
+    await session.training.stepOnce();
+    session.options.draft.steps = BASE.steps + 10;
+    expect(session.options.targetSteps).toBe(BASE.steps + 10);
+    expect(session.training.applied?.steps).toBe(BASE.steps);
+    const run = session.training.run();
+    await vi.waitFor(() => expect(session.training.status).toBe('running'));
     expect(calls).toEqual(['loadModel', 'step', 'applyOptions', 'run']);
-    expect(session.applied?.steps).toBe(BASE.steps + 10);
-    await session.pause();
+    expect(session.training.applied?.steps).toBe(BASE.steps + 10);
+    await session.training.pause();
     await run;
   });
 
   it('during Run, Apply sends the changed options to the run; stopped, it leaves them to Step', async () => {
     const { session, calls, sent } = await fakeSession();
-    await session.stepOnce();
-    session.draft.learningRate = 1e-3;
-    await session.applyNow();
+    await session.training.stepOnce();
+    session.options.draft.learningRate = 1e-3;
+    await session.training.applyNow();
     expect(calls).toEqual(['loadModel', 'step']);
-    expect(session.pendingLive).toEqual(['learningRate']);
+    expect(session.options.pendingLive).toEqual(['learningRate']);
 
     // Run applies the pending change before it starts; a change made while it runs waits for Apply.
-    const run = session.run();
-    await vi.waitFor(() => expect(session.status).toBe('running'));
+    const run = session.training.run();
+    await vi.waitFor(() => expect(session.training.status).toBe('running'));
     expect(calls).toEqual(['loadModel', 'step', 'applyOptions', 'run']);
-    session.draft.temperature = 0.5;
-    session.draft.numGenerations = 8;
-    expect(session.pendingLive).toEqual(['temperature']);
-    await session.applyNow();
+    session.options.draft.temperature = 0.5;
+    session.options.draft.numGenerations = 8;
+    expect(session.options.pendingLive).toEqual(['temperature']);
+    await session.training.applyNow();
     expect(calls).toEqual(['loadModel', 'step', 'applyOptions', 'run', 'applyOptions']);
     expect(sent[1].temperature).toBe(0.5);
     expect(sent[1].learningRate).toBe(1e-3);
     expect(sent[1].numGenerations).toBe(BASE.numGenerations);
-    expect(session.applied?.temperature).toBe(0.5);
-    expect(session.pendingLive).toEqual([]);
-    expect(session.pendingReset).toEqual(['numGenerations']);
-    expect(session.liveChanges.map((c) => [c.step, c.key, c.to])).toEqual([
+    expect(session.training.applied?.temperature).toBe(0.5);
+    expect(session.options.pendingLive).toEqual([]);
+    expect(session.options.pendingReset).toEqual(['numGenerations']);
+    expect(session.training.liveChanges.map((c) => [c.step, c.key, c.to])).toEqual([
       [2, 'learningRate', 1e-3],
       [2, 'temperature', 0.5],
     ]);
-    await session.pause();
+    await session.training.pause();
     await run;
   });
 
   it('without a reference policy, beta waits for a Reset and Step sends nothing', async () => {
     const { session, calls } = await fakeSession(LIVE_OPTION_KEYS.filter((k) => k !== 'beta'));
-    await session.stepOnce();
-    session.draft.beta = 0.1;
-    expect(session.pendingLive).toEqual([]);
-    expect(session.pendingReset).toEqual(['beta']);
-    await session.stepOnce();
+    await session.training.stepOnce();
+    session.options.draft.beta = 0.1;
+    expect(session.options.pendingLive).toEqual([]);
+    expect(session.options.pendingReset).toEqual(['beta']);
+    await session.training.stepOnce();
     expect(calls).toEqual(['loadModel', 'step', 'step']);
   });
 });

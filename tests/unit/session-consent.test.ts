@@ -5,7 +5,8 @@
 // a different code asks again.
 import { describe, expect, it } from 'vitest';
 import type * as Comlink from 'comlink';
-import { Session, checkpointFileConfig } from '../../src/app/session.svelte';
+import { Session } from '../../src/app/session.svelte';
+import { checkpointFileConfig } from '../../src/app/stores/checkpoints.svelte';
 import { canonicalCode, codeHash, ConsentMemory } from '../../src/app/consent';
 import { resolveConfig } from '../../src/grpo/config';
 import { encodeCheckpointFile } from '../../src/storage/transfer';
@@ -49,31 +50,31 @@ describe('a shared link with custom reward code', () => {
 
   it('applies the rest at once and the code only when allowed', async () => {
     const session = new Session(api);
-    const done = session.applySharedConfig(shared);
+    const done = session.options.applyShared(shared);
     const dialog = await dialogOf(session);
     expect(dialog).toMatchObject({ origin: 'link', code: { len: CODE } });
     // While the dialog is open, the draft already has everything but the code.
-    expect(session.draft.steps).toBe(7);
-    expect(session.draft.rewards).toEqual(['format']);
-    expect(session.draft.customRewards).toEqual({});
+    expect(session.options.draft.steps).toBe(7);
+    expect(session.options.draft.rewards).toEqual(['format']);
+    expect(session.options.draft.customRewards).toEqual({});
     session.answerConsent(true);
     await done;
     expect(session.consent).toBeNull();
-    expect(session.draft.rewards).toEqual(['format', 'custom:len']);
-    expect(session.draft.rewardWeights).toEqual([1, 2]);
-    expect(session.draft.customRewards).toEqual({ len: CODE });
+    expect(session.options.draft.rewards).toEqual(['format', 'custom:len']);
+    expect(session.options.draft.rewardWeights).toEqual([1, 2]);
+    expect(session.options.draft.customRewards).toEqual({ len: CODE });
   });
 
   it('declining keeps the rest of the config and says what was left out', async () => {
     const session = new Session(api);
-    const done = session.applySharedConfig(shared);
+    const done = session.options.applyShared(shared);
     await dialogOf(session);
     session.answerConsent(false);
     await done;
-    expect(session.draft.steps).toBe(7);
-    expect(session.draft.rewards).toEqual(['format']);
-    expect(session.draft.rewardWeights).toEqual([1]);
-    expect(session.draft.customRewards).toEqual({});
+    expect(session.options.draft.steps).toBe(7);
+    expect(session.options.draft.rewards).toEqual(['format']);
+    expect(session.options.draft.rewardWeights).toEqual([1]);
+    expect(session.options.draft.customRewards).toEqual({});
     expect(session.banners.map((b) => b.message)).toEqual([
       'Not added: custom:len. The rest of the shared configuration is in the options.',
     ]);
@@ -122,34 +123,40 @@ describe('restoring a checkpoint with custom reward code', () => {
       const config = allowed ? withCode : without;
       return { runId: 'r', runName: 'n', config, step: 4, history: [], plan: null };
     };
-    return { asked, api: { restoreCheckpoint } as unknown as Comlink.Remote<TrainerApi> };
+    return {
+      asked,
+      api: {
+        restoreCheckpoint,
+        restoreProblem: async () => null,
+      } as unknown as Comlink.Remote<TrainerApi>,
+    };
   }
 
   it('declining restores without it and says so', async () => {
     const { api: fake } = fakeApi();
     const session = new Session(fake);
-    const restoring = session.restore('c');
+    const restoring = session.checkpoints.restore('c');
     const dialog = await dialogOf(session);
     expect(dialog).toMatchObject({ origin: 'restore', code: { len: CODE } });
     session.answerConsent(false);
     await restoring;
-    expect(session.draft.rewards).toEqual(['format']);
-    expect(session.draft.customRewards).toEqual({});
-    expect(session.applied?.rewards).toEqual(['format']);
+    expect(session.options.draft.rewards).toEqual(['format']);
+    expect(session.options.draft.customRewards).toEqual({});
+    expect(session.training.applied?.rewards).toEqual(['format']);
     expect(session.banners.at(-1)?.title).toBe('Restored without its custom reward code');
   });
 
   it('allowing restores with it; its own code does not ask again in the session', async () => {
     const { api: fake } = fakeApi();
     const session = new Session(fake);
-    const restoring = session.restore('c');
+    const restoring = session.checkpoints.restore('c');
     await dialogOf(session);
     session.answerConsent(true);
     await restoring;
-    expect(session.applied?.rewards).toEqual(['format', 'custom:len']);
-    await session.restore('c');
+    expect(session.training.applied?.rewards).toEqual(['format', 'custom:len']);
+    await session.checkpoints.restore('c');
     expect(session.consent).toBeNull();
-    expect(session.applied?.customRewards).toEqual({ len: CODE });
+    expect(session.training.applied?.customRewards).toEqual({ len: CODE });
   });
 });
 
@@ -178,7 +185,7 @@ describe('importing a checkpoint file', () => {
       storageInfo: async () => null,
     } as unknown as Comlink.Remote<TrainerApi>;
     const session = new Session(fake);
-    const importing = session.importCheckpoint(
+    const importing = session.checkpoints.import(
       file({ rewards: ['custom:len'], customRewards: { len: CODE } }, 'mine.grpockpt'),
     );
     const dialog = await dialogOf(session);
@@ -198,7 +205,7 @@ describe('importing a checkpoint file', () => {
       importCheckpoint: async () => (called = true),
     } as unknown as Comlink.Remote<TrainerApi>;
     const session = new Session(fake);
-    await session.importCheckpoint(file({ customRewards: { 'a"b': CODE } }, 'bad.grpockpt'));
+    await session.checkpoints.import(file({ customRewards: { 'a"b': CODE } }, 'bad.grpockpt'));
     expect(called).toBe(false);
     expect(session.consent).toBeNull();
     expect(session.banners[0].message).toMatch(

@@ -1,6 +1,6 @@
 // The memory plan follows the form before a model is loaded (Session.replan through the worker
 // API's planMemory, src/app/session.svelte.ts and src/worker/trainer-api.ts): the model panel's
-// LoRA / rank / dtype / checkpointing switches edit session.draft, and the previewed plan becomes
+// LoRA / rank / dtype / checkpointing switches edit session.options.draft, and the previewed plan becomes
 // the plan grpo's planRunMemory gives for that draft; quick changes end on the newest draft's plan;
 // a draft that does not resolve keeps the last plan. The real worker API on Node WebGPU, no stubs.
 import 'fake-indexeddb/auto';
@@ -24,51 +24,53 @@ async function tinySession() {
     modelSource: () => filesSource(folder.blobs, 'tiny test model'),
   });
   const session = new Session(api as unknown as Comlink.Remote<TrainerApi>);
-  await session.previewModel({ kind: 'bundled' });
+  await session.model.previewModel({ kind: 'bundled' });
   const limits = (await testEngine()).device.limits;
   /** The peak grpo's planner gives for the session's draft now. */
   const expectedPeak = () =>
-    planRunMemory(folder.config, resolveConfig(session.draftForWorker()), limits).peakBytes;
+    planRunMemory(folder.config, resolveConfig(session.options.forWorker()), limits).peakBytes;
   return { session, expectedPeak };
 }
 
 describe('Session.replan', { timeout: 120_000 }, () => {
   it('gives the plan of the draft as the switches change it', async () => {
     const { session, expectedPeak } = await tinySession();
-    const full = session.preview!.plan;
+    const full = session.model.preview!.plan;
     expect(full.peakBytes).toBe(expectedPeak());
 
-    session.draft.usePeft = true;
-    session.draft.loraR = 2;
-    await session.replan();
-    const lora = session.preview!.plan;
+    session.options.draft.usePeft = true;
+    session.options.draft.loraR = 2;
+    await session.model.replan();
+    const lora = session.model.preview!.plan;
     expect(lora.peakBytes).toBe(expectedPeak());
     expect(lora.peakBytes).toBeLessThan(full.peakBytes);
     expect(lora.byCategory.optimizer).toBeLessThan(full.byCategory.optimizer);
 
-    session.draft.dtype = 'bfloat16';
-    await session.replan();
-    expect(session.preview!.plan.peakBytes).toBe(expectedPeak());
-    expect(session.preview!.plan.byCategory.parameters).toBeLessThan(lora.byCategory.parameters);
+    session.options.draft.dtype = 'bfloat16';
+    await session.model.replan();
+    expect(session.model.preview!.plan.peakBytes).toBe(expectedPeak());
+    expect(session.model.preview!.plan.byCategory.parameters).toBeLessThan(
+      lora.byCategory.parameters,
+    );
 
-    session.draft.gradientCheckpointing = true;
-    await session.replan();
-    expect(session.preview!.plan.peakBytes).toBe(expectedPeak());
+    session.options.draft.gradientCheckpointing = true;
+    await session.model.replan();
+    expect(session.model.preview!.plan.peakBytes).toBe(expectedPeak());
   });
 
   it('ends on the newest draft after quick changes; a draft that does not resolve keeps the plan', async () => {
     const { session, expectedPeak } = await tinySession();
-    session.draft.usePeft = true;
-    const first = session.replan();
-    session.draft.usePeft = false;
-    const second = session.replan();
+    session.options.draft.usePeft = true;
+    const first = session.model.replan();
+    session.options.draft.usePeft = false;
+    const second = session.model.replan();
     await Promise.all([second, first]);
-    expect(session.preview!.plan.peakBytes).toBe(expectedPeak());
+    expect(session.model.preview!.plan.peakBytes).toBe(expectedPeak());
 
-    const before = session.preview!.plan;
-    session.draft.loraR = NaN;
-    expect(session.configError).toMatch(/loraR/);
-    await session.replan();
-    expect(session.preview!.plan).toBe(before);
+    const before = session.model.preview!.plan;
+    session.options.draft.loraR = NaN;
+    expect(session.options.configError).toMatch(/loraR/);
+    await session.model.replan();
+    expect(session.model.preview!.plan).toBe(before);
   });
 });

@@ -90,12 +90,13 @@ describe('every playground run kind saves and resumes exactly', { timeout: 900_0
       expect(saved.step).toBe(2);
 
       const second = workerOn(db, folder);
+      const events = listen(second);
       await second.loadModel({ kind: 'bundled' }, config);
       expect(await second.restoreProblem(saved.id)).toBeNull();
       const restored = await second.restoreCheckpoint(saved.id);
       expect(restored.step).toBe(2);
       expect(restored.config.usePeft).toBe(config.usePeft ?? false);
-      const third = await second.step();
+      const third = await stepReport(second, events);
       expect(third.step).toBe(3);
       const resumedSaved = await second.saveCheckpoint();
       const resumedCkpt = await (
@@ -120,6 +121,15 @@ describe('every playground run kind saves and resumes exactly', { timeout: 900_0
         comparable(straightCkpt.metricsSoFar!.map(({ step, ...m }) => ({ step, metrics: m }))),
       );
       expect(resumedCkpt.metricsSoFar!.map((r) => r.step)).toEqual([1, 2, 3]);
+
+      // The worker wrote the run's history as the steps ended (the page writes none): the two
+      // workers' rows are one history, and step 3's row is the resumed run's.
+      const stored = await GrpoStorage.open({ indexedDB: db });
+      await vi.waitFor(async () =>
+        expect((await stored.getMetrics(saved.runId)).map((r) => r.step)).toEqual([1, 2, 3]),
+      );
+      const rows = await stored.getMetrics(saved.runId);
+      expect(rows[2].loss).toBe(third.metrics.loss);
     },
   );
 

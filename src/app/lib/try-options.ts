@@ -9,19 +9,21 @@ export type TryChanges = Partial<Pick<DraftConfig, 'numIterations' | 'beta'>>;
 
 /** What the helper needs of the page's Session (session.svelte.ts). */
 export interface TrySession {
-  readonly draft: DraftConfig;
-  readonly applied: Pick<DraftConfig, 'numIterations' | 'beta'> | null;
-  readonly step: number;
-  readonly model: unknown;
-  readonly status: string;
+  readonly options: { readonly draft: DraftConfig };
+  readonly training: {
+    readonly applied: Pick<DraftConfig, 'numIterations' | 'beta'> | null;
+    readonly step: number;
+    readonly status: string;
+    reset(): Promise<void>;
+    stepOnce(): Promise<void>;
+  };
+  readonly model: { readonly info: unknown };
   readonly busy: string | null;
-  reset(): Promise<void>;
-  stepOnce(): Promise<void>;
 }
 
 /** Whether a "see it with" button can act now: a model is loaded and nothing is under way. */
 export function canTry(session: TrySession): boolean {
-  return !!session.model && session.status !== 'running' && session.busy === null;
+  return !!session.model.info && session.training.status !== 'running' && session.busy === null;
 }
 
 /** The button's text, e.g. "See it with μ = 2" (the option's symbol as the page writes it). */
@@ -43,15 +45,16 @@ export async function tryOptions(session: TrySession, changes: TryChanges): Prom
   if (!canTry(session)) return 'unavailable';
   const keys = Object.keys(changes) as (keyof TryChanges)[];
   const before: TryChanges = {};
-  for (const k of keys) before[k] = session.draft[k];
-  Object.assign(session.draft, changes);
-  await session.reset();
-  const applied = session.applied;
-  const took = !!applied && session.step === 0 && keys.every((k) => applied[k] === changes[k]);
+  for (const k of keys) before[k] = session.options.draft[k];
+  Object.assign(session.options.draft, changes);
+  await session.training.reset();
+  const applied = session.training.applied;
+  const took =
+    !!applied && session.training.step === 0 && keys.every((k) => applied[k] === changes[k]);
   if (!took) {
-    Object.assign(session.draft, before);
+    Object.assign(session.options.draft, before);
     return 'cancelled';
   }
-  await session.stepOnce();
-  return session.step > 0 ? 'stepped' : 'reset';
+  await session.training.stepOnce();
+  return session.training.step > 0 ? 'stepped' : 'reset';
 }
