@@ -5,7 +5,8 @@
 // on_save, on_evaluate, on_train_end; onProgress for the phases within a step), and add only their
 // own I/O: files and stdout in the CLI, IndexedDB, progress events and pause/resume in the
 // worker. The loop is drivable one step at a time (`step()`, the playground's Step button) or
-// until a stop condition (`runUntil()`).
+// until a stop condition (`runUntil()`); it is a TrainingStage (stage.ts), as the SFT loop is, so
+// the recipe runner drives both alike.
 import type { Engine } from '../engine/engine';
 import type { LlamaConfig } from '../core/model-config';
 import {
@@ -41,6 +42,7 @@ import { EvalDuringTraining, type BestEval, type EvalRecord } from './eval-durin
 import { trainerEvalContext, type EvalContext } from './evaluate';
 import type { SandboxFactory } from './reward-sandbox';
 import { createRewardFunctions, type RewardFunction } from './rewards';
+import { stepUntil, type StageHooks, type TrainingStage } from './stage';
 import { StepProgress, type PhaseProgress } from './step-progress';
 import { GrpoTrainer, type StepReport, type TrainerTokenizer } from './trainer';
 
@@ -110,8 +112,9 @@ export function runPlanInput(
 }
 
 /** What the front ends hear from the loop; each may be async (the loop waits for it), except
- * onProgress, which is told synchronously as GPU work is submitted. */
-export interface RunHooks {
+ * onProgress, which is told synchronously as GPU work is submitted. A stage's hooks (StageHooks)
+ * are RunHooks: onStep then hears the StageStepResult part of each StepReport. */
+export interface RunHooks extends StageHooks {
   /** The phase of the step under way, as it changes (src/grpo/step-progress.ts): sampling k/N
    * tokens, rewards, reference, forward + backward i/μ, optimizer i/μ, re-scoring, then the
    * step's checkpoint and evaluation; null once the step is over (or failed). */
@@ -171,7 +174,7 @@ export interface RunSetup {
 /** The options whose change rebuilds the reward functions (custom rewards in new sandboxes). */
 const REWARD_KEYS: readonly ConfigKey[] = ['rewards', 'customRewards', 'rewardTimeoutMs'];
 
-export class Run {
+export class Run implements TrainingStage {
   readonly id: string;
   /** The run's display name (renaming a run changes it). */
   name: string | undefined;
@@ -336,6 +339,11 @@ export class Run {
     return this.trainer.step;
   }
 
+  /** The configured number of steps (config.steps; a live change may move it). */
+  get totalSteps(): number {
+    return this.config.steps;
+  }
+
   /** Whether the configured number of steps has been trained. */
   get finished(): boolean {
     return this.trainer.step >= this.config.steps;
@@ -390,19 +398,15 @@ export class Run {
   }
 
   /** Steps until the configured steps are done or `stop()` says so (checked before each step). */
-  async runUntil(stop: () => boolean = () => false): Promise<'finished' | 'stopped'> {
-    while (!this.finished) {
-      if (stop()) return 'stopped';
-      await this.step();
-    }
-    return 'finished';
+  runUntil(stop: () => boolean = () => false): Promise<'finished' | 'stopped'> {
+    return stepUntil(this, stop);
   }
 
-  /** Hands the current state to onCheckpoint (a user's Save when `automatic` is false). */
-  async save(automatic = false): Promise<void> {
-    if (!this.hooks.onCheckpoint) return;
+  /** The current state as a checkpoint payload (the codec's: trainer snapshot, config in force,
+   * live changes, metrics so far). */
+  async snapshot(): Promise<CheckpointPayload> {
     if (!this.modelIdentity) throw new Error('Run: saving a checkpoint needs setup.modelIdentity');
-    const payload = snapshotToPayload(await this.trainer.snapshot(), {
+    return snapshotToPayload(await this.trainer.snapshot(), {
       runId: this.id,
       runName: this.name,
       config: this.config,
@@ -414,7 +418,17 @@ export class Run {
       metricsSoFar: toStoredMetrics(this.history),
       liveChanges: this.liveChanges,
     });
-    await this.hooks.onCheckpoint(payload, { automatic });
+  }
+
+  /** Hands the current state to onCheckpoint (a user's Save when `automatic` is false). */
+  async save(automatic = false): Promise<void> {
+    if (!this.hooks.onCheckpoint) return;
+    await this.hooks.onCheckpoint(await this.snapshot(), { automatic });
+  }
+
+  /** The policy's parameters now (a recipe stage's end weights). */
+  readWeights(): Promise<Map<string, Float32Array>> {
+    return this.trainer.policy.readParameters();
   }
 
   /** Frees the GPU buffers and the custom rewards' sandboxes. */

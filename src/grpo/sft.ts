@@ -14,9 +14,10 @@
 // Gradient accumulation is therefore a memory choice TRL makes that this loop does not: the GA
 // micro-batches are packed into one batch of the same loss.
 //
-// The loop has the shape of the GRPO Run (src/grpo/run.ts): set up once, step(), hooks onStep and
-// onCheckpoint (the codec's payload: weights, AdamW moments, optimizer step, data cursor, counters).
-// Full fine-tuning only (no LoRA here).
+// The loop is a TrainingStage (stage.ts) as the GRPO Run is (src/grpo/run.ts): set up once, step(),
+// hooks onStep and onCheckpoint, snapshot() / restore() of a CheckpointPayload (weights, AdamW
+// moments, optimizer step, data cursor, counters in its `rng` record). Full fine-tuning only (no
+// LoRA here).
 import type { Engine } from '../engine/engine';
 import { mixSeeds, mulberry32, seed32 } from '../core/rng';
 import { numel, parameterSpecs, type LlamaConfig } from '../core/model-config';
@@ -26,10 +27,11 @@ import { EXP_AVG_PREFIX, EXP_AVG_SQ_PREFIX, GpuAdamW } from '../optim/adamw';
 import { learningRateAt, runSchedule } from '../optim/schedule';
 import type { CheckpointPayload, CheckpointTensor } from '../storage/checkpoints';
 import type { Identity } from '../storage/db';
-import { toStoredMetrics } from './checkpoint';
+import { fromStoredMetrics, toStoredMetrics } from './checkpoint';
 import { PolicyObjective } from './policy-objective';
 import type { MetricsRow } from './run';
 import type { SftConfig } from './sft-config';
+import { stepUntil, type StageHooks, type StageStepResult, type TrainingStage } from './stage';
 import { tokenizeSftRow, type SftExample, type SftRow, type SftTokenizeOptions } from './sft-data';
 import { MAX_CONSECUTIVE_SKIPS, TrainingDivergedError, type TrainerTokenizer } from './trainer';
 
@@ -107,18 +109,12 @@ function packSftBatch(examples: readonly SftExample[], padId: number): PackedBat
   return batch;
 }
 
-export interface SftStepReport {
-  step: number;
-  metrics: Record<string, number>;
-  /** Why the update was skipped (non-finite loss or gradient), or null when it was applied. */
-  skipped: string | null;
-}
+/** One optimizer step's TRL metrics and whether its update was skipped: a stage's step result. */
+export type SftStepReport = StageStepResult;
 
-export interface SftHooks {
-  onStep?(report: SftStepReport, info: { elapsedMs: number }): void | Promise<void>;
-  /** A checkpoint to store (src/grpo/checkpoint.ts checkpointToFiles writes it as files). */
-  onCheckpoint?(payload: CheckpointPayload, info: { automatic: boolean }): void | Promise<void>;
-}
+/** A stage's hooks: onStep after each optimizer step, onCheckpoint for each checkpoint to store
+ * (src/grpo/checkpoint.ts checkpointToFiles writes it as files). */
+export type SftHooks = StageHooks;
 
 export interface SftSetup {
   engine: Engine;
@@ -136,7 +132,7 @@ export interface SftSetup {
 /** The checkpoint's `rng` record keys of the SFT loop's state. */
 const STATE_KEYS = ['sft.epoch', 'sft.cursor', 'sft.numTokens', 'sft.consecutiveSkips'] as const;
 
-export class SftRun {
+export class SftRun implements TrainingStage {
   readonly config: SftConfig;
   readonly policy: GpuLlama;
   readonly totalSteps: number;
@@ -249,16 +245,12 @@ export class SftRun {
   }
 
   /** Steps until the run is done or `stop()` says so (checked before each step). */
-  async runUntil(stop: () => boolean = () => false): Promise<'finished' | 'stopped'> {
-    while (!this.finished) {
-      if (stop()) return 'stopped';
-      await this.step();
-    }
-    return 'finished';
+  runUntil(stop: () => boolean = () => false): Promise<'finished' | 'stopped'> {
+    return stepUntil(this, stop);
   }
 
   /** The current state as a checkpoint payload (weights, moments, counters, data cursor). */
-  async checkpoint(): Promise<CheckpointPayload> {
+  async snapshot(): Promise<CheckpointPayload> {
     const weights = await this.policy.readParameters();
     const moments = await this.optimizer.readState();
     const specs = parameterSpecs(this.setup.model.config);
@@ -303,14 +295,23 @@ export class SftRun {
   /** Hands the current state to onCheckpoint (`automatic`: due by saveSteps). */
   async save(automatic = false): Promise<void> {
     if (!this.hooks.onCheckpoint) return;
-    await this.hooks.onCheckpoint(await this.checkpoint(), { automatic });
+    await this.hooks.onCheckpoint(await this.snapshot(), { automatic });
+  }
+
+  /** The policy's parameters now (a recipe stage's end weights). */
+  readWeights(): Promise<Map<string, Float32Array>> {
+    return this.policy.readParameters();
   }
 
   /**
    * Continues from a checkpoint of this loop on the same data (refused otherwise): weights, AdamW
-   * moments and step, the data cursor and counters, and the metrics history up to its step.
+   * moments and step, the data cursor and counters, and the metrics history up to its step
+   * (default: the one the checkpoint stored, as Run's; a checkpoint read from files stores none).
    */
-  restore(payload: CheckpointPayload, history: readonly MetricsRow[] = []): void {
+  restore(
+    payload: CheckpointPayload,
+    history: readonly MetricsRow[] = fromStoredMetrics(payload.metricsSoFar),
+  ): void {
     const value = (key: string) => {
       const v = payload.rng[key];
       if (!Array.isArray(v) || typeof v[0] !== 'number')

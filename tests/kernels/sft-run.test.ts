@@ -119,7 +119,7 @@ describe('SftRun', { timeout: 600_000 }, () => {
     const first = make();
     await first.step();
     await first.step();
-    const files = checkpointToFiles(await first.checkpoint());
+    const files = checkpointToFiles(await first.snapshot());
     first.destroy();
     const { payload } = checkpointFromFiles((name) => files.get(name)!);
     const resumed = make();
