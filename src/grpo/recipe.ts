@@ -3,6 +3,9 @@
 // worker): one timeline of metrics rows whose step counts across stages (stage boundaries are where
 // its `stage` index changes), hooks for each step, checkpoint and stage end, and a JSON state
 // (`RecipeState`) that, with the current stage's last checkpoint, resumes the recipe exactly.
+// Stages run through one table (STAGE_RUNNERS) from kind to runner: sft and grpo build a
+// TrainingStage (stage.ts: SftRun, Run) that one loop drives without asking which it is;
+// rejection-sample trains nothing and has a runner of its own.
 // This is the GPU side (GpuLlama, Sampler, Run, SftRun); the page never imports it as a value.
 import type { Engine } from '../engine/engine';
 import { mixSeeds } from '../core/rng';
@@ -18,19 +21,23 @@ import {
   MODEL_PREFIX,
   stageConfig,
   stageSeed,
+  type GrpoStage,
   type Recipe,
   type RecipeStage,
   type RecipeState,
+  type RejectionStage,
   type SftStage,
+  type StageKind,
   type StageResult,
   type TimelineRow,
 } from './recipe-spec';
 import { rejectionSample, toSftJsonl, type RejectionSamplingReport } from './rejection-sampling';
 import type { SandboxFactory } from './reward-sandbox';
-import { Run, type MetricsRow } from './run';
+import { Run } from './run';
 import { SftRun, tokenizeSftDataset } from './sft';
 import { resolveSftConfig } from './sft-config';
 import { parseSftJsonl, type SftRow } from './sft-data';
+import type { StageHooks, StageStepResult, TrainingStage } from './stage';
 import { renderPrompt, type TrainerTokenizer } from './trainer';
 
 export interface StageInfo {
@@ -98,14 +105,175 @@ const tag = (payload: CheckpointPayload, recipe: Recipe, index: number): Checkpo
   },
 });
 
-/** What a recipe needs of a training stage's run: SftRun and Run both have it. */
-interface StageTrainer {
-  restore(checkpoint: CheckpointPayload, history?: readonly MetricsRow[]): void;
-  runUntil(stop: () => boolean): Promise<'finished' | 'stopped'>;
-  readonly stepCount: number;
-  save(automatic: boolean): Promise<void>;
-  destroy(): void;
+type Weights = ReadonlyMap<string, Float32Array>;
+type StageOf<K extends StageKind> = Extract<RecipeStage, { kind: K }>;
+
+/** What runStage hands the runner of stage `info.index`: the stage, the model and weights it
+ * starts from, and the recipe's bookkeeping bound to this stage. */
+interface StageContext<S extends RecipeStage = RecipeStage> {
+  recipe: Recipe;
+  setup: RecipeSetup;
+  hooks: RecipeHooks;
+  stage: S;
+  info: StageInfo;
+  start: RecipeModel & { weights: Weights };
+  /** The stage's checkpoint to continue from (resume), or null to start it over. */
+  checkpoint: CheckpointPayload | null;
+  /** performance.now() when the stage started. */
+  started: number;
+  /** Appends a step to the timeline and tells onStep (`steps`: the stage's total). */
+  record(result: StageStepResult, steps: number, elapsedMs: number): Promise<void>;
+  /** The save hook of a training stage: tags the checkpoint with the recipe and stage for
+   * onCheckpoint, and notes its step. */
+  onCheckpoint: NonNullable<StageHooks['onCheckpoint']>;
+  /** The stage's step of its latest checkpoint (a stop saves one only past it). */
+  lastSaved(): number;
+  stopRequested(): boolean;
+  /** The examples of an SFT stage (its own JSONL, cold-start rows, or a rejection stage's set). */
+  sftRows(stage: SftStage): SftRow[];
+  /** Keeps a rejection stage's set (SFT JSONL) under the stage's name for later stages. */
+  keepDataset(jsonl: string): void;
+  /** The result of a training stage of `steps` steps from its timeline rows. */
+  stepResult(steps: number): StageResult;
 }
+
+/** A stage run to its end: the weights it ends with and its result. */
+interface StageEnd {
+  weights: Weights;
+  result: StageResult;
+}
+
+/** Runs one kind of stage to its end, or until a stop is asked for ('stopped'). */
+type StageRunner<S extends RecipeStage> = (ctx: StageContext<S>) => Promise<StageEnd | 'stopped'>;
+
+/** Builds a training stage of one kind on the context's start weights, with the hooks given. */
+type TrainingStageFactory<S extends RecipeStage> = (
+  ctx: StageContext<S>,
+  hooks: StageHooks,
+) => TrainingStage;
+
+/** A stage's own run id under the recipe's: `<runId>/<index>-<name>`. */
+const stageRunId = ({ setup, info }: StageContext) =>
+  `${setup.runId}/${info.index}-${info.stage.name}`;
+
+const sftStage: TrainingStageFactory<SftStage> = (ctx, hooks) => {
+  const { recipe, stage, info, start } = ctx;
+  const config = resolveSftConfig({ seed: stageSeed(recipe, info.index), ...stage.options });
+  const { examples } = tokenizeSftDataset(ctx.sftRows(stage), start.tokenizer, config);
+  return new SftRun({
+    engine: ctx.setup.engine,
+    runId: stageRunId(ctx),
+    runName: `${recipe.name} · ${stage.name}`,
+    modelIdentity: start.identity,
+    config,
+    model: { config: start.config, weights: start.weights },
+    examples,
+    padTokenId: start.tokenizer.padTokenId,
+    hooks,
+  });
+};
+
+const grpoStage: TrainingStageFactory<GrpoStage> = (ctx, hooks) => {
+  const { recipe, stage, info, start, setup } = ctx;
+  return new Run({
+    engine: setup.engine,
+    config: stageConfig(recipe, info.index),
+    runId: stageRunId(ctx),
+    runName: `${recipe.name} · ${stage.name}`,
+    modelIdentity: start.identity ?? { name: recipe.name, sha256: '' },
+    model: { config: start.config, weights: start.weights, tokenizer: start.tokenizer },
+    scoringTask: setup.scoringTask,
+    sandboxFactory: setup.sandboxFactory,
+    hooks,
+  });
+};
+
+/**
+ * The runner of a training kind: builds the stage with hooks that record each step and save
+ * through the recipe, continues it from the checkpoint if any, and trains it to its end (its final
+ * weights) or until a stop is asked for, when it saves the steps trained since the last
+ * checkpoint. The stage is freed either way. Only the TrainingStage interface is used here.
+ */
+const training =
+  <S extends RecipeStage>(build: TrainingStageFactory<S>): StageRunner<S> =>
+  async (ctx) => {
+    const run: TrainingStage = build(ctx, {
+      onStep: (result, { elapsedMs }) => ctx.record(result, run.totalSteps, elapsedMs),
+      onCheckpoint: ctx.onCheckpoint,
+    });
+    try {
+      if (ctx.checkpoint) run.restore(ctx.checkpoint, []);
+      await ctx.hooks.onStageStart?.({ ...ctx.info, steps: run.totalSteps });
+      if ((await run.runUntil(ctx.stopRequested)) === 'stopped') {
+        // A pause keeps every trained step: the stage's state as a checkpoint, resume's start.
+        if (run.stepCount > ctx.lastSaved()) await run.save(true);
+        return 'stopped';
+      }
+      return { weights: await run.readWeights(), result: ctx.stepResult(run.totalSteps) };
+    } finally {
+      run.destroy();
+    }
+  };
+
+/**
+ * The runner of a rejection-sample stage, which trains nothing (no optimizer, no steps): samples
+ * the stage's prompts on its start weights, keeps the verified completions as an SFT set for later
+ * stages, and passes its start weights through.
+ */
+const rejectionSampleStage: StageRunner<RejectionStage> = async (ctx) => {
+  const { recipe, setup, stage, info, start } = ctx;
+  const config = stageConfig(recipe, info.index);
+  const task = createTask(config.task, config.taskOptions);
+  const verifier = setup.scoringTask ?? task;
+  const seed = stage.options.seed ?? stageSeed(recipe, info.index);
+  const problems = task.generate(mixSeeds(seed, 0x5e1ec7), stage.prompts);
+  const model = GpuLlama.load(setup.engine, start.config, start.weights);
+  let report: RejectionSamplingReport;
+  try {
+    await ctx.hooks.onStageStart?.({ ...info, steps: 0 });
+    report = await rejectionSample(
+      {
+        generator: new Sampler(setup.engine, model),
+        tokenizer: start.tokenizer,
+        task: verifier,
+        renderPrompt: (p) => renderPrompt(task, start.tokenizer, p, config.template),
+      },
+      problems,
+      {
+        maxCompletionLength: config.maxCompletionLength,
+        temperature: config.temperature,
+        ...stage.options,
+        seed,
+      },
+    );
+  } finally {
+    model.destroy();
+  }
+  ctx.keepDataset(toSftJsonl(report));
+  await ctx.hooks.onRejection?.(report, info);
+  const result: StageResult = {
+    stage: info.index,
+    name: stage.name,
+    kind: stage.kind,
+    steps: 0,
+    endStep: info.startStep,
+    seconds: (performance.now() - ctx.started) / 1000,
+    rejection: {
+      sampled: report.sampled,
+      kept: report.kept,
+      yield: report.yield,
+      perPrompt: report.perPrompt.map((p) => ({ ...p })),
+    },
+  };
+  return { weights: start.weights, result };
+};
+
+/** How each kind of stage runs: the training kinds through their TrainingStage's factory. */
+const STAGE_RUNNERS: { [K in StageKind]: StageRunner<StageOf<K>> } = {
+  sft: training(sftStage),
+  grpo: training(grpoStage),
+  'rejection-sample': rejectionSampleStage,
+};
 
 export class RecipeRun {
   readonly recipe: Recipe;
@@ -226,7 +394,6 @@ export class RecipeRun {
     checkpoint: CheckpointPayload | null,
   ): Promise<'finished' | 'stopped'> {
     const stage = this.recipe.stages[index];
-    const { engine } = this.setup;
     const started = performance.now();
     // Rows of this stage recorded before a resume are kept up to the checkpoint's step.
     const keep = checkpoint?.step ?? 0;
@@ -236,143 +403,41 @@ export class RecipeRun {
     const startStep = this.state.timeline.filter((r) => r.stage < index).at(-1)?.step ?? 0;
     const info: StageInfo = { index, stage, startStep };
     const start = await this.startWeights(index);
-    const from = start.weights;
-    const record = async (
-      stageStep: number,
-      metrics: Record<string, number>,
-      steps: number,
-      elapsedMs: number,
-      skipped?: string | null,
-    ) => {
-      const row: TimelineRow = { step: startStep + stageStep, stage: index, stageStep, metrics };
-      this.state.timeline.push(row);
-      await this.hooks.onStep?.(row, { ...info, steps, elapsedMs, skipped });
-    };
-    const runId = `${this.setup.runId}/${index}-${stage.name}`;
-    /** The stage's step of its latest checkpoint (a stop saves one only past it). */
     let lastSaved = checkpoint?.step ?? 0;
-    const onCheckpoint = (payload: CheckpointPayload, { automatic }: { automatic: boolean }) => {
-      lastSaved = payload.step;
-      return this.hooks.onCheckpoint?.(tag(payload, this.recipe, index), { ...info, automatic });
+    const ctx: StageContext = {
+      recipe: this.recipe,
+      setup: this.setup,
+      hooks: this.hooks,
+      stage,
+      info,
+      start,
+      checkpoint,
+      started,
+      record: async ({ step: stageStep, metrics, skipped }, steps, elapsedMs) => {
+        const row: TimelineRow = { step: startStep + stageStep, stage: index, stageStep, metrics };
+        this.state.timeline.push(row);
+        await this.hooks.onStep?.(row, { ...info, steps, elapsedMs, skipped });
+      },
+      onCheckpoint: (payload, { automatic }) => {
+        lastSaved = payload.step;
+        return this.hooks.onCheckpoint?.(tag(payload, this.recipe, index), { ...info, automatic });
+      },
+      lastSaved: () => lastSaved,
+      stopRequested: () => this.stopRequested,
+      sftRows: (s) => this.sftRows(s),
+      keepDataset: (jsonl) => {
+        this.state.datasets[stage.name] = jsonl;
+      },
+      stepResult: (steps) => this.stepResult(index, steps, started),
     };
-    /** Trains a built SFT or GRPO stage to its end (its final weights) or until a stop is asked
-     * for; the run is freed either way. */
-    const trainStage = async (
-      run: StageTrainer,
-      steps: number,
-      readWeights: () => Promise<ReadonlyMap<string, Float32Array>>,
-    ): Promise<ReadonlyMap<string, Float32Array> | 'stopped'> => {
-      try {
-        if (checkpoint) run.restore(checkpoint, []);
-        await this.hooks.onStageStart?.({ ...info, steps });
-        if ((await run.runUntil(() => this.stopRequested)) === 'stopped') {
-          // A pause keeps every trained step: the stage's state as a checkpoint, resume's start.
-          if (run.stepCount > lastSaved) await run.save(true);
-          return 'stopped';
-        }
-        return await readWeights();
-      } finally {
-        run.destroy();
-      }
-    };
-    let result: StageResult;
-    let endWeights: ReadonlyMap<string, Float32Array>;
-    if (stage.kind === 'rejection-sample') {
-      const config = stageConfig(this.recipe, index);
-      const task = createTask(config.task, config.taskOptions);
-      const verifier = this.setup.scoringTask ?? task;
-      const seed = stage.options.seed ?? stageSeed(this.recipe, index);
-      const problems = task.generate(mixSeeds(seed, 0x5e1ec7), stage.prompts);
-      const model = GpuLlama.load(engine, start.config, from);
-      let report: RejectionSamplingReport;
-      try {
-        await this.hooks.onStageStart?.({ ...info, steps: 0 });
-        report = await rejectionSample(
-          {
-            generator: new Sampler(engine, model),
-            tokenizer: start.tokenizer,
-            task: verifier,
-            renderPrompt: (p) => renderPrompt(task, start.tokenizer, p, config.template),
-          },
-          problems,
-          {
-            maxCompletionLength: config.maxCompletionLength,
-            temperature: config.temperature,
-            ...stage.options,
-            seed,
-          },
-        );
-      } finally {
-        model.destroy();
-      }
-      this.state.datasets[stage.name] = toSftJsonl(report);
-      await this.hooks.onRejection?.(report, info);
-      endWeights = from;
-      result = {
-        stage: index,
-        name: stage.name,
-        kind: stage.kind,
-        steps: 0,
-        endStep: startStep,
-        seconds: (performance.now() - started) / 1000,
-        rejection: {
-          sampled: report.sampled,
-          kept: report.kept,
-          yield: report.yield,
-          perPrompt: report.perPrompt.map((p) => ({ ...p })),
-        },
-      };
-    } else if (stage.kind === 'sft') {
-      const config = resolveSftConfig({ seed: stageSeed(this.recipe, index), ...stage.options });
-      const rows = this.sftRows(stage);
-      const { examples } = tokenizeSftDataset(rows, start.tokenizer, config);
-      const run: SftRun = new SftRun({
-        engine,
-        runId,
-        runName: `${this.recipe.name} · ${stage.name}`,
-        modelIdentity: start.identity,
-        config,
-        model: { config: start.config, weights: from },
-        examples,
-        padTokenId: start.tokenizer.padTokenId,
-        hooks: {
-          onStep: (report, { elapsedMs }) =>
-            record(report.step, report.metrics, run.totalSteps, elapsedMs, report.skipped),
-          onCheckpoint,
-        },
-      });
-      const trained = await trainStage(run, run.totalSteps, () => run.policy.readParameters());
-      if (trained === 'stopped') return 'stopped';
-      endWeights = trained;
-      result = this.stepResult(index, run.totalSteps, started);
-    } else {
-      const config = stageConfig(this.recipe, index);
-      const run: Run = new Run({
-        engine,
-        config,
-        runId,
-        runName: `${this.recipe.name} · ${stage.name}`,
-        modelIdentity: start.identity ?? { name: this.recipe.name, sha256: '' },
-        model: { config: start.config, weights: from, tokenizer: start.tokenizer },
-        scoringTask: this.setup.scoringTask,
-        sandboxFactory: this.setup.sandboxFactory,
-        hooks: {
-          onStep: (report, { elapsedMs }) =>
-            record(report.step, report.metrics, config.steps, elapsedMs),
-          onCheckpoint,
-        },
-      });
-      const trained = await trainStage(run, config.steps, () =>
-        run.trainer.policy.readParameters(),
-      );
-      if (trained === 'stopped') return 'stopped';
-      endWeights = trained;
-      result = this.stepResult(index, config.steps, started);
-    }
-    this.weights.set(stage.name, endWeights);
+    // The one dispatch on the stage's kind (a correlated union TypeScript cannot follow).
+    const end = await (STAGE_RUNNERS[stage.kind] as StageRunner<RecipeStage>)(ctx);
+    if (end === 'stopped') return 'stopped';
+    const { weights, result } = end;
+    this.weights.set(stage.name, weights);
     this.state.results = this.state.results.filter((r) => r.stage !== index).concat(result);
     this.state.stageIndex = index + 1;
-    await this.hooks.onStageEnd?.(result, { ...info, weights: endWeights, config: start.config });
+    await this.hooks.onStageEnd?.(result, { ...info, weights, config: start.config });
     return 'finished';
   }
 
