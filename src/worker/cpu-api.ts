@@ -66,18 +66,97 @@ export function rewardMeans(groups: readonly CpuGroup[]): Record<string, number>
   return out;
 }
 
+/** The bundled model on the CPU: its folder, tokenizer and the reference sampler. */
+interface CpuModel {
+  hf: LoadedHfModel;
+  tokenizer: Tokenizer;
+  sampler: RefSampler;
+  info: CpuModelInfo;
+}
+
+/** `prompts` problems of the configured task, `samples` completions each, with rewards. */
+async function sampleOnCpu(m: CpuModel, request: CpuSampleRequest): Promise<CpuSampleResult> {
+  const started = performance.now();
+  const config = resolveConfig(request.config);
+  const task = createTask(config.task, config.taskOptions, { text: request.jsonlText });
+  const fns = createRewardFunctions([...CPU_REWARDS], task);
+  const prompts = clampInt(request.prompts, 1, CPU_MAX_PROMPTS);
+  const samples = clampInt(request.samples, 1, CPU_MAX_SAMPLES);
+  const draw = clampInt(request.draw ?? 0, 0, 2 ** 20);
+  const maxPositions = m.hf.config.maxPositions;
+  // Problems of draw d are a prefix-stable slice of the task's stream for (seed, draw).
+  const problems = task.generate(config.seed + 7919 * (draw + 1), prompts);
+  const rendered = problems.map((p) =>
+    renderCpuPrompt(task.formatPrompt(p, config.template), m.tokenizer),
+  );
+  const markers = reflectionMarkers(task.reflectionMarkers ?? []);
+  const longest = Math.max(...rendered.map((r) => r.ids.length));
+  if (longest >= maxPositions)
+    throw new Error(
+      `A prompt has ${longest} tokens; the model has only ${maxPositions} positions.`,
+    );
+  const maxNewTokens = clampInt(
+    Math.min(
+      request.maxNewTokens ?? config.maxCompletionLength,
+      CPU_MAX_NEW_TOKENS,
+      maxPositions - longest,
+    ),
+    1,
+    CPU_MAX_NEW_TOKENS,
+  );
+  const temperature = request.temperature ?? config.temperature;
+  const ids = rendered.flatMap((r) => Array.from({ length: samples }, () => r.ids));
+  const out = await m.sampler.generate(ids, {
+    maxNewTokens,
+    temperature: Math.max(temperature, 1e-3),
+    greedy: temperature === 0,
+    topK: config.topK,
+    topP: config.topP,
+    minP: config.minP ?? 0,
+    repetitionPenalty: config.repetitionPenalty ?? 1,
+    seed: config.seed,
+    stream: 1_000_000 + draw,
+    eosTokenIds: m.tokenizer.eosTokenIds,
+    padTokenId: m.tokenizer.padTokenId,
+  });
+  let tokens = 0;
+  const groups: CpuGroup[] = problems.map((problem, i) => ({
+    problem: { id: problem.id, question: problem.question, reference: problem.reference },
+    prompt: rendered[i].text,
+    completions: Array.from({ length: samples }, (_, j) => {
+      const n = i * samples + j;
+      const text = m.tokenizer.decode(out.completions[n], { skipSpecialTokens: true });
+      tokens += out.completions[n].length;
+      const scored = scoreCompletionSync(fns, null, {
+        completion: text,
+        prompt: rendered[i].text,
+        problem,
+      });
+      return {
+        text,
+        tokens: out.completions[n].length,
+        finished: out.finished[n],
+        total: scored.total,
+        rewards: scored.perFunction,
+        reflects: reflects(thinkText(text), markers),
+      };
+    }),
+  }));
+  return {
+    groups,
+    means: rewardMeans(groups),
+    elapsedMs: performance.now() - started,
+    tokens,
+  };
+}
+
 export function createCpuApi(options: CpuApiOptions = {}) {
   const bundledUrl =
     options.bundledUrl ??
     `${(import.meta.env?.BASE_URL as string | undefined) ?? '/'}models/tiny-reasoner/`;
   let listener: ((e: CpuEvent) => void) | null = null;
   let loading: Promise<CpuModelInfo> | null = null;
-  let loaded: {
-    hf: LoadedHfModel;
-    tokenizer: Tokenizer;
-    sampler: RefSampler;
-    info: CpuModelInfo;
-  } | null = null;
+  let loaded: CpuModel | null = null;
   let busy = false;
 
   const emit = (e: CpuEvent) => {
@@ -137,81 +216,7 @@ export function createCpuApi(options: CpuApiOptions = {}) {
 
     /** `prompts` problems of the configured task, `samples` completions each, with rewards. */
     sample(request: CpuSampleRequest): Promise<CpuSampleResult> {
-      return exclusive(async () => {
-        const m = requireModel();
-        const started = performance.now();
-        const config = resolveConfig(request.config);
-        const task = createTask(config.task, config.taskOptions, { text: request.jsonlText });
-        const fns = createRewardFunctions([...CPU_REWARDS], task);
-        const prompts = clampInt(request.prompts, 1, CPU_MAX_PROMPTS);
-        const samples = clampInt(request.samples, 1, CPU_MAX_SAMPLES);
-        const draw = clampInt(request.draw ?? 0, 0, 2 ** 20);
-        const maxPositions = m.hf.config.maxPositions;
-        // Problems of draw d are a prefix-stable slice of the task's stream for (seed, draw).
-        const problems = task.generate(config.seed + 7919 * (draw + 1), prompts);
-        const rendered = problems.map((p) =>
-          renderCpuPrompt(task.formatPrompt(p, config.template), m.tokenizer),
-        );
-        const markers = reflectionMarkers(task.reflectionMarkers ?? []);
-        const longest = Math.max(...rendered.map((r) => r.ids.length));
-        if (longest >= maxPositions)
-          throw new Error(
-            `A prompt has ${longest} tokens; the model has only ${maxPositions} positions.`,
-          );
-        const maxNewTokens = clampInt(
-          Math.min(
-            request.maxNewTokens ?? config.maxCompletionLength,
-            CPU_MAX_NEW_TOKENS,
-            maxPositions - longest,
-          ),
-          1,
-          CPU_MAX_NEW_TOKENS,
-        );
-        const temperature = request.temperature ?? config.temperature;
-        const ids = rendered.flatMap((r) => Array.from({ length: samples }, () => r.ids));
-        const out = await m.sampler.generate(ids, {
-          maxNewTokens,
-          temperature: Math.max(temperature, 1e-3),
-          greedy: temperature === 0,
-          topK: config.topK,
-          topP: config.topP,
-          minP: config.minP ?? 0,
-          repetitionPenalty: config.repetitionPenalty ?? 1,
-          seed: config.seed,
-          stream: 1_000_000 + draw,
-          eosTokenIds: m.tokenizer.eosTokenIds,
-          padTokenId: m.tokenizer.padTokenId,
-        });
-        let tokens = 0;
-        const groups: CpuGroup[] = problems.map((problem, i) => ({
-          problem: { id: problem.id, question: problem.question, reference: problem.reference },
-          prompt: rendered[i].text,
-          completions: Array.from({ length: samples }, (_, j) => {
-            const n = i * samples + j;
-            const text = m.tokenizer.decode(out.completions[n], { skipSpecialTokens: true });
-            tokens += out.completions[n].length;
-            const scored = scoreCompletionSync(fns, null, {
-              completion: text,
-              prompt: rendered[i].text,
-              problem,
-            });
-            return {
-              text,
-              tokens: out.completions[n].length,
-              finished: out.finished[n],
-              total: scored.total,
-              rewards: scored.perFunction,
-              reflects: reflects(thinkText(text), markers),
-            };
-          }),
-        }));
-        return {
-          groups,
-          means: rewardMeans(groups),
-          elapsedMs: performance.now() - started,
-          tokens,
-        };
-      });
+      return exclusive(() => sampleOnCpu(requireModel(), request));
     },
 
     /** One reply from the CPU model (as the GPU chat box, on the bundled weights). */

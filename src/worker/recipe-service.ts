@@ -146,6 +146,9 @@ function message(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
+type RecipeHooks = ConstructorParameters<typeof RecipeRun>[0]['hooks'];
+type RecipeResume = ConstructorParameters<typeof RecipeRun>[0]['resume'];
+
 interface Active {
   runId: string;
   runName: string;
@@ -160,45 +163,90 @@ interface Active {
   pauseAfter?: number;
 }
 
-export function createRecipeApi(ctx: RecipeContext) {
-  let listener: ((event: RecipeEvent) => void) | null = null;
-  let active: Active | null = null;
-  let running = false;
+/** Checks a recipe (a built-in name or JSON) without starting it; throws parseRecipe's message. */
+function checkRecipe(recipe: unknown, seed?: number): Recipe {
+  if (typeof recipe === 'string') return builtinRecipe(recipe, seed);
+  const value = recipe as Record<string, unknown>;
+  return parseRecipe(seed === undefined ? value : { ...value, seed });
+}
+
+/** The stored recipe runs, most recent first. */
+async function listRecipeRuns(ctx: RecipeContext): Promise<RecipeRunSummary[]> {
+  const records = await (await ctx.getStorage()).listRecipeRuns();
+  return records.map((r) => {
+    const state = r.recipe!.state as unknown as RecipeState;
+    const current = state.recipe.stages[state.stageIndex];
+    return {
+      runId: r.id,
+      runName: r.name,
+      recipeName: state.recipe.name,
+      status: r.status,
+      stageIndex: state.stageIndex,
+      stageCount: state.recipe.stages.length,
+      stageName: current?.name ?? null,
+      lastStep: state.timeline.at(-1)?.step ?? 0,
+      updatedAt: r.updatedAt,
+      finished: !current,
+      model: r.modelIdentity?.name ?? null,
+    };
+  });
+}
+
+function view(a: Active, state: RecipeState): RecipeView {
+  return { runId: a.runId, runName: a.runName, status: a.status, state, rejections: a.rejections };
+}
+
+/** The recipe under way in this worker: its RecipeRun, its storage writes and its events. */
+class RecipeRunner {
+  #listener: ((event: RecipeEvent) => void) | null = null;
+  #active: Active | null = null;
+  #running = false;
   /** Storage writes in order: each hook awaits its own, so a step's state is stored before the
    * next step starts. */
-  let writes: Promise<unknown> = Promise.resolve();
+  #writes: Promise<unknown> = Promise.resolve();
 
-  const emit = (event: RecipeEvent) => {
+  constructor(private readonly ctx: RecipeContext) {}
+
+  setListener(callback: ((event: RecipeEvent) => void) | null): void {
+    this.#listener = callback;
+  }
+
+  private emit(event: RecipeEvent) {
     try {
-      listener?.(event);
+      this.#listener?.(event);
     } catch {
       // A closed page must not stop training.
     }
-  };
-  const setStatus = (a: Active, status: RecipeStatus, msg?: string) => {
-    a.status = status;
-    emit({ type: 'recipe-status', runId: a.runId, status, ...(msg ? { message: msg } : {}) });
-  };
+  }
 
-  function requireModel() {
-    const m = ctx.model();
+  private setStatus(a: Active, status: RecipeStatus, msg?: string) {
+    a.status = status;
+    this.emit({ type: 'recipe-status', runId: a.runId, status, ...(msg ? { message: msg } : {}) });
+  }
+
+  private requireModel() {
+    const m = this.ctx.model();
     if (!m) throw new Error('Load a model first: a recipe trains the loaded model.');
     return m;
   }
 
-  function queue<T>(fn: () => Promise<T>): Promise<T> {
-    const next = writes.then(fn);
-    writes = next.catch(() => {});
+  private requireIdle() {
+    if (this.#running) throw new Error('A recipe is running: pause it first.');
+  }
+
+  private queue<T>(fn: () => Promise<T>): Promise<T> {
+    const next = this.#writes.then(fn);
+    this.#writes = next.catch(() => {});
     return next;
   }
 
-  /** Stores the recipe's state (and, with `row`, that timeline row) on its run row. */
-  function persist(a: Active, status: RunStatus, rows: MetricsRow[] = []): Promise<void> {
+  /** Stores the recipe's state (and `rows` of its timeline) on its run row. */
+  private persist(a: Active, status: RunStatus, rows: MetricsRow[] = []): Promise<void> {
     const run = a.run;
     if (!run) return Promise.resolve();
     const state = run.snapshot();
-    return queue(async () => {
-      const s = await ctx.getStorage();
+    return this.queue(async () => {
+      const s = await this.ctx.getStorage();
       const meta = { ...a.meta, stages: runStages(state) };
       if (rows.length) await s.recordRunMetrics(meta, rows);
       await s.putRecipe(
@@ -209,21 +257,67 @@ export function createRecipeApi(ctx: RecipeContext) {
     });
   }
 
-  function view(a: Active, state: RecipeState): RecipeView {
+  /** A stage's checkpoint into storage (the last KEEP_CHECKPOINTS of its stage run kept). */
+  private async storeCheckpoint(a: Active, payload: CheckpointPayload, index: number) {
+    try {
+      await this.queue(async () => {
+        const s = await this.ctx.getStorage();
+        await s.saveCheckpoint(
+          { ...payload, runName: `${a.runName} · ${a.recipe.stages[index].name}` },
+          { retention: { keepLast: KEEP_CHECKPOINTS } },
+        );
+      });
+      this.emit({ type: 'recipe-checkpoint', runId: a.runId, index, step: payload.step });
+    } catch (err) {
+      // Training goes on; a resume starts from the stage's previous checkpoint.
+      this.emit({ type: 'recipe-checkpoint-failed', runId: a.runId, index, message: message(err) });
+    }
+  }
+
+  /** The RecipeRun's hooks: stream its progress to the page and store it as it goes. */
+  private hooks(a: Active, run: () => RecipeRun): RecipeHooks {
+    const status = (): RunStatus => (this.#running ? 'running' : 'paused');
     return {
-      runId: a.runId,
-      runName: a.runName,
-      status: a.status,
-      state,
-      rejections: a.rejections,
+      onStageStart: async ({ index, stage, steps, startStep }) => {
+        this.emit({
+          type: 'recipe-stage-start',
+          runId: a.runId,
+          index,
+          name: stage.name,
+          kind: stage.kind,
+          steps,
+          startStep,
+        });
+        await this.persist(a, status());
+      },
+      onStep: async (row, { steps, elapsedMs, skipped }) => {
+        this.emit({ type: 'recipe-step', runId: a.runId, row, steps, elapsedMs, skipped });
+        if (a.pauseAfter !== undefined && row.step >= a.pauseAfter) {
+          a.pauseAfter = undefined;
+          run().stop();
+        }
+        await this.persist(a, status(), [metricsRow(row)]);
+      },
+      onCheckpoint: async (payload: CheckpointPayload, { index }) => {
+        await this.storeCheckpoint(a, payload, index);
+        await this.persist(a, status());
+      },
+      onRejection: async (report, { index, stage }) => {
+        a.rejections = { ...a.rejections, [stage.name]: report };
+        this.emit({ type: 'recipe-rejection', runId: a.runId, index, name: stage.name, report });
+        await this.persist(a, status());
+      },
+      onStageEnd: async (result) => {
+        this.emit({ type: 'recipe-stage-end', runId: a.runId, result });
+        await this.persist(a, status());
+      },
     };
   }
 
   /** A RecipeRun on the loaded model whose hooks stream its progress and store it. */
-  async function build(a: Active, resume?: ConstructorParameters<typeof RecipeRun>[0]['resume']) {
-    const m = requireModel();
-    const engine = await ctx.getEngine();
-    const runStatus = (): RunStatus => (running ? 'running' : 'paused');
+  private async build(a: Active, resume?: RecipeResume): Promise<RecipeRun> {
+    const m = this.requireModel();
+    const engine = await this.ctx.getEngine();
     const run: RecipeRun = new RecipeRun({
       engine,
       recipe: a.recipe,
@@ -234,69 +328,18 @@ export function createRecipeApi(ctx: RecipeContext) {
         tokenizer: m.tokenizer,
         identity: m.identity,
       },
-      sandboxFactory: ctx.sandboxFactory(),
+      sandboxFactory: this.ctx.sandboxFactory(),
       scoringTask: recipeScoringTask(),
       resume,
-      hooks: {
-        onStageStart: async ({ index, stage, steps, startStep }) => {
-          emit({
-            type: 'recipe-stage-start',
-            runId: a.runId,
-            index,
-            name: stage.name,
-            kind: stage.kind,
-            steps,
-            startStep,
-          });
-          await persist(a, runStatus());
-        },
-        onStep: async (row, { steps, elapsedMs, skipped }) => {
-          emit({ type: 'recipe-step', runId: a.runId, row, steps, elapsedMs, skipped });
-          if (a.pauseAfter !== undefined && row.step >= a.pauseAfter) {
-            a.pauseAfter = undefined;
-            run.stop();
-          }
-          await persist(a, runStatus(), [metricsRow(row)]);
-        },
-        onCheckpoint: async (payload: CheckpointPayload, { index }) => {
-          try {
-            await queue(async () => {
-              const s = await ctx.getStorage();
-              await s.saveCheckpoint(
-                { ...payload, runName: `${a.runName} · ${a.recipe.stages[index].name}` },
-                { retention: { keepLast: KEEP_CHECKPOINTS } },
-              );
-            });
-            emit({ type: 'recipe-checkpoint', runId: a.runId, index, step: payload.step });
-          } catch (err) {
-            // Training goes on; a resume starts from the stage's previous checkpoint.
-            emit({
-              type: 'recipe-checkpoint-failed',
-              runId: a.runId,
-              index,
-              message: message(err),
-            });
-          }
-          await persist(a, runStatus());
-        },
-        onRejection: async (report, { index, stage }) => {
-          a.rejections = { ...a.rejections, [stage.name]: report };
-          emit({ type: 'recipe-rejection', runId: a.runId, index, name: stage.name, report });
-          await persist(a, runStatus());
-        },
-        onStageEnd: async (result) => {
-          emit({ type: 'recipe-stage-end', runId: a.runId, result });
-          await persist(a, runStatus());
-        },
-      },
+      hooks: this.hooks(a, () => run),
     });
     return run;
   }
 
   /** Reads a stored recipe run back and builds its RecipeRun from the latest checkpoints. */
-  async function restore(runId: string): Promise<{ a: Active; state: RecipeState }> {
-    const m = requireModel();
-    const s = await ctx.getStorage();
+  private async restore(runId: string): Promise<{ a: Active; state: RecipeState }> {
+    const m = this.requireModel();
+    const s = await this.ctx.getStorage();
     const record = await s.getRun(runId);
     if (!record?.recipe) throw new Error(`There is no stored recipe run '${runId}'.`);
     if (record.modelIdentity && record.modelIdentity.sha256 !== m.identity.sha256)
@@ -325,7 +368,7 @@ export function createRecipeApi(ctx: RecipeContext) {
         modelIdentity: record.modelIdentity,
       },
     };
-    a.run = await build(a, {
+    a.run = await this.build(a, {
       state,
       checkpoint,
       weightsOf: async (name) => {
@@ -341,144 +384,125 @@ export function createRecipeApi(ctx: RecipeContext) {
     });
     const kept = { ...state, timeline: keptTimeline(state, checkpoint?.step ?? 0) };
     // The rows after the checkpoint are trained again: drop them from the stored history now.
-    await queue(async () => {
+    await this.queue(async () => {
       const meta = { ...a.meta, stages: runStages(kept) };
       await s.recordRunMetrics(meta, kept.timeline.map(metricsRow));
     });
     return { a, state: kept };
   }
 
+  /** A new recipe run on the loaded model (stored at once; nothing trained until run()). */
+  async start(recipe: Recipe | string, seed?: number): Promise<RecipeView> {
+    this.requireIdle();
+    const m = this.requireModel();
+    const parsed = checkRecipe(recipe, seed);
+    const when = new Date().toISOString().slice(0, 16).replace('T', ' ');
+    const runId = crypto.randomUUID();
+    const runName = `recipe ${parsed.name} · ${when}`;
+    const a: Active = {
+      runId,
+      runName,
+      recipe: parsed,
+      run: null,
+      rejections: {},
+      status: 'ready',
+      meta: {
+        id: runId,
+        name: runName,
+        config: { recipe: parsed } as unknown as Record<string, unknown>,
+        modelConfig: m.hf.config,
+        modelIdentity: m.identity,
+      },
+    };
+    a.run = await this.build(a);
+    this.#active = a;
+    await this.persist(a, 'created');
+    this.setStatus(a, 'ready');
+    return view(a, a.run.snapshot());
+  }
+
+  /** Loads a stored recipe run (after Pause or a reload) to continue with run(). */
+  async resume(runId: string): Promise<RecipeView> {
+    this.requireIdle();
+    const { a, state } = await this.restore(runId);
+    this.#active = a;
+    this.setStatus(a, a.status);
+    return view(a, state);
+  }
+
+  /** Runs the recipe's remaining stages until they finish, pause() or an error. */
+  async run(options: {
+    pauseAfterStep?: number;
+  }): Promise<{ outcome: 'finished' | 'paused' | 'error'; message?: string }> {
+    if (!this.#active) throw new Error('Start or resume a recipe first.');
+    if (this.#running) throw new Error('The recipe is already running.');
+    const busy = this.ctx.busy();
+    if (busy) throw new Error(busy);
+    let a = this.#active;
+    if (!a.run) {
+      // Paused in this page: continue from what is stored, as a reload would.
+      a = (await this.restore(a.runId)).a;
+      this.#active = a;
+    }
+    const run = a.run!;
+    a.pauseAfter = options.pauseAfterStep;
+    if (run.finished) {
+      this.setStatus(a, 'finished');
+      return { outcome: 'finished' };
+    }
+    this.#running = true;
+    this.setStatus(a, 'running');
+    try {
+      const outcome = await run.run();
+      this.#running = false;
+      const paused = outcome === 'stopped';
+      await this.persist(a, paused ? 'paused' : 'finished');
+      if (paused) a.run = null;
+      this.setStatus(a, paused ? 'paused' : 'finished');
+      return { outcome: paused ? 'paused' : 'finished' };
+    } catch (err) {
+      this.#running = false;
+      const msg = message(err);
+      await this.persist(a, 'failed').catch(() => {});
+      a.run = null;
+      this.setStatus(a, 'error', msg);
+      return { outcome: 'error', message: msg };
+    }
+  }
+
+  /** Why the GPU is taken by a recipe (the playground's Step and Run wait for it), or null. */
+  busy(): string | null {
+    return this.#running ? 'A recipe is training (Recipes view): pause it first.' : null;
+  }
+
+  /** Stops the recipe after the current step (Resume continues from the stage's latest
+   * checkpoint: steps after it are trained again). */
+  pause(): void {
+    this.#active?.run?.stop();
+  }
+}
+
+/** The recipe methods of the trainer worker's API (trainer-api.ts spreads them in). */
+export function createRecipeApi(ctx: RecipeContext) {
+  const runner = new RecipeRunner(ctx);
   return {
     /** The page's recipe event callback (wrap it in Comlink.proxy). */
-    setRecipeListener(callback: ((event: RecipeEvent) => void) | null): void {
-      listener = callback;
-    },
-
+    setRecipeListener: (callback: ((event: RecipeEvent) => void) | null): void =>
+      runner.setListener(callback),
     /** Checks a recipe (a built-in name or JSON) without starting it; throws parseRecipe's message. */
-    checkRecipe(recipe: unknown, seed?: number): Recipe {
-      if (typeof recipe === 'string') return builtinRecipe(recipe, seed);
-      const value = recipe as Record<string, unknown>;
-      return parseRecipe(seed === undefined ? value : { ...value, seed });
-    },
-
+    checkRecipe,
     /** A new recipe run on the loaded model (stored at once; nothing trained until runRecipe). */
-    async startRecipe(recipe: Recipe | string, seed?: number): Promise<RecipeView> {
-      if (running) throw new Error('A recipe is running: pause it first.');
-      const m = requireModel();
-      const parsed =
-        typeof recipe === 'string'
-          ? builtinRecipe(recipe, seed)
-          : parseRecipe(seed === undefined ? recipe : { ...recipe, seed });
-      const when = new Date().toISOString().slice(0, 16).replace('T', ' ');
-      const runId = crypto.randomUUID();
-      const runName = `recipe ${parsed.name} · ${when}`;
-      const a: Active = {
-        runId,
-        runName,
-        recipe: parsed,
-        run: null,
-        rejections: {},
-        status: 'ready',
-        meta: {
-          id: runId,
-          name: runName,
-          config: { recipe: parsed } as unknown as Record<string, unknown>,
-          modelConfig: m.hf.config,
-          modelIdentity: m.identity,
-        },
-      };
-      a.run = await build(a);
-      active = a;
-      await persist(a, 'created');
-      setStatus(a, 'ready');
-      return view(a, a.run.snapshot());
-    },
-
+    startRecipe: (recipe: Recipe | string, seed?: number) => runner.start(recipe, seed),
     /** Loads a stored recipe run (after Pause or a reload) to continue with runRecipe. */
-    async resumeRecipe(runId: string): Promise<RecipeView> {
-      if (running) throw new Error('A recipe is running: pause it first.');
-      const { a, state } = await restore(runId);
-      active = a;
-      setStatus(a, a.status);
-      return view(a, state);
-    },
-
+    resumeRecipe: (runId: string) => runner.resume(runId),
     /** Runs the recipe's remaining stages until they finish, pauseRecipe() or an error;
      * `pauseAfterStep`: pause once that timeline step is trained (as the CLI's stop after N steps). */
-    async runRecipe(
-      options: { pauseAfterStep?: number } = {},
-    ): Promise<{ outcome: 'finished' | 'paused' | 'error'; message?: string }> {
-      if (!active) throw new Error('Start or resume a recipe first.');
-      if (running) throw new Error('The recipe is already running.');
-      const busy = ctx.busy();
-      if (busy) throw new Error(busy);
-      let a = active;
-      if (!a.run) {
-        // Paused in this page: continue from what is stored, as a reload would.
-        a = (await restore(a.runId)).a;
-        active = a;
-      }
-      const run = a.run!;
-      a.pauseAfter = options.pauseAfterStep;
-      if (run.finished) {
-        setStatus(a, 'finished');
-        return { outcome: 'finished' };
-      }
-      running = true;
-      setStatus(a, 'running');
-      try {
-        const outcome = await run.run();
-        running = false;
-        if (outcome === 'stopped') {
-          await persist(a, 'paused');
-          a.run = null;
-          setStatus(a, 'paused');
-          return { outcome: 'paused' };
-        }
-        await persist(a, 'finished');
-        setStatus(a, 'finished');
-        return { outcome: 'finished' };
-      } catch (err) {
-        running = false;
-        const msg = message(err);
-        await persist(a, 'failed').catch(() => {});
-        a.run = null;
-        setStatus(a, 'error', msg);
-        return { outcome: 'error', message: msg };
-      }
-    },
-
+    runRecipe: (options: { pauseAfterStep?: number } = {}) => runner.run(options),
     /** Why the GPU is taken by a recipe (the playground's Step and Run wait for it), or null. */
-    recipeBusy(): string | null {
-      return running ? 'A recipe is training (Recipes view): pause it first.' : null;
-    },
-
-    /** Stops the recipe after the current step (Resume continues from the stage's latest
-     * checkpoint: steps after it are trained again). */
-    pauseRecipe(): void {
-      active?.run?.stop();
-    },
-
+    recipeBusy: () => runner.busy(),
+    /** Stops the recipe after the current step. */
+    pauseRecipe: () => runner.pause(),
     /** The stored recipe runs, most recent first. */
-    async listRecipeRuns(): Promise<RecipeRunSummary[]> {
-      const records = await (await ctx.getStorage()).listRecipeRuns();
-      return records.map((r) => {
-        const state = r.recipe!.state as unknown as RecipeState;
-        const current = state.recipe.stages[state.stageIndex];
-        return {
-          runId: r.id,
-          runName: r.name,
-          recipeName: state.recipe.name,
-          status: r.status,
-          stageIndex: state.stageIndex,
-          stageCount: state.recipe.stages.length,
-          stageName: current?.name ?? null,
-          lastStep: state.timeline.at(-1)?.step ?? 0,
-          updatedAt: r.updatedAt,
-          finished: !current,
-          model: r.modelIdentity?.name ?? null,
-        };
-      });
-    },
+    listRecipeRuns: () => listRecipeRuns(ctx),
   };
 }
