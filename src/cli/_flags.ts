@@ -42,8 +42,8 @@ export const TRAIN: Command = {
     },
     {
       name: 'resume',
-      value: 'run/checkpoint-N',
-      help: 'continue that checkpoint’s run exactly (only --steps may change)',
+      value: 'run/checkpoint-N | run',
+      help: 'continue that checkpoint’s run exactly, or a run folder from its newest complete checkpoint (after a kill); only --steps may change',
     },
     {
       name: 'reward-file',

@@ -40,6 +40,7 @@ import {
 } from '../tasks/traces';
 import { recipeFolder } from './_recipe';
 import { loadModel, openEngine } from './_session';
+import { writeFileAtomic } from './_atomic-files';
 
 type Metrics = EvalReport['metrics'];
 
@@ -204,7 +205,7 @@ export async function compareRecipes(o: CompareOptions): Promise<void> {
       });
       // A long measurement keeps what it has: the seeds so far, should a later one fail.
       mkdirSync(o.outDir, { recursive: true });
-      writeFileSync(join(o.outDir, 'partial.json'), JSON.stringify({ base, seeds }) + '\n');
+      writeFileAtomic(join(o.outDir, 'partial.json'), JSON.stringify({ base, seeds }) + '\n');
     }
     const durationSeconds = (performance.now() - started) / 1000;
     const summary = Object.fromEntries(
@@ -236,7 +237,7 @@ export async function compareRecipes(o: CompareOptions): Promise<void> {
       seeds,
     };
     mkdirSync(o.outDir, { recursive: true });
-    writeFileSync(join(o.outDir, 'report.json'), JSON.stringify(report, null, 2) + '\n');
+    writeFileAtomic(join(o.outDir, 'report.json'), JSON.stringify(report, null, 2) + '\n');
     writeReportViews(o.outDir, report);
     rmSync(join(o.outDir, 'partial.json'), { force: true });
     console.log(`wrote ${o.outDir} in ${(durationSeconds / 60).toFixed(1)} min`);

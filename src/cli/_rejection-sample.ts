@@ -8,7 +8,7 @@
 //                        kept, yield and how many rejected samples each reason applied to
 // The sampling itself is src/grpo/rejection-sampling.ts (rejectionSampleFromWeights); this module
 // is the files and flags around it, and not an entry point, so tests run it in-process.
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Engine } from '../engine/engine';
 import { mergeLoraWeights } from '../export/peft-adapter';
@@ -32,6 +32,7 @@ import {
 import type { Problem } from '../tasks/types';
 import { takeCommandFlags, type Command } from './_flags';
 import { loadModel, openEngine, taskText, type LoadedModel } from './_session';
+import { writeFileAtomic } from './_atomic-files';
 
 export const REJECTION_SAMPLE: Command = {
   name: 'rejection-sample',
@@ -324,9 +325,10 @@ export async function rejectionSampleFromCheckpoint(o: {
     samples: join(o.outDir, 'samples.jsonl'),
     report: join(o.outDir, 'report.json'),
   };
-  writeFileSync(paths.sft, files['sft.jsonl']);
-  writeFileSync(paths.samples, files['samples.jsonl']);
-  writeFileSync(paths.report, files['report.json']);
+  // Atomically: a kill or a full disk leaves each file whole (its old or new version), never torn.
+  writeFileAtomic(paths.sft, files['sft.jsonl']);
+  writeFileAtomic(paths.samples, files['samples.jsonl']);
+  writeFileAtomic(paths.report, files['report.json']);
   for (const line of summaryLines(report, problems.length)) log(line);
   log(`wrote ${paths.sft}, ${paths.samples} and ${paths.report}`);
   return { report, problems, source, config, options: used, files: paths };

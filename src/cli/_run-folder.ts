@@ -1,59 +1,45 @@
-// The files of a run folder that must stay consistent whatever happens to the process: folders
-// (checkpoint-<step>/, best-model/) replaced atomically, leftovers of an interrupted replacement
-// recovered on the next start, and the per-step logs (metrics.jsonl, samples.jsonl, evals.jsonl)
-// cut back to a resumed checkpoint's step so that no step appears twice.
-//
-// Replacing a folder is four steps, each of which leaves a recoverable state if the process dies
-// right after it:
-//   1. write every file into `<dir>.partial`      (dies: <dir> untouched, .partial is junk)
-//   2. rename `<dir>` aside to `<dir>.old`         (dies: <dir> missing, .old is the good copy)
-//   3. rename `<dir>.partial` to `<dir>`           (dies: <dir> new and complete, .old is junk)
-//   4. remove `<dir>.old`
-// recoverRunFolder undoes or finishes each of these states; a rename is atomic on one file system.
+// The run folder as a whole, on top of _atomic-files.ts' single writes: leftovers of writes a kill
+// interrupted are recovered on the next start (a folder moved aside comes back, `.partial` files
+// and folders go), the newest complete checkpoint is found, and the per-step logs
+// (metrics.jsonl, samples.jsonl, evals.jsonl) are cut back to a resumed checkpoint's step, so
+// that no step appears twice and a row a kill tore is dropped (and said so) instead of read.
 import * as nodeFs from 'node:fs';
-import { dirname, join } from 'node:path';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { CHECKPOINT_FILES } from '../grpo/checkpoint';
+import {
+  ASIDE_SUFFIX,
+  PARTIAL_SUFFIX,
+  readJsonl,
+  writeFileAtomic,
+  writeFolderAtomic,
+  type FolderFs,
+} from './_atomic-files';
 
-/** The file-system calls the replacement makes (tests inject a failure between them). */
-export type FolderFs = Pick<
-  typeof nodeFs,
-  'existsSync' | 'mkdirSync' | 'renameSync' | 'rmSync' | 'writeFileSync'
->;
+export { ASIDE_SUFFIX, PARTIAL_SUFFIX, type FolderFs };
 
-export const PARTIAL_SUFFIX = '.partial';
-export const ASIDE_SUFFIX = '.old';
+/** Writes `files` as folder `dir`, visible only once complete (_atomic-files.ts). */
+export const writeFolderAtomically = writeFolderAtomic;
 
-/** Writes `files` as folder `dir`, visible only once complete; the previous folder of that name
- * stays in place (or aside, recoverably) until the new one is. */
-export function writeFolderAtomically(
-  dir: string,
-  files: ReadonlyMap<string, Uint8Array>,
-  fs: FolderFs = nodeFs,
-): void {
-  const partial = dir + PARTIAL_SUFFIX;
-  const aside = dir + ASIDE_SUFFIX;
-  fs.rmSync(partial, { recursive: true, force: true });
-  fs.mkdirSync(partial, { recursive: true });
-  for (const [name, bytes] of files) {
-    // A name may hold a subfolder (a LoRA export's adapter/): part of the same replacement.
-    if (name.includes('/')) fs.mkdirSync(dirname(join(partial, name)), { recursive: true });
-    fs.writeFileSync(join(partial, name), bytes);
-  }
-  // A leftover .old beside a complete folder is from an earlier finished replacement.
-  if (fs.existsSync(dir)) {
-    fs.rmSync(aside, { recursive: true, force: true });
-    fs.renameSync(dir, aside);
-  }
-  fs.renameSync(partial, dir);
-  fs.rmSync(aside, { recursive: true, force: true });
-}
-
-/** The folders of a run folder this command replaces atomically. */
-const REPLACED = /^(checkpoint-\d+|best-model)$/;
+/** The folders of a run folder the commands replace atomically. */
+const REPLACED = /^(checkpoint-\d+|best-model|final-model)$/;
+/** The files of a run folder (or a recipe stage's folder) the commands write atomically. */
+const FILES = new Set([
+  'config.json',
+  'recipe.json',
+  'state.json',
+  'eval.json',
+  'report.json',
+  'sft.jsonl',
+  'samples.jsonl',
+  'metrics.jsonl',
+  'evals.jsonl',
+]);
 
 /**
- * Finishes or undoes interrupted replacements under `runDir` (see the header): a `.old` whose
- * folder is missing is moved back, a `.old` beside its folder and every `.partial` are removed.
- * Only this command's folder names are touched. Returns one line per action, for the log.
+ * Finishes or undoes interrupted writes under `runDir`: a `.old` folder whose folder is missing is
+ * moved back, a `.old` beside its folder and every `.partial` file or folder are removed. Only
+ * the commands' own names are touched. Returns one line per action, for the log.
  */
 export function recoverRunFolder(runDir: string, fs: typeof nodeFs = nodeFs): string[] {
   if (!fs.existsSync(runDir)) return [];
@@ -75,49 +61,126 @@ export function recoverRunFolder(runDir: string, fs: typeof nodeFs = nodeFs): st
   }
   for (const name of names) {
     if (!name.endsWith(PARTIAL_SUFFIX)) continue;
-    if (!REPLACED.test(name.slice(0, -PARTIAL_SUFFIX.length))) continue;
+    const base = name.slice(0, -PARTIAL_SUFFIX.length);
     const partial = join(runDir, name);
-    fs.rmSync(partial, { recursive: true, force: true });
-    actions.push(`removed ${partial} (an interrupted save)`);
+    if (REPLACED.test(base)) {
+      fs.rmSync(partial, { recursive: true, force: true });
+      actions.push(`removed ${partial} (an interrupted save)`);
+    } else if (FILES.has(base) && fs.statSync(partial).isFile()) {
+      fs.rmSync(partial, { force: true });
+      actions.push(`removed ${partial} (an interrupted write of ${base})`);
+    }
   }
   return actions;
+}
+
+/** Whether checkpoint folder `dir` has every file it was written with: trainer_state.json that
+ * parses, the weights (a LoRA run's adapters) and the optimizer state, and `extra` files. */
+export function checkpointComplete(dir: string, extra: readonly string[] = []): boolean {
+  try {
+    const state = JSON.parse(readFileSync(join(dir, CHECKPOINT_FILES.state), 'utf8')) as {
+      config?: { usePeft?: unknown };
+    };
+    const weights =
+      state.config?.usePeft === true ? CHECKPOINT_FILES.adapters : CHECKPOINT_FILES.weights;
+    return [weights, CHECKPOINT_FILES.optimizer, ...extra].every((f) => existsSync(join(dir, f)));
+  } catch {
+    return false;
+  }
+}
+
+/** The `checkpoint-<step>` folders of `dir`, newest first, with whether each is complete. */
+export function checkpointFolders(
+  dir: string,
+  extra: readonly string[] = [],
+): { dir: string; step: number; complete: boolean }[] {
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir)
+    .map((name) => /^checkpoint-(\d+)$/.exec(name))
+    .filter((m): m is RegExpExecArray => m !== null)
+    .map((m) => ({ dir: join(dir, m[0]), step: Number(m[1]) }))
+    .sort((a, b) => b.step - a.step)
+    .map((c) => ({ ...c, complete: checkpointComplete(c.dir, extra) }));
+}
+
+/** The newest complete checkpoint folder of `dir`, or null; `log` hears of incomplete ones
+ * skipped (folders are renamed into place complete: only damage or an old writer leaves one). */
+export function newestCheckpoint(
+  dir: string,
+  log: (line: string) => void = () => {},
+  extra: readonly string[] = [],
+): string | null {
+  for (const c of checkpointFolders(dir, extra)) {
+    if (c.complete) return c.dir;
+    log(`skipped ${c.dir}: incomplete (a file is missing or trainer_state.json does not parse)`);
+  }
+  return null;
 }
 
 /** The logs with one row per step (or per evaluation), each a JSON object with a `step`. */
 export const STEP_LOGS = ['metrics.jsonl', 'samples.jsonl', 'evals.jsonl'] as const;
 
+/** What cutting a step log back dropped. */
+export interface Dropped {
+  /** Rows of steps after the checkpoint's (trained again). */
+  rows: number;
+  /** A last line a kill or a full disk cut short. */
+  torn: boolean;
+  /** Complete lines that do not parse. */
+  unreadable: number;
+}
+
+/** "removed 2 rows after step 3 (trained again), removed a torn last line (…)" and the like. */
+export function droppedText(d: Dropped, step: number): string {
+  const parts: string[] = [];
+  if (d.rows > 0)
+    parts.push(
+      `removed ${d.rows} row${d.rows === 1 ? '' : 's'} after step ${step} (trained again)`,
+    );
+  if (d.unreadable > 0)
+    parts.push(`removed ${d.unreadable} unreadable line${d.unreadable === 1 ? '' : 's'}`);
+  if (d.torn) parts.push('removed a torn last line (a write cut short by a kill or a full disk)');
+  return parts.join(', ');
+}
+
 /**
  * Keeps the rows of `runDir`'s step logs up to `step` (a resumed checkpoint's): the steps after it
- * are trained again, so their old rows would appear twice. A line that does not parse (the torn
- * last line of a killed run) is dropped too. Each file is rewritten through a temporary file and a
- * rename, so a kill leaves either the old or the new file. Returns how many rows each file lost.
+ * are trained again, so their old rows would appear twice. A torn last line and a line that does
+ * not parse are dropped too. Each file changed is rewritten atomically. Returns what each lost.
  */
-export function truncateStepLogs(runDir: string, step: number): Record<string, number> {
-  const dropped: Record<string, number> = {};
+export function cutStepLogs(runDir: string, step: number): Record<string, Dropped> {
+  const dropped: Record<string, Dropped> = {};
   for (const file of STEP_LOGS) {
     const path = join(runDir, file);
-    if (!nodeFs.existsSync(path)) continue;
-    const lines = nodeFs.readFileSync(path, 'utf8').split('\n');
-    const kept: string[] = [];
-    let lost = 0;
-    for (const line of lines) {
-      if (line.trim() === '') continue;
-      let row: unknown;
-      try {
-        row = JSON.parse(line);
-      } catch {
-        lost += 1;
-        continue;
-      }
-      const s = (row as { step?: unknown } | null)?.step;
-      if (typeof s === 'number' && s <= step) kept.push(line);
-      else lost += 1;
-    }
-    if (lost === 0) continue;
-    const tmp = `${path}.tmp`;
-    nodeFs.writeFileSync(tmp, kept.map((l) => l + '\n').join(''));
-    nodeFs.renameSync(tmp, path);
-    dropped[file] = lost;
+    const read = readJsonl(path);
+    const kept = read.rows.filter((r) => {
+      const s = (r.value as { step?: unknown } | null)?.step;
+      return typeof s === 'number' && s <= step;
+    });
+    const d = {
+      rows: read.rows.length - kept.length,
+      torn: read.torn !== null,
+      unreadable: read.unreadable,
+    };
+    if (d.rows === 0 && !d.torn && d.unreadable === 0) continue;
+    writeFileAtomic(path, kept.map((r) => r.line + '\n').join(''));
+    dropped[file] = d;
   }
   return dropped;
+}
+
+/** cutStepLogs, counting every line each file lost (later rows, torn and unreadable lines). */
+export function truncateStepLogs(runDir: string, step: number): Record<string, number> {
+  return Object.fromEntries(
+    Object.entries(cutStepLogs(runDir, step)).map(([file, d]) => [
+      file,
+      d.rows + d.unreadable + (d.torn ? 1 : 0),
+    ]),
+  );
+}
+
+/** Cuts the step logs back to `step` and logs what each lost (`<file>: removed …`). */
+export function cutStepLogsLogged(runDir: string, step: number, log: (line: string) => void) {
+  for (const [file, d] of Object.entries(cutStepLogs(runDir, step)))
+    log(`${file}: ${droppedText(d, step)}`);
 }

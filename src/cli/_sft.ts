@@ -2,17 +2,10 @@
 // (src/grpo/sft.ts SftRun) with a run folder around it, as `npm run train` keeps one: config.json,
 // metrics.jsonl (one line per optimizer step: TRL's loss, mean_token_accuracy, num_tokens,
 // learning_rate, grad_norm, epoch), checkpoint-<step>/ (a Hugging Face folder + optimizer.safetensors
-// + trainer_state.json, written atomically through the checkpoint codec) and final-model/ at the
-// end. `--resume <run>/checkpoint-<step>` continues a run exactly (same data; only the length may
+// + trainer_state.json, through the checkpoint codec) and final-model/ at the end, every file
+// written atomically (_atomic-files.ts; a step's row is durable before its checkpoint). `--resume <run>/checkpoint-<step>` continues a run exactly (same data; only the length may
 // change). A module of its own (not an entry point) so tests read its flags in-process.
-import {
-  appendFileSync,
-  existsSync,
-  mkdirSync,
-  readFileSync,
-  rmSync,
-  writeFileSync,
-} from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import type { Engine } from '../engine/engine';
 import { exportHfFolder } from '../export/hf-export';
@@ -23,7 +16,8 @@ import type { SftExample } from '../grpo/sft-data';
 import type { CheckpointPayload } from '../storage/checkpoints';
 import type { Identity } from '../storage/db';
 import { takeCommandFlags, type Command } from './_flags';
-import { recoverRunFolder, truncateStepLogs, writeFolderAtomically } from './_run-folder';
+import { appendLine, writeFileAtomic, writeFolderAtomic } from './_atomic-files';
+import { cutStepLogsLogged, recoverRunFolder } from './_run-folder';
 import { hfFolderExtras, type LoadedModel } from './_session';
 
 const kebab = (key: string) => key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
@@ -172,7 +166,7 @@ export async function sftFolder(o: SftFolderOptions): Promise<{ checkpoints: str
     hooks: {
       onStep: (report) => {
         const row = { step: report.step, ...report.metrics, skipped: report.skipped };
-        appendFileSync(join(runDir, 'metrics.jsonl'), JSON.stringify(row) + '\n');
+        appendLine(join(runDir, 'metrics.jsonl'), JSON.stringify(row));
         const last = report.step === run.totalSteps;
         if (report.step % config.loggingSteps === 0 || last || report.skipped)
           log(sftStepLine(report, run.totalSteps));
@@ -182,7 +176,7 @@ export async function sftFolder(o: SftFolderOptions): Promise<{ checkpoints: str
         const files = hfFolderExtras(model);
         const extra = { baseModel: model.folder, data: o.dataPath };
         for (const [name, bytes] of checkpointToFiles(payload, extra)) files.set(name, bytes);
-        writeFolderAtomically(dir, files);
+        writeFolderAtomic(dir, files);
         checkpoints.push(dir);
         log(`saved ${dir}`);
       },
@@ -194,11 +188,10 @@ export async function sftFolder(o: SftFolderOptions): Promise<{ checkpoints: str
     if (o.resume) {
       run.restore(o.resume.payload, fromStoredMetrics(o.resume.payload.metricsSoFar));
       log(`resumed from ${o.resume.from} at step ${run.stepCount}`);
-      for (const [file, n] of Object.entries(truncateStepLogs(runDir, run.stepCount)))
-        log(`${file}: removed ${n} row${n === 1 ? '' : 's'} after step ${run.stepCount}`);
+      cutStepLogsLogged(runDir, run.stepCount, log);
     } else {
       const options = Object.fromEntries(Object.entries(config).map(([k, v]) => [trlName(k), v]));
-      writeFileSync(
+      writeFileAtomic(
         join(runDir, 'config.json'),
         JSON.stringify({ model: model.folder, data: o.dataPath, ...options }, null, 2),
       );
@@ -214,7 +207,7 @@ export async function sftFolder(o: SftFolderOptions): Promise<{ checkpoints: str
       `trained ${run.totalSteps} steps in ${((performance.now() - started) / 1000).toFixed(1)} s`,
     );
     const finalDir = join(runDir, 'final-model');
-    writeFolderAtomically(
+    writeFolderAtomic(
       finalDir,
       exportHfFolder({
         config: model.hf.config,

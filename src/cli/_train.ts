@@ -1,20 +1,15 @@
 // What `npm run train` does once its arguments are read: grpo's Run (src/grpo/run.ts, the loop the
 // playground's worker shares) with a run folder's I/O around it: config.json, metrics.jsonl,
-// samples.jsonl and evals.jsonl appended per step, checkpoint-<step>/ written atomically through
-// the checkpoint codec (src/grpo/checkpoint.ts) and recovered after a kill (_run-folder.ts; a
-// resume cuts the logs back to its step), best-model/ and eval.json at the end (and the final
-// model with --export; a LoRA run's model folders hold merged weights plus the PEFT adapter/),
-// progress on stdout (and the phase of the step under way on a terminal). A module of its own (not an entry point) so tests drive the command's path
-// in-process.
-import {
-  appendFileSync,
-  existsSync,
-  mkdirSync,
-  readFileSync,
-  rmSync,
-  writeFileSync,
-} from 'node:fs';
-import { dirname, join } from 'node:path';
+// samples.jsonl and evals.jsonl appended per step, checkpoint-<step>/ through the checkpoint codec
+// (src/grpo/checkpoint.ts), best-model/ and eval.json at the end (and the final model with
+// --export; a LoRA run's model folders hold merged weights plus the PEFT adapter/), progress on
+// stdout (and the phase of the step under way on a terminal). Every file is written atomically
+// (_atomic-files.ts) in an order that a kill at any point leaves resumable: a step's rows are
+// durable before its checkpoint, and `--resume <run folder>` takes the newest complete checkpoint,
+// removes the leftovers and cuts the logs back to its step (_run-folder.ts). A module of its own
+// (not an entry point) so tests drive the command's path in-process.
+import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
 import type { Engine } from '../engine/engine';
 import { CHECKPOINT_FILES, checkpointFromFiles, checkpointToFiles } from '../grpo/checkpoint';
 import { resolveConfig, type Config } from '../grpo/config';
@@ -29,13 +24,9 @@ import { formatBytes } from '../core/format';
 import type { MemoryPlan } from '../model/memory-plan';
 import type { CheckpointPayload } from '../storage/checkpoints';
 import type { Identity } from '../storage/db';
+import { appendLine, isDiskFull, writeFileAtomic, writeFolderAtomic } from './_atomic-files';
+import { cutStepLogsLogged, newestCheckpoint, recoverRunFolder, STEP_LOGS } from './_run-folder';
 import { hfFolderExtras, type LoadedModel } from './_session';
-import {
-  recoverRunFolder,
-  STEP_LOGS,
-  truncateStepLogs,
-  writeFolderAtomically,
-} from './_run-folder';
 
 /** "custom:len failed on 3/8 (threw: TypeError: …)" per reward with errors in this step, or ''. */
 export function rewardErrorSummary(report: Pick<StepReport, 'groups'>): string {
@@ -128,6 +119,38 @@ export function readCheckpointFolder(
 }
 
 /**
+ * What `--resume <path>` continues: `path` itself when it is a checkpoint folder (as named, even
+ * an older one), else the newest complete checkpoint of run folder `path`, after recovering the
+ * leftovers of a killed write. `checkpoint` null: the run was killed before its first checkpoint,
+ * and its config.json starts it over (the steps are the same again).
+ */
+export function resumeTarget(
+  path: string,
+  log: (line: string) => void = (line) => console.log(line),
+): { runDir: string; checkpoint: string | null } {
+  if (/^checkpoint-\d+$/.test(basename(path)) || existsSync(join(path, CHECKPOINT_FILES.state)))
+    return { runDir: dirname(path), checkpoint: path };
+  if (!existsSync(path)) throw new Error(`--resume: ${path} does not exist`);
+  for (const action of recoverRunFolder(path)) log(action);
+  const checkpoint = newestCheckpoint(path, log);
+  if (!checkpoint && !existsSync(join(path, 'config.json')))
+    throw new Error(
+      `--resume: ${path} has no checkpoint-<step>/ and no config.json: the run was stopped before it started (start it again), or this is not a run folder of npm run train`,
+    );
+  return { runDir: path, checkpoint };
+}
+
+/** A run folder's config.json (what `--resume` starts over from when no checkpoint was saved). */
+export function storedConfig(runDir: string): Config {
+  const path = join(runDir, 'config.json');
+  try {
+    return resolveConfig(JSON.parse(readFileSync(path, 'utf8')) as Record<string, unknown>);
+  } catch (err) {
+    throw new Error(`--resume: ${path}: ${(err as Error).message}`, { cause: err });
+  }
+}
+
+/**
  * The policy's current weights as a Hugging Face folder's files (`--export`, best-model/). A LoRA
  * run's folder holds the merged weights (W + s·B·A: the trained model, loadable without PEFT) and,
  * under `adapter/`, the PEFT adapter folder (`PeftModel.from_pretrained(base, <folder>/adapter)`).
@@ -211,7 +234,7 @@ export async function trainFolder(o: TrainFolderOptions): Promise<{
   const log = o.log ?? ((line: string) => console.log(line));
   const checkpoints: string[] = [];
   const append = (file: string, row: unknown) =>
-    appendFileSync(join(runDir, file), JSON.stringify(row) + '\n');
+    appendLine(join(runDir, file), JSON.stringify(row));
   const run = new Run({
     engine: o.engine,
     config,
@@ -226,7 +249,7 @@ export async function trainFolder(o: TrainFolderOptions): Promise<{
       onProgress: o.progress,
       onStep: (report) => {
         append('metrics.jsonl', { step: report.step, ...report.metrics, skipped: report.skipped });
-        appendFileSync(join(runDir, 'samples.jsonl'), samplesLine(report) + '\n');
+        appendLine(join(runDir, 'samples.jsonl'), samplesLine(report));
         if (stepLogged(report, config)) log(stepLine(report, config.steps));
       },
       onCheckpoint: (payload) => {
@@ -234,7 +257,7 @@ export async function trainFolder(o: TrainFolderOptions): Promise<{
         const files = hfFolderExtras(model);
         for (const [name, bytes] of checkpointToFiles(payload, { baseModel: model.folder }))
           files.set(name, bytes);
-        writeFolderAtomically(dir, files);
+        writeFolderAtomic(dir, files);
         checkpoints.push(dir);
         log(`saved ${dir}`);
       },
@@ -249,7 +272,7 @@ export async function trainFolder(o: TrainFolderOptions): Promise<{
       // The policy holds the best weights now (LoRA: base + best adapters, written merged).
       onBestLoaded: async ({ best }) => {
         const dir = join(runDir, 'best-model');
-        writeFolderAtomically(dir, await modelFolderFiles(run, model));
+        writeFolderAtomic(dir, await modelFolderFiles(run, model));
         log(
           `loaded the best evaluation's weights (step ${best.step}, eval_accuracy ${best.evalAccuracy.toFixed(3)}), written to ${dir}`,
         );
@@ -266,10 +289,10 @@ export async function trainFolder(o: TrainFolderOptions): Promise<{
       run.restore(o.resume.payload);
       log(`resumed from ${o.resume.from} at step ${run.stepCount}`);
       // The steps after the checkpoint are trained again: their earlier rows would appear twice.
-      for (const [file, n] of Object.entries(truncateStepLogs(runDir, run.stepCount)))
-        log(`${file}: removed ${n} row${n === 1 ? '' : 's'} after step ${run.stepCount}`);
+      cutStepLogsLogged(runDir, run.stepCount, log);
     } else {
-      writeFileSync(join(runDir, 'config.json'), JSON.stringify(config, null, 2));
+      // config.json first: from here on `--resume <run folder>` can start the run over.
+      writeFileAtomic(join(runDir, 'config.json'), JSON.stringify(config, null, 2));
       for (const f of STEP_LOGS) rmSync(join(runDir, f), { force: true });
     }
     log(`run folder: ${runDir}`);
@@ -277,7 +300,7 @@ export async function trainFolder(o: TrainFolderOptions): Promise<{
     await run.runUntil();
     log(`trained ${config.steps} steps in ${((performance.now() - started) / 1000).toFixed(1)} s`);
     if (o.exportDir) {
-      writeFolderAtomically(o.exportDir, await modelFolderFiles(run, model));
+      writeFolderAtomic(o.exportDir, await modelFolderFiles(run, model));
       log(
         run.trainer.policy.lora
           ? `exported the merged model to ${o.exportDir} and the PEFT adapter to ${join(o.exportDir, ADAPTER_FOLDER)}`
@@ -291,10 +314,17 @@ export async function trainFolder(o: TrainFolderOptions): Promise<{
         maxCompletionLength: config.maxCompletionLength,
         seed: config.seed,
       });
-      writeFileSync(join(runDir, 'eval.json'), JSON.stringify(report, null, 2));
+      writeFileAtomic(join(runDir, 'eval.json'), JSON.stringify(report, null, 2));
       log(`held-out (${report.prompts} prompts): ${JSON.stringify(report.metrics)}`);
     }
     return { plan: run.plan, checkpoints };
+  } catch (err) {
+    if (isDiskFull(err))
+      throw new Error(
+        `${(err as Error).message}. The run folder keeps its last complete checkpoint: free some space, then continue with npm run train -- --resume ${runDir}`,
+        { cause: err },
+      );
+    throw err;
   } finally {
     run.destroy();
   }

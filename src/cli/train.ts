@@ -3,7 +3,8 @@
 // line per step), samples.jsonl (every group's completions, rewards and advantages),
 // checkpoint-<step>/ (a Hugging Face folder + optimizer.safetensors + trainer_state.json, written
 // atomically), and eval.json (held-out prompts) at the end. `--resume <run>/checkpoint-<step>`
-// continues a run; `--config <file.json>` gives options as JSON, `--reward-file id=file.js` a custom
+// continues a run from that checkpoint, `--resume <run>` from its newest complete one (after any
+// kill); `--config <file.json>` gives options as JSON, `--reward-file id=file.js` a custom
 // reward's source, `--export <folder>` the final model (with --use_peft: merged, plus the PEFT
 // adapter in <folder>/adapter/). Exits 0 when the run finished, 1 with a message otherwise. This
 // file reads argv and loads the model; _train.ts runs the loop and the folder, _flags.ts holds the
@@ -23,7 +24,13 @@ import {
   TRAIN,
 } from './_flags';
 import { loadModel, openEngine, taskText } from './_session';
-import { readCheckpointFolder, terminalStatus, trainFolder } from './_train';
+import {
+  readCheckpointFolder,
+  resumeTarget,
+  storedConfig,
+  terminalStatus,
+  trainFolder,
+} from './_train';
 
 const isRecord = (v: unknown): v is Record<string, unknown> =>
   v !== null && typeof v === 'object' && !Array.isArray(v);
@@ -42,6 +49,8 @@ async function main(args: string[]) {
   const overrides: Record<string, unknown> = parseCliArgs(rest);
   let config: Config;
   let resume: ReturnType<typeof readCheckpointFolder> | null = null;
+  let resumeDir: string | null = null;
+  let resumedFrom: string | null = null;
   if (resumeFrom) {
     // Only the length of the run may change on resume; anything else would not be the same run.
     const extra = [
@@ -53,8 +62,18 @@ async function main(args: string[]) {
       throw new Error(
         `--resume continues a run as configured; only --steps may change (got ${extra.join(', ')})`,
       );
-    resume = readCheckpointFolder(resolve(resumeFrom));
-    config = resolveConfig({ ...resume.config, ...overrides });
+    const target = resumeTarget(resolve(resumeFrom));
+    resumeDir = target.runDir;
+    resumedFrom = target.checkpoint;
+    if (target.checkpoint) {
+      resume = readCheckpointFolder(target.checkpoint);
+      config = resolveConfig({ ...resume.config, ...overrides });
+    } else {
+      console.log(
+        `${target.runDir} has no checkpoint yet (the run was stopped before its first): training it again from its config.json`,
+      );
+      config = resolveConfig({ ...storedConfig(target.runDir), ...overrides });
+    }
   } else {
     const fromFile = configPath ? readConfigFile(configPath) : {};
     const files = flags.get('reward-file') ?? [];
@@ -76,10 +95,7 @@ async function main(args: string[]) {
   }
   checkSteps(config.steps, 'steps' in overrides ? undefined : configPath);
   const runDir = resolve(
-    out ??
-      (resume
-        ? join(resolve(resumeFrom!), '..')
-        : join('runs', new Date().toISOString().replace(/[:.]/g, '-'))),
+    out ?? resumeDir ?? join('runs', new Date().toISOString().replace(/[:.]/g, '-')),
   );
 
   const model = await loadModel(resume ? resume.baseModel : config.model);
@@ -104,7 +120,7 @@ async function main(args: string[]) {
       config,
       runDir,
       taskText: text,
-      resume: resume && { payload: resume.payload, from: resumeFrom! },
+      resume: resume && { payload: resume.payload, from: resumedFrom! },
       exportDir: exportTo ? resolve(exportTo) : null,
     });
   } finally {
