@@ -3,12 +3,8 @@
 // page through 'history-saved' / 'history-failed' events, which the session passes here), downloads
 // them, and one other run (or a seed of the committed Aha reference) can be overlaid on the Train
 // charts while the live run keeps drawing on top.
-import {
-  GrpoStorage,
-  type MetricsRow as StoredRow,
-  type RunHistorySummary,
-} from '../storage/index';
-import type { MetricsRow } from '../worker/types';
+import { GrpoStorage, type RunHistorySummary } from '../storage/index';
+import { nestMetricsRow, type FlatMetricsRow, type MetricsRow } from '../core/metrics-row';
 
 /** Another run's metrics drawn dashed behind the live ones. */
 export interface Overlay {
@@ -22,7 +18,6 @@ export interface Overlay {
   rows: MetricsRow[];
 }
 
-const nested = ({ step, ...metrics }: StoredRow): MetricsRow => ({ step, metrics });
 const msg = (err: unknown) => (err instanceof Error ? err.message : String(err));
 
 export class Runs {
@@ -69,7 +64,7 @@ export class Runs {
   }
 
   /** A stored run's metrics in step order (empty when it is gone). */
-  async rows(id: string): Promise<StoredRow[]> {
+  async rows(id: string): Promise<FlatMetricsRow[]> {
     return (await (await this.#db()).getRunHistory(id))?.rows ?? [];
   }
 
@@ -84,7 +79,12 @@ export class Runs {
   async overlayRun(id: string): Promise<void> {
     const history = await (await this.#db()).getRunHistory(id);
     if (!history) throw new Error('That run is no longer stored (deleted in another tab?).');
-    this.overlay = { id, name: history.name, source: 'run', rows: history.rows.map(nested) };
+    this.overlay = {
+      id,
+      name: history.name,
+      source: 'run',
+      rows: history.rows.map(nestMetricsRow),
+    };
   }
 
   /** The seeds of the committed Aha reference (loaded on first use: it is not in the main chunk). */

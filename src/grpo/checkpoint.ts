@@ -15,8 +15,13 @@ import type { TrainerSnapshot } from './trainer';
 import { numel, parameterSpecs, type LlamaConfig } from '../core/model-config';
 import { parseSafetensors, writeSafetensors } from '../formats/safetensors';
 import type { CheckpointPayload, CheckpointTensor } from '../storage/checkpoints';
-import type { Identity, MetricsRow as StoredMetricsRow } from '../storage/db';
-import type { MetricsRow } from './run';
+import type { Identity } from '../storage/db';
+import {
+  flattenMetricsRow,
+  nestMetricsRow,
+  type FlatMetricsRow,
+  type MetricsRow,
+} from '../core/metrics-row';
 
 /** The trainer's data-order and bookkeeping counters, stored in the checkpoint's `rng` record. */
 type StateKey = 'trainer.promptCursor' | 'trainer.numTokens' | 'trainer.consecutiveSkips';
@@ -30,7 +35,7 @@ export interface CheckpointContext {
   /** The frozen reference policy (the run's initial weights); null when β = 0. */
   referenceIdentity: Identity | null;
   tokenizerIdentity: Identity | null;
-  metricsSoFar?: StoredMetricsRow[];
+  metricsSoFar?: FlatMetricsRow[];
   /** The options changed in the middle of the run so far (Run.applyLiveOptions): `config` is the
    * one in force after them. Kept in the `rng` record with the trainer's other bookkeeping. */
   liveChanges?: readonly LiveChange[];
@@ -152,12 +157,12 @@ export async function weightsIdentity(
 }
 
 /** A run's metrics history as storage rows (one flat object per step) and back. */
-export const toStoredMetrics = (rows: readonly MetricsRow[]): StoredMetricsRow[] =>
-  rows.map((r) => ({ ...r.metrics, step: r.step }));
+export const toStoredMetrics = (rows: readonly MetricsRow[]): FlatMetricsRow[] =>
+  rows.map(flattenMetricsRow);
 
 export const fromStoredMetrics = (
-  rows: readonly StoredMetricsRow[] | null | undefined,
-): MetricsRow[] => (rows ?? []).map(({ step, ...metrics }) => ({ step, metrics }));
+  rows: readonly FlatMetricsRow[] | null | undefined,
+): MetricsRow[] => (rows ?? []).map(nestMetricsRow);
 
 /**
  * Whether a checkpoint belongs on these initial weights: restoring needs the run's base model

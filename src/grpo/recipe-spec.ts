@@ -25,7 +25,7 @@ import {
 import { resolveConfig, type Config, type ConfigInput } from './config';
 import { PRESETS, type PresetName } from './presets';
 import type { RejectionSamplingOptions } from './rejection-sampling';
-import type { MetricsRow } from './run';
+import type { MetricsRow } from '../core/metrics-row';
 import { resolveSftConfig, type SftConfig } from './sft-config';
 import type { SftRow } from './sft-data';
 

@@ -7,6 +7,7 @@
 // worker. The loop is drivable one step at a time (`step()`, the playground's Step button) or
 // until a stop condition (`runUntil()`); it is a TrainingStage (stage.ts), as the SFT loop is, so
 // the recipe runner drives both alike.
+import type { MetricsRow } from '../core/metrics-row';
 import type { Engine } from '../engine/engine';
 import type { LlamaConfig } from '../core/model-config';
 import {
@@ -47,7 +48,6 @@ import { StepProgress, type PhaseProgress } from './step-progress';
 import { GrpoTrainer, type StepReport, type TrainerTokenizer } from './trainer';
 
 /** One row of the metrics history: the step number and that step's docs/grpo.md §6 metrics. */
-export type MetricsRow = { step: number; metrics: Record<string, number> };
 
 /** The save policy: every `saveSteps` steps, and after the last step so the final weights are
  * always saved (TRL's save_strategy="steps" also saves at the end of training). */

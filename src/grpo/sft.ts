@@ -29,7 +29,7 @@ import type { CheckpointPayload, CheckpointTensor } from '../storage/checkpoints
 import type { Identity } from '../storage/db';
 import { fromStoredMetrics, toStoredMetrics } from './checkpoint';
 import { PolicyObjective } from './policy-objective';
-import type { MetricsRow } from './run';
+import type { MetricsRow } from '../core/metrics-row';
 import type { SftConfig } from './sft-config';
 import { stepUntil, type StageHooks, type StageStepResult, type TrainingStage } from './stage';
 import { tokenizeSftRow, type SftExample, type SftRow, type SftTokenizeOptions } from './sft-data';

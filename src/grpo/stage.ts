@@ -7,7 +7,7 @@
 // stores, the file codec and resume handle both kinds alike; only what is inside its `rng` record
 // and tensors is the loop's own, and each loop's restore() refuses another loop's payload.
 import type { CheckpointPayload } from '../storage/checkpoints';
-import type { MetricsRow } from './run';
+import type { MetricsRow } from '../core/metrics-row';
 
 /** One step as every driver sees it: the step's metrics row and whether its update was skipped
  * (a non-finite loss or gradient; the weights did not change). Run's StepReport is this and more. */

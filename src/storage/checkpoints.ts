@@ -15,10 +15,10 @@ import type {
   CheckpointRecord,
   GrpoDatabase,
   Identity,
-  MetricsRow,
   PendingSaveRecord,
   TensorEntry,
 } from './db';
+import type { FlatMetricsRow } from '../core/metrics-row';
 import {
   CheckpointIntegrityError,
   CheckpointValidationError,
@@ -63,9 +63,9 @@ export interface CheckpointPayload {
   modelIdentity: Identity;
   referenceIdentity: Identity | null;
   tokenizerIdentity: Identity | null;
-  metricsSoFar?: MetricsRow[] | null;
+  metricsSoFar?: FlatMetricsRow[] | null;
   /** Metrics at this step, for "keep the best"; default: metricsSoFar's row for `step`. */
-  metrics?: MetricsRow | null;
+  metrics?: FlatMetricsRow | null;
   /** AdamW's step count t (bias correction), which can differ from the GRPO step. */
   optimizerStep: number;
   /** Name of the run when saving creates it (default: the run id). */
@@ -76,8 +76,8 @@ export interface LoadedCheckpoint extends CheckpointPayload {
   id: string;
   createdAt: number;
   bytes: number;
-  metricsSoFar: MetricsRow[] | null;
-  metrics: MetricsRow | null;
+  metricsSoFar: FlatMetricsRow[] | null;
+  metrics: FlatMetricsRow | null;
   adapter: LoraOptions | null;
   /** Hex SHA-256 per tensor name, verified on load. */
   tensorSha256: Record<string, string>;
@@ -223,7 +223,7 @@ function validatePayload(payload: CheckpointPayload): void {
 }
 
 /** A metric snapshot for `step`: the explicit one, else metricsSoFar's row for that step. */
-function metricsAt(payload: CheckpointPayload): MetricsRow | null {
+function metricsAt(payload: CheckpointPayload): FlatMetricsRow | null {
   if (payload.metrics) return payload.metrics;
   const rows = payload.metricsSoFar ?? [];
   for (let i = rows.length - 1; i >= 0; i--) if (rows[i].step === payload.step) return rows[i];

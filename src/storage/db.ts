@@ -8,6 +8,7 @@
 
 import { wrap, type DBSchema, type IDBPDatabase, type IDBPTransaction, type StoreNames } from 'idb';
 import type { LlamaConfig } from '../core/model-config';
+import type { FlatMetricsRow } from '../core/metrics-row';
 import type { LoraOptions } from '../ref/lora';
 import {
   describeKey,
@@ -71,19 +72,10 @@ export interface RunStage {
   firstStep: number;
 }
 
-/**
- * One step's metrics under docs/grpo.md §6 names ('reward', 'rewards/<name>/mean', 'kl', 'loss',
- * 'completions/mean_length', …). Metrics that were not computed are absent, never 0.
- */
-export interface MetricsRow {
-  step: number;
-  [name: string]: number;
-}
-
 export interface MetricsRecord {
   runId: string;
   step: number;
-  values: MetricsRow;
+  values: FlatMetricsRow;
 }
 
 /** One step's samples; sequence i = b·G + g (group-major), as the trainer lays them out. */
@@ -124,7 +116,7 @@ export interface CheckpointRecord {
   tensorCount: number;
   modelIdentity: Identity;
   /** The metrics at this step, used by "keep the best" retention. */
-  metrics: MetricsRow | null;
+  metrics: FlatMetricsRow | null;
 }
 
 /** Everything else needed to resume, written in the same transaction as its CheckpointRecord. */
@@ -137,7 +129,7 @@ export interface CheckpointDetailRecord {
   modelConfig: LlamaConfig;
   referenceIdentity: Identity | null;
   tokenizerIdentity: Identity | null;
-  metricsSoFar: MetricsRow[] | null;
+  metricsSoFar: FlatMetricsRow[] | null;
   /** A LoRA run's adapter config: the tensors are its adapters, not every parameter. Absent in
    * checkpoints saved before LoRA runs could be stored (those are full-weight checkpoints). */
   adapter?: LoraOptions | null;
@@ -275,7 +267,7 @@ async function backfillMetrics(tx: UpgradeTx, skipped: FoundNotice[]): Promise<v
       continue;
     }
     for (let i = 0; i < rows.length; i++) {
-      const values = rows[i] as MetricsRow;
+      const values = rows[i] as FlatMetricsRow;
       const problem = metricsRowProblem(values);
       if (problem) skip(runId, `${where}[${i}]`, problem);
       else if (values.step <= c.step) await metrics.put({ runId, step: values.step, values });

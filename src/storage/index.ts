@@ -2,7 +2,8 @@
 // (injectable IDBFactory and StorageManager), and module-level functions over a lazily opened
 // default instance (the browser's IndexedDB) for the UI.
 
-import type { CheckpointRecord, GrpoDatabase, MetricsRow, RunRecord, RunStatus } from './db';
+import type { CheckpointRecord, GrpoDatabase, RunRecord, RunStatus } from './db';
+import type { FlatMetricsRow } from '../core/metrics-row';
 import type { SamplesRecord, StoredRecipe } from './db';
 import { openDatabase, type OpenDbOptions } from './db';
 import * as ckpt from './checkpoints';
@@ -106,10 +107,10 @@ export class GrpoStorage {
   deleteRun(id: string): Promise<boolean> {
     return runs.deleteRun(this.db, id);
   }
-  putMetrics(runId: string, rows: MetricsRow[]): Promise<void> {
+  putMetrics(runId: string, rows: FlatMetricsRow[]): Promise<void> {
     return runs.putMetrics(this.db, runId, rows);
   }
-  getMetrics(runId: string): Promise<MetricsRow[]> {
+  getMetrics(runId: string): Promise<FlatMetricsRow[]> {
     return this.noting((onSkip) => runs.getMetrics(this.db, runId, onSkip));
   }
   putSamples(record: SamplesRecord): Promise<void> {
@@ -123,7 +124,7 @@ export class GrpoStorage {
   }
 
   // Run histories: one run's metrics as a whole (the Runs panel, CSV / JSONL, chart overlay).
-  recordRunMetrics(meta: history.RunHistoryMeta, rows: MetricsRow[]): Promise<RunRecord> {
+  recordRunMetrics(meta: history.RunHistoryMeta, rows: FlatMetricsRow[]): Promise<RunRecord> {
     return history.recordRunMetrics(this.db, meta, rows, this.now);
   }
   listRunHistories(): Promise<history.RunHistorySummary[]> {

@@ -6,7 +6,8 @@
 // run histories record theirs afterwards, best-effort. A notice is keyed by its run and row, so
 // the same unreadable row read on every listing is reported once, and dismissing it is kept.
 
-import type { GrpoDatabase, MetricsRecord, MetricsRow, StorageNoticeRecord } from './db';
+import type { GrpoDatabase, MetricsRecord, StorageNoticeRecord } from './db';
+import type { FlatMetricsRow } from '../core/metrics-row';
 import { writeTx } from './tx';
 
 /** What the page shows: one row that was left out, where, and why. */
@@ -47,7 +48,7 @@ export function describeKey(key: unknown): string {
 }
 
 /**
- * Why a stored metrics row (MetricsRow: `{ step, <metric>: number, … }`) cannot be read, or null
+ * Why a stored metrics row (FlatMetricsRow: `{ step, <metric>: number, … }`) cannot be read, or null
  * when it can. Only the shape is checked: a metric's value is kept as stored (NaN is a real
  * value: a diverged loss), so a readable row comes back exactly as it was written.
  */
@@ -123,8 +124,8 @@ export function readableMetricsRows(
   runId: string,
   during: string,
   onSkip: OnSkip,
-): MetricsRow[] {
-  const rows: MetricsRow[] = [];
+): FlatMetricsRow[] {
+  const rows: FlatMetricsRow[] = [];
   for (const r of records) {
     const problem = metricsRowProblem(r.values);
     if (problem)

@@ -6,7 +6,8 @@
 // the continuation, not a mix of two branches.
 
 import type { LlamaConfig } from '../core/model-config';
-import type { GrpoDatabase, Identity, MetricsRecord, MetricsRow, RunRecord, RunStage } from './db';
+import type { GrpoDatabase, Identity, MetricsRecord, RunRecord, RunStage } from './db';
+import type { FlatMetricsRow } from '../core/metrics-row';
 import { isQuotaExceeded, StorageError } from './errors';
 import { prefixRange, writeTx } from './tx';
 import {
@@ -30,7 +31,7 @@ export interface RunHistoryMeta {
 
 /** A run with its whole metrics history, in step order. */
 export interface RunHistory extends RunRecord {
-  rows: MetricsRow[];
+  rows: FlatMetricsRow[];
 }
 
 /** What the Runs panel lists. */
@@ -73,7 +74,7 @@ export class RunHistoryQuotaError extends StorageError {
 export async function recordRunMetrics(
   db: GrpoDatabase,
   meta: RunHistoryMeta,
-  rows: readonly MetricsRow[],
+  rows: readonly FlatMetricsRow[],
   now: () => number = Date.now,
 ): Promise<RunRecord> {
   const sorted = [...rows].sort((a, b) => a.step - b.step);

@@ -7,11 +7,11 @@ import type {
   GrpoDatabase,
   Identity,
   MetricsRecord,
-  MetricsRow,
   RunRecord,
   RunStatus,
   SamplesRecord,
 } from './db';
+import type { FlatMetricsRow } from '../core/metrics-row';
 import { CheckpointValidationError, NotFoundError } from './errors';
 import { prefixRange, writeTx } from './tx';
 import { readableMetricsRows, type OnSkip } from './notices';
@@ -167,7 +167,7 @@ export async function deleteRun(db: GrpoDatabase, id: string): Promise<boolean> 
 export async function putMetrics(
   db: GrpoDatabase,
   runId: string,
-  rows: MetricsRow[],
+  rows: FlatMetricsRow[],
 ): Promise<void> {
   await writeTx(db, ['metrics'], async (tx) => {
     for (const values of rows) {
@@ -182,7 +182,7 @@ export async function getMetrics(
   db: GrpoDatabase,
   runId: string,
   onSkip: OnSkip = () => {},
-): Promise<MetricsRow[]> {
+): Promise<FlatMetricsRow[]> {
   const records = await db.getAll('metrics', prefixRange(runId));
   return readableMetricsRows(records, runId, 'reading run metrics', onSkip);
 }

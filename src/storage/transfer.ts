@@ -21,7 +21,8 @@ import {
 } from '../core/model-config';
 import { parseSafetensors, writeSafetensors } from '../formats/safetensors';
 import type { LoraOptions } from '../ref/lora';
-import type { CheckpointRecord, GrpoDatabase, Identity, MetricsRow, RunRecord } from './db';
+import type { CheckpointRecord, GrpoDatabase, Identity, RunRecord } from './db';
+import type { FlatMetricsRow } from '../core/metrics-row';
 import { CheckpointImportError } from './errors';
 import {
   checkTensorSet,
@@ -128,7 +129,7 @@ export function decodeCheckpointFile(
   return { manifest, safetensors: bytes.subarray(PREFIX_BYTES + manifestBytes) };
 }
 
-const jsonMetrics = (row: MetricsRow): Record<string, number | null> =>
+const jsonMetrics = (row: FlatMetricsRow): Record<string, number | null> =>
   Object.fromEntries(Object.entries(row).map(([k, v]) => [k, Number.isFinite(v) ? v : null]));
 
 /** Builds the export file of a loaded (hence verified) checkpoint. */
@@ -242,7 +243,7 @@ const isAdapterConfig = (v: unknown): v is LoraOptions =>
 const isIdentity = (v: unknown): v is Identity =>
   isObject(v) && typeof v.name === 'string' && typeof v.sha256 === 'string';
 
-function toMetricsRow(v: unknown): MetricsRow | null {
+function toMetricsRow(v: unknown): FlatMetricsRow | null {
   if (!isObject(v) || typeof v.step !== 'number') return null;
   const row: Record<string, number> = {};
   for (const [k, x] of Object.entries(v)) {
@@ -250,15 +251,15 @@ function toMetricsRow(v: unknown): MetricsRow | null {
     else if (x === null) row[k] = NaN;
     else return null;
   }
-  return row as MetricsRow;
+  return row as FlatMetricsRow;
 }
 
 /** A fully validated checkpoint file: what importCheckpoint writes, what the UI can preview. */
 export interface ParsedCheckpointFile {
   manifest: ExportManifest;
   tensors: CheckpointTensor[];
-  metrics: MetricsRow | null;
-  metricsSoFar: MetricsRow[] | null;
+  metrics: FlatMetricsRow | null;
+  metricsSoFar: FlatMetricsRow[] | null;
 }
 
 /** Validates a checkpoint file completely (including checksums) without touching the database. */
@@ -301,11 +302,11 @@ export async function parseCheckpointFile(
       fail(`manifest.${key} must be { name, sha256 } or null`);
     }
   }
-  let metrics: MetricsRow | null = null;
+  let metrics: FlatMetricsRow | null = null;
   if (manifest.metrics !== null && manifest.metrics !== undefined) {
     metrics = toMetricsRow(manifest.metrics) ?? fail('manifest.metrics is not a metrics row');
   }
-  let metricsSoFar: MetricsRow[] | null = null;
+  let metricsSoFar: FlatMetricsRow[] | null = null;
   if (manifest.metricsSoFar !== null && manifest.metricsSoFar !== undefined) {
     if (!Array.isArray(manifest.metricsSoFar)) fail('manifest.metricsSoFar must be a list');
     metricsSoFar = (manifest.metricsSoFar as unknown[]).map(

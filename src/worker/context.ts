@@ -18,7 +18,8 @@ import { parameterCount, type LlamaConfig } from '../core/model-config';
 import type { MemoryPlan } from '../model/memory-plan';
 import type { CheckpointPayload } from '../storage/checkpoints';
 import { GrpoStorage } from '../storage/index';
-import type { Identity, MetricsRow as StoredMetricsRow } from '../storage/db';
+import type { Identity } from '../storage/db';
+import type { FlatMetricsRow } from '../core/metrics-row';
 import { StorageQuotaError } from '../storage/errors';
 import { CHECKPOINT_FAILURE_REPORTED } from './protocol';
 import { RunHistoryWriter } from './run-history-writer';
@@ -383,7 +384,7 @@ export function checkpointInfo(
     step: number;
     createdAt: number;
     bytes: number;
-    metrics: StoredMetricsRow | null;
+    metrics: FlatMetricsRow | null;
   },
   runName: string,
 ): CheckpointInfo {

@@ -28,7 +28,8 @@ import type { RejectionSamplingReport } from '../grpo/rejection-sampling';
 import type { SandboxFactory } from '../grpo/reward-sandbox';
 import type { TrainerTokenizer } from '../grpo/trainer';
 import type { CheckpointPayload } from '../storage/checkpoints';
-import type { Identity, MetricsRow, RunStage, RunStatus, StoredRecipe } from '../storage/db';
+import type { Identity, RunStage, RunStatus, StoredRecipe } from '../storage/db';
+import { flattenMetricsRow, type FlatMetricsRow } from '../core/metrics-row';
 import type { GrpoStorage } from '../storage/index';
 import type { RunHistoryMeta } from '../storage/run-history';
 
@@ -140,7 +141,7 @@ export function keptTimeline(state: RecipeState, checkpointStep: number): Timeli
   );
 }
 
-const metricsRow = (row: TimelineRow): MetricsRow => ({ ...row.metrics, step: row.step });
+const metricsRow = (row: TimelineRow): FlatMetricsRow => flattenMetricsRow(row);
 
 function message(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
@@ -241,7 +242,7 @@ class RecipeRunner {
   }
 
   /** Stores the recipe's state (and `rows` of its timeline) on its run row. */
-  private persist(a: Active, status: RunStatus, rows: MetricsRow[] = []): Promise<void> {
+  private persist(a: Active, status: RunStatus, rows: FlatMetricsRow[] = []): Promise<void> {
     const run = a.run;
     if (!run) return Promise.resolve();
     const state = run.snapshot();

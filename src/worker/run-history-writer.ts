@@ -6,11 +6,12 @@
 // never depended on storage. Outcomes reach the page as 'history-saved' / 'history-failed' events.
 import type { GrpoStorage } from '../storage/index';
 import { RunHistoryQuotaError, type RunHistoryMeta } from '../storage/run-history';
-import type { MetricsRow as StoredRow } from '../storage/db';
 import type { TrainerEvent } from './protocol';
-import type { MetricsRow } from './types';
-
-const flat = (r: MetricsRow): StoredRow => ({ ...r.metrics, step: r.step });
+import {
+  flattenMetricsRow as flat,
+  type FlatMetricsRow as StoredRow,
+  type MetricsRow,
+} from '../core/metrics-row';
 const msg = (err: unknown) => (err instanceof Error ? err.message : String(err));
 
 export class RunHistoryWriter {

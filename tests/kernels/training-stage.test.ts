@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { resolveConfig } from '../../src/grpo/config';
 import { nodeSandboxFactory } from '../../src/grpo/reward-sandbox-node';
-import type { MetricsRow } from '../../src/grpo/run';
+import type { MetricsRow } from '../../src/core/metrics-row';
 import { Run } from '../../src/grpo/run';
 import { SftRun, tokenizeSftDataset } from '../../src/grpo/sft';
 import { resolveSftConfig } from '../../src/grpo/sft-config';

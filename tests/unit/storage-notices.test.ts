@@ -6,6 +6,7 @@
 // at version 2 gains the empty store. At the current version, a run row with a non-string id and
 // metrics rows without a readable step are left out of listings and histories and reported once.
 // The trainer worker's storageNotices() / dismissStorageNotices() read and dismiss the report.
+import type { FlatMetricsRow } from '../../src/core/metrics-row';
 import 'fake-indexeddb/auto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { parameterSpecs, type LlamaConfig } from '../../src/core/model-config';
@@ -14,7 +15,6 @@ import {
   GrpoStorage,
   type CheckpointPayload,
   type GrpoDatabase,
-  type MetricsRow,
   type StorageOptions,
 } from '../../src/storage';
 import { createTrainerApi } from '../../src/worker/trainer-api';
@@ -127,7 +127,7 @@ describe('upgrading a version-1 database with unreadable rows', () => {
     const mixedDetail = (await v1.db.get('checkpointDetails', mixed.id))!;
     await v1.db.put('checkpointDetails', {
       ...mixedDetail,
-      metricsSoFar: mixedRows as MetricsRow[],
+      metricsSoFar: mixedRows as FlatMetricsRow[],
     });
 
     // A run whose checkpoint's history is not a list.
@@ -135,7 +135,7 @@ describe('upgrading a version-1 database with unreadable rows', () => {
     const notListDetail = (await v1.db.get('checkpointDetails', notList.id))!;
     await v1.db.put('checkpointDetails', {
       ...notListDetail,
-      metricsSoFar: { step: 1, reward: 1 } as unknown as MetricsRow[],
+      metricsSoFar: { step: 1, reward: 1 } as unknown as FlatMetricsRow[],
     });
 
     // Checkpoint rows the copy cannot place: no run id, and a NaN step.
@@ -296,7 +296,7 @@ describe('the trainer worker', () => {
     const detail = (await v1.db.get('checkpointDetails', record.id))!;
     await v1.db.put('checkpointDetails', {
       ...detail,
-      metricsSoFar: [{ step: 1, reward: 0.5 }, null] as unknown as MetricsRow[],
+      metricsSoFar: [{ step: 1, reward: 0.5 }, null] as unknown as FlatMetricsRow[],
     });
     v1.close();
 
