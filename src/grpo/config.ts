@@ -3,7 +3,7 @@
 // project's own (model, task, rewards …). Everything — the Config type, the defaults, validation,
 // CLI flags, --help, URL parameters and the TRL mapping — comes from the single CONFIG_SCHEMA table.
 
-import { ALL_LOSS_TYPES, IMPORTANCE_SAMPLING_LEVELS } from '../ref/grpo_loss';
+import { ALL_LOSS_TYPES, IMPORTANCE_SAMPLING_LEVELS } from '../core/loss-definitions';
 import { checkLoraOptions, type LoraOptions } from '../ref/lora';
 import { resolveTaskOptions, TASK_NAMES } from '../tasks/index';
 import { PROMPT_TEMPLATES } from '../tasks/types';

@@ -27,14 +27,14 @@ import type { PackedBatch } from '../model/batch';
 import type { RowChunk } from '../model/head-chunks';
 import type { GpuLlama, HeadState } from '../model/llama';
 import type { GpuAdamW } from '../optim/adamw';
+import { normalisesByBatchTokens } from '../core/loss-definitions';
 import {
-  entropyBonusRef,
+  entropyBonus,
   loggedLossMetrics,
   microBatchMetrics,
-  normalisesByBatchTokens,
   policyLossMetric,
   type MicroBatchMetrics,
-} from '../ref/grpo_loss';
+} from './loss-metrics';
 import type { Config } from './config';
 
 const F32 = 4;
@@ -219,7 +219,7 @@ export class PolicyObjective {
       // The entropy bonus (docs/grpo.md §5): its ∂loss/∂H depends on the mask only.
       const entropyCoef = config.entropyCoef;
       const bonusOf = (entropy: ArrayLike<number>) =>
-        entropyBonusRef({
+        entropyBonus({
           entropy,
           mask: batch.mask,
           N,

@@ -2,7 +2,8 @@
 // gradient into the per-token log-probs, and the TRL statistics, entirely on the GPU (the caller
 // reads the small `out` buffer when it wants the numbers; nothing is read back here).
 import { createStorageBuffer } from '../engine/buffers';
-import type { GrpoLossInputs, GrpoLossStats, LossType } from '../ref/grpo_loss';
+import type { GrpoLossInputs, GrpoLossStats } from '../ref/grpo_loss';
+import type { LossType } from '../core/loss-definitions';
 import { transient } from '../engine/memory';
 import { uniformLayout } from '../engine/uniforms';
 import { Kernel } from './kernel';

@@ -13,10 +13,10 @@ import {
 import {
   grpoLossRef,
   highEntropyMaskRef,
-  LOSS_TYPES,
   type GrpoLossInputs,
   type GrpoLossResult,
 } from '../../src/ref/grpo_loss';
+import { LOSS_TYPES } from '../../src/core/loss-definitions';
 import { seededUniform, testEngine, worstMismatch, type Tolerance } from './harness';
 
 // f32 exp and sums vs the f64 reference.

@@ -7,7 +7,7 @@
 // One process; token- or sequence-level importance sampling (GSPO) and two-sided clipping (delta)
 // as `_compute_loss` computes them. Used by tests/unit/trl-parity.test.ts (CPU
 // reference) and tests/kernels/trl-parity.test.ts (GPU trainer path).
-import type { LossType } from '../../src/ref/grpo_loss';
+import type { LossType } from '../../src/core/loss-definitions';
 
 // ------------------------------------------------------------------------------------------
 // TRL, transcribed. NaN plays torch's NaN; float32 tensors are Math.fround'ed values.

@@ -1,7 +1,8 @@
 // Finite-difference check (f64) of grpoLossRef's dLogp for every loss type, with clipped and
 // unclipped tokens, β = 0 and β > 0, masked tokens and an all-masked sequence.
 import { describe, expect, it } from 'vitest';
-import { grpoLossRef, LOSS_TYPES, type GrpoLossInputs } from '../../src/ref/grpo_loss';
+import { grpoLossRef, type GrpoLossInputs } from '../../src/ref/grpo_loss';
+import { LOSS_TYPES } from '../../src/core/loss-definitions';
 import { mulberry32 } from '../../src/core/rng';
 
 // Central differences in f64 with h = 1e-6: truncation ~h²·|f'''| ≈ 1e-12, rounding ~eps/h ≈ 1e-10.

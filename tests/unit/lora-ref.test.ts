@@ -7,7 +7,8 @@ import { describe, expect, it } from 'vitest';
 import { computeAdvantages } from '../../src/grpo/advantages';
 import { loraOptionsOf, parseCliArgs, resolveConfig } from '../../src/grpo/config';
 import { adamwStepRef, gradClipRef } from '../../src/ref/adamw';
-import { grpoLossRef, LOSS_TYPES, type LossType } from '../../src/ref/grpo_loss';
+import { grpoLossRef } from '../../src/ref/grpo_loss';
+import { LOSS_TYPES, type LossType } from '../../src/core/loss-definitions';
 import {
   RefLlama,
   completionLogprobsBackwardRef,

@@ -13,14 +13,13 @@ import {
   stepAdvantages,
 } from '../../src/grpo/rewards';
 import { normalizeThenSumAdvantages } from '../../src/grpo/advantages';
+import { accumulatedLossRef, highEntropyMaskRef } from '../../src/ref/grpo_loss';
 import {
-  accumulatedLossRef,
-  entropyBonusRef,
-  highEntropyMaskRef,
+  entropyBonus,
   loggedLossMetrics,
   microBatchMetrics,
   policyLossMetric,
-} from '../../src/ref/grpo_loss';
+} from '../../src/grpo/loss-metrics';
 import { optimizerStepsOf, runSchedule, learningRateAt } from '../../src/optim/schedule';
 import { resolveConfig } from '../../src/grpo/config';
 import { grpoConfigArgs } from '../../src/export/trl-export';
@@ -373,7 +372,7 @@ describe('entropy_coef as TRL computes it', () => {
             },
             GA,
           );
-          const bonus = entropyBonusRef({
+          const bonus = entropyBonus({
             entropy: flat(b.entropy),
             mask: flat(b.mask),
             N,
@@ -399,7 +398,7 @@ describe('entropy_coef as TRL computes it', () => {
 
   it('the bonus is −coef · the mean token entropy for dapo over the whole batch', () => {
     // Two sequences, mask [1, 1, 0 | 1, 0, 0], entropies [1, 2, 9 | 3, 9, 9]: mean H = 2, GA = 1.
-    const r = entropyBonusRef({
+    const r = entropyBonus({
       entropy: [1, 2, 9, 3, 9, 9],
       mask: [1, 1, 0, 1, 0, 0],
       N: 2,
@@ -411,7 +410,7 @@ describe('entropy_coef as TRL computes it', () => {
     expect(r.term).toBeCloseTo(-1, 15);
     expect(Array.from(r.gradEntropy)).toEqual([-0.5 / 3, -0.5 / 3, 0, -0.5 / 3, 0, 0]);
     // GA = 2, grpo: micro-batch means 1.5 and 3, each / GA: −0.5 · (1.5 + 3) / 2 = −1.125.
-    const g = entropyBonusRef({
+    const g = entropyBonus({
       entropy: [1, 2, 9, 3, 9, 9],
       mask: [1, 1, 0, 1, 0, 0],
       N: 2,

@@ -13,12 +13,10 @@ import type { CompletionRecord, GroupRecord, StepReport } from '../../grpo/train
 import {
   aggregationWeights,
   grpoLossRef,
-  LOSS_TYPES,
-  normalisesByBatchTokens,
   type GrpoLossInputs,
   type GrpoLossStats,
-  type LossType,
 } from '../../ref/grpo_loss';
+import { LOSS_TYPES, normalisesByBatchTokens, type LossType } from '../../core/loss-definitions';
 
 export { LOSS_TYPES, type LossType };
 
