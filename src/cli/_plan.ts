@@ -17,7 +17,7 @@ import {
   type MemoryPlan,
   type WeightDtype,
 } from '../model/memory-plan';
-import { loraAdapterSpecs } from '../ref/lora';
+import { loraAdapterSpecs } from '../core/lora';
 import { PLAN, takeCommandFlags } from './_flags';
 
 const GiB = 2 ** 30;

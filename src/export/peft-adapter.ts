@@ -30,7 +30,7 @@ import {
   projectionPath,
   type LoraOptions,
   type LoraProjection,
-} from '../ref/lora';
+} from '../core/lora';
 
 export const PEFT_CONFIG_FILE = 'adapter_config.json';
 export const PEFT_WEIGHTS_FILE = 'adapter_model.safetensors';

@@ -10,7 +10,7 @@
 // is frozen, so the base model's identity (modelIdentity) is all a restore needs to find it.
 import { EXP_AVG_PREFIX, EXP_AVG_SQ_PREFIX } from '../optim/adamw';
 import { loraOptionsOf, type Config, type LiveChange } from './config';
-import { loraAdapterSpecs } from '../ref/lora';
+import { loraAdapterSpecs } from '../core/lora';
 import type { TrainerSnapshot } from './trainer';
 import { numel, parameterSpecs, type LlamaConfig } from '../core/model-config';
 import { parseSafetensors, writeSafetensors } from '../formats/safetensors';

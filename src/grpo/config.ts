@@ -4,7 +4,7 @@
 // CLI flags, --help, URL parameters and the TRL mapping — comes from the single CONFIG_SCHEMA table.
 
 import { ALL_LOSS_TYPES, IMPORTANCE_SAMPLING_LEVELS } from '../core/loss-definitions';
-import { checkLoraOptions, type LoraOptions } from '../ref/lora';
+import { checkLoraOptions, type LoraOptions } from '../core/lora';
 import { resolveTaskOptions, TASK_NAMES } from '../tasks/index';
 import { PROMPT_TEMPLATES } from '../tasks/types';
 import { MULTI_OBJECTIVE_AGGREGATIONS, SCALE_REWARDS } from './advantages';

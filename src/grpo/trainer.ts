@@ -17,7 +17,7 @@ import type { Problem, PromptTemplate, Task } from '../tasks/types';
 import { trainEvalStream, type ProblemStream } from '../tasks/index';
 import { promptTooLongError } from '../tasks/jsonl';
 import { mixSeeds } from '../core/rng';
-import { loraTargets, type LoraOptions } from '../ref/lora';
+import { loraTargets, type LoraOptions } from '../core/lora';
 import { loraOptionsOf, type Config } from './config';
 import {
   reflectionMarkers,

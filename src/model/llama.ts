@@ -56,7 +56,7 @@ import {
   loraBName,
   loraScaling,
   type LoraOptions,
-} from '../ref/lora';
+} from '../core/lora';
 import {
   DEFAULT_LOGITS_MEMORY_BYTES,
   headChunkRows,

@@ -24,7 +24,7 @@ import { formatBytes } from '../core/format';
 import { numel, parameterSpecs, type LlamaConfig } from '../core/model-config';
 import { gradNormPartialsLength } from '../kernels/grad-norm';
 import { GRPO_LOSS_OUT } from '../kernels/grpo-loss';
-import { loraAdapterSpecs } from '../ref/lora';
+import { loraAdapterSpecs } from '../core/lora';
 import { DEFAULT_LOGITS_MEMORY_BYTES, headChunkRows } from './head-chunks';
 
 const F32 = 4;

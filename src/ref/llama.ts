@@ -31,15 +31,14 @@ import { attentionBackwardRef, attentionForwardRef } from './attention';
 import { biasAddRef, biasGradRef } from './bias';
 import { embeddingBackwardRef, embeddingForwardRef } from './embedding';
 import { logprobGatherBackwardRef, logprobGatherRef } from './logprob';
+import { loraBackwardRef, loraForwardRef } from './lora';
 import {
   loraAdapterSpecs,
   loraAName,
-  loraBackwardRef,
   loraBName,
-  loraForwardRef,
   loraScaling,
   type LoraOptions,
-} from './lora';
+} from '../core/lora';
 import { matmulF64 } from './matmul';
 import { rmsnormBackwardRef, rmsnormBackwardWeightRef, rmsnormForwardRef } from './rmsnorm';
 import { ropeInvFreqF64, ropeRotate } from './rope';

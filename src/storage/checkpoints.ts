@@ -9,7 +9,7 @@
 // manifest (the tab closed mid-save) are garbage-collected when the database is next opened.
 
 import { numel, parameterSpecs, type LlamaConfig } from '../core/model-config';
-import { checkLoraOptions, loraAdapterSpecs, type LoraOptions } from '../ref/lora';
+import { checkLoraOptions, loraAdapterSpecs, type LoraOptions } from '../core/lora';
 import type {
   CheckpointDetailRecord,
   CheckpointRecord,

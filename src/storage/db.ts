@@ -9,7 +9,7 @@
 import { wrap, type DBSchema, type IDBPDatabase, type IDBPTransaction, type StoreNames } from 'idb';
 import type { LlamaConfig } from '../core/model-config';
 import type { FlatMetricsRow } from '../core/metrics-row';
-import type { LoraOptions } from '../ref/lora';
+import type { LoraOptions } from '../core/lora';
 import {
   describeKey,
   describeValue,

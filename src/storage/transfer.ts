@@ -20,7 +20,7 @@ import {
   type SupportedArchitecture,
 } from '../core/model-config';
 import { parseSafetensors, writeSafetensors } from '../formats/safetensors';
-import type { LoraOptions } from '../ref/lora';
+import type { LoraOptions } from '../core/lora';
 import type { CheckpointRecord, GrpoDatabase, Identity, RunRecord } from './db';
 import type { FlatMetricsRow } from '../core/metrics-row';
 import { CheckpointImportError } from './errors';

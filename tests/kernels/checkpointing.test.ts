@@ -13,7 +13,7 @@ import { parseCliArgs, resolveConfig } from '../../src/grpo/config';
 import { initLlamaWeights } from '../../src/model/init';
 import { GpuLlama } from '../../src/model/llama';
 import { positionsFromKeyStart } from '../../src/ref/llama';
-import { loraAdapterSpecs, type LoraOptions } from '../../src/ref/lora';
+import { loraAdapterSpecs, type LoraOptions } from '../../src/core/lora';
 import { makeTrainer, modelConfig as trainerModel } from '../support/tiny-trainer';
 import { seededUniform, testEngine } from './harness';
 

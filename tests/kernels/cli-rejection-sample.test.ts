@@ -22,7 +22,7 @@ import { checkpointToFiles } from '../../src/grpo/checkpoint';
 import { loraOptionsOf, resolveConfig, type Config } from '../../src/grpo/config';
 import { PRESETS } from '../../src/grpo/presets';
 import { formatOk } from '../../src/grpo/rewards';
-import { loraAdapterSpecs } from '../../src/ref/lora';
+import { loraAdapterSpecs } from '../../src/core/lora';
 import type { CheckpointPayload, CheckpointTensor } from '../../src/storage/checkpoints';
 import { createTask, trainEvalProblems } from '../../src/tasks/index';
 import { testEngine } from './harness';

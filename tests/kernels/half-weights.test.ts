@@ -25,7 +25,7 @@ import { frozenDtypeOf, ParameterStore } from '../../src/model/parameters';
 import { GpuAdamW } from '../../src/optim/adamw';
 import { packHalfBits, roundToHalf, type HalfTensor } from '../../src/ref/half';
 import { positionsFromKeyStart, RefLlama } from '../../src/ref/llama';
-import { loraAdapterSpecs } from '../../src/ref/lora';
+import { loraAdapterSpecs } from '../../src/core/lora';
 import { LORA_FIXTURE_NAMES, loadLoraFixture, type LoraFixture } from '../fixtures/load-lora';
 import { makeTrainer, modelConfig } from '../support/tiny-trainer';
 import { seededUniform, testEngine, worstMismatch, type Tolerance } from './harness';

@@ -28,7 +28,7 @@ import { resolveConfig, type ConfigInput } from '../../src/grpo/config';
 import { nodeSandboxFactory } from '../../src/grpo/reward-sandbox-node';
 import { initLlamaWeights } from '../../src/model/init';
 import type { GrpoTrainer } from '../../src/grpo/trainer';
-import { loraAdapterSpecs, type LoraOptions } from '../../src/ref/lora';
+import { loraAdapterSpecs, type LoraOptions } from '../../src/core/lora';
 import { GrpoStorage } from '../../src/storage/index';
 import { createTrainerApi } from '../../src/worker/trainer-api';
 import { makeTrainer, modelConfig, tokenizer } from '../support/tiny-trainer';

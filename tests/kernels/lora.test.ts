@@ -12,7 +12,7 @@ import { LogprobGatherBackwardKernel, LogprobGatherKernel } from '../../src/kern
 import { GpuLlama, type ForwardState } from '../../src/model/llama';
 import { GpuAdamW } from '../../src/optim/adamw';
 import { RefLlama, positionsFromKeyStart } from '../../src/ref/llama';
-import { loraAdapterSpecs, type LoraOptions } from '../../src/ref/lora';
+import { loraAdapterSpecs, type LoraOptions } from '../../src/core/lora';
 import {
   CHECKPOINT_FILES,
   checkpointFromFiles,

@@ -21,7 +21,7 @@ import {
   loraScaling,
   LORA_PROJECTIONS,
   type LoraOptions,
-} from '../../src/ref/lora';
+} from '../../src/core/lora';
 import { LORA_FIXTURE_NAMES, loadLoraFixture, type LoraFixture } from '../fixtures/load-lora';
 
 // f64 against f64 in another summation order, as tests/unit/fixtures.test.ts; measured here:

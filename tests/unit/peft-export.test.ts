@@ -30,7 +30,7 @@ import { filesSource } from '../../src/formats/model-source';
 import { parseSafetensors, writeSafetensors } from '../../src/formats/safetensors';
 import { resolveConfig } from '../../src/grpo/config';
 import { RefLlama } from '../../src/ref/llama';
-import { loraAdapterSpecs, type LoraOptions } from '../../src/ref/lora';
+import { loraAdapterSpecs, type LoraOptions } from '../../src/core/lora';
 
 // Merged (f32 W + s·B·A, rounded once) against the adapter forward in f64 over f32 inputs: the
 // only difference is the rounding of each merged weight (≤ 2^-24 relative), carried through two

@@ -1,0 +1,136 @@
+// LoRA adapters with PEFT semantics (peft/tuners/lora/layer.py): on a chosen projection
+// y = x·Wᵀ (+ b) becomes y = x·Wᵀ (+ b) + s·(x·Aᵀ)·Bᵀ, A (r, in), B (out, r), s = α / r (or α / √r
+// with rslora). A starts as torch's kaiming_uniform_(a = √5), i.e. U(−1/√in, 1/√in); B starts at 0,
+// so a fresh adapter leaves the model's outputs unchanged. Only A and B train; the base is frozen.
+//
+// This file is the adapters' layout, shared by every layer (the GPU model, checkpoints, exports,
+// the memory plan and the CPU reference): the option checks, the adapter names and shapes, and the
+// seeded initialisation. The f64 reference of one adapted projection is src/ref/lora.ts.
+//
+// Names follow PEFT's saved adapter keys without the `base_model.model.` prefix:
+// `model.layers.{l}.self_attn.q_proj.lora_A.weight` (r, in), `….lora_B.weight` (out, r).
+
+import { mulberry32, seed32 } from './rng';
+import type { LlamaConfig, ParameterSpec } from './model-config';
+
+/** The decoder's linear layers in PEFT's `all-linear` order (lm_head excluded, as PEFT does). */
+export const LORA_PROJECTIONS = [
+  'q_proj',
+  'k_proj',
+  'v_proj',
+  'o_proj',
+  'gate_proj',
+  'up_proj',
+  'down_proj',
+] as const;
+export type LoraProjection = (typeof LORA_PROJECTIONS)[number];
+
+/** PEFT LoraConfig's knobs that this project supports (TRL ModelConfig names in comments). */
+export interface LoraOptions {
+  r: number; // lora_r
+  alpha: number; // lora_alpha
+  /** lora_target_modules: 'all-linear' (or a list holding it) or projection names. */
+  targetModules: 'all-linear' | readonly string[];
+  useRslora: boolean; // use_rslora
+  /** lora_dropout: only 0 is supported (a non-zero value is rejected, see checkLoraOptions). */
+  dropout: number;
+}
+
+/** Throws on options PEFT would reject or this project does not implement; returns the targets. */
+export function checkLoraOptions(options: LoraOptions): LoraProjection[] {
+  const { r, alpha, dropout } = options;
+  if (!Number.isInteger(r) || r < 1)
+    throw new RangeError(`lora_r must be an integer ≥ 1, got ${r}`);
+  if (!Number.isFinite(alpha)) throw new RangeError(`lora_alpha must be finite, got ${alpha}`);
+  if (dropout !== 0) {
+    // Dropout on the adapter input would need a seeded mask per step kept for backward; until it
+    // exists, a run asking for it fails instead of silently training without it.
+    throw new RangeError(`lora_dropout ${dropout} is not supported: only 0 (no dropout)`);
+  }
+  return loraTargets(options.targetModules);
+}
+
+/** The projections an adapter goes on, in LORA_PROJECTIONS order. */
+export function loraTargets(targetModules: LoraOptions['targetModules']): LoraProjection[] {
+  const list = typeof targetModules === 'string' ? [targetModules] : [...targetModules];
+  if (list.includes('all-linear')) return [...LORA_PROJECTIONS];
+  if (list.length === 0) throw new RangeError('lora_target_modules is empty');
+  for (const name of list) {
+    if (!(LORA_PROJECTIONS as readonly string[]).includes(name)) {
+      throw new RangeError(
+        `lora_target_modules: unknown module '${name}' (one of ${LORA_PROJECTIONS.join(', ')} or 'all-linear')`,
+      );
+    }
+  }
+  return LORA_PROJECTIONS.filter((p) => list.includes(p));
+}
+
+/** s = α / r, or α / √r with rslora (PEFT's `scaling`). */
+export function loraScaling(options: Pick<LoraOptions, 'r' | 'alpha' | 'useRslora'>): number {
+  return options.useRslora ? options.alpha / Math.sqrt(options.r) : options.alpha / options.r;
+}
+
+/** The HF module path of a projection in layer l: model.layers.{l}.self_attn.q_proj … */
+export function projectionPath(l: number, projection: LoraProjection): string {
+  const block = LORA_PROJECTIONS.indexOf(projection) < 4 ? 'self_attn' : 'mlp';
+  return `model.layers.${l}.${block}.${projection}`;
+}
+
+/** (in, out) features of a projection. */
+export function projectionDims(config: LlamaConfig, projection: LoraProjection): [number, number] {
+  const { hiddenSize: C, intermediateSize: I, numHeads: H, numKvHeads: Hkv, headDim: D } = config;
+  switch (projection) {
+    case 'q_proj':
+      return [C, H * D];
+    case 'k_proj':
+    case 'v_proj':
+      return [C, Hkv * D];
+    case 'o_proj':
+      return [H * D, C];
+    case 'gate_proj':
+    case 'up_proj':
+      return [C, I];
+    case 'down_proj':
+      return [I, C];
+  }
+}
+
+export const loraAName = (path: string) => `${path}.lora_A.weight`;
+export const loraBName = (path: string) => `${path}.lora_B.weight`;
+
+/** Every adapter tensor: per layer, per target projection, A (r, in) then B (out, r). */
+export function loraAdapterSpecs(config: LlamaConfig, options: LoraOptions): ParameterSpec[] {
+  const targets = checkLoraOptions(options);
+  const specs: ParameterSpec[] = [];
+  for (let l = 0; l < config.numLayers; l++) {
+    for (const projection of targets) {
+      const path = projectionPath(l, projection);
+      const [inDim, outDim] = projectionDims(config, projection);
+      specs.push({ name: loraAName(path), shape: [options.r, inDim] });
+      specs.push({ name: loraBName(path), shape: [outDim, options.r] });
+    }
+  }
+  return specs;
+}
+
+/**
+ * Fresh adapters as PEFT initialises them: A ~ U(−1/√in, 1/√in) (kaiming_uniform_ with a = √5:
+ * gain √(2/(1+5)), bound gain·√3/√fan_in = 1/√in), B = 0. Seeded (mulberry32), in spec order.
+ */
+export function initLoraAdapters(
+  config: LlamaConfig,
+  options: LoraOptions,
+  seed: number,
+): Map<string, Float32Array> {
+  const next = mulberry32(seed32(seed));
+  const out = new Map<string, Float32Array>();
+  for (const spec of loraAdapterSpecs(config, options)) {
+    const data = new Float32Array(spec.shape[0] * spec.shape[1]);
+    if (spec.name.endsWith('.lora_A.weight')) {
+      const bound = 1 / Math.sqrt(spec.shape[1]);
+      for (let i = 0; i < data.length; i++) data[i] = (2 * next() - 1) * bound;
+    }
+    out.set(spec.name, data);
+  }
+  return out;
+}
