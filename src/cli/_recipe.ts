@@ -1,23 +1,23 @@
 // What `npm run recipe` does once its arguments are read: a recipe (src/grpo/recipe.ts) run into a
 // run folder, and resumed from one.
-//   <out>/recipe.json                the recipe as run (a built-in one written out)
-//   <out>/state.json                 RecipeState after every checkpoint and stage: resume reads it
+//   <out>/recipe.json                the recipe as run (a built-in one written out), written first
 //   <out>/metrics.jsonl              the timeline: one line per optimizer step of any stage, with
 //                                    `step` (across stages), `stage`, `stage_name`, `stage_step`
 //   <out>/<i>-<name>/checkpoint-N/   each sft / grpo stage's checkpoints (a Hugging Face folder +
-//                                    optimizer state + trainer_state.json, written atomically)
+//                                    optimizer state + trainer_state.json) with recipe_state.json,
+//                                    the RecipeState at that checkpoint: one atomic folder holds
+//                                    the weights and the state that match them
+//   <out>/state.json                 RecipeState after each stage (and at a stop)
 //   <out>/<i>-<name>/sft.jsonl       what a rejection-sample stage kept, with samples.jsonl (every
 //                                    sample, kept or not, and why) and report.json (counts, yield)
-//   <out>/final-model/               the last weights as a Hugging Face folder
+//   <out>/final-model/               the last weights as a Hugging Face folder, before the last
+//                                    stage's state.json says the recipe is done
+// Every file is written atomically (_atomic-files.ts) and a step's metrics row is durable before
+// its checkpoint, so a kill anywhere leaves a folder --resume continues exactly: it takes the most
+// advanced of state.json and the newest complete checkpoints' states, removes the leftovers of
+// interrupted writes and makes metrics.jsonl the timeline up to that point (resumePoint).
 // A module of its own (not an entry point) so tests run it in-process.
-import {
-  appendFileSync,
-  existsSync,
-  mkdirSync,
-  readdirSync,
-  readFileSync,
-  writeFileSync,
-} from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import type { Engine } from '../engine/engine';
 import { toHfConfig } from '../core/model-config';
@@ -35,7 +35,14 @@ import {
 } from '../grpo/recipe-spec';
 import { nodeSandboxFactory } from '../grpo/reward-sandbox-node';
 import type { CheckpointPayload } from '../storage/checkpoints';
-import { recoverRunFolder, writeFolderAtomically } from './_run-folder';
+import {
+  appendLine,
+  isDiskFull,
+  readJsonl,
+  writeFileAtomic,
+  writeFolderAtomic,
+} from './_atomic-files';
+import { droppedText, newestCheckpoint, recoverRunFolder } from './_run-folder';
 import { hfFolderExtras, jsonBytes, loadModel, type LoadedModel } from './_session';
 
 /** A recipe named on the command line: a built-in name or a JSON file. A stage's
@@ -64,20 +71,96 @@ export function readRecipe(nameOrPath: string, seed?: number): Recipe {
 
 const stageDir = (runDir: string, index: number, name: string) => join(runDir, `${index}-${name}`);
 
-/** The newest checkpoint folder of a stage (highest step), or null. */
-export function latestCheckpointDir(dir: string): string | null {
-  if (!existsSync(dir)) return null;
-  const steps = readdirSync(dir)
-    .map((f) => /^checkpoint-(\d+)$/.exec(f))
-    .filter(
-      (m): m is RegExpExecArray => m !== null && existsSync(join(dir, m[0], 'trainer_state.json')),
-    )
-    .map((m) => Number(m[1]));
-  return steps.length ? join(dir, `checkpoint-${Math.max(...steps)}`) : null;
-}
+/** The RecipeState a recipe checkpoint folder carries beside the stage's own checkpoint files. */
+export const RECIPE_STATE = 'recipe_state.json';
 
 function readCheckpoint(dir: string): CheckpointPayload {
   return checkpointFromFiles((name) => new Uint8Array(readFileSync(join(dir, name)))).payload;
+}
+
+const readState = (path: string): RecipeState =>
+  reviveRecipeState(JSON.parse(readFileSync(path, 'utf8')) as RecipeState);
+
+/** Whether state `a` is further on than `b`: a later stage, or more timeline rows in the same one
+ * (a stage's end has moved stageIndex past the stage's last checkpoint). */
+const ahead = (a: RecipeState, b: RecipeState) =>
+  a.stageIndex !== b.stageIndex
+    ? a.stageIndex > b.stageIndex
+    : a.timeline.length > b.timeline.length;
+
+/**
+ * Where a recipe run folder resumes after a stop or any kill: the most advanced of state.json
+ * (written at stage ends) and each stage's newest complete checkpoint's recipe_state.json, with
+ * the checkpoint of its current stage (null: the stage starts over). Leftovers of interrupted
+ * writes are recovered first, in the run folder and in every stage's folder. `state` null: nothing
+ * was saved yet, the recipe starts over. A state.json that does not parse (a folder written
+ * before writes were atomic) is reported and passed over.
+ */
+export function resumePoint(
+  runDir: string,
+  recipe: Recipe,
+  log: (line: string) => void,
+): { state: RecipeState | null; checkpoint: string | null } {
+  for (const action of recoverRunFolder(runDir)) log(action);
+  const dirs = recipe.stages.map((s, i) => stageDir(runDir, i, s.name));
+  for (const dir of dirs) for (const action of recoverRunFolder(dir)) log(action);
+  let best: { state: RecipeState; checkpoint: string | null } | null = null;
+  const statePath = join(runDir, 'state.json');
+  if (existsSync(statePath)) {
+    try {
+      best = { state: readState(statePath), checkpoint: null };
+    } catch (err) {
+      log(`${statePath} does not parse (${(err as Error).message}): passed over`);
+    }
+  }
+  for (const dir of dirs) {
+    // The newest complete checkpoint of the stage; one without recipe_state.json is from before
+    // checkpoints carried it (state.json then names the stage it belongs to).
+    const newest = newestCheckpoint(dir, log);
+    if (!newest || !existsSync(join(newest, RECIPE_STATE))) continue;
+    let state: RecipeState;
+    try {
+      state = readState(join(newest, RECIPE_STATE));
+    } catch (err) {
+      log(`${join(newest, RECIPE_STATE)} does not parse (${(err as Error).message}): passed over`);
+      continue;
+    }
+    // On a tie (a stop writes both) the checkpoint wins: it holds the stage's weights.
+    if (!best || !ahead(best.state, state)) best = { state, checkpoint: newest };
+  }
+  if (!best) return { state: null, checkpoint: null };
+  const current = recipe.stages[best.state.stageIndex];
+  const checkpoint =
+    best.checkpoint ??
+    (current ? newestCheckpoint(stageDir(runDir, best.state.stageIndex, current.name)) : null);
+  return { state: best.state, checkpoint };
+}
+
+/**
+ * Makes metrics.jsonl exactly `rows` (the timeline up to the resume point): rows of steps trained
+ * again and a torn last line go, rows the file lacks come back from the state. Logs what changed;
+ * writes nothing when the file is already right.
+ */
+function reconcileMetrics(
+  path: string,
+  recipe: Recipe,
+  rows: readonly RecipeState['timeline'][number][],
+  log: (line: string) => void,
+): void {
+  const expected = rows.map((r) => metricsLine(recipe, r)).join('');
+  if ((existsSync(path) ? readFileSync(path, 'utf8') : '') === expected) return;
+  const read = readJsonl(path);
+  const step = rows.at(-1)?.step ?? 0;
+  const later = read.rows.filter(
+    (r) => ((r.value as { step?: number } | null)?.step ?? 0) > step,
+  ).length;
+  const lacking = rows.length - (read.rows.length - later);
+  const changes = [
+    droppedText({ rows: later, torn: read.torn !== null, unreadable: read.unreadable }, step),
+    lacking > 0 ? `restored ${lacking} row${lacking === 1 ? '' : 's'} from the state` : '',
+  ].filter(Boolean);
+  writeFileAtomic(path, expected);
+  log(`metrics.jsonl: ${changes.join(', ') || 'rewritten from the state'}`);
 }
 
 export interface RecipeFolderOptions {
@@ -101,44 +184,53 @@ export async function recipeFolder(
   const { model, recipe, runDir } = o;
   const log = o.log ?? ((line: string) => console.log(line));
   mkdirSync(runDir, { recursive: true });
-  for (const action of recoverRunFolder(runDir)) log(action);
   const statePath = join(runDir, 'state.json');
+  const metricsPath = join(runDir, 'metrics.jsonl');
   let resume: ConstructorParameters<typeof RecipeRun>[0]['resume'];
   if (o.resume) {
-    if (!existsSync(statePath))
-      throw new Error(`--resume: ${runDir} has no state.json (not a recipe run folder)`);
-    const state = reviveRecipeState(JSON.parse(readFileSync(statePath, 'utf8')) as RecipeState);
-    const index = state.stageIndex;
+    const point = resumePoint(runDir, recipe, log);
+    const state = point.state;
+    const index = state?.stageIndex ?? 0;
     const current = recipe.stages[index];
-    const latest = current ? latestCheckpointDir(stageDir(runDir, index, current.name)) : null;
-    const checkpoint = latest ? readCheckpoint(latest) : null;
-    resume = {
-      state,
-      checkpoint,
-      weightsOf: async (name) => {
-        const i = recipe.stages.findIndex((s) => s.name === name);
-        const dir = latestCheckpointDir(stageDir(runDir, i, name));
-        if (!dir) throw new Error(`--resume: stage '${name}' has no checkpoint in ${runDir}`);
-        const payload = readCheckpoint(dir);
-        return new Map(
-          payload.tensors
-            .filter((t) => !t.name.startsWith('optimizer.'))
-            .map((t) => [t.name, t.data]),
-        );
-      },
-    };
-    // The timeline lines after the checkpoint are trained again: drop them from metrics.jsonl.
-    const keep = state.timeline.filter(
-      (r) => r.stage < index || (r.stage === index && r.stageStep <= (checkpoint?.step ?? 0)),
-    );
-    writeFileSync(join(runDir, 'metrics.jsonl'), keep.map((r) => metricsLine(recipe, r)).join(''));
+    const checkpoint = point.checkpoint ? readCheckpoint(point.checkpoint) : null;
+    if (state)
+      resume = {
+        state,
+        checkpoint,
+        weightsOf: async (name) => {
+          const i = recipe.stages.findIndex((s) => s.name === name);
+          const dir = newestCheckpoint(stageDir(runDir, i, name));
+          if (!dir) throw new Error(`--resume: stage '${name}' has no checkpoint in ${runDir}`);
+          const payload = readCheckpoint(dir);
+          return new Map(
+            payload.tensors
+              .filter((t) => !t.name.startsWith('optimizer.'))
+              .map((t) => [t.name, t.data]),
+          );
+        },
+      };
     log(
       `resuming '${recipe.name}' at stage ${index + 1}/${recipe.stages.length}` +
-        (current ? ` (${current.name}) from ${latest ?? 'its start'}` : ' (all stages done)'),
+        (current
+          ? ` (${current.name}) from ${point.checkpoint ?? 'its start'}`
+          : ' (all stages done)'),
     );
+    // The timeline rows after the checkpoint are trained again: metrics.jsonl keeps those before.
+    const rows = (state?.timeline ?? []).filter(
+      (r) => r.stage < index || (r.stage === index && r.stageStep <= (checkpoint?.step ?? 0)),
+    );
+    reconcileMetrics(metricsPath, recipe, rows, log);
   } else {
-    writeFileSync(join(runDir, 'recipe.json'), JSON.stringify(recipe, null, 2) + '\n');
-    writeFileSync(join(runDir, 'metrics.jsonl'), '');
+    for (const action of recoverRunFolder(runDir)) log(action);
+    // Two runs in one folder would mix their checkpoints, and --resume could take either's.
+    for (const file of ['recipe.json', 'state.json'])
+      if (existsSync(join(runDir, file)))
+        throw new Error(
+          `${runDir} already holds a recipe run (${file}): continue it with npm run recipe -- --resume ${runDir}, or choose another --out`,
+        );
+    // recipe.json first: from here on --resume can continue (or start over) this run.
+    writeFileAtomic(join(runDir, 'recipe.json'), JSON.stringify(recipe, null, 2) + '\n');
+    rmSync(metricsPath, { force: true });
   }
   const identity = await weightsIdentity(model.folder, model.hf.tensors);
   let steps = 0;
@@ -170,7 +262,8 @@ export async function recipeFolder(
           `stage ${index + 1}/${recipe.stages.length}: ${stage.kind} '${stage.name}'${n ? `, ${n} steps` : ''}`,
         ),
       onStep: (row, info) => {
-        appendFileSync(join(runDir, 'metrics.jsonl'), metricsLine(recipe, row));
+        // Durable before the step's checkpoint, which resume would otherwise start after.
+        appendLine(metricsPath, metricsLine(recipe, row).slice(0, -1));
         const m = row.metrics;
         const show = (k: string, d = 3) => (Number.isFinite(m[k]) ? `${k} ${m[k].toFixed(d)}` : '');
         log(
@@ -197,19 +290,22 @@ export async function recipeFolder(
           recipe: recipe.name,
         }))
           files.set(name, bytes);
-        writeFolderAtomically(dir, files);
-        writeFileSync(statePath, JSON.stringify(run.snapshot()));
+        // The state at this checkpoint, in the same atomic folder: resume never sees the weights
+        // without the timeline that led to them (or the reverse).
+        files.set(RECIPE_STATE, new TextEncoder().encode(JSON.stringify(run.snapshot())));
+        writeFolderAtomic(dir, files);
       },
       onRejection: (report, { index, stage }) => {
         const dir = stageDir(runDir, index, stage.name);
         mkdirSync(dir, { recursive: true });
-        writeFileSync(join(dir, 'sft.jsonl'), run.snapshot().datasets[stage.name]);
-        writeFileSync(
+        // The stage is redone (the same draws) if a kill comes before its state.json.
+        writeFileAtomic(join(dir, 'sft.jsonl'), run.snapshot().datasets[stage.name]);
+        writeFileAtomic(
           join(dir, 'samples.jsonl'),
           report.samples.map((s) => JSON.stringify(s) + '\n').join(''),
         );
         const { samples: _samples, ...counts } = report;
-        writeFileSync(join(dir, 'report.json'), JSON.stringify(counts, null, 2) + '\n');
+        writeFileAtomic(join(dir, 'report.json'), JSON.stringify(counts, null, 2) + '\n');
         log(
           `  ${stage.name}: kept ${report.kept} of ${report.sampled} (yield ${(100 * report.yield).toFixed(1)}%); rejected: ` +
             Object.entries(report.reasons)
@@ -219,11 +315,12 @@ export async function recipeFolder(
         );
       },
       onStageEnd: async (result, info) => {
-        writeFileSync(statePath, JSON.stringify(run.snapshot()));
         log(`stage '${result.name}' done in ${result.seconds.toFixed(1)} s`);
         await o.hooks?.onStageEnd?.(result, info);
+        // The final model before the state that says the recipe is done: a resume of a done
+        // recipe has nothing left to write.
         if (info.index === recipe.stages.length - 1) {
-          writeFolderAtomically(
+          writeFolderAtomic(
             join(runDir, 'final-model'),
             exportHfFolder({
               config: info.config,
@@ -234,11 +331,23 @@ export async function recipeFolder(
           );
           log(`final model: ${join(runDir, 'final-model')}`);
         }
+        writeFileAtomic(statePath, JSON.stringify(run.snapshot()));
       },
     },
   });
-  const outcome = await run.run();
-  writeFileSync(statePath, JSON.stringify(run.snapshot()));
+  let outcome: 'finished' | 'stopped';
+  try {
+    outcome = await run.run();
+    // A stop saved the stage's checkpoint (with its state); state.json says so too.
+    if (outcome === 'stopped') writeFileAtomic(statePath, JSON.stringify(run.snapshot()));
+  } catch (err) {
+    if (isDiskFull(err))
+      throw new Error(
+        `${(err as Error).message}. The run folder keeps its last complete state: free some space, then continue with npm run recipe -- --resume ${runDir}`,
+        { cause: err },
+      );
+    throw err;
+  }
   return { state: run.snapshot(), outcome };
 }
 

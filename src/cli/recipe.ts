@@ -65,7 +65,10 @@ async function main(argv: string[]) {
   if (resumeDir) {
     runDir = resolve(resumeDir);
     const stored = join(runDir, 'recipe.json');
-    if (!existsSync(stored)) throw new Error(`--resume: ${runDir} has no recipe.json`);
+    if (!existsSync(stored))
+      throw new Error(
+        `--resume: ${runDir} has no recipe.json: the run was stopped before it started (start it again), or this is not a recipe run folder`,
+      );
     if (recipeArg) throw new Error('--resume continues the stored recipe: give no recipe with it');
     recipeArg = stored;
   } else {
