@@ -19,6 +19,8 @@ import { ModelStore } from './stores/model.svelte';
 import { OptionsStore } from './stores/options.svelte';
 import { msg } from './stores/shell';
 import { TrainingStore } from './stores/training.svelte';
+import { recipes } from './recipes.svelte';
+import { stageRunId } from '../grpo/recipe-spec';
 
 export type View = 'train' | 'inspect' | 'checkpoints' | 'recipes' | 'learn' | 'aha' | 'paper';
 export const VIEWS: { id: View; label: string }[] = [
@@ -236,6 +238,14 @@ export class Session {
         const id = this.checkpoints.lastSaved?.id;
         if (!id) throw new Error('No checkpoint saved or restored in this page yet.');
         return this.api.checkpointDigest(id);
+      },
+      /** The recipe under way in the Recipes view: its timeline, and the newest checkpoint of its
+       * stage `index` as stored (null when that stage has none). */
+      recipeTimeline: () => $state.snapshot(recipes.timeline),
+      recipeStageDigest: (index: number) => {
+        const { runId, recipe } = recipes;
+        if (!runId || !recipe?.stages[index]) throw new Error(`No recipe stage ${index} here.`);
+        return this.api.latestCheckpointDigest(stageRunId(runId, index, recipe.stages[index].name));
       },
     };
   }

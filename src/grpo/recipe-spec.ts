@@ -123,6 +123,10 @@ export interface RecipeState {
 }
 
 /** `"from": "model:<ref>"`: a stage starts from another model (a distillation student). */
+/** The run id a recipe's stage keeps its checkpoints under: `<runId>/<index>-<name>`. */
+export const stageRunId = (runId: string, index: number, name: string) =>
+  `${runId}/${index}-${name}`;
+
 export const MODEL_PREFIX = 'model:';
 
 const KINDS: readonly StageKind[] = ['sft', 'grpo', 'rejection-sample'];

@@ -20,6 +20,7 @@ import {
   coldStartRows,
   MODEL_PREFIX,
   stageConfig,
+  stageRunId,
   stageSeed,
   type GrpoStage,
   type Recipe,
@@ -152,9 +153,9 @@ type TrainingStageFactory<S extends RecipeStage> = (
   hooks: StageHooks,
 ) => TrainingStage;
 
-/** A stage's own run id under the recipe's: `<runId>/<index>-<name>`. */
-const stageRunId = ({ setup, info }: StageContext) =>
-  `${setup.runId}/${info.index}-${info.stage.name}`;
+/** A stage's own run id under the recipe's. */
+const stageRun = ({ setup, info }: StageContext) =>
+  stageRunId(setup.runId, info.index, info.stage.name);
 
 const sftStage: TrainingStageFactory<SftStage> = (ctx, hooks) => {
   const { recipe, stage, info, start } = ctx;
@@ -162,7 +163,7 @@ const sftStage: TrainingStageFactory<SftStage> = (ctx, hooks) => {
   const { examples } = tokenizeSftDataset(ctx.sftRows(stage), start.tokenizer, config);
   return new SftRun({
     engine: ctx.setup.engine,
-    runId: stageRunId(ctx),
+    runId: stageRun(ctx),
     runName: `${recipe.name} · ${stage.name}`,
     modelIdentity: start.identity,
     config,
@@ -178,7 +179,7 @@ const grpoStage: TrainingStageFactory<GrpoStage> = (ctx, hooks) => {
   return new Run({
     engine: setup.engine,
     config: stageConfig(recipe, info.index),
-    runId: stageRunId(ctx),
+    runId: stageRun(ctx),
     runName: `${recipe.name} · ${stage.name}`,
     modelIdentity: start.identity ?? { name: recipe.name, sha256: '' },
     model: { config: start.config, weights: start.weights, tokenizer: start.tokenizer },

@@ -4,9 +4,19 @@
 import { checkBaseModel } from '../grpo/checkpoint';
 import { resolveConfig } from '../grpo/config';
 import { customRewardCode, withoutCustomRewards, type CustomCodeConsent } from '../grpo/reward-id';
+import type { LoadedCheckpoint } from '../storage/checkpoints';
 import type { StorageNotice } from '../storage/notices';
 import { checkpointInfo, message, type WorkerContext } from './context';
 import type { CheckpointInfo, RunState, StorageInfo } from './protocol';
+
+/** A loaded (verified) checkpoint as the parity tests compare it. */
+const digest = (c: LoadedCheckpoint) => ({
+  step: c.step,
+  optimizerStep: c.optimizerStep,
+  adapter: c.adapter,
+  tensorSha256: c.tensorSha256,
+  metricsSoFar: c.metricsSoFar,
+});
 
 export function checkpointService(ctx: WorkerContext) {
   return {
@@ -116,14 +126,14 @@ export function checkpointService(ctx: WorkerContext) {
      * moments), the optimizer step, the adapter config and the metrics rows it carries.
      */
     async checkpointDigest(id: string) {
-      const c = await (await ctx.storage()).loadCheckpoint(id);
-      return {
-        step: c.step,
-        optimizerStep: c.optimizerStep,
-        adapter: c.adapter,
-        tensorSha256: c.tensorSha256,
-        metricsSoFar: c.metricsSoFar,
-      };
+      return digest(await (await ctx.storage()).loadCheckpoint(id));
+    },
+
+    /** Test hook (?test-hooks=1): checkpointDigest of a run's newest checkpoint (a recipe stage's
+     * run id included), or null when it has none. */
+    async latestCheckpointDigest(runId: string) {
+      const c = await (await ctx.storage()).loadLatestCheckpoint(runId);
+      return c ? digest(c) : null;
     },
   };
 }

@@ -18,6 +18,7 @@ import {
   parseRecipe,
   recipeScoringTask,
   reviveRecipeState,
+  stageRunId,
   type Recipe,
   type RecipeState,
   type StageKind,
@@ -112,10 +113,6 @@ export interface RecipeRunSummary {
 
 /** Checkpoints kept per stage: the latest resumes it; one before it in case that one is cut. */
 const KEEP_CHECKPOINTS = 2;
-
-/** The run id of stage `index`'s checkpoints (RecipeRun names its stage runs so). */
-export const stageRunId = (runId: string, index: number, name: string) =>
-  `${runId}/${index}-${name}`;
 
 /** Where each started stage begins on the timeline (RunRecord.stages). */
 export function runStages(state: RecipeState): RunStage[] {

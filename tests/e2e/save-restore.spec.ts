@@ -1,8 +1,9 @@
-// Nothing a user trains is lost, in Chromium with the real IndexedDB, on the bundled model with LoRA
-// (a LoRA checkpoint could not be saved in the browser before: "unexpected tensor '…lora_A.weight'"):
+// Nothing a user trains is lost, in Chromium with the real IndexedDB, on the bundled model, for each
+// playground run kind: LoRA on an f32 base (a LoRA checkpoint could not be saved in the browser
+// before: "unexpected tensor '…lora_A.weight'"), a full fine-tune, LoRA on a bf16 base:
 // 1. Step 1, 2 → Save → Step 3 → Save: the uninterrupted run's step-3 checkpoint. Reload (nothing
 //    unsaved, so the page leaves without asking), load the model, Restore the step-2 checkpoint in the
-//    fresh worker, Step, Save: its adapters, AdamW moments (SHA-256 of each stored tensor) and
+//    fresh worker, Step, Save: its trained tensors, AdamW moments (SHA-256 of each stored tensor) and
 //    metrics rows equal the uninterrupted run's bit for bit.
 // 2. A checkpoint of another model (the exported file with another base identity, imported) is
 //    refused with both models' names before any discard question, although steps are unsaved.
@@ -14,9 +15,16 @@ import { loadBundledModel } from './support/bundled-model';
 import { watchErrors } from './support/watch-errors';
 
 const STEP_TIMEOUT = 300_000;
-const RUN =
-  'perStepPrompts=1&numGenerations=2&maxCompletionLength=24&evalPrompts=1&seed=5' +
-  '&saveSteps=100&usePeft=true&loraR=2&loraAlpha=4';
+const BASE =
+  'perStepPrompts=1&numGenerations=2&maxCompletionLength=24&evalPrompts=1&seed=5&saveSteps=100';
+const LORA = '&usePeft=true&loraR=2&loraAlpha=4';
+const RUN = BASE + LORA;
+/** The run kinds of the parity matrix the page runs (SFT and recipes: recipe-parity.spec.ts). */
+const KINDS = [
+  { kind: 'LoRA on an f32 base', query: BASE + LORA, lora: true },
+  { kind: 'full fine-tune', query: BASE, lora: false },
+  { kind: 'LoRA on a bf16 base', query: BASE + LORA + '&dtype=bfloat16', lora: true },
+];
 
 test.use({ serviceWorkers: 'block' });
 
@@ -61,49 +69,57 @@ async function save(page: Page, atStep: number) {
   await page.getByTestId('nav-train').click();
 }
 
-test('a LoRA run saves, survives a reload, restores and trains on as if never stopped', async ({
-  page,
-}) => {
-  test.setTimeout(1_200_000);
-  const errors = watchErrors(page);
-  await page.goto(`/?test-hooks=1&${RUN}#train`);
-  await loadBundledModel(page);
+for (const { kind, query, lora } of KINDS)
+  test(`${kind}: saves, survives a reload, restores and trains on as if never stopped`, async ({
+    page,
+  }) => {
+    test.setTimeout(1_200_000);
+    const errors = watchErrors(page);
+    await page.goto(`/?test-hooks=1&${query}#train`);
+    await loadBundledModel(page);
 
-  await step(page, 1);
-  await step(page, 2);
-  await save(page, 2);
-  const atTwo = await digest(page);
-  expect(atTwo.step).toBe(2);
-  expect(atTwo.adapter).toMatchObject({ r: 2, alpha: 4 });
-  const names = Object.keys(atTwo.tensorSha256);
-  expect(names.length).toBeGreaterThan(0);
-  expect(names.every((n) => n.includes('lora_A') || n.includes('lora_B'))).toBe(true);
-  expect(names.some((n) => n.startsWith('optimizer.exp_avg_sq.'))).toBe(true);
-  await step(page, 3);
-  await save(page, 3);
-  const straight = await digest(page);
+    await step(page, 1);
+    await step(page, 2);
+    await save(page, 2);
+    const atTwo = await digest(page);
+    expect(atTwo.step).toBe(2);
+    const names = Object.keys(atTwo.tensorSha256);
+    expect(names.length).toBeGreaterThan(0);
+    if (lora) {
+      expect(atTwo.adapter).toMatchObject({ r: 2, alpha: 4 });
+      expect(names.every((n) => n.includes('lora_A') || n.includes('lora_B'))).toBe(true);
+    } else {
+      expect(atTwo.adapter).toBeNull();
+      expect(names).toContain('model.embed_tokens.weight');
+    }
+    expect(names.some((n) => n.startsWith('optimizer.exp_avg_sq.'))).toBe(true);
+    await step(page, 3);
+    await save(page, 3);
+    const straight = await digest(page);
 
-  // A reload with nothing unsaved leaves without a question (no dialog listener needed: Playwright
-  // would dismiss one, and the test below shows it is asked when it should be).
-  await page.reload();
-  await loadBundledModel(page);
-  await page.getByTestId('nav-checkpoints').click();
-  await page
-    .locator('[data-testid="checkpoint-row"][data-step="2"] [data-testid="restore"]')
-    .click();
-  await expect(page.getByTestId('step-counter')).toContainText('step 2', { timeout: STEP_TIMEOUT });
-  await page.getByTestId('nav-train').click();
-  await step(page, 3);
-  await save(page, 3);
-  const resumed = await digest(page);
+    // A reload with nothing unsaved leaves without a question (no dialog listener needed: Playwright
+    // would dismiss one, and the test below shows it is asked when it should be).
+    await page.reload();
+    await loadBundledModel(page);
+    await page.getByTestId('nav-checkpoints').click();
+    await page
+      .locator('[data-testid="checkpoint-row"][data-step="2"] [data-testid="restore"]')
+      .click();
+    await expect(page.getByTestId('step-counter')).toContainText('step 2', {
+      timeout: STEP_TIMEOUT,
+    });
+    await page.getByTestId('nav-train').click();
+    await step(page, 3);
+    await save(page, 3);
+    const resumed = await digest(page);
 
-  expect(resumed.step).toBe(3);
-  expect(resumed.optimizerStep).toBe(straight.optimizerStep);
-  expect(resumed.tensorSha256).toEqual(straight.tensorSha256);
-  expect(resumed.metricsSoFar?.map((r) => r.step)).toEqual([1, 2, 3]);
-  expect(rowsWithoutClock(resumed.metricsSoFar)).toEqual(rowsWithoutClock(straight.metricsSoFar));
-  expect(errors).toEqual([]);
-});
+    expect(resumed.step).toBe(3);
+    expect(resumed.optimizerStep).toBe(straight.optimizerStep);
+    expect(resumed.tensorSha256).toEqual(straight.tensorSha256);
+    expect(resumed.metricsSoFar?.map((r) => r.step)).toEqual([1, 2, 3]);
+    expect(rowsWithoutClock(resumed.metricsSoFar)).toEqual(rowsWithoutClock(straight.metricsSoFar));
+    expect(errors).toEqual([]);
+  });
 
 test('a checkpoint of another model is refused by name before any question; leaving asks', async ({
   page,
