@@ -19,27 +19,30 @@ const LAYERS = [
   'tasks', // prompt generators and verifiers
   'formats', // safetensors, zip, ONNX proto, tokenizers, HF folders: bytes in and out
   'storage', // IndexedDB schema, runs, checkpoints, import/export of stored runs
-  'grpo', // rewards, advantages, the policy objective, trainer, the Run loop, evaluation
+  'rewards', // built-in rule rewards, custom rewards and the sandbox that runs them
+  'grpo', // the algorithm: config, advantages, the policy objective, the trainer's update
+  'train', // the loops: Run (GRPO) and SftRun behind one stage interface, checkpoint codec, evaluation
+  'recipes', // multi-stage recipes (pure parts apart from the runner), rejection sampling, comparisons
   'export', // HF folder, ONNX, TRL project: built on grpo + formats
-  'worker', // what runs in the trainer / CPU worker: thin facades over grpo's Run
+  'worker', // one small service per job over the training loops, and the page-worker protocol
   'app', // the page: Svelte components and stores (never touches the GPU)
   'cli', // Node entry points
 ];
 
 // workers/ (repository root) holds the worker shells: entry points that import src/worker and
-// src/grpo and serve them (Comlink.expose, or the reward worker's own messages), above both.
+// src/rewards and serve them (Comlink.expose, or the reward worker's own messages), above both.
 // Nothing in src/ imports a shell, statically or with import(): that would run its serving code in
 // the importer's realm. A shell is started with `new Worker(new URL('../../workers/x.worker.ts',
 // import.meta.url))`, which Vite needs literally in the file that starts it, and only these may
 // write that: the page (src/app starts the trainer and CPU workers), a worker service (src/worker:
 // a worker that starts a nested one), and the reward sandbox's spawner. The reward worker is
 // started from the page ("try it") and, nested, from the trainer worker, both through the custom
-// rewards of src/grpo, and the design puts the sandbox that starts it with the rewards; passing
+// rewards of src/rewards, and the design puts the sandbox that starts it with the rewards; passing
 // the URL in from above instead would leave custom-reward.ts without its browser default and push a
 // factory through every caller, so the spawner is the one named exception.
 const WORKER_STARTERS = {
   layers: ['app', 'worker'],
-  files: ['src/grpo/reward-sandbox-browser.ts'],
+  files: ['src/rewards/reward-sandbox-browser.ts'],
 };
 
 // Modules that run on the GPU or load code that does: they value-import src/engine or
@@ -58,13 +61,13 @@ export const GPU_SIDE = [
   'model/ref-sampler',
   'model/sampler',
   'optim/adamw',
-  'grpo/checkpoint',
+  'train/checkpoint',
   'grpo/policy-objective',
-  'grpo/recipe',
-  'grpo/rejection-sampling',
-  'grpo/run',
+  'recipes/recipe',
+  'recipes/rejection-sampling',
+  'train/run',
   'grpo/score-completions',
-  'grpo/sft',
+  'train/sft',
   'grpo/trainer',
   'worker/cpu-api',
   'worker/context',
@@ -188,7 +191,7 @@ export default ts.config(
     },
   },
   {
-    // workers/ are comlink shells around src/worker (and the reward sandbox in src/grpo).
+    // workers/ are comlink shells around src/worker (and the reward sandbox in src/rewards).
     files: ['workers/**/*.ts'],
     rules: {
       'no-restricted-imports': [
@@ -197,7 +200,7 @@ export default ts.config(
           patterns: [
             {
               regex: '^\\.\\./src/(app|cli)/',
-              message: 'workers/ are thin shells over src/worker and src/grpo.',
+              message: 'workers/ are thin shells over src/worker and src/rewards.',
             },
           ],
         },
@@ -206,7 +209,7 @@ export default ts.config(
         'error',
         importCall(
           '^\\.\\./src/(app|cli)/',
-          'workers/ are thin shells over src/worker and src/grpo.',
+          'workers/ are thin shells over src/worker and src/rewards.',
         ),
       ],
     },

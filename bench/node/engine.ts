@@ -8,7 +8,7 @@ import { writeFileSync } from 'node:fs';
 import type { AdapterSummary } from '../../src/engine/device';
 import { createEngine, type Engine } from '../../src/engine/engine';
 import { resolveConfig } from '../../src/grpo/config';
-import type { RewardFunction } from '../../src/grpo/rewards';
+import type { RewardFunction } from '../../src/rewards/rewards';
 import { GrpoTrainer, type TrainerTokenizer } from '../../src/grpo/trainer';
 import { parameterCount, type LlamaConfig } from '../../src/core/model-config';
 import { initLlamaWeights } from '../../src/model/init';

@@ -4,8 +4,8 @@
 // and the recipe runs stored in this browser, so an unfinished one is offered for resume after a
 // reload. One instance for the page (`recipes`), connected once to the worker.
 import * as Comlink from 'comlink';
-import type { Recipe, StageResult, TimelineRow } from '../grpo/recipe-spec';
-import type { RejectionSamplingReport } from '../grpo/rejection-sampling';
+import type { Recipe, StageResult, TimelineRow } from '../recipes/recipe-spec';
+import type { RejectionSamplingReport } from '../recipes/rejection-sampling';
 import type {
   RecipeEvent,
   RecipeRunSummary,

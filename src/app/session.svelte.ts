@@ -6,7 +6,7 @@
 // here touches the GPU. The worker's events arrive here once and go to the store they concern.
 import * as Comlink from 'comlink';
 import { configFromUrlParams, type Config } from '../grpo/config';
-import { customRewardCode } from '../grpo/reward-id';
+import { customRewardCode } from '../rewards/reward-id';
 import type { DeletionCandidate } from '../storage/errors';
 import { splitTestHooks } from './lib/test-hooks';
 import { learnChoice } from './lib/step-select';
@@ -20,7 +20,7 @@ import { OptionsStore } from './stores/options.svelte';
 import { msg } from './stores/shell';
 import { TrainingStore } from './stores/training.svelte';
 import { recipes } from './recipes.svelte';
-import { stageRunId } from '../grpo/recipe-spec';
+import { stageRunId } from '../recipes/recipe-spec';
 
 export type View = 'train' | 'inspect' | 'checkpoints' | 'recipes' | 'learn' | 'aha' | 'paper';
 export const VIEWS: { id: View; label: string }[] = [

@@ -1,5 +1,5 @@
 // `npm run plan`'s work, without side effects (src/cli/plan.ts prints it; tests call it): the
-// memory plan of a run (grpo/run.ts runPlanInput → model/memory-plan.ts, what the page and the
+// memory plan of a run (train/run.ts runPlanInput → model/memory-plan.ts, what the page and the
 // trainer plan with) for a local Hugging Face folder or a built-in public model's config.json
 // numbers, with the micro-batch chosen to fit when the user did not fix it.
 import { existsSync, readFileSync, statSync } from 'node:fs';
@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { formatBytes } from '../core/format';
 import { parameterCount, parseHfConfig, type LlamaConfig } from '../core/model-config';
 import { parseCliArgs, resolveConfig, type Config } from '../grpo/config';
-import { runPlanInput } from '../grpo/run';
+import { runPlanInput } from '../train/run';
 import { findKnownModel, KNOWN_MODELS, knownModelConfig } from '../model/known-models';
 import {
   chooseMicroBatch,

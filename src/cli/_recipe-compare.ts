@@ -10,7 +10,7 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { resolveConfig } from '../grpo/config';
-import { evaluate, type EvalReport } from '../grpo/evaluate';
+import { evaluate, type EvalReport } from '../train/evaluate';
 import { PRESETS } from '../grpo/presets';
 import {
   builtinRecipe,
@@ -19,13 +19,13 @@ import {
   type Recipe,
   type RecipeState,
   type StageResult,
-} from '../grpo/recipe-spec';
+} from '../recipes/recipe-spec';
 import {
   COMPARISON_ARMS,
   type ComparisonArm,
   type HeldOut,
   type SeedStat,
-} from '../grpo/recipe-comparison';
+} from '../recipes/recipe-comparison';
 import { renderPrompt } from '../grpo/trainer';
 import { wilsonInterval } from '../core/wilson';
 import { lineChartSvg, type ChartSeries } from '../formats/svg-chart';
@@ -345,7 +345,7 @@ function markdownReport(report: {
     '**R1** is a cold start (SFT on careful, reflecting traces) → GRPO → rejection sampling → SFT of the',
     'base model on the kept samples (two epochs, as R1 §2.3.3) → GRPO, with the same GRPO steps in total; **Distillation** is the',
     'base model fine-tuned on the R1-Zero model’s rejection-sampled (verified) outputs. Recipes:',
-    '`src/grpo/recipe.ts` BUILTIN_RECIPES; how the stage options were chosen: [selection.md](selection.md).',
+    '`src/recipes/recipe-spec.ts` BUILTIN_RECIPES; how the stage options were chosen: [selection.md](selection.md).',
     '',
     '## Final models, mean over seeds (lowest to highest)',
     '',

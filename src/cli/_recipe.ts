@@ -1,4 +1,4 @@
-// What `npm run recipe` does once its arguments are read: a recipe (src/grpo/recipe.ts) run into a
+// What `npm run recipe` does once its arguments are read: a recipe (src/recipes/recipe.ts) run into a
 // run folder, and resumed from one.
 //   <out>/recipe.json                the recipe as run (a built-in one written out), written first
 //   <out>/metrics.jsonl              the timeline: one line per optimizer step of any stage, with
@@ -22,8 +22,8 @@ import { dirname, join, resolve } from 'node:path';
 import type { Engine } from '../engine/engine';
 import { toHfConfig } from '../core/model-config';
 import { exportHfFolder } from '../export/hf-export';
-import { checkpointFromFiles, checkpointToFiles, weightsIdentity } from '../grpo/checkpoint';
-import { RecipeRun, type RecipeHooks } from '../grpo/recipe';
+import { checkpointFromFiles, checkpointToFiles, weightsIdentity } from '../train/checkpoint';
+import { RecipeRun, type RecipeHooks } from '../recipes/recipe';
 import {
   builtinRecipe,
   BUILTIN_RECIPES,
@@ -32,8 +32,8 @@ import {
   reviveRecipeState,
   type Recipe,
   type RecipeState,
-} from '../grpo/recipe-spec';
-import { nodeSandboxFactory } from '../grpo/reward-sandbox-node';
+} from '../recipes/recipe-spec';
+import { nodeSandboxFactory } from '../rewards/reward-sandbox-node';
 import type { CheckpointPayload } from '../storage/checkpoints';
 import {
   appendLine,

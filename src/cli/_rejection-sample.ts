@@ -6,14 +6,14 @@
 //   <out>/samples.jsonl  every sample: problemId, prompt, completion, length, kept, reasons
 //   <out>/report.json    where the weights came from, the options, the per-prompt counts, sampled,
 //                        kept, yield and how many rejected samples each reason applied to
-// The sampling itself is src/grpo/rejection-sampling.ts (rejectionSampleFromWeights); this module
+// The sampling itself is src/recipes/rejection-sampling.ts (rejectionSampleFromWeights); this module
 // is the files and flags around it, and not an entry point, so tests run it in-process.
 import { existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Engine } from '../engine/engine';
 import { mergeLoraWeights } from '../export/peft-adapter';
 import { parseSafetensors } from '../formats/safetensors';
-import { CHECKPOINT_FILES } from '../grpo/checkpoint';
+import { CHECKPOINT_FILES } from '../train/checkpoint';
 import {
   configHelp,
   isHelpRequested,
@@ -22,13 +22,13 @@ import {
   resolveConfig,
   type Config,
 } from '../grpo/config';
-import { LANGUAGE_SCRIPTS, type LanguageScript } from '../grpo/language-consistency';
+import { LANGUAGE_SCRIPTS, type LanguageScript } from '../rewards/language-consistency';
 import {
   rejectionFiles,
   rejectionSampleFromWeights,
   type RejectionSamplingOptions,
   type RejectionSamplingReport,
-} from '../grpo/rejection-sampling';
+} from '../recipes/rejection-sampling';
 import type { Problem } from '../tasks/types';
 import { takeCommandFlags, type Command } from './_flags';
 import { loadModel, openEngine, taskText, type LoadedModel } from './_session';

@@ -6,7 +6,7 @@
 import * as nodeFs from 'node:fs';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { CHECKPOINT_FILES } from '../grpo/checkpoint';
+import { CHECKPOINT_FILES } from '../train/checkpoint';
 import {
   ASIDE_SUFFIX,
   PARTIAL_SUFFIX,

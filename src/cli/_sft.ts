@@ -1,5 +1,5 @@
 // What `npm run sft` does once its arguments are read, and its flag table: the SFT stage
-// (src/grpo/sft.ts SftRun) with a run folder around it, as `npm run train` keeps one: config.json,
+// (src/train/sft.ts SftRun) with a run folder around it, as `npm run train` keeps one: config.json,
 // metrics.jsonl (one line per optimizer step: TRL's loss, mean_token_accuracy, num_tokens,
 // learning_rate, grad_norm, epoch), checkpoint-<step>/ (a Hugging Face folder + optimizer.safetensors
 // + trainer_state.json, through the checkpoint codec) and final-model/ at the end, every file
@@ -9,10 +9,10 @@ import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import type { Engine } from '../engine/engine';
 import { exportHfFolder } from '../export/hf-export';
-import { checkpointFromFiles, checkpointToFiles, fromStoredMetrics } from '../grpo/checkpoint';
-import { SftRun, type SftStepReport } from '../grpo/sft';
-import { resolveSftConfig, SFT_OPTIONS, trlName, type SftConfig } from '../grpo/sft-config';
-import type { SftExample } from '../grpo/sft-data';
+import { checkpointFromFiles, checkpointToFiles, fromStoredMetrics } from '../train/checkpoint';
+import { SftRun, type SftStepReport } from '../train/sft';
+import { resolveSftConfig, SFT_OPTIONS, trlName, type SftConfig } from '../train/sft-config';
+import type { SftExample } from '../train/sft-data';
 import type { CheckpointPayload } from '../storage/checkpoints';
 import type { Identity } from '../storage/db';
 import { takeCommandFlags, type Command } from './_flags';

@@ -1,7 +1,7 @@
-// What `npm run train` does once its arguments are read: grpo's Run (src/grpo/run.ts, the loop the
+// What `npm run train` does once its arguments are read: grpo's Run (src/train/run.ts, the loop the
 // playground's worker shares) with a run folder's I/O around it: config.json, metrics.jsonl,
 // samples.jsonl and evals.jsonl appended per step, checkpoint-<step>/ through the checkpoint codec
-// (src/grpo/checkpoint.ts), best-model/ and eval.json at the end (and the final model with
+// (src/train/checkpoint.ts), best-model/ and eval.json at the end (and the final model with
 // --export; a LoRA run's model folders hold merged weights plus the PEFT adapter/), progress on
 // stdout (and the phase of the step under way on a terminal). Every file is written atomically
 // (_atomic-files.ts) in an order that a kill at any point leaves resumable: a step's rows are
@@ -11,11 +11,11 @@
 import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import type { Engine } from '../engine/engine';
-import { CHECKPOINT_FILES, checkpointFromFiles, checkpointToFiles } from '../grpo/checkpoint';
+import { CHECKPOINT_FILES, checkpointFromFiles, checkpointToFiles } from '../train/checkpoint';
 import { resolveConfig, type Config } from '../grpo/config';
-import { evaluate } from '../grpo/evaluate';
-import { nodeSandboxFactory } from '../grpo/reward-sandbox-node';
-import { Run } from '../grpo/run';
+import { evaluate } from '../train/evaluate';
+import { nodeSandboxFactory } from '../rewards/reward-sandbox-node';
+import { Run } from '../train/run';
 import { phaseText, type PhaseProgress } from '../grpo/step-progress';
 import type { StepReport } from '../grpo/trainer';
 import { exportHfFolder } from '../export/hf-export';

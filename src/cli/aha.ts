@@ -11,11 +11,11 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { join, resolve } from 'node:path';
 import { isHelpRequested, parseCliArgs, resolveConfig, type Config } from '../grpo/config';
-import type { BestEval, EvalRecord } from '../grpo/eval-during-training';
-import { evaluate, type EvalItem, type EvalReport } from '../grpo/evaluate';
+import type { BestEval, EvalRecord } from '../train/eval-during-training';
+import { evaluate, type EvalItem, type EvalReport } from '../train/evaluate';
 import { PRESETS } from '../grpo/presets';
-import { nodeSandboxFactory } from '../grpo/reward-sandbox-node';
-import { Run } from '../grpo/run';
+import { nodeSandboxFactory } from '../rewards/reward-sandbox-node';
+import { Run } from '../train/run';
 import { lineChartSvg, type ChartSeries } from '../formats/svg-chart';
 import { createTask } from '../tasks/index';
 import {

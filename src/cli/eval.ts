@@ -4,7 +4,7 @@
 // side by side. --json <file> writes the full reports (every completion).
 import { writeFileSync } from 'node:fs';
 import { isHelpRequested, parseCliArgs, resolveConfig } from '../grpo/config';
-import { evaluate, type EvalReport } from '../grpo/evaluate';
+import { evaluate, type EvalReport } from '../train/evaluate';
 import { renderPrompt } from '../grpo/trainer';
 import { GpuLlama } from '../model/llama';
 import { Sampler } from '../model/sampler';

@@ -1,14 +1,14 @@
 // `npm run recipe -- <recipe.json | r1-zero | r1 | distill> [--out runs/x] [--seed N]`
 // `npm run recipe -- --resume <run folder>`
 // `npm run recipe -- --compare [--seeds 1,2,3] [--out docs/recipe]`
-// Runs a multi-stage recipe (src/grpo/recipe.ts: sft | grpo | rejection-sample stages) headless on
+// Runs a multi-stage recipe (src/recipes/recipe.ts: sft | grpo | rejection-sample stages) headless on
 // Node WebGPU into a run folder (src/cli/_recipe.ts lists its files), or resumes one from its state
 // and latest checkpoint. --compare measures R1-Zero vs R1 vs distillation on the aha demo's held-out
 // prompts (src/cli/_recipe-compare.ts) and writes the report. Exits 0 when the recipe finished.
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { isHelpRequested } from '../grpo/config';
-import { parseRecipe } from '../grpo/recipe-spec';
+import { parseRecipe } from '../recipes/recipe-spec';
 import type { AhaPromptSet } from '../tasks/traces';
 import { RECIPE, recipeHelp, runCommand, takeCommandFlags } from './_flags';
 import { recipeFolder, readRecipe } from './_recipe';

@@ -1,5 +1,5 @@
 // `npm run sft -- --model <folder> --data <file.jsonl> [--out runs/x] [options]`
-// Supervised fine-tuning on Node WebGPU (src/grpo/sft.ts: TRL SFTTrainer's loss, metrics and
+// Supervised fine-tuning on Node WebGPU (src/train/sft.ts: TRL SFTTrainer's loss, metrics and
 // SFTConfig option names). Writes a run folder: config.json, metrics.jsonl (one line per optimizer
 // step), checkpoint-<step>/ (a Hugging Face folder + optimizer.safetensors + trainer_state.json,
 // written atomically) and final-model/. `--resume <run>/checkpoint-<step>` continues a run exactly.
@@ -7,11 +7,11 @@
 // model; _sft.ts holds the flag table and runs the loop and the folder.
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { checkBaseModel, weightsIdentity } from '../grpo/checkpoint';
+import { checkBaseModel, weightsIdentity } from '../train/checkpoint';
 import { isHelpRequested } from '../grpo/config';
-import { tokenizeSftDataset } from '../grpo/sft';
-import { resolveSftConfig, type SftConfig } from '../grpo/sft-config';
-import { parseSftJsonl } from '../grpo/sft-data';
+import { tokenizeSftDataset } from '../train/sft';
+import { resolveSftConfig, type SftConfig } from '../train/sft-config';
+import { parseSftJsonl } from '../train/sft-data';
 import { runCommand } from './_flags';
 import { loadModel, openEngine } from './_session';
 import { parseSftArgs, readSftCheckpoint, sftFolder, sftHelp, sftRunDir } from './_sft';

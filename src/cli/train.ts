@@ -11,7 +11,7 @@
 // flag table.
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { checkBaseModel, weightsIdentity } from '../grpo/checkpoint';
+import { checkBaseModel, weightsIdentity } from '../train/checkpoint';
 import { isHelpRequested, parseCliArgs, resolveConfig, type Config } from '../grpo/config';
 import {
   checkSteps,

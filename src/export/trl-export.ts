@@ -6,7 +6,7 @@
 // every option without a TRL equivalent and what the export did with it.
 
 import { type Config, configSchemaRows, resolveConfig } from '../grpo/config';
-import { CUSTOM_REWARD_PREFIX } from '../grpo/rewards';
+import { CUSTOM_REWARD_PREFIX } from '../rewards/rewards';
 import { formatPrompt } from '../tasks/prompt';
 import type { Problem } from '../tasks/types';
 import { commentText, pyStr } from './trl-templates/py-literal';

@@ -8,9 +8,9 @@ import { checkLoraOptions, type LoraOptions } from '../core/lora';
 import { resolveTaskOptions, TASK_NAMES } from '../tasks/index';
 import { PROMPT_TEMPLATES } from '../tasks/types';
 import { MULTI_OBJECTIVE_AGGREGATIONS, SCALE_REWARDS } from './advantages';
-import { LANGUAGE_SCRIPTS } from './language-consistency';
-import { BUILTIN_REWARDS, CUSTOM_REWARD_PREFIX } from './rewards';
-import { rewardIdsProblem } from './reward-id';
+import { LANGUAGE_SCRIPTS } from '../rewards/language-consistency';
+import { BUILTIN_REWARDS, CUSTOM_REWARD_PREFIX } from '../rewards/rewards';
+import { rewardIdsProblem } from '../rewards/reward-id';
 
 // ---------------------------------------------------------------------------------------------
 // Value types of the table. `T` is carried for the derived Config type only.

@@ -25,16 +25,12 @@ import {
   reflectionSummary,
   reflects,
   thinkText,
-} from './reflection';
-import { scoreCompletionsBatched } from './custom-reward';
+} from '../rewards/reflection';
+import { scoreCompletionsBatched } from '../rewards/custom-reward';
 import { completionMetrics } from './completion-metrics';
 import { PolicyObjective } from './policy-objective';
-import {
-  rewardMetrics,
-  stepAdvantages,
-  type CompletionReward,
-  type RewardFunction,
-} from './rewards';
+import { type CompletionReward, type RewardFunction } from '../rewards/rewards';
+import { rewardMetrics, stepAdvantages } from './step-rewards';
 
 /** The part of a tokenizer the trainer needs (src/formats/tokenizer.ts implements it). */
 export interface TrainerTokenizer {

@@ -44,7 +44,7 @@ export interface RunRecord {
   /** A multi-stage run (a recipe: SFT, GRPO, rejection sampling) names its stages here, each with
    * the first step of the one metrics timeline it covers; absent for a single-stage run. */
   stages?: RunStage[];
-  /** A recipe run (src/grpo/recipe.ts run by the page's worker): what resumes it after a reload;
+  /** A recipe run (src/recipes/recipe.ts run by the page's worker): what resumes it after a reload;
    * absent for any other run. */
   recipe?: StoredRecipe;
 }

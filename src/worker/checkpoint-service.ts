@@ -1,9 +1,13 @@
 // The trainer worker's checkpoint service: save the run, list, restore (the base model checked
 // first, custom reward code only with the page's consent), rename, delete, export and import
 // checkpoint files, and what the browser's storage holds (usage, rows it could not read).
-import { checkBaseModel } from '../grpo/checkpoint';
+import { checkBaseModel } from '../train/checkpoint';
 import { resolveConfig } from '../grpo/config';
-import { customRewardCode, withoutCustomRewards, type CustomCodeConsent } from '../grpo/reward-id';
+import {
+  customRewardCode,
+  withoutCustomRewards,
+  type CustomCodeConsent,
+} from '../rewards/reward-id';
 import type { LoadedCheckpoint } from '../storage/checkpoints';
 import type { StorageNotice } from '../storage/notices';
 import { checkpointInfo, message, type WorkerContext } from './context';

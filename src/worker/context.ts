@@ -7,9 +7,9 @@
 import type { AdapterSummary } from '../engine/device';
 import { createEngine, type Engine } from '../engine/engine';
 import { resolveConfig, type Config } from '../grpo/config';
-import { browserSandboxFactory } from '../grpo/reward-sandbox-browser';
-import type { SandboxFactory } from '../grpo/reward-sandbox';
-import { planRunMemory, Run } from '../grpo/run';
+import { browserSandboxFactory } from '../rewards/reward-sandbox-browser';
+import type { SandboxFactory } from '../rewards/reward-sandbox';
+import { planRunMemory, Run } from '../train/run';
 import { TrainingDivergedError, type StepReport } from '../grpo/trainer';
 import type { LoadedHfModel } from '../formats/hf-folder';
 import { filesSource, urlSource, type ModelSource } from '../formats/model-source';

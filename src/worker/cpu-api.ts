@@ -4,8 +4,8 @@
 // task's prompts and scores them with the built-in rule rewards, and answers chat messages.
 // Nothing here trains: training needs WebGPU. Dependencies are injectable so Node tests drive it.
 import { resolveConfig, type Config } from '../grpo/config';
-import { reflectionMarkers, reflects, thinkText } from '../grpo/reflection';
-import { createRewardFunctions, scoreCompletionSync } from '../grpo/rewards';
+import { reflectionMarkers, reflects, thinkText } from '../rewards/reflection';
+import { createRewardFunctions, scoreCompletionSync } from '../rewards/rewards';
 import { loadHfFolder, type LoadedHfModel } from '../formats/hf-folder';
 import { urlSource, type ModelSource, type ReadProgress } from '../formats/model-source';
 import { loadTokenizer, type Tokenizer } from '../formats/tokenizer';

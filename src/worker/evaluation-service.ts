@@ -1,7 +1,7 @@
 // The trainer worker's evaluation service: chat with the current weights (a task prompt scored by
 // the task's own verifier) and the before/after comparison on the run's held-out prompts.
-import { evaluate, type EvalReport } from '../grpo/evaluate';
-import { extractAnswer } from '../grpo/rewards';
+import { evaluate, type EvalReport } from '../train/evaluate';
+import { extractAnswer } from '../rewards/rewards';
 import { Sampler } from '../model/sampler';
 import { problemForMessage } from '../tasks/chat-problem';
 import { checkChatLength, sampleChatReply } from './chat';

@@ -2,7 +2,7 @@
 // any weight is read (preview, plan, a timed step estimate), loading weights and tokenizer, and a
 // PEFT adapter loaded onto the base. A load or an adapter starts a new run (run-service's kind).
 import { WebGpuUnavailableError } from '../engine/errors';
-import { weightsIdentity } from '../grpo/checkpoint';
+import { weightsIdentity } from '../train/checkpoint';
 import { resolveConfig, type ConfigInput } from '../grpo/config';
 import { estimateStep, type DeviceTiming, type StepEstimate } from '../grpo/step-estimate';
 import { CONFIG_FILE, loadHfFolder } from '../formats/hf-folder';

@@ -3,9 +3,9 @@
 // page through one Comlink.proxy callback. Plain structured-clonable data only.
 import type { CompletionRecord, GroupRecord, StepReport } from '../grpo/trainer';
 import type { Config, ConfigInput, ConfigKey, LiveChange } from '../grpo/config';
-import type { EvalReport } from '../grpo/evaluate';
+import type { EvalReport } from '../train/evaluate';
 import type { PhaseProgress } from '../grpo/step-progress';
-import type { BestEval, EvalRecord } from '../grpo/eval-during-training';
+import type { BestEval, EvalRecord } from '../train/eval-during-training';
 import type { LlamaConfig } from '../core/model-config';
 import type { MemoryCategory } from '../model/memory-plan';
 import type { DeletionCandidate } from '../storage/errors';
@@ -154,7 +154,7 @@ export interface ChatReply {
 export const COMPARE_PROMPTS = 8;
 export const COMPARE_SAMPLES = 2;
 
-/** Before/after on the same held-out prompts and draws (src/grpo/evaluate.ts). */
+/** Before/after on the same held-out prompts and draws (src/train/evaluate.ts). */
 export interface Comparison {
   step: number;
   before: EvalReport;

@@ -1,4 +1,4 @@
-// Multi-stage recipes in the trainer worker (issue #27): grpo's RecipeRun (src/grpo/recipe.ts: SFT,
+// Multi-stage recipes in the trainer worker (issue #27): grpo's RecipeRun (src/recipes/recipe.ts: SFT,
 // GRPO and rejection-sample stages on one model, one timeline) on the worker's loaded model, with
 // the page's storage in place of the CLI's run folder (src/cli/_recipe.ts):
 //   run row `runId`                  RunRecord.recipe = { state: RecipeState, rejections } and
@@ -12,7 +12,7 @@
 // the recipe's progress through its own listener (RecipeEvent), apart from the playground run's.
 import type { Engine } from '../engine/engine';
 import type { LlamaConfig } from '../core/model-config';
-import { RecipeRun } from '../grpo/recipe';
+import { RecipeRun } from '../recipes/recipe';
 import {
   builtinRecipe,
   parseRecipe,
@@ -24,9 +24,9 @@ import {
   type StageKind,
   type StageResult,
   type TimelineRow,
-} from '../grpo/recipe-spec';
-import type { RejectionSamplingReport } from '../grpo/rejection-sampling';
-import type { SandboxFactory } from '../grpo/reward-sandbox';
+} from '../recipes/recipe-spec';
+import type { RejectionSamplingReport } from '../recipes/rejection-sampling';
+import type { SandboxFactory } from '../rewards/reward-sandbox';
 import type { TrainerTokenizer } from '../grpo/trainer';
 import type { CheckpointPayload } from '../storage/checkpoints';
 import type { Identity, RunStage, RunStatus, StoredRecipe } from '../storage/db';

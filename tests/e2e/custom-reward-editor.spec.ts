@@ -6,7 +6,7 @@
 // formatOk on it, and the total is their weighted sum. An edited and an added sample are scored
 // after the next try; the wide dialog edits the same code and closes on Escape.
 import { expect, test, type Locator, type Page } from '@playwright/test';
-import { extractAnswer, formatOk } from '../../src/grpo/rewards';
+import { extractAnswer, formatOk } from '../../src/rewards/rewards';
 
 /** Steps on SwiftShader take seconds each; loading the model and compiling pipelines more. */
 const STEP_TIMEOUT = 180_000;

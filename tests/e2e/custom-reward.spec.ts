@@ -10,9 +10,9 @@ import { expect, test, type Page } from '@playwright/test';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { build, type Rollup } from 'vite';
-import type * as CustomReward from '../../src/grpo/custom-reward';
-import type * as SandboxBrowser from '../../src/grpo/reward-sandbox-browser';
-import type * as Rewards from '../../src/grpo/rewards';
+import type * as CustomReward from '../../src/rewards/custom-reward';
+import type * as SandboxBrowser from '../../src/rewards/reward-sandbox-browser';
+import type * as Rewards from '../../src/rewards/rewards';
 
 /** Per-call limit for rewards meant to time out (Chromium's worker start-up is not counted). Longer
  * than the unit tests' 200 ms so that a main-thread stall of that length could not hide among the
@@ -106,9 +106,9 @@ test.beforeAll(async () => {
           if (id !== '\0' + ENTRY) return null;
           const src = (p: string) => JSON.stringify(resolve(ROOT, p));
           return `
-import { browserSandboxFactory } from ${src('src/grpo/reward-sandbox-browser.ts')};
-import { createCustomRewards, scoreCompletionsBatched, tryCustomReward, startRewardWorker } from ${src('src/grpo/custom-reward.ts')};
-import { scoreCompletions } from ${src('src/grpo/rewards.ts')};
+import { browserSandboxFactory } from ${src('src/rewards/reward-sandbox-browser.ts')};
+import { createCustomRewards, scoreCompletionsBatched, tryCustomReward, startRewardWorker } from ${src('src/rewards/custom-reward.ts')};
+import { scoreCompletions } from ${src('src/rewards/rewards.ts')};
 globalThis.__customRewardE2E = { browserSandboxFactory, createCustomRewards, scoreCompletionsBatched, tryCustomReward, startRewardWorker, scoreCompletions };
 `;
         },

@@ -15,7 +15,7 @@
 // Shapes are tiny: SwiftShader runs WebGPU on the CPU. Screenshots go to test-results/screenshots/.
 import { chromium, expect, test, type Page, type Route } from '@playwright/test';
 import { mkdirSync, readFileSync } from 'node:fs';
-import { extractAnswer, formatOk } from '../../src/grpo/rewards';
+import { extractAnswer, formatOk } from '../../src/rewards/rewards';
 import { verifyCountdown } from '../../src/tasks/verify';
 import { CHROMIUM_ARGS, findChromium } from './browser';
 import { loadBundledModel } from './support/bundled-model';

@@ -18,10 +18,10 @@ import { BUNDLED_MODEL_DIR, loadModel, type LoadedModel } from '../../src/cli/_s
 import { parameterSpecs } from '../../src/core/model-config';
 import { mulberry32 } from '../../src/core/rng';
 import { exportHfFolder } from '../../src/export/hf-export';
-import { checkpointToFiles } from '../../src/grpo/checkpoint';
+import { checkpointToFiles } from '../../src/train/checkpoint';
 import { loraOptionsOf, resolveConfig, type Config } from '../../src/grpo/config';
 import { PRESETS } from '../../src/grpo/presets';
-import { formatOk } from '../../src/grpo/rewards';
+import { formatOk } from '../../src/rewards/rewards';
 import { loraAdapterSpecs } from '../../src/core/lora';
 import type { CheckpointPayload, CheckpointTensor } from '../../src/storage/checkpoints';
 import { createTask, trainEvalProblems } from '../../src/tasks/index';

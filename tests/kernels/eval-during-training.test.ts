@@ -2,8 +2,8 @@
 // model: evaluations leave the training steps unchanged, come at the configured steps, score the
 // weights of their step, and the best one's weights are written back bit for bit.
 import { describe, expect, it } from 'vitest';
-import { EvalDuringTraining, evalSeed } from '../../src/grpo/eval-during-training';
-import { evaluate, trainerEvalContext } from '../../src/grpo/evaluate';
+import { EvalDuringTraining, evalSeed } from '../../src/train/eval-during-training';
+import { evaluate, trainerEvalContext } from '../../src/train/evaluate';
 import type { GrpoTrainer } from '../../src/grpo/trainer';
 import type { Problem, Task } from '../../src/tasks/types';
 import {

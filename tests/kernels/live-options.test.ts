@@ -8,7 +8,7 @@ import 'fake-indexeddb/auto';
 import { IDBFactory } from 'fake-indexeddb';
 import { describe, expect, it } from 'vitest';
 import { resolveConfig, type Config, type ConfigInput } from '../../src/grpo/config';
-import { nodeSandboxFactory } from '../../src/grpo/reward-sandbox-node';
+import { nodeSandboxFactory } from '../../src/rewards/reward-sandbox-node';
 import { filesSource } from '../../src/formats/model-source';
 import { learningRateAt, runSchedule } from '../../src/optim/schedule';
 import { GrpoStorage } from '../../src/storage/index';

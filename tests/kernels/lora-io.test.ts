@@ -20,12 +20,12 @@ import {
 } from '../../src/export/peft-adapter';
 import { loadModel } from '../../src/cli/_session';
 import { trainFolder } from '../../src/cli/_train';
-import { weightsIdentity } from '../../src/grpo/checkpoint';
+import { weightsIdentity } from '../../src/train/checkpoint';
 import { loadHfFolder } from '../../src/formats/hf-folder';
 import { filesSource, folderSource } from '../../src/formats/model-source';
 import { parseSafetensors } from '../../src/formats/safetensors';
 import { resolveConfig, type ConfigInput } from '../../src/grpo/config';
-import { nodeSandboxFactory } from '../../src/grpo/reward-sandbox-node';
+import { nodeSandboxFactory } from '../../src/rewards/reward-sandbox-node';
 import { initLlamaWeights } from '../../src/model/init';
 import type { GrpoTrainer } from '../../src/grpo/trainer';
 import { loraAdapterSpecs, type LoraOptions } from '../../src/core/lora';

@@ -19,7 +19,7 @@ import {
   checkpointToFiles,
   payloadToSnapshot,
   snapshotToPayload,
-} from '../../src/grpo/checkpoint';
+} from '../../src/train/checkpoint';
 import { makeTrainer, modelConfig, config as tinyConfig } from '../support/tiny-trainer';
 import { LORA_FIXTURE_NAMES, loadLoraFixture, type LoraFixture } from '../fixtures/load-lora';
 import { seededUniform, testEngine, worstMismatch, type Tolerance } from './harness';

@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import type { LlamaConfig } from '../../src/core/model-config';
 import type { ConfigInput } from '../../src/grpo/config';
-import { planRunMemory } from '../../src/grpo/run';
+import { planRunMemory } from '../../src/train/run';
 import { GrpoTrainer } from '../../src/grpo/trainer';
 import { initLlamaWeights } from '../../src/model/init';
 import type { Task } from '../../src/tasks/types';

@@ -1,4 +1,4 @@
-// Multi-stage recipes (src/grpo/recipe.ts) through `npm run recipe`'s run folder (src/cli/_recipe.ts)
+// Multi-stage recipes (src/recipes/recipe.ts) through `npm run recipe`'s run folder (src/cli/_recipe.ts)
 // on Node WebGPU with the bundled model: a two-stage recipe (SFT 2 steps → GRPO 2 steps) stopped
 // after 3 steps and resumed from its state and checkpoint logs the same timeline as one
 // uninterrupted run; a rejection-sample stage's kept set is what the next SFT stage (a student
@@ -12,7 +12,7 @@ import { recipeFolder } from '../../src/cli/_recipe';
 import { compareRecipes, renderReport } from '../../src/cli/_recipe-compare';
 import { loadModel, openEngine, type LoadedModel } from '../../src/cli/_session';
 import type { Engine } from '../../src/engine/engine';
-import { parseRecipe, type Recipe, type TimelineRow } from '../../src/grpo/recipe-spec';
+import { parseRecipe, type Recipe, type TimelineRow } from '../../src/recipes/recipe-spec';
 import { tinyHfFolder } from '../support/tiny-hf-model';
 
 const work = mkdtempSync(join(tmpdir(), 'grpo-recipe-'));

@@ -1,4 +1,4 @@
-// Exact resume through both stores of the checkpoint codec (src/grpo/checkpoint.ts): N steps
+// Exact resume through both stores of the checkpoint codec (src/train/checkpoint.ts): N steps
 // straight equal N/2 steps, a checkpoint saved (to IndexedDB as the browser does, or as the CLI's
 // files), a fresh trainer restored from it, and N/2 more steps — same metrics, same weights, bit
 // for bit.
@@ -11,7 +11,7 @@ import {
   payloadToSnapshot,
   snapshotToPayload,
   weightsIdentity,
-} from '../../src/grpo/checkpoint';
+} from '../../src/train/checkpoint';
 import { initLlamaWeights } from '../../src/model/init';
 import { GrpoStorage } from '../../src/storage/index';
 import { algorithmic, config, makeTrainer, modelConfig } from '../support/tiny-trainer';

@@ -1,13 +1,13 @@
-// The SFT stage (src/grpo/sft.ts SftRun) end to end on Node WebGPU with a tiny random model: TRL's
+// The SFT stage (src/train/sft.ts SftRun) end to end on Node WebGPU with a tiny random model: TRL's
 // metrics per optimizer step (loss falls on a repeated tiny set, num_tokens counts every sequence
 // token, epoch and learning rate follow the data and the schedule), the seeded per-epoch order,
 // and exact resume: 4 steps in one go equal 2 steps, a checkpoint through the file codec, and 2
 // more, bit for bit.
 import { describe, expect, it } from 'vitest';
-import { checkpointFromFiles, checkpointToFiles } from '../../src/grpo/checkpoint';
-import { epochOrder, SftRun, tokenizeSftDataset, type SftStepReport } from '../../src/grpo/sft';
-import { resolveSftConfig } from '../../src/grpo/sft-config';
-import { parseSftJsonl } from '../../src/grpo/sft-data';
+import { checkpointFromFiles, checkpointToFiles } from '../../src/train/checkpoint';
+import { epochOrder, SftRun, tokenizeSftDataset, type SftStepReport } from '../../src/train/sft';
+import { resolveSftConfig } from '../../src/train/sft-config';
+import { parseSftJsonl } from '../../src/train/sft-data';
 import { loadTokenizer } from '../../src/formats/tokenizer';
 import { initLlamaWeights } from '../../src/model/init';
 import { tinyHfFolder, tokenizerFiles } from '../support/tiny-hf-model';

@@ -5,9 +5,9 @@ import {
   createCustomRewards,
   customRewardResolver,
   disposeCustomRewards,
-} from '../../src/grpo/custom-reward';
-import { nodeSandboxFactory } from '../../src/grpo/reward-sandbox-node';
-import { createRewardFunctions, type RewardFunction } from '../../src/grpo/rewards';
+} from '../../src/rewards/custom-reward';
+import { nodeSandboxFactory } from '../../src/rewards/reward-sandbox-node';
+import { createRewardFunctions, type RewardFunction } from '../../src/rewards/rewards';
 import { TrainingDivergedError } from '../../src/grpo/trainer';
 import { algorithmic, echoTask, makeTrainer, startsWithA } from '../support/tiny-trainer';
 import { testEngine } from './harness';

@@ -1,4 +1,4 @@
-// The one stage interface (src/grpo/stage.ts TrainingStage) on Node WebGPU with a tiny random model:
+// The one stage interface (src/train/stage.ts TrainingStage) on Node WebGPU with a tiny random model:
 // a GRPO Run and an SftRun are driven by the same function, which knows nothing but the interface
 // (step, runUntil, save with the hook it passed, snapshot, restore, readWeights, history). For both,
 // half the steps, a save through the hook, a fresh stage restored from the saved payload and the
@@ -6,13 +6,13 @@
 // for bit. A stage refuses the other kind's checkpoint.
 import { describe, expect, it } from 'vitest';
 import { resolveConfig } from '../../src/grpo/config';
-import { nodeSandboxFactory } from '../../src/grpo/reward-sandbox-node';
+import { nodeSandboxFactory } from '../../src/rewards/reward-sandbox-node';
 import type { MetricsRow } from '../../src/core/metrics-row';
-import { Run } from '../../src/grpo/run';
-import { SftRun, tokenizeSftDataset } from '../../src/grpo/sft';
-import { resolveSftConfig } from '../../src/grpo/sft-config';
-import { parseSftJsonl } from '../../src/grpo/sft-data';
-import type { StageHooks, StageStepResult, TrainingStage } from '../../src/grpo/stage';
+import { Run } from '../../src/train/run';
+import { SftRun, tokenizeSftDataset } from '../../src/train/sft';
+import { resolveSftConfig } from '../../src/train/sft-config';
+import { parseSftJsonl } from '../../src/train/sft-data';
+import type { StageHooks, StageStepResult, TrainingStage } from '../../src/train/stage';
 import { loadTokenizer } from '../../src/formats/tokenizer';
 import { initLlamaWeights } from '../../src/model/init';
 import type { CheckpointPayload } from '../../src/storage/checkpoints';

@@ -8,7 +8,7 @@
 import { describe, expect, it } from 'vitest';
 import { createStorageBuffer, readF32, uploadStorageBuffer } from '../../src/engine/buffers';
 import { PolicyObjective } from '../../src/grpo/policy-objective';
-import type { RewardFunction } from '../../src/grpo/rewards';
+import type { RewardFunction } from '../../src/rewards/rewards';
 import { GRPO_LOSS_OUT, GrpoLossKernel } from '../../src/kernels/grpo-loss';
 import { packBatch } from '../../src/model/batch';
 import { initLlamaWeights } from '../../src/model/init';

@@ -1,7 +1,7 @@
 // A tiny GRPO setup for trainer tests: a character tokenizer, short fixed prompts, a 2-layer random
 // Llama, and a reward the random model earns about one time in ten ("starts with 'a'").
 import { resolveConfig, type ConfigInput } from '../../src/grpo/config';
-import type { RewardFunction } from '../../src/grpo/rewards';
+import type { RewardFunction } from '../../src/rewards/rewards';
 import { GrpoTrainer, type StepReport } from '../../src/grpo/trainer';
 import type { LlamaConfig } from '../../src/core/model-config';
 import { initLlamaWeights } from '../../src/model/init';

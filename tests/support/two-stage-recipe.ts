@@ -2,7 +2,7 @@
 // and in the page (tests/e2e/recipe.spec.ts): SFT for 2 steps on 8 cold-start traces (batch 4,
 // one epoch), then GRPO for 2 steps, each stage checkpointed at every step, so that a pause after
 // timeline step 3 resumes from the GRPO stage's first checkpoint.
-import type { Recipe } from '../../src/grpo/recipe-spec';
+import type { Recipe } from '../../src/recipes/recipe-spec';
 
 export const TWO_STAGE: Recipe = {
   name: 'two-stage',

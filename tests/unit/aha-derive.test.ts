@@ -14,7 +14,7 @@ import {
   windowStats,
 } from '../../src/app/aha/derive';
 import type { MetricsRow } from '../../src/worker/types';
-import { reflectionMetrics, reflectionSummary } from '../../src/grpo/reflection';
+import { reflectionMetrics, reflectionSummary } from '../../src/rewards/reflection';
 import type { CompletionRecord, StepReport } from '../../src/grpo/trainer';
 
 const TOL = 1e-12;

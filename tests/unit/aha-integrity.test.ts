@@ -4,10 +4,10 @@
 // rates and the expected duration.
 import { describe, expect, it } from 'vitest';
 import { resolveConfig } from '../../src/grpo/config';
-import { tryCustomReward } from '../../src/grpo/custom-reward';
+import { tryCustomReward } from '../../src/rewards/custom-reward';
 import { PRESETS } from '../../src/grpo/presets';
-import { nodeSandboxFactory } from '../../src/grpo/reward-sandbox-node';
-import { accuracyReward } from '../../src/grpo/rewards';
+import { nodeSandboxFactory } from '../../src/rewards/reward-sandbox-node';
+import { accuracyReward } from '../../src/rewards/rewards';
 import {
   AHA_VERDICT_STEPS,
   baseRates,

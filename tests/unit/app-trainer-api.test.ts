@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { createTrainerApi } from '../../src/worker/trainer-api';
 import type { TrainerEvent } from '../../src/worker/protocol';
 import type { ConfigInput } from '../../src/grpo/config';
-import { nodeSandboxFactory } from '../../src/grpo/reward-sandbox-node';
+import { nodeSandboxFactory } from '../../src/rewards/reward-sandbox-node';
 import { filesSource } from '../../src/formats/model-source';
 import { parameterCount } from '../../src/core/model-config';
 import { GrpoStorage } from '../../src/storage/index';

@@ -1,4 +1,4 @@
-// The checkpoint codec (src/grpo/checkpoint.ts) without a GPU: a trainer snapshot → payload → the
+// The checkpoint codec (src/train/checkpoint.ts) without a GPU: a trainer snapshot → payload → the
 // files the CLI writes → payload → snapshot is the identity, bit for bit; the weights file is the
 // one a Hugging Face export writes (a checkpoint folder loads as a model); the CLI's earlier
 // trainer_state.json layout still reads; a checkpoint refuses another base model.
@@ -10,7 +10,7 @@ import {
   checkpointToFiles,
   payloadToSnapshot,
   snapshotToPayload,
-} from '../../src/grpo/checkpoint';
+} from '../../src/train/checkpoint';
 import { resolveConfig } from '../../src/grpo/config';
 import type { TrainerSnapshot } from '../../src/grpo/trainer';
 import { exportHfFolder } from '../../src/export/hf-export';

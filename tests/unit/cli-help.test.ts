@@ -18,7 +18,7 @@ import {
 } from '../../src/cli/_flags';
 import { CONFIG_KEYS, isHelpRequested, parseCliArgs } from '../../src/grpo/config';
 import { parseSftArgs, SFT, sftHelp } from '../../src/cli/_sft';
-import { resolveSftConfig, SFT_DEFAULTS, SFT_OPTIONS } from '../../src/grpo/sft-config';
+import { resolveSftConfig, SFT_DEFAULTS, SFT_OPTIONS } from '../../src/train/sft-config';
 
 const kebab = (k: string) => k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
 

@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { rewardErrorSummary, stepLine, stepLogged } from '../../src/cli/_train';
 import { computeAdvantages } from '../../src/grpo/advantages';
-import { combineOutcomes, type CompletionReward } from '../../src/grpo/rewards';
+import { combineOutcomes, type CompletionReward } from '../../src/rewards/rewards';
 import type { StepReport } from '../../src/grpo/trainer';
 
 describe('a non-finite weighted total is a reward error', () => {

@@ -4,7 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import { compareRates, formatRate } from '../../src/app/lib/compare-rates';
 import { wilsonInterval } from '../../src/core/wilson';
-import type { EvalCompletion, EvalItem, EvalReport } from '../../src/grpo/evaluate';
+import type { EvalCompletion, EvalItem, EvalReport } from '../../src/train/evaluate';
 
 const c = (correct: boolean | null, reflects = false): EvalCompletion => ({
   text: '<think>x</think><answer>1</answer>',

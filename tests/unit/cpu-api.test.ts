@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { createCpuApi, renderCpuPrompt, rewardMeans } from '../../src/worker/cpu-api';
 import type { CpuGroup } from '../../src/worker/cpu-protocol';
-import { extractAnswer, formatOk } from '../../src/grpo/rewards';
+import { extractAnswer, formatOk } from '../../src/rewards/rewards';
 import { folderSource } from '../../src/formats/model-source';
 import { formatPrompt } from '../../src/tasks/prompt';
 import type { Problem } from '../../src/tasks/types';

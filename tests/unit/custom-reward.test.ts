@@ -11,19 +11,19 @@ import {
   scoreCompletionsBatched,
   tryCustomReward,
   type CustomRewardFunction,
-} from '../../src/grpo/custom-reward';
+} from '../../src/rewards/custom-reward';
 import {
   createRewardWorkerApi,
   isLoadFailure,
   remoteSandboxFactory,
-} from '../../src/grpo/reward-sandbox';
-import { createNodeSandbox, nodeSandboxFactory } from '../../src/grpo/reward-sandbox-node';
+} from '../../src/rewards/reward-sandbox';
+import { createNodeSandbox, nodeSandboxFactory } from '../../src/rewards/reward-sandbox-node';
 import {
   createRewardFunctions,
   scoreCompletions,
   type CompletionReward,
   type RewardInput,
-} from '../../src/grpo/rewards';
+} from '../../src/rewards/rewards';
 import type { Problem } from '../../src/tasks/types';
 
 /** Per-call limit in these tests: long enough for a loaded 2-core machine to answer a trivial

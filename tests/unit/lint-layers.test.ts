@@ -14,7 +14,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 const root = fileURLToPath(new URL('../..', import.meta.url));
 
 const UPWARD_GRPO =
-  'src/grpo is below export, worker, app, cli in the layer order (eslint.config.js LAYERS): move the shared code down instead of referencing up.';
+  'src/grpo is below train, recipes, export, worker, app, cli in the layer order (eslint.config.js LAYERS): move the shared code down instead of referencing up.';
 const SHELL_URL =
   'only src/app, src/worker and the reward sandbox start a worker shell (eslint.config.js WORKER_STARTERS): take a started worker or a factory from the caller instead of referencing workers/ here.';
 const SHELL_IMPORT =
@@ -71,7 +71,7 @@ describe('eslint.config.js structure rules', () => {
     // The page, a worker service and the reward sandbox's spawner may start a shell.
     expect(await errors('src/app/probe.ts', startTrainer)).toEqual([]);
     expect(await errors('src/worker/probe.ts', startTrainer)).toEqual([]);
-    expect(await errors('src/grpo/reward-sandbox-browser.ts', startTrainer)).toEqual([]);
+    expect(await errors('src/rewards/reward-sandbox-browser.ts', startTrainer)).toEqual([]);
     // Nobody imports a shell, not even a starter.
     expect(
       await errors(
@@ -99,12 +99,12 @@ describe('eslint.config.js structure rules', () => {
       ),
     ).toEqual([gpuImport]);
     expect(
-      await errors('src/app/probe.ts', "export const run = () => import('../grpo/run');"),
+      await errors('src/app/probe.ts', "export const run = () => import('../train/run');"),
     ).toEqual([`no-restricted-syntax: ${GPU}`]);
     expect(
       await errors(
         'src/app/probe.ts',
-        "import { RecipeRun } from '../grpo/recipe';\nexport const r = RecipeRun;",
+        "import { RecipeRun } from '../recipes/recipe';\nexport const r = RecipeRun;",
       ),
     ).toHaveLength(1);
     // Types only, and the pure modules the page needs.
@@ -114,7 +114,7 @@ describe('eslint.config.js structure rules', () => {
         [
           "import type { GpuLlama } from '../../model/llama';",
           "import { type Sampler } from '../../model/sampler';",
-          "import { builtinRecipe } from '../../grpo/recipe-spec';",
+          "import { builtinRecipe } from '../../recipes/recipe-spec';",
           "import { CPU_MAX_PROMPTS } from '../../worker/cpu-protocol';",
           'export type T = [GpuLlama, Sampler];',
           'export const x = [builtinRecipe, CPU_MAX_PROMPTS];',

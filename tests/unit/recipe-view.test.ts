@@ -19,7 +19,7 @@ import {
   parseRecipe,
   RECIPE_GRPO_STEPS,
   type TimelineRow,
-} from '../../src/grpo/recipe-spec';
+} from '../../src/recipes/recipe-spec';
 
 const twoStage = parseRecipe({
   name: 'two-stage',

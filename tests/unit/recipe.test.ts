@@ -1,4 +1,4 @@
-// Recipe files (src/grpo/recipe.ts): what parseRecipe accepts and the message each mistake gets,
+// Recipe files (src/recipes/recipe.ts): what parseRecipe accepts and the message each mistake gets,
 // the built-in recipes, the stage seeds, and the cold-start set (right, careful, never held out).
 import { describe, expect, it } from 'vitest';
 import {
@@ -11,7 +11,7 @@ import {
   reviveRecipeState,
   stageConfig,
   stageSeed,
-} from '../../src/grpo/recipe-spec';
+} from '../../src/recipes/recipe-spec';
 import { isHeldOut } from '../../src/tasks/traces';
 
 const sft = { kind: 'sft', name: 'a', data: { coldStart: { count: 4 } } };

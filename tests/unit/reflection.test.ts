@@ -7,7 +7,7 @@ import {
   reflectionSummary,
   reflects,
   thinkText,
-} from '../../src/grpo/reflection';
+} from '../../src/rewards/reflection';
 import { COUNTDOWN_REFLECTION_MARKERS } from '../../src/tasks/countdown';
 
 describe('markers', () => {

@@ -4,7 +4,7 @@
 import { render } from 'svelte/server';
 import { describe, expect, it } from 'vitest';
 import RejectionReport from '../../src/app/components/RejectionReport.svelte';
-import type { RejectionSamplingReport } from '../../src/grpo/rejection-sampling';
+import type { RejectionSamplingReport } from '../../src/recipes/rejection-sampling';
 
 const report: RejectionSamplingReport = {
   samples: [

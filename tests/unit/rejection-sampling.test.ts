@@ -11,14 +11,14 @@ import { loadTokenizer, type Tokenizer } from '../../src/formats/tokenizer';
 import {
   languageConsistency,
   languageConsistencyReward,
-} from '../../src/grpo/language-consistency';
+} from '../../src/rewards/language-consistency';
 import {
   rejectionFiles,
   rejectionSample,
   toSftJsonl,
   trainingProblems,
   type RejectionContext,
-} from '../../src/grpo/rejection-sampling';
+} from '../../src/recipes/rejection-sampling';
 import { renderPrompt } from '../../src/grpo/trainer';
 import type { SampleOptions, SampleResult, TextGenerator } from '../../src/model/sampler';
 import { createTask, trainEvalProblems } from '../../src/tasks';

@@ -1,4 +1,4 @@
-// The one rule for reward ids (src/grpo/reward-id.ts) and where it applies: config resolution
+// The one rule for reward ids (src/rewards/reward-id.ts) and where it applies: config resolution
 // (CLI and config files), the shared URL's parser and the helpers that drop custom reward code.
 // Before the rule, a config or a link could carry an id with a line break or a quote, which then
 // reached metric keys, CSV columns and the TRL export's Python source.
@@ -10,8 +10,8 @@ import {
   rewardIdProblem,
   rewardIdsProblem,
   withoutCustomRewards,
-} from '../../src/grpo/reward-id';
-import { BUILTIN_REWARDS } from '../../src/grpo/rewards';
+} from '../../src/rewards/reward-id';
+import { BUILTIN_REWARDS } from '../../src/rewards/rewards';
 import {
   configFromUrlParams,
   configToUrlParams,

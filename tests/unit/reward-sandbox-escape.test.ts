@@ -9,13 +9,13 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createNodeSandbox } from '../../src/grpo/reward-sandbox-node';
+import { createNodeSandbox } from '../../src/rewards/reward-sandbox-node';
 import {
   WATCHDOG_GRACE_MS,
   type SandboxOutcome,
   type WorkerRewardSandbox,
-} from '../../src/grpo/reward-sandbox';
-import type { RewardInput } from '../../src/grpo/rewards';
+} from '../../src/rewards/reward-sandbox';
+import type { RewardInput } from '../../src/rewards/rewards';
 
 /** Per-call limit of the attacks that should finish at once (a loaded 2-core machine). */
 const RELAXED_MS = 5000;

@@ -10,13 +10,13 @@ import {
   formatOk,
   formatReward,
   languageConsistencyRewardFunction,
-  rewardMetrics,
   scoreCompletions,
   scoreCompletionSync,
   type RewardFunction,
   type RewardInput,
-} from '../../src/grpo/rewards';
+} from '../../src/rewards/rewards';
 import type { Problem } from '../../src/tasks/types';
+import { rewardMetrics } from '../../src/grpo/step-rewards';
 
 const countdown: Problem = {
   id: 'c',

@@ -11,7 +11,7 @@ import { canonicalCode, codeHash, ConsentMemory } from '../../src/app/consent';
 import { resolveConfig } from '../../src/grpo/config';
 import { encodeCheckpointFile } from '../../src/storage/transfer';
 import type { TrainerApi } from '../../src/worker/trainer-api';
-import type { CustomCodeConsent } from '../../src/grpo/reward-id';
+import type { CustomCodeConsent } from '../../src/rewards/reward-id';
 
 const CODE = 'function reward({ completion }) {\n  return completion.length / 100;\n}';
 const api = {} as Comlink.Remote<TrainerApi>;

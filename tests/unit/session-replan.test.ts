@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { Session } from '../../src/app/session.svelte';
 import { filesSource } from '../../src/formats/model-source';
 import { resolveConfig } from '../../src/grpo/config';
-import { planRunMemory } from '../../src/grpo/run';
+import { planRunMemory } from '../../src/train/run';
 import { GrpoStorage } from '../../src/storage/index';
 import { createTrainerApi, type TrainerApi } from '../../src/worker/trainer-api';
 import { testEngine } from '../kernels/harness';

@@ -10,7 +10,7 @@ import {
   tokenizeSftRow,
   type SftExample,
   type SftRow,
-} from '../../src/grpo/sft-data';
+} from '../../src/train/sft-data';
 import type { TrainerTokenizer } from '../../src/grpo/trainer';
 
 const DIR = 'tests/fixtures/tiny-tokenizer';

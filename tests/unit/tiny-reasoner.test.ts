@@ -5,8 +5,8 @@
 // the project's reward code.
 import { readFileSync, statSync } from 'node:fs';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { reflectionMarkers, reflects, thinkText } from '../../src/grpo/reflection';
-import { extractAnswer, formatOk } from '../../src/grpo/rewards';
+import { reflectionMarkers, reflects, thinkText } from '../../src/rewards/reflection';
+import { extractAnswer, formatOk } from '../../src/rewards/rewards';
 import { loadHfFolder, type LoadedHfModel } from '../../src/formats/hf-folder';
 import { folderSource } from '../../src/formats/model-source';
 import { loadTokenizer, type Tokenizer } from '../../src/formats/tokenizer';

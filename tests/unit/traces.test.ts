@@ -3,8 +3,8 @@
 // lands in the rates the model card promises, held-out problems never leak, and the tokenizer
 // keeps prompts short and round-trips traces.
 import { describe, expect, it } from 'vitest';
-import { extractAnswer, formatOk } from '../../src/grpo/rewards';
-import { reflectionMarkers, reflects, thinkText } from '../../src/grpo/reflection';
+import { extractAnswer, formatOk } from '../../src/rewards/rewards';
+import { reflectionMarkers, reflects, thinkText } from '../../src/rewards/reflection';
 import { createTokenizer } from '../../src/formats/tokenizer';
 import { createArithmeticTask } from '../../src/tasks/arithmetic';
 import { COUNTDOWN_REFLECTION_MARKERS, createCountdownTask } from '../../src/tasks/countdown';

@@ -7,7 +7,7 @@ import { IDBFactory } from 'fake-indexeddb';
 import { describe, expect, it } from 'vitest';
 import { createTrainerApi } from '../../src/worker/trainer-api';
 import type { PhaseProgress, TrainerEvent } from '../../src/worker/protocol';
-import { nodeSandboxFactory } from '../../src/grpo/reward-sandbox-node';
+import { nodeSandboxFactory } from '../../src/rewards/reward-sandbox-node';
 import { filesSource } from '../../src/formats/model-source';
 import { GrpoStorage } from '../../src/storage/index';
 import { testEngine } from '../kernels/harness';

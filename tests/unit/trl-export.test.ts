@@ -10,7 +10,7 @@ import {
   accuracyReward,
   formatReward,
   languageConsistencyRewardFunction,
-} from '../../src/grpo/rewards';
+} from '../../src/rewards/rewards';
 import { exportTrl } from '../../src/export/trl-export';
 import { rewardsPy } from '../../src/export/trl-templates/rewards-py';
 import { createTask, trainEvalProblems } from '../../src/tasks/index';

@@ -6,12 +6,8 @@
 // tests/kernels/trl-parity.test.ts.
 import { describe, expect, it } from 'vitest';
 import { computeAdvantages } from '../../src/grpo/advantages';
-import {
-  combineOutcomes,
-  rewardMetrics,
-  rewardTotals,
-  stepAdvantages,
-} from '../../src/grpo/rewards';
+import { combineOutcomes, rewardTotals } from '../../src/rewards/rewards';
+import { rewardMetrics, stepAdvantages } from '../../src/grpo/step-rewards';
 import { normalizeThenSumAdvantages } from '../../src/grpo/advantages';
 import { accumulatedLossRef, highEntropyMaskRef } from '../../src/ref/grpo_loss';
 import {

@@ -1,5 +1,5 @@
 // Every kind of playground run saves and resumes through the trainer worker's one checkpoint path
-// (src/worker/trainer-api.ts → src/grpo/checkpoint.ts → src/storage/checkpoints.ts), on fake
+// (src/worker/trainer-api.ts → src/train/checkpoint.ts → src/storage/checkpoints.ts), on fake
 // IndexedDB: full fine-tune, LoRA on an f32 base and LoRA on a bf16 base each train 2 steps, save,
 // and a FRESH worker (same database) loads the model, restores and trains step 3; its weights, AdamW
 // moments and metrics rows equal an uninterrupted 3-step run's bit for bit. Also: a checkpoint of
@@ -10,7 +10,7 @@ import { IDBFactory } from 'fake-indexeddb';
 import { describe, expect, it, vi } from 'vitest';
 import { createTrainerApi } from '../../src/worker/trainer-api';
 import type { ConfigInput } from '../../src/grpo/config';
-import { nodeSandboxFactory } from '../../src/grpo/reward-sandbox-node';
+import { nodeSandboxFactory } from '../../src/rewards/reward-sandbox-node';
 import { filesSource } from '../../src/formats/model-source';
 import { GrpoStorage } from '../../src/storage/index';
 import type { CheckpointTensor } from '../../src/storage/checkpoints';

@@ -16,7 +16,7 @@ After training the script measures the base model the way the GRPO demo samples 
 no top-k / top-p, at most MAX_NEW_TOKENS new tokens, on the held-out Countdown prompts of eval.jsonl
 (problems the corpus never contains, see src/tasks/traces.ts isHeldOut). Answers are checked with a
 Python port of src/tasks/verify.ts (Countdown) and reflection with the markers of
-src/grpo/reflection.ts; every sample is written to tools/pretrain/eval_samples.jsonl, which
+src/rewards/reflection.ts; every sample is written to tools/pretrain/eval_samples.jsonl, which
 tests/unit/tiny-reasoner.test.ts re-scores with the TypeScript code. The model card (README.md)
 is written from the measured numbers.
 
@@ -300,8 +300,8 @@ def sample(model, prompts, eos_id, pad_id, max_new, temperature, generator, gree
 
 
 # ---------------------------------------------------------------------------------------------
-# Scoring: ports of src/grpo/rewards.ts (format, answer), src/tasks/verify.ts (Countdown) and
-# src/grpo/reflection.ts (markers). tests/unit/tiny-reasoner.test.ts checks they agree.
+# Scoring: ports of src/rewards/rewards.ts (format, answer), src/tasks/verify.ts (Countdown) and
+# src/rewards/reflection.ts (markers). tests/unit/tiny-reasoner.test.ts checks they agree.
 
 WS = "[ \\t\\n\\v\\f\\r]"
 NO_TAG = "(?:(?!</?think>|</?answer>)[\\s\\S])*"

@@ -2,12 +2,12 @@
 // history, an early-versus-late comparison that states the claim as a pair (reflection rises AND
 // reflecting completions are right more often), and example completions of a step with their
 // reflection markers found. Pure functions; AhaPanel.svelte lays them out.
-import { DEFAULT_REFLECTION_MARKERS, findReflectionMarkers } from '../../grpo/reflection';
+import { DEFAULT_REFLECTION_MARKERS, findReflectionMarkers } from '../../rewards/reflection';
 import type { StepReport } from '../../grpo/trainer';
 import type { Point } from '../teach/plot';
 import type { MetricsRow } from '../../worker/types';
 
-/** The metric keys the panel reads: src/grpo/reflection.ts reflectionMetrics, docs/grpo.md §6. */
+/** The metric keys the panel reads: src/rewards/reflection.ts reflectionMetrics, docs/grpo.md §6. */
 export const AHA_METRICS = {
   rate: 'reflection_rate',
   accuracyReflecting: 'reflection/accuracy_reflecting',

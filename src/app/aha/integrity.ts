@@ -9,10 +9,10 @@
 // accuracies beside the selected step's, so "reflecting completions are right more often" is read
 // against where the run started. Pure functions, apart from probeCustomRewards' sandbox calls.
 import { resolveConfig, type Config } from '../../grpo/config';
-import type { TryResult } from '../../grpo/custom-reward';
+import type { TryResult } from '../../rewards/custom-reward';
 import { PRESETS } from '../../grpo/presets';
-import { DEFAULT_REFLECTION_MARKERS, findReflectionMarkers } from '../../grpo/reflection';
-import { CUSTOM_REWARD_PREFIX, type RewardInput } from '../../grpo/rewards';
+import { DEFAULT_REFLECTION_MARKERS, findReflectionMarkers } from '../../rewards/reflection';
+import { CUSTOM_REWARD_PREFIX, type RewardInput } from '../../rewards/rewards';
 import { COUNTDOWN_REFLECTION_MARKERS } from '../../tasks/countdown';
 import { BACKWARD_WORD, VERIFY_PHRASE } from '../../tasks/traces';
 import type { Problem } from '../../tasks/types';

@@ -8,7 +8,8 @@
 // L the longest completion of the step (per-token arrays are laid out (N, L), zero-padded).
 import { ADVANTAGE_STD_EPS, computeAdvantages, type ScaleRewards } from '../../grpo/advantages';
 import type { Config } from '../../grpo/config';
-import { rewardTotals, stepAdvantages, type RewardError } from '../../grpo/rewards';
+import { rewardTotals, type RewardError } from '../../rewards/rewards';
+import { stepAdvantages } from '../../grpo/step-rewards';
 import type { CompletionRecord, GroupRecord, StepReport } from '../../grpo/trainer';
 import {
   aggregationWeights,

@@ -3,7 +3,7 @@
 // trials) or per sample (sample accuracy, reflection rate: n·k trials). Counts come from the
 // report's items, so the interval is of what was actually decoded.
 import { wilsonInterval, type Interval } from '../../core/wilson';
-import type { EvalReport } from '../../grpo/evaluate';
+import type { EvalReport } from '../../train/evaluate';
 
 export interface Rate {
   key: string;

@@ -1,4 +1,4 @@
-// What the Recipes view shows of a multi-stage recipe (src/grpo/recipe.ts), as pure functions of
+// What the Recipes view shows of a multi-stage recipe (src/recipes/recipe.ts), as pure functions of
 // the recipe and its timeline: the chart series across stages, the stage boundaries as labelled
 // markers, each stage's line in the stage list (what it does, where it starts from, its progress),
 // the recipe a pasted JSON text or an uploaded SFT JSONL makes, and the reasons of a rejection
@@ -12,9 +12,9 @@ import {
   type RecipeStage,
   type StageResult,
   type TimelineRow,
-} from '../../grpo/recipe-spec';
-import type { RejectReason } from '../../grpo/rejection-sampling';
-import { parseSftJsonl } from '../../grpo/sft-data';
+} from '../../recipes/recipe-spec';
+import type { RejectReason } from '../../recipes/rejection-sampling';
+import { parseSftJsonl } from '../../train/sft-data';
 import type { ChartSeries } from '../teach/plot';
 
 /** The built-in recipes in the order the view offers them. */

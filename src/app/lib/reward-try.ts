@@ -3,13 +3,13 @@
 // the weighted total of the shown rewards with the current weights, counted as training counts it
 // (not applicable = 0, a failed reward = 0).
 
-import type { TryResult } from '../../grpo/custom-reward';
+import type { TryResult } from '../../rewards/custom-reward';
 import {
   accuracyReward,
   CUSTOM_REWARD_PREFIX,
   formatReward,
   type RewardValue,
-} from '../../grpo/rewards';
+} from '../../rewards/rewards';
 import type { Problem, Task } from '../../tasks/types';
 
 export interface BuiltinScores {

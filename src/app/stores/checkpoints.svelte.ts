@@ -5,8 +5,8 @@
 // Delete, Export and Import; failed saves and unreadable stored rows as banners until dismissed.
 import * as Comlink from 'comlink';
 import { draftFromConfig } from '../../grpo/config';
-import { CUSTOM_REWARD_PREFIX } from '../../grpo/rewards';
-import { customRewardCode, rewardIdsProblem } from '../../grpo/reward-id';
+import { CUSTOM_REWARD_PREFIX } from '../../rewards/rewards';
+import { customRewardCode, rewardIdsProblem } from '../../rewards/reward-id';
 import { decodeCheckpointFile } from '../../storage/transfer';
 import { CHECKPOINT_FAILURE_REPORTED } from '../../worker/protocol';
 import type { CheckpointInfo, StorageInfo, TrainerEvent } from '../../worker/protocol';

@@ -12,8 +12,8 @@ import {
   type DraftConfig,
 } from '../../grpo/config';
 import { PRESETS, type PresetName } from '../../grpo/presets';
-import { CUSTOM_REWARD_PREFIX } from '../../grpo/rewards';
-import { customRewardCode, withoutCustomRewards } from '../../grpo/reward-id';
+import { CUSTOM_REWARD_PREFIX } from '../../rewards/rewards';
+import { customRewardCode, withoutCustomRewards } from '../../rewards/reward-id';
 import { parseJsonlDataset } from '../../tasks/jsonl';
 import { changedOptions, splitPending } from '../lib/pending';
 import { PLAYGROUND_DEFAULTS, msg, type JsonlImport, type Shell } from './shell';

@@ -3,7 +3,7 @@
 // the metrics history, recent step reports and evaluations, and the actions Step, Run, Pause,
 // Apply, Reset and recovery after a device loss. Reports arrive once, as the worker's 'step' events.
 import type { Config, ConfigKey, LiveChange } from '../../grpo/config';
-import type { BestEval, EvalRecord } from '../../grpo/eval-during-training';
+import type { BestEval, EvalRecord } from '../../train/eval-during-training';
 import type {
   CheckpointInfo,
   PhaseProgress,

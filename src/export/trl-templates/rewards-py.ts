@@ -1,4 +1,4 @@
-// rewards.py of the TRL export: the built-in rewards of src/grpo/rewards.ts and the answer checkers
+// rewards.py of the TRL export: the built-in rewards of src/rewards/rewards.ts and the answer checkers
 // of src/tasks/verify.ts in plain Python (stdlib only), with IDENTICAL semantics: the same regexes
 // (the format and answer patterns are injected from the TypeScript constants), the same ASCII
 // whitespace set, exact integers and fractions.Fraction for Countdown, never eval(); language
@@ -10,8 +10,8 @@ import {
   scriptClass,
   WORD_CHAR_CLASS,
   type LanguageScript,
-} from '../../grpo/language-consistency';
-import { ANSWER_PATTERN, FORMAT_PATTERN } from '../../grpo/rewards';
+} from '../../rewards/language-consistency';
+import { ANSWER_PATTERN, FORMAT_PATTERN } from '../../rewards/rewards';
 import { commentLines, commentText, pyStr } from './py-literal';
 import {
   COUNTDOWN_MAX_DEPTH,
@@ -259,7 +259,7 @@ def accuracy_reward(completions, verifier, **kwargs):
 const LANGUAGE_BODY = String.raw`
 
 # ---------------------------------------------------------------------------------------------
-# Language consistency (DeepSeek-R1 §2.3.3; src/grpo/language-consistency.ts): the share of the
+# Language consistency (DeepSeek-R1 §2.3.3; src/rewards/language-consistency.ts): the share of the
 # chain of thought's words written in LANGUAGE_SCRIPT. A word is a maximal run of letters, marks,
 # decimal digits, apostrophes and hyphens; it counts when it has a letter, and it is in the target
 # language when every letter of it is in the target script. No word with a letter: None.
@@ -400,7 +400,7 @@ def ${c.pythonName}(completions, **kwargs):
   return (
     '"""Reward functions of the exported GRPO run, written by GRPO Playground.\n\n' +
     `format_reward, accuracy_reward${language ? ' and language_consistency_reward' : ''} re-implement the playground's built-in rewards with identical\n` +
-    'semantics (src/grpo/rewards.ts, src/tasks/verify.ts). TRL calls each as f(prompts=..., completions=...,\n' +
+    'semantics (src/rewards/rewards.ts, src/tasks/verify.ts). TRL calls each as f(prompts=..., completions=...,\n' +
     '**dataset_columns); the "verifier" column of train.jsonl carries what accuracy_reward needs.\n"""\n' +
     body +
     (language?.body ?? '') +

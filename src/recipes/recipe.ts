@@ -33,13 +33,13 @@ import {
   type TimelineRow,
 } from './recipe-spec';
 import { rejectionSample, toSftJsonl, type RejectionSamplingReport } from './rejection-sampling';
-import type { SandboxFactory } from './reward-sandbox';
-import { Run } from './run';
-import { SftRun, tokenizeSftDataset } from './sft';
-import { resolveSftConfig } from './sft-config';
-import { parseSftJsonl, type SftRow } from './sft-data';
-import type { StageHooks, StageStepResult, TrainingStage } from './stage';
-import { renderPrompt, type TrainerTokenizer } from './trainer';
+import type { SandboxFactory } from '../rewards/reward-sandbox';
+import { Run } from '../train/run';
+import { SftRun, tokenizeSftDataset } from '../train/sft';
+import { resolveSftConfig } from '../train/sft-config';
+import { parseSftJsonl, type SftRow } from '../train/sft-data';
+import type { StageHooks, StageStepResult, TrainingStage } from '../train/stage';
+import { renderPrompt, type TrainerTokenizer } from '../grpo/trainer';
 
 export interface StageInfo {
   index: number;

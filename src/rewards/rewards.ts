@@ -7,13 +7,6 @@
 // the regexes use the ASCII whitespace set [ \t\n\v\f\r] explicitly because JavaScript's and Python's
 // \s differ on Unicode spaces.
 
-import {
-  computeAdvantages,
-  fracRewardZeroStd,
-  normalizeThenSumAdvantages,
-  type MultiObjectiveAggregation,
-  type ScaleRewards,
-} from './advantages';
 import type { Problem, Task } from '../tasks/types';
 import { verifyAnswer } from '../tasks/verify';
 import { languageConsistencyReward, type LanguageScript } from './language-consistency';
@@ -284,7 +277,7 @@ export async function scoreCompletions(
   return out;
 }
 
-function meanStdIgnoringNull(values: readonly RewardValue[]): {
+export function meanStdIgnoringNull(values: readonly RewardValue[]): {
   mean: number;
   std: number;
   count: number;
@@ -319,63 +312,4 @@ export function perFunctionRows(
   names: readonly string[],
 ): (number | null)[][] {
   return results.map((r) => names.map((name) => r.perFunction[name] ?? null));
-}
-
-/**
- * The step's advantages (docs/grpo.md §2) under TRL's multi_objective_aggregation:
- * 'sum_then_normalize' (computeAdvantages of the weighted totals, the default) or
- * 'normalize_then_sum' (GDPO: each function normalised per group, then weighted and summed).
- */
-export function stepAdvantages(
-  results: readonly CompletionReward[],
-  names: readonly string[],
-  weights: readonly number[],
-  groupSize: number,
-  scaleRewards: ScaleRewards,
-  aggregation: MultiObjectiveAggregation = 'sum_then_normalize',
-): Float64Array {
-  if (aggregation === 'normalize_then_sum') {
-    return normalizeThenSumAdvantages(perFunctionRows(results, names), weights, groupSize)
-      .advantages;
-  }
-  return computeAdvantages(rewardTotals(results), groupSize, scaleRewards);
-}
-
-/**
- * Step metrics with TRL's names (docs/grpo.md §6): reward and reward_std (nanmean and nanstd of
- * the N weighted totals, unscorable completions left out), rewards/<name>/mean and /std over the
- * completions where the function applied (TRL's nanmean/nanstd), frac_reward_zero_std (the
- * scaling std, §2); plus this project's accuracy and format_rate (the means of those rewards when
- * present), rewards/<name>/na_frac and reward_error_frac. NaN where a value is undefined (no
- * applicable completion, or a single one for a std).
- */
-export function rewardMetrics(
-  results: readonly CompletionReward[],
-  names: readonly string[],
-  groupSize: number,
-  scaleRewards: ScaleRewards = 'group',
-  gdpo?: { weights: readonly number[] } | null,
-): Record<string, number> {
-  const totals = rewardTotals(results);
-  const t = meanStdIgnoringNull(totals);
-  const m: Record<string, number> = {
-    reward: t.mean,
-    reward_std: t.std,
-    // normalize_then_sum: TRL tests the batch std of the normalised sums (docs/grpo.md §2).
-    frac_reward_zero_std: gdpo
-      ? normalizeThenSumAdvantages(perFunctionRows(results, names), gdpo.weights, groupSize).zeroStd
-        ? 1
-        : 0
-      : fracRewardZeroStd(totals, groupSize, scaleRewards),
-  };
-  for (const name of names) {
-    const s = meanStdIgnoringNull(results.map((r) => r.perFunction[name] ?? null));
-    m[`rewards/${name}/mean`] = s.mean;
-    m[`rewards/${name}/std`] = s.std;
-    m[`rewards/${name}/na_frac`] = (results.length - s.count) / results.length;
-  }
-  if (names.includes('accuracy')) m.accuracy = m['rewards/accuracy/mean'];
-  if (names.includes('format')) m.format_rate = m['rewards/format/mean'];
-  m.reward_error_frac = results.filter((r) => r.errors.length > 0).length / results.length;
-  return m;
 }

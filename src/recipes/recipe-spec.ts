@@ -1,10 +1,10 @@
 // A recipe: DeepSeek-R1's training pipeline in miniature, as a list of stages run one after the
 // other on one model (docs/grpo.md §9). A stage is
-//   sft               supervised fine-tuning (src/grpo/sft.ts) on a dataset: the built-in cold-start
+//   sft               supervised fine-tuning (src/train/sft.ts) on a dataset: the built-in cold-start
 //                     set, a JSONL text, or the set an earlier rejection-sample stage kept;
-//   grpo              a GRPO run (src/grpo/run.ts) from a preset plus options;
+//   grpo              a GRPO run (src/train/run.ts) from a preset plus options;
 //   rejection-sample  k completions per training prompt, keeping the verified ones
-//                     (src/grpo/rejection-sampling.ts): a dataset for a later sft stage.
+//                     (src/recipes/rejection-sampling.ts): a dataset for a later sft stage.
 // Each stage starts from the weights the previous one ended with, or from `from`: 'base' (the
 // recipe's model as loaded) or an earlier stage's name (distillation: a student starts from the base
 // model and learns from the teacher stage's samples). A rejection-sample stage changes no weights:
@@ -22,12 +22,12 @@ import {
   TINY_COUNTDOWN_OPTIONS,
   type Trace,
 } from '../tasks/traces';
-import { resolveConfig, type Config, type ConfigInput } from './config';
-import { PRESETS, type PresetName } from './presets';
+import { resolveConfig, type Config, type ConfigInput } from '../grpo/config';
+import { PRESETS, type PresetName } from '../grpo/presets';
 import type { RejectionSamplingOptions } from './rejection-sampling';
 import type { MetricsRow } from '../core/metrics-row';
-import { resolveSftConfig, type SftConfig } from './sft-config';
-import type { SftRow } from './sft-data';
+import { resolveSftConfig, type SftConfig } from '../train/sft-config';
+import type { SftRow } from '../train/sft-data';
 
 export type StageKind = 'sft' | 'grpo' | 'rejection-sample';
 
@@ -52,7 +52,7 @@ interface StageBase {
 export interface SftStage extends StageBase {
   kind: 'sft';
   data: SftDataSource;
-  /** SFTConfig options (camelCase, src/grpo/sft.ts); seed defaults to the recipe's. */
+  /** SFTConfig options (camelCase, src/train/sft.ts); seed defaults to the recipe's. */
   options?: Partial<Record<keyof SftConfig, unknown>>;
 }
 

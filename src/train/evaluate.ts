@@ -10,9 +10,9 @@ import {
   thinkText,
   reflects,
   type ReflectionSummary,
-} from './reflection';
-import { extractAnswer, formatOk } from './rewards';
-import type { TrainerTokenizer } from './trainer';
+} from '../rewards/reflection';
+import { extractAnswer, formatOk } from '../rewards/rewards';
+import type { TrainerTokenizer } from '../grpo/trainer';
 
 export interface EvalOptions {
   /** Samples per prompt for pass@k / cons@k (0 = greedy only). */

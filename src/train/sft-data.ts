@@ -23,7 +23,7 @@
 // is never predicted).
 import type { JsonlIssue } from '../tasks/jsonl';
 import type { ChatMessage } from '../tasks/types';
-import type { TrainerTokenizer } from './trainer';
+import type { TrainerTokenizer } from '../grpo/trainer';
 
 export type SftRow =
   | { kind: 'prompt-completion'; line: number; prompt: string; completion: string }

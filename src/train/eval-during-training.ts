@@ -8,10 +8,10 @@
 //
 // Sampling is keyed by (seed, stream) and never touches the training draws, so a run with
 // evaluation takes exactly the same training steps as one without.
-import type { Config } from './config';
+import type { Config } from '../grpo/config';
 import { evaluate, type EvalContext, type EvalReport } from './evaluate';
 import { mixSeeds } from '../core/rng';
-import type { GrpoTrainer } from './trainer';
+import type { GrpoTrainer } from '../grpo/trainer';
 
 /** One evaluation during training, as logged (TRL prefixes eval metrics with "eval_"). */
 export interface EvalRecord {

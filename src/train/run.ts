@@ -37,15 +37,19 @@ import {
   type Config,
   type ConfigKey,
   type LiveChange,
-} from './config';
-import { createCustomRewards, customRewardResolver, disposeCustomRewards } from './custom-reward';
+} from '../grpo/config';
+import {
+  createCustomRewards,
+  customRewardResolver,
+  disposeCustomRewards,
+} from '../rewards/custom-reward';
 import { EvalDuringTraining, type BestEval, type EvalRecord } from './eval-during-training';
 import { trainerEvalContext, type EvalContext } from './evaluate';
-import type { SandboxFactory } from './reward-sandbox';
-import { createRewardFunctions, type RewardFunction } from './rewards';
+import type { SandboxFactory } from '../rewards/reward-sandbox';
+import { createRewardFunctions, type RewardFunction } from '../rewards/rewards';
 import { stepUntil, type StageHooks, type TrainingStage } from './stage';
-import { StepProgress, type PhaseProgress } from './step-progress';
-import { GrpoTrainer, type StepReport, type TrainerTokenizer } from './trainer';
+import { StepProgress, type PhaseProgress } from '../grpo/step-progress';
+import { GrpoTrainer, type StepReport, type TrainerTokenizer } from '../grpo/trainer';
 
 /** One row of the metrics history: the step number and that step's docs/grpo.md §6 metrics. */
 
@@ -122,7 +126,7 @@ export interface RunHooks extends StageHooks {
   /** After each training step, before its checkpoint and evaluation. `elapsedMs`: wall-clock time
    * of trainer.trainStep() alone (sampling, rewards, update, metrics). */
   onStep?(report: StepReport, info: { elapsedMs: number }): void | Promise<void>;
-  /** A checkpoint to store (src/grpo/checkpoint.ts encodes it): due by the save policy
+  /** A checkpoint to store (src/train/checkpoint.ts encodes it): due by the save policy
    * (`automatic`) or asked for through save(). Without this hook nothing is read back to save. */
   onCheckpoint?(payload: CheckpointPayload, info: { automatic: boolean }): void | Promise<void>;
   /** An evaluation during training (evalSteps) and the best one so far. */

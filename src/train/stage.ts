@@ -3,7 +3,7 @@
 // saving and resuming (the recipe runner, recipe.ts; the interface test) is written once and never
 // asks which loop it holds. Each loop keeps its own richer API beside it (Run's live options,
 // evaluations and full StepReport; SftRun's learning-rate schedule) for the front ends that use it.
-// A stage's checkpoint is the shared CheckpointPayload (src/grpo/checkpoint.ts and storage), so the
+// A stage's checkpoint is the shared CheckpointPayload (src/train/checkpoint.ts and storage), so the
 // stores, the file codec and resume handle both kinds alike; only what is inside its `rng` record
 // and tensors is the loop's own, and each loop's restore() refuses another loop's payload.
 import type { CheckpointPayload } from '../storage/checkpoints';

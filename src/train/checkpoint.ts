@@ -9,9 +9,9 @@
 // A LoRA run (config.usePeft) saves only its adapters (PEFT names) and their AdamW moments: the base
 // is frozen, so the base model's identity (modelIdentity) is all a restore needs to find it.
 import { EXP_AVG_PREFIX, EXP_AVG_SQ_PREFIX } from '../optim/adamw';
-import { loraOptionsOf, type Config, type LiveChange } from './config';
+import { loraOptionsOf, type Config, type LiveChange } from '../grpo/config';
 import { loraAdapterSpecs } from '../core/lora';
-import type { TrainerSnapshot } from './trainer';
+import type { TrainerSnapshot } from '../grpo/trainer';
 import { numel, parameterSpecs, type LlamaConfig } from '../core/model-config';
 import { parseSafetensors, writeSafetensors } from '../formats/safetensors';
 import type { CheckpointPayload, CheckpointTensor } from '../storage/checkpoints';

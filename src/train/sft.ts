@@ -1,5 +1,5 @@
 // Supervised fine-tuning as a stage of its own (R1's "cold start" before RL, in miniature): TRL
-// SFTTrainer's loop over a tokenised dataset (src/grpo/sft-data.ts) on the GPU objective's
+// SFTTrainer's loop over a tokenised dataset (src/train/sft-data.ts) on the GPU objective's
 // supervised step (PolicyObjective.supervised: completion-masked mean cross-entropy, one clipped
 // AdamW step with the NaN guard). Options (sft-config.ts) carry TRL SFTConfig's names in camelCase;
 // the metrics of each optimizer step are TRL's: loss, mean_token_accuracy, num_tokens (cumulative),
@@ -14,7 +14,7 @@
 // Gradient accumulation is therefore a memory choice TRL makes that this loop does not: the GA
 // micro-batches are packed into one batch of the same loss.
 //
-// The loop is a TrainingStage (stage.ts) as the GRPO Run is (src/grpo/run.ts): set up once, step(),
+// The loop is a TrainingStage (stage.ts) as the GRPO Run is (src/train/run.ts): set up once, step(),
 // hooks onStep and onCheckpoint, snapshot() / restore() of a CheckpointPayload (weights, AdamW
 // moments, optimizer step, data cursor, counters in its `rng` record). Full fine-tuning only (no
 // LoRA here).
@@ -28,12 +28,16 @@ import { learningRateAt, runSchedule } from '../optim/schedule';
 import type { CheckpointPayload, CheckpointTensor } from '../storage/checkpoints';
 import type { Identity } from '../storage/db';
 import { fromStoredMetrics, toStoredMetrics } from './checkpoint';
-import { PolicyObjective } from './policy-objective';
+import { PolicyObjective } from '../grpo/policy-objective';
 import type { MetricsRow } from '../core/metrics-row';
 import type { SftConfig } from './sft-config';
 import { stepUntil, type StageHooks, type StageStepResult, type TrainingStage } from './stage';
 import { tokenizeSftRow, type SftExample, type SftRow, type SftTokenizeOptions } from './sft-data';
-import { MAX_CONSECUTIVE_SKIPS, TrainingDivergedError, type TrainerTokenizer } from './trainer';
+import {
+  MAX_CONSECUTIVE_SKIPS,
+  TrainingDivergedError,
+  type TrainerTokenizer,
+} from '../grpo/trainer';
 
 /** The tokenise options of a config (sft-data.ts). */
 const sftTokenizeOptions = (c: SftConfig): SftTokenizeOptions => ({
@@ -113,7 +117,7 @@ function packSftBatch(examples: readonly SftExample[], padId: number): PackedBat
 export type SftStepReport = StageStepResult;
 
 /** A stage's hooks: onStep after each optimizer step, onCheckpoint for each checkpoint to store
- * (src/grpo/checkpoint.ts checkpointToFiles writes it as files). */
+ * (src/train/checkpoint.ts checkpointToFiles writes it as files). */
 export type SftHooks = StageHooks;
 
 export interface SftSetup {

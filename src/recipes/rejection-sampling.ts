@@ -15,10 +15,10 @@ import { GpuLlama } from '../model/llama';
 import { Sampler, type TextGenerator } from '../model/sampler';
 import { createTask, trainEvalStream } from '../tasks/index';
 import type { Problem, Task } from '../tasks/types';
-import type { Config } from './config';
-import { languageConsistencyReward, type LanguageScript } from './language-consistency';
-import { extractAnswer, formatOk } from './rewards';
-import { renderPrompt, type TrainerTokenizer } from './trainer';
+import type { Config } from '../grpo/config';
+import { languageConsistencyReward, type LanguageScript } from '../rewards/language-consistency';
+import { extractAnswer, formatOk } from '../rewards/rewards';
+import { renderPrompt, type TrainerTokenizer } from '../grpo/trainer';
 
 export interface RejectionSamplingOptions {
   /** Completions sampled per prompt. */
