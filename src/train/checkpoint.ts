@@ -14,7 +14,11 @@ import { loraAdapterSpecs } from '../core/lora';
 import type { TrainerSnapshot } from '../grpo/trainer';
 import { numel, parameterSpecs, type LlamaConfig } from '../core/model-config';
 import { parseSafetensors, writeSafetensors } from '../formats/safetensors';
-import type { CheckpointPayload, CheckpointTensor } from '../storage/checkpoints';
+import {
+  checkTensorSet,
+  type CheckpointPayload,
+  type CheckpointTensor,
+} from '../storage/checkpoints';
 import type { Identity } from '../storage/db';
 import {
   flattenMetricsRow,
@@ -171,15 +175,34 @@ export const fromStoredMetrics = (
  * CLI before it recorded them) is taken on trust.
  */
 export function checkBaseModel(
-  payload: Pick<CheckpointPayload, 'referenceIdentity' | 'modelIdentity'>,
+  payload: Pick<CheckpointPayload, 'referenceIdentity' | 'modelIdentity'> & {
+    modelConfig?: LlamaConfig | null;
+  },
   loaded: Identity,
   loadedLabel = loaded.name,
+  /** The loaded model's config: a checkpoint of the same weights under another config (RoPE θ,
+   * norm ε, tied head…) computes another model, so it is refused too, naming what differs. */
+  loadedConfig?: LlamaConfig,
 ): void {
   const base = payload.referenceIdentity ?? payload.modelIdentity;
-  if (!base?.sha256 || base.sha256 === loaded.sha256) return;
+  if (base?.sha256 && base.sha256 !== loaded.sha256) {
+    throw new Error(
+      `This checkpoint was trained from '${base.name}', not from the loaded model ` +
+        `('${loadedLabel}'): load that model, then restore.`,
+    );
+  }
+  const saved = payload.modelConfig;
+  if (!saved || !loadedConfig) return;
+  const differ = (Object.keys(saved) as (keyof LlamaConfig)[]).filter(
+    (k) => JSON.stringify(saved[k]) !== JSON.stringify(loadedConfig[k]),
+  );
+  if (differ.length === 0) return;
+  const what = differ
+    .map((k) => `${k} ${JSON.stringify(saved[k])} (loaded: ${JSON.stringify(loadedConfig[k])})`)
+    .join(', ');
   throw new Error(
-    `This checkpoint was trained from '${base.name}', not from the loaded model ` +
-      `('${loadedLabel}'): load that model, then restore.`,
+    `This checkpoint was trained on '${base?.name || 'its model'}' with another config than the ` +
+      `loaded model's ('${loadedLabel}'): ${what}. Load the model it was trained on, then restore.`,
   );
 }
 
@@ -275,5 +298,12 @@ export function checkpointFromFiles(
     tokenizerIdentity: state.tokenizerIdentity ?? null,
     metricsSoFar: null,
   };
+  // The validation IndexedDB applies on save (storage/checkpoints.ts), so a folder and a stored
+  // checkpoint are refused for the same reasons, with the same words. (The earlier layout, without
+  // a model config of its own, kept the moments flat: payloadToSnapshot checks it by size.)
+  const problem = state.modelConfig
+    ? checkTensorSet(payload.modelConfig, payload.tensors, payload.adapter ?? null)
+    : null;
+  if (problem) throw new Error(`checkpoint at step ${payload.step}: ${problem}`);
   return { payload, state };
 }

@@ -9,7 +9,7 @@
 // Sampling is keyed by (seed, stream) and never touches the training draws, so a run with
 // evaluation takes exactly the same training steps as one without.
 import type { Config } from '../grpo/config';
-import { evaluate, type EvalContext, type EvalReport } from './evaluate';
+import { evaluate, samplingEvalOptions, type EvalContext, type EvalReport } from './evaluate';
 import { mixSeeds } from '../core/rng';
 import type { GrpoTrainer } from '../grpo/trainer';
 
@@ -66,15 +66,8 @@ export class EvalDuringTraining {
   async run(step: number): Promise<EvalRecord> {
     const started = performance.now();
     const report: EvalReport = await evaluate(this.context, this.trainer.evalProblems, {
-      k: this.config.evalGenerations,
+      ...samplingEvalOptions(this.config, this.config.evalGenerations, evalSeed(this.config)),
       greedy: false,
-      temperature: this.config.temperature,
-      topP: this.config.topP,
-      topK: this.config.topK,
-      minP: this.config.minP ?? 0,
-      repetitionPenalty: this.config.repetitionPenalty ?? 1,
-      maxCompletionLength: this.config.maxCompletionLength,
-      seed: evalSeed(this.config),
     });
     const m = report.metrics;
     const record: EvalRecord = {

@@ -13,6 +13,7 @@ import {
 } from '../rewards/reflection';
 import { extractAnswer, formatOk } from '../rewards/rewards';
 import type { TrainerTokenizer } from '../grpo/trainer';
+import type { Config } from '../grpo/config';
 
 export interface EvalOptions {
   /** Samples per prompt for pass@k / cons@k (0 = greedy only). */
@@ -113,6 +114,27 @@ export function trainerEvalContext(
 }
 
 /** Evaluates the sampler's current weights on `problems`. */
+/** The run's sampling options as an evaluation uses them: `k` samples per prompt, `seed`. */
+export function samplingEvalOptions(
+  config: Pick<
+    Config,
+    'temperature' | 'topP' | 'topK' | 'minP' | 'repetitionPenalty' | 'maxCompletionLength'
+  >,
+  k: number,
+  seed: number,
+): EvalOptions {
+  return {
+    k,
+    temperature: config.temperature,
+    topP: config.topP,
+    topK: config.topK,
+    minP: config.minP ?? 0,
+    repetitionPenalty: config.repetitionPenalty ?? 1,
+    maxCompletionLength: config.maxCompletionLength,
+    seed,
+  };
+}
+
 export async function evaluate(
   ctx: EvalContext,
   problems: readonly Problem[],

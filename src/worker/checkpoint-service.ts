@@ -48,7 +48,8 @@ export function checkpointService(ctx: WorkerContext) {
       const model = ctx.model;
       if (!model) return 'Load the model this checkpoint was trained from first.';
       try {
-        checkBaseModel(await (await ctx.storage()).checkpointBase(id), model.identity, model.label);
+        const base = await (await ctx.storage()).checkpointBase(id);
+        checkBaseModel(base, model.identity, model.label, model.hf.config);
         return null;
       } catch (err) {
         return message(err);
@@ -65,7 +66,7 @@ export function checkpointService(ctx: WorkerContext) {
       const model = ctx.requireModel('Load the model this checkpoint was trained from first.');
       const s = await ctx.storage();
       const loaded = await s.loadCheckpoint(id);
-      checkBaseModel(loaded, model.identity, model.label);
+      checkBaseModel(loaded, model.identity, model.label, model.hf.config);
       // Custom reward code from storage runs only with the page's consent (none asked: left out).
       const code = customRewardCode(loaded.config);
       const allowed = Object.keys(code).length === 0 || (!!consent && (await consent(code)));

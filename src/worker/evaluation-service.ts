@@ -1,6 +1,6 @@
 // The trainer worker's evaluation service: chat with the current weights (a task prompt scored by
 // the task's own verifier) and the before/after comparison on the run's held-out prompts.
-import { evaluate, type EvalReport } from '../train/evaluate';
+import { evaluate, samplingEvalOptions, type EvalReport } from '../train/evaluate';
 import { extractAnswer } from '../rewards/rewards';
 import { Sampler } from '../model/sampler';
 import { problemForMessage } from '../tasks/chat-problem';
@@ -55,16 +55,7 @@ export function evaluationService(ctx: WorkerContext) {
       if (problems.length === 0)
         throw new Error('This run has no held-out prompts (evalPrompts = 0).');
       const evalContext = r.evalContext;
-      const evalOptions = {
-        k: COMPARE_SAMPLES,
-        temperature: r.config.temperature,
-        topP: r.config.topP,
-        topK: r.config.topK,
-        minP: r.config.minP ?? 0,
-        repetitionPenalty: r.config.repetitionPenalty ?? 1,
-        maxCompletionLength: r.config.maxCompletionLength,
-        seed: r.config.seed,
-      };
+      const evalOptions = samplingEvalOptions(r.config, COMPARE_SAMPLES, r.config.seed);
       const policy = r.trainer.policy;
       let before: EvalReport;
       if (policy.lora) {

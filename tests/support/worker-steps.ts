@@ -1,7 +1,24 @@
-// Reading the trainer worker's step reports in Node tests: api.step() returns only the step's
-// number, and its report reaches the page once, as the 'step' event (src/worker/context.ts), so a
-// test reads the report where the page does.
+// The trainer worker in Node tests: a tiny run config for the tiny model, and reading step reports
+// (api.step() returns only the step's number, and its report reaches the page once, as the 'step'
+// event: src/worker/context.ts), so a test reads the report where the page does.
+import type { ConfigInput } from '../../src/grpo/config';
 import type { TrainerEvent, UiStepReport } from '../../src/worker/protocol';
+
+/** A Countdown run small enough for SwiftShader: 2 prompts × 3 completions of 4 tokens. */
+export const tinyRunConfig = (overrides: Partial<ConfigInput> = {}): Partial<ConfigInput> => ({
+  task: 'countdown',
+  taskOptions: { numbers: 3, maxNumber: 10, maxTarget: 100 },
+  perStepPrompts: 2,
+  numGenerations: 3,
+  maxPromptLength: 100,
+  maxCompletionLength: 4,
+  learningRate: 1e-2,
+  lrScheduler: 'constant',
+  steps: 10,
+  saveSteps: 100,
+  evalPrompts: 2,
+  ...overrides,
+});
 
 interface Stepping {
   setListener(callback: ((event: TrainerEvent) => void) | null): void;

@@ -14,7 +14,7 @@ import { parameterCount } from '../../src/core/model-config';
 import { GrpoStorage } from '../../src/storage/index';
 import { testEngine } from '../kernels/harness';
 import { tinyHfFolder } from '../support/tiny-hf-model';
-import { stepReport } from '../support/worker-steps';
+import { stepReport, tinyRunConfig } from '../support/worker-steps';
 
 // Advantages are computed in f64 (docs/grpo.md §2) and reported as such: a group's sum is ~0 up to
 // the rounding of its mean.
@@ -34,20 +34,7 @@ async function tinyApi() {
   return { folder, events, api };
 }
 
-const runConfig = (overrides: Partial<ConfigInput> = {}): Partial<ConfigInput> => ({
-  task: 'countdown',
-  taskOptions: { numbers: 3, maxNumber: 10, maxTarget: 100 },
-  perStepPrompts: 2,
-  numGenerations: 3,
-  maxPromptLength: 100,
-  maxCompletionLength: 4,
-  learningRate: 1e-2,
-  lrScheduler: 'constant',
-  steps: 10,
-  saveSteps: 100,
-  evalPrompts: 2,
-  ...overrides,
-});
+const runConfig = (overrides: Partial<ConfigInput> = {}) => tinyRunConfig(overrides);
 
 describe('trainer worker API', { timeout: 600_000 }, () => {
   it('plans, loads, steps, checkpoints and continues a run exactly', async () => {

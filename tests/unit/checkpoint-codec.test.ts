@@ -1,8 +1,13 @@
 // The checkpoint codec (src/train/checkpoint.ts) without a GPU: a trainer snapshot → payload → the
 // files the CLI writes → payload → snapshot is the identity, bit for bit; the weights file is the
 // one a Hugging Face export writes (a checkpoint folder loads as a model); the CLI's earlier
-// trainer_state.json layout still reads; a checkpoint refuses another base model.
+// trainer_state.json layout still reads; a checkpoint refuses another base model; a folder is
+// validated by the same tensor-set check as a save to IndexedDB.
+import 'fake-indexeddb/auto';
+import { IDBFactory } from 'fake-indexeddb';
 import { describe, expect, it } from 'vitest';
+import { checkTensorSet } from '../../src/storage/checkpoints';
+import { GrpoStorage } from '../../src/storage/index';
 import { parameterSpecs, numel, type LlamaConfig } from '../../src/core/model-config';
 import {
   checkBaseModel,
@@ -64,6 +69,33 @@ const bits = (m: Map<string, Float32Array>) =>
   Object.fromEntries([...m].map(([k, v]) => [k, [...new Uint32Array(v.slice().buffer)]]));
 
 describe('checkpoint codec', () => {
+  it('a folder is validated as IndexedDB validates a save: the same problem, the same words', async () => {
+    const payload = snapshotToPayload(snapshot(), {
+      runId: 'run-1',
+      config,
+      modelConfig,
+      modelIdentity: identity,
+      referenceIdentity: identity,
+      tokenizerIdentity: null,
+    });
+    // A stray tensor in the weights file (a hand-edited folder, another model's file).
+    const stray = { name: 'model.extra.weight', shape: [2], data: new Float32Array(2) };
+    const files = checkpointToFiles({ ...payload, tensors: [...payload.tensors, stray] });
+    const expected = checkTensorSet(modelConfig, [...payload.tensors, stray]);
+    expect(expected).toBe(
+      "unexpected tensor 'model.extra.weight': neither a parameter of this model config nor its AdamW state",
+    );
+    expect(() => checkpointFromFiles((name) => files.get(name)!)).toThrow(
+      `checkpoint at step 6: ${expected}`,
+    );
+    // IndexedDB refuses the same payload for the same reason.
+    const storage = await GrpoStorage.open({ indexedDB: new IDBFactory(), storageManager: null });
+    await expect(
+      storage.saveCheckpoint({ ...payload, tensors: [...payload.tensors, stray] }),
+    ).rejects.toThrow(expected!);
+    storage.close();
+  });
+
   it('snapshot → files → snapshot keeps every bit, and the weights file is the HF export', () => {
     const original = snapshot();
     const payload = snapshotToPayload(original, {
@@ -154,5 +186,16 @@ describe('checkpoint codec', () => {
     expect(() =>
       checkBaseModel(payload, { name: 'other', sha256: 'cd'.repeat(32) }, 'other model'),
     ).toThrow("This checkpoint was trained from 'tiny', not from the loaded model ('other model')");
+  });
+
+  it('refuses the same weights under another model config, naming what differs', () => {
+    const payload = { modelIdentity: identity, referenceIdentity: identity, modelConfig };
+    expect(() => checkBaseModel(payload, identity, 'tiny', { ...modelConfig })).not.toThrow();
+    expect(() =>
+      checkBaseModel(payload, identity, 'tiny (θ 5e5)', { ...modelConfig, ropeTheta: 500000 }),
+    ).toThrow(
+      "This checkpoint was trained on 'tiny' with another config than the loaded model's " +
+        "('tiny (θ 5e5)'): ropeTheta 10000 (loaded: 500000). Load the model it was trained on, then restore.",
+    );
   });
 });

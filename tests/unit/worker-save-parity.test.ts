@@ -16,7 +16,7 @@ import { GrpoStorage } from '../../src/storage/index';
 import type { CheckpointTensor } from '../../src/storage/checkpoints';
 import { testEngine } from '../kernels/harness';
 import { tinyHfFolder } from '../support/tiny-hf-model';
-import { listen, stepReport } from '../support/worker-steps';
+import { listen, stepReport, tinyRunConfig } from '../support/worker-steps';
 
 type Folder = Awaited<ReturnType<typeof tinyHfFolder>>;
 
@@ -30,21 +30,7 @@ function workerOn(indexedDB: IDBFactory, folder: Folder, label = 'tiny test mode
   });
 }
 
-const runConfig = (overrides: Partial<ConfigInput>): Partial<ConfigInput> => ({
-  task: 'countdown',
-  taskOptions: { numbers: 3, maxNumber: 10, maxTarget: 100 },
-  perStepPrompts: 2,
-  numGenerations: 3,
-  maxPromptLength: 100,
-  maxCompletionLength: 4,
-  learningRate: 1e-2,
-  lrScheduler: 'constant',
-  steps: 10,
-  saveSteps: 100,
-  evalPrompts: 2,
-  seed: 11,
-  ...overrides,
-});
+const runConfig = (overrides: Partial<ConfigInput>) => tinyRunConfig({ seed: 11, ...overrides });
 
 // Wall-clock metrics differ between any two runs; everything else must not.
 const WALL_CLOCK = /time|per_second|elapsed|_ms$|_s$/;
