@@ -5,12 +5,17 @@
 // 2. The bundled model trains with LoRA for 3 steps (the logged reward is not the same every step),
 //    the adapter is exported as the Checkpoints view downloads it (a PEFT folder in a .zip), loaded
 //    back through the model panel, and fixed completions get the same log-probs, bit for bit, as
-//    before the export (scored in the worker through the update's kernels: ?test-hooks=1).
+//    before the export (scored in the worker through the update's kernels: ?test-hooks=1); the
+//    merged export (a Hugging Face folder) loads as a model of its own and scores them within
+//    MERGED_ATOL.
 import { expect, test, type Page } from '@playwright/test';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { watchErrors } from './support/watch-errors';
+
+/** Merged weights vs base + adapters: f32 rounding of two orders of the same sums (log-probs). */
+const MERGED_ATOL = 1e-4;
 
 /** Steps on SwiftShader take seconds each; loading the model and compiling pipelines more. */
 const STEP_TIMEOUT = 300_000;
@@ -212,6 +217,44 @@ test('LoRA trains 3 steps, the adapter exports and loads back with the same log-
     const reimported = await logProbs(page);
     console.log(`log-probs trained: ${JSON.stringify(trained)}; re-imported equal`);
     expect(reimported).toEqual(trained);
+
+    // The merged export (W + s·B·A folded into the weights) loads as a plain model folder and
+    // scores the same completions as the trained adapters. Not bit for bit: x·(W + s·BA)ᵀ and
+    // x·Wᵀ + s·(x·Aᵀ)·Bᵀ round differently in f32; MERGED_ATOL bounds that (the adapters moved
+    // the log-probs by far more: see the `not.toEqual(base)` above).
+    const [merged] = await Promise.all([
+      page.waitForEvent('download'),
+      (async () => {
+        await page.getByTestId('nav-checkpoints').click();
+        await page.getByRole('button', { name: 'Merged model (HF, .zip)' }).click();
+      })(),
+    ]);
+    const mergedDir = join(work, 'merged');
+    mkdirSync(mergedDir);
+    const mergedPaths: string[] = [];
+    for (const [name, bytes] of unzipStored(new Uint8Array(readFileSync(await merged.path())))) {
+      const file = join(mergedDir, name.split('/').pop()!);
+      writeFileSync(file, bytes);
+      mergedPaths.push(file);
+    }
+    expect(mergedPaths.map((p) => p.split('/').pop())).toContain('model.safetensors');
+    await page.getByTestId('nav-train').click();
+    await page.locator('#plan-usePeft').uncheck(); // the merged folder is a full model
+    await page.locator('input[name="model-source"][value="files"]').check();
+    await page
+      .locator('input[type="file"][multiple]:not([webkitdirectory])')
+      .first()
+      .setInputFiles(mergedPaths);
+    await expect(page.getByTestId('memory-plan')).toContainText('fits', { timeout: 60_000 });
+    await page.getByTestId('load-model').click();
+    await expect(page.getByTestId('model-loaded')).toContainText('selected files', {
+      timeout: STEP_TIMEOUT,
+    });
+    const fromMerged = await logProbs(page);
+    expect(fromMerged.map((r) => r.length)).toEqual(trained.map((r) => r.length));
+    const worst = Math.max(...fromMerged.flat().map((x, i) => Math.abs(x - trained.flat()[i])));
+    console.log(`merged export: max |Δ log-prob| ${worst.toExponential(2)}`);
+    expect(worst).toBeLessThanOrEqual(MERGED_ATOL);
     expect(errors).toEqual([]);
   } finally {
     rmSync(work, { recursive: true, force: true });
