@@ -1,8 +1,8 @@
 // The page's session: the shell every view shares (the view, banners, the consent and discard
 // dialogs, what is busy, the one selected step) over one store per trainer-worker service
 // (stores/): options (the draft config), model, training (the run), checkpoints, evaluation and
-// exports; the Runs panel's and the recipes' stores sit beside them (runs.svelte.ts,
-// recipes.svelte.ts). Every action goes through the trainer worker (trainer-client.ts); nothing
+// exports, with the Runs panel's and the recipes' stores (stores/runs.svelte.ts,
+// stores/recipes.svelte.ts). Every action goes through the trainer worker (trainer-client.ts); nothing
 // here touches the GPU. The worker's events arrive here once and go to the store they concern.
 import * as Comlink from 'comlink';
 import { configFromUrlParams, type Config } from '../grpo/config';
@@ -19,7 +19,7 @@ import { ModelStore } from './stores/model.svelte';
 import { OptionsStore } from './stores/options.svelte';
 import { msg } from './stores/shell';
 import { TrainingStore } from './stores/training.svelte';
-import { recipes } from './recipes.svelte';
+import { recipes } from './stores/recipes.svelte';
 import { stageRunId } from '../recipes/recipe-spec';
 
 export type View = 'train' | 'inspect' | 'checkpoints' | 'recipes' | 'learn' | 'aha' | 'paper';
@@ -72,7 +72,7 @@ export class Session {
   readonly checkpoints: CheckpointStore;
   readonly evaluation: EvaluationStore;
   readonly exports: ExportStore;
-  /** The Runs panel's store (runs.svelte.ts): told when the worker stored the run's metrics. */
+  /** The Runs panel's store (stores/runs.svelte.ts): told when the worker stored the run's metrics. */
   runs: { historySaved(): void } | null = null;
 
   #view: View = $state('train');

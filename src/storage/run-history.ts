@@ -1,6 +1,7 @@
 // A run's metrics history as one thing to list, download and overlay: the run row plus its rows
-// in the metrics store ([runId, step] keys, one record per step). The page records every step as
-// it arrives (src/app/runs.svelte.ts): one small transaction per write, so a tab closed mid-write
+// in the metrics store ([runId, step] keys, one record per step). The trainer worker records every
+// step as it ends (src/worker/run-history-writer.ts; the page's src/app/stores/runs.svelte.ts lists
+// and reads): one small transaction per write, so a tab closed mid-write
 // keeps the history up to the previous write, never a half-written one. The write also drops rows
 // past its last step: a run restored from an earlier checkpoint and trained on has one history,
 // the continuation, not a mix of two branches.

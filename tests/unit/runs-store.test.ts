@@ -1,13 +1,13 @@
 // Run history on fake-indexeddb: the worker's writer (src/worker/run-history-writer.ts, the only
 // writer) stores a run from its first trained step with the history it was adopted with, reports a
 // storage-full write once (a 'history-failed' event) and its rows go in with the next write that
-// succeeds; the page's runs store (src/app/runs.svelte.ts) lists and overlays what was written, and
+// succeeds; the page's runs store (src/app/stores/runs.svelte.ts) lists and overlays what was written, and
 // the Aha reference overlays as its committed curves; and the charts' overlay series
 // (lib/overlay.ts): dashed, faint, named after the other run, left out where it has no values.
 import 'fake-indexeddb/auto';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { GrpoStorage } from '../../src/storage';
-import { Runs } from '../../src/app/runs.svelte';
+import { Runs } from '../../src/app/stores/runs.svelte';
 import { RunHistoryWriter } from '../../src/worker/run-history-writer';
 import type { TrainerEvent } from '../../src/worker/protocol';
 import { overlayTag, withOverlay } from '../../src/app/lib/overlay';

@@ -4,15 +4,15 @@
 // and the recipe runs stored in this browser, so an unfinished one is offered for resume after a
 // reload. One instance for the page (`recipes`), connected once to the worker.
 import * as Comlink from 'comlink';
-import type { Recipe, StageResult, TimelineRow } from '../recipes/recipe-spec';
-import type { RejectionSamplingReport } from '../recipes/rejection-sampling';
+import type { Recipe, StageResult, TimelineRow } from '../../recipes/recipe-spec';
+import type { RejectionSamplingReport } from '../../recipes/rejection-sampling';
 import type {
   RecipeEvent,
   RecipeRunSummary,
   RecipeStatus,
   RecipeView,
-} from '../worker/recipe-service';
-import type { TrainerApi } from '../worker/trainer-api';
+} from '../../worker/recipe-service';
+import type { TrainerApi } from '../../worker/trainer-api';
 
 type Api = Pick<
   Comlink.Remote<TrainerApi>,

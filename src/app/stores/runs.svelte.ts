@@ -3,8 +3,8 @@
 // page through 'history-saved' / 'history-failed' events, which the session passes here), downloads
 // them, and one other run (or a seed of the committed Aha reference) can be overlaid on the Train
 // charts while the live run keeps drawing on top.
-import { GrpoStorage, type RunHistorySummary } from '../storage/index';
-import { nestMetricsRow, type FlatMetricsRow, type MetricsRow } from '../core/metrics-row';
+import { GrpoStorage, type RunHistorySummary } from '../../storage/index';
+import { nestMetricsRow, type FlatMetricsRow, type MetricsRow } from '../../core/metrics-row';
 
 /** Another run's metrics drawn dashed behind the live ones. */
 export interface Overlay {
@@ -89,13 +89,13 @@ export class Runs {
 
   /** The seeds of the committed Aha reference (loaded on first use: it is not in the main chunk). */
   async ahaSeeds(): Promise<number[]> {
-    const { AHA_REFERENCE } = await import('./aha/reference');
+    const { AHA_REFERENCE } = await import('../aha/reference');
     return AHA_REFERENCE.seeds.map((s) => s.seed);
   }
 
   /** Draws one seed of the committed `npm run aha` result (src/app/aha/reference.ts). */
   async overlayAha(seed: number): Promise<void> {
-    const { AHA_REFERENCE } = await import('./aha/reference');
+    const { AHA_REFERENCE } = await import('../aha/reference');
     const s = AHA_REFERENCE.seeds.find((x) => x.seed === seed);
     if (!s) throw new Error(`The Aha reference has no seed ${seed}.`);
     const rows: MetricsRow[] = s.steps.map((step, i) => {
