@@ -15,7 +15,7 @@
 // earlier in that stretch, the process dies exactly where the uninterrupted run wrote the target
 // (each process's own write log is checked for it). Every kill thus costs one process, not a killed
 // run plus a resumed one.
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import {
   existsSync,
@@ -30,6 +30,7 @@ import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, type ExpectStatic } from 'vitest';
 import { tinyHfFolder } from '../support/tiny-hf-model';
+import { runBuiltCli, type CliRun } from '../support/cli-process';
 
 const work = mkdtempSync(join(tmpdir(), 'grpo-cli-kill-'));
 // A build of its own: the other command-line tests rebuild dist-cli/ (emptying it first), which
@@ -74,59 +75,23 @@ const TRAIN: Command = {
   first: 'config.json',
 };
 
-interface Ran {
-  status: number | null;
-  signal: NodeJS.Signals | null;
-  out: string;
-  err: string;
+interface Ran extends CliRun {
   /** The process's write operations, `<op> <path>` (its GRPO_TEST_WRITE_LOG). */
   ops: string[];
 }
 
-// Two processes at a time (two cores; each process is mostly one thread compiling kernels).
-const SLOTS = 2;
-let busy = 0;
-const queue: (() => void)[] = [];
-async function slot<T>(f: () => Promise<T>): Promise<T> {
-  while (busy >= SLOTS) await new Promise<void>((wake) => queue.push(wake));
-  busy += 1;
-  try {
-    return await f();
-  } finally {
-    busy -= 1;
-    queue.shift()?.();
-  }
-}
-
 let runs = 0;
-/** Runs the built command `name` with `env` added; a hang is stopped after 4 minutes. */
-function cli(name: string, args: string[], env: Record<string, string> = {}): Promise<Ran> {
+/** Runs the built command `name` with `env` added, and reads back its write log. */
+async function cli(name: string, args: string[], env: Record<string, string> = {}): Promise<Ran> {
   const log = join(work, `ops-${++runs}.log`);
-  return slot(
-    () =>
-      new Promise<Ran>((done, fail) => {
-        const child = spawn(process.execPath, [`${BUILD}/${name}.js`, ...args], {
-          env: { ...process.env, GRPO_TEST_WRITE_LOG: log, ...env },
-          stdio: ['ignore', 'pipe', 'pipe'],
-        });
-        let out = '';
-        let err = '';
-        child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-        child.stderr.on('data', (d: Buffer) => (err += d.toString()));
-        const timer = setTimeout(() => child.kill('SIGTERM'), 240_000);
-        child.on('error', fail);
-        child.on('close', (status, signal) => {
-          clearTimeout(timer);
-          const ops = existsSync(log)
-            ? readFileSync(log, 'utf8')
-                .split('\n')
-                .filter(Boolean)
-                .map((l) => l.replace(/^\d+ /, ''))
-            : [];
-          done({ status, signal, out, err, ops });
-        });
-      }),
-  );
+  const r = await runBuiltCli(BUILD, name, args, { GRPO_TEST_WRITE_LOG: log, ...env });
+  const ops = existsSync(log)
+    ? readFileSync(log, 'utf8')
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => l.replace(/^\d+ /, ''))
+    : [];
+  return { ...r, ops };
 }
 
 /** A write log with the run folder's path made `<run>`, and back. */

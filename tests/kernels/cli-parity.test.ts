@@ -28,7 +28,7 @@
 // digits), β > 0 (the reference policy must come back as the base, not the checkpoint) and a
 // learning rate that moves the weights every step, so a resume that is not exact shows in the
 // bytes; the full run takes μ = 2 optimizer steps per step (optimizerStep ≠ step).
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -49,6 +49,7 @@ import { loraTargets, type LoraOptions } from '../../src/core/lora';
 import { checkpointFromFiles, payloadToSnapshot } from '../../src/train/checkpoint';
 import { TWO_STAGE } from '../support/two-stage-recipe';
 import { tinyHfFolder } from '../support/tiny-hf-model';
+import { runBuiltCli, type CliRun } from '../support/cli-process';
 import { testEngine } from './harness';
 
 const work = mkdtempSync(join(tmpdir(), 'grpo-cli-parity-'));
@@ -74,50 +75,9 @@ const DIGITS =
 
 // ---- processes ---------------------------------------------------------------------------------
 
-interface Ran {
-  status: number | null;
-  signal: NodeJS.Signals | null;
-  out: string;
-  err: string;
-}
-
-// Two processes at a time (two cores; each process is mostly one thread compiling kernels).
-const SLOTS = 2;
-let busy = 0;
-const queue: (() => void)[] = [];
-async function slot<T>(f: () => Promise<T>): Promise<T> {
-  while (busy >= SLOTS) await new Promise<void>((wake) => queue.push(wake));
-  busy += 1;
-  try {
-    return await f();
-  } finally {
-    busy -= 1;
-    queue.shift()?.();
-  }
-}
-
-/** Runs the built command `name` with `env` added; a hang is stopped after 4 minutes. */
-function cli(name: string, args: string[], env: Record<string, string> = {}): Promise<Ran> {
-  return slot(
-    () =>
-      new Promise<Ran>((done, fail) => {
-        const child = spawn(process.execPath, [`${BUILD}/${name}.js`, ...args], {
-          env: { ...process.env, ...env },
-          stdio: ['ignore', 'pipe', 'pipe'],
-        });
-        let out = '';
-        let err = '';
-        child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-        child.stderr.on('data', (d: Buffer) => (err += d.toString()));
-        const timer = setTimeout(() => child.kill('SIGTERM'), 240_000);
-        child.on('error', fail);
-        child.on('close', (status, signal) => {
-          clearTimeout(timer);
-          done({ status, signal, out, err });
-        });
-      }),
-  );
-}
+type Ran = CliRun;
+const cli = (name: string, args: string[], env: Record<string, string> = {}) =>
+  runBuiltCli(BUILD, name, args, env);
 
 /** Runs and expects exit status 0. */
 async function ok(name: string, args: string[]): Promise<Ran> {
