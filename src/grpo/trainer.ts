@@ -30,7 +30,7 @@ import { scoreCompletionsBatched } from '../rewards/custom-reward';
 import { completionMetrics } from './completion-metrics';
 import { PolicyObjective } from './policy-objective';
 import { type CompletionReward, type RewardFunction } from '../rewards/rewards';
-import { rewardMetrics, stepAdvantages } from './step-rewards';
+import { guardGroupStatistics, rewardMetrics, stepAdvantages } from './step-rewards';
 
 /** The part of a tokenizer the trainer needs (src/formats/tokenizer.ts implements it). */
 export interface TrainerTokenizer {
@@ -346,6 +346,16 @@ export class GrpoTrainer {
     const rewardNames = rewardFunctions.map((f) => f.name);
     const rewardWeights = config.rewardWeights ?? rewardNames.map(() => 1);
     const gdpo = config.multiObjectiveAggregation === 'normalize_then_sum';
+    // A statistic that overflows (a group's std of ±1.7e308) is its reward's failure (§1).
+    guardGroupStatistics(
+      rewards,
+      rewardNames,
+      rewardWeights,
+      G,
+      config.scaleRewards,
+      config.multiObjectiveAggregation,
+      this.step + 1,
+    );
     const advantages = stepAdvantages(
       rewards,
       rewardNames,
