@@ -37,6 +37,24 @@ export interface KernelTuning {
    * same bits). Off only to measure or test the scalar-load kernel beside it.
    */
   vectorLoads: boolean;
+  /**
+   * Row reductions (log-prob gather, RMSNorm) merge their threads with subgroup operations where
+   * the device has `subgroups`, on the GPU path (avoidBarriers false). Unset: true. False only to
+   * measure or test the workgroup-memory tree beside it (src/kernels/logprob.ts, rmsnorm.ts).
+   */
+  subgroups?: boolean;
+  /**
+   * GPU path: vocabulary entries per workgroup of the log-prob gather; a longer row is reduced by
+   * ceil(V / logprobChunk) workgroups and a combine pass. 0: one workgroup per row. Unset:
+   * LOGPROB_SPLIT_CHUNK (src/kernels/logprob.ts).
+   */
+  logprobChunk?: number;
+  /**
+   * GPU path: rows per thread of the RMSNorm weight gradient; more rows are summed in chunks by
+   * ceil(R / chunk) threads per channel and a combine pass. 0: one thread per channel over all
+   * rows. Unset: RMSNORM_WEIGHT_ROW_CHUNK (src/kernels/rmsnorm.ts).
+   */
+  rmsnormWeightRowChunk?: number;
 }
 
 export const DEFAULT_TUNING: KernelTuning = { avoidBarriers: false, vectorLoads: true };

@@ -1,16 +1,21 @@
 // shaders/logprob_gather.wgsl and logprob_gather_backward.wgsl against src/ref/logprob.ts on a shape
 // sweep (temperature-scaled), large logits, huge vocabularies, accumulation, and the cross-entropy
-// built from them.
+// built from them; every forward variant (one thread per row, a workgroup per row, many workgroups
+// per row; tree or subgroup merge, logprob_gather_subgroups.wgsl) forced through KernelTuning.
 import { describe, expect, it } from 'vitest';
 import { createStorageBuffer, readF32, uploadStorageBuffer } from '../../src/engine/buffers';
 import { CrossEntropyKernel, crossEntropyRowWeights } from '../../src/kernels/cross-entropy';
 import {
   LOGPROB_BACKWARD_WG,
+  LOGPROB_GATHER_VARIANTS,
   LOGPROB_GATHER_WG,
   LOGPROB_ROW_PER_THREAD_MAX_V,
+  LOGPROB_SPLIT_CHUNK,
   LogprobGatherBackwardKernel,
   LogprobGatherKernel,
+  logprobGatherPlan,
   logprobRowPerThread,
+  runLogprobGather,
 } from '../../src/kernels/logprob';
 import { crossEntropyRef, logprobGatherBackwardRef, logprobGatherRef } from '../../src/ref/logprob';
 import type { KernelTuning } from '../../src/engine/pipelines';
@@ -29,6 +34,21 @@ const FORWARD_TOLERANCE: Tolerance = { atol: 2e-5, rtol: 2e-5 };
 const GRADIENT_TOLERANCE: Tolerance = { atol: 1e-6, rtol: 1e-4 };
 // |z| ~ 1e4: one f32 ulp of the logits themselves is ~1e-3, so that is all we can ask for.
 const LARGE_LOGIT_TOLERANCE: Tolerance = { atol: 4e-3, rtol: 1e-4 };
+
+// The GPU path's forward variants, forced (avoidBarriers false) so they run on SwiftShader too.
+const GPU: KernelTuning = { avoidBarriers: false, vectorLoads: true };
+const TREE: KernelTuning = { ...GPU, subgroups: false, logprobChunk: 0 };
+const SUBGROUPS: KernelTuning = { ...GPU, subgroups: true, logprobChunk: 0 };
+const FORWARD_VARIANTS: Array<{ name: string; tuning: KernelTuning; needsSubgroups?: boolean }> = [
+  { name: 'workgroup per row, tree', tuning: TREE },
+  { name: 'workgroup per row, subgroups', tuning: SUBGROUPS, needsSubgroups: true },
+  { name: 'split 64 per workgroup, tree', tuning: { ...TREE, logprobChunk: 64 } },
+  {
+    name: 'split 64 per workgroup, subgroups',
+    tuning: { ...SUBGROUPS, logprobChunk: 64 },
+    needsSubgroups: true,
+  },
+];
 
 function seededTargets(R: number, V: number, seed: number): Uint32Array {
   const u = seededUniform(R, seed, 0, 1);
@@ -257,7 +277,8 @@ describe('logprob_gather.wgsl: one thread per row vs a workgroup per row', () =>
   });
 
   it('gives bit-identical logp, entropy and lse (it replays the same tree)', async () => {
-    const [cooperative, free] = BARRIER_VARIANTS.map((v) => v.tuning);
+    const free = BARRIER_VARIANTS[1].tuning;
+    const cooperative = TREE; // the workgroup-memory tree (a subgroup merge rounds differently)
     for (const V of [1, 7, 69, 129, 449, 4096]) {
       for (const invTemperature of [1, 1 / 0.7]) {
         const R = 37; // not a multiple of the 4 rows per workgroup
@@ -271,6 +292,191 @@ describe('logprob_gather.wgsl: one thread per row vs a workgroup per row', () =>
         expect(Array.from(rows.entropy), `V=${V} entropy`).toEqual(Array.from(tree.entropy));
         expect(Array.from(rows.lse), `V=${V} lse`).toEqual(Array.from(tree.lse));
       }
+    }
+  });
+});
+
+describe('logprob_gather forward variants (GPU path, forced)', () => {
+  it('the plan: split only on the GPU path past the chunk, subgroups only where the device has them', () => {
+    expect(logprobGatherPlan(151_936, GPU, true)).toEqual({
+      kind: 'split',
+      wg: LOGPROB_GATHER_WG,
+      subgroups: true,
+      chunk: LOGPROB_SPLIT_CHUNK,
+      parts: Math.ceil(151_936 / LOGPROB_SPLIT_CHUNK),
+    });
+    expect(logprobGatherPlan(151_936, GPU, false)).toMatchObject({
+      kind: 'split',
+      subgroups: false,
+    });
+    expect(logprobGatherPlan(LOGPROB_SPLIT_CHUNK, GPU, true)).toMatchObject({ kind: 'workgroup' });
+    expect(logprobGatherPlan(151_936, { ...GPU, logprobChunk: 0 }, true).kind).toBe('workgroup');
+    expect(logprobGatherPlan(97, { ...GPU, subgroups: false }, true)).toEqual({
+      kind: 'workgroup',
+      wg: 128,
+      subgroups: false,
+    });
+    // The emulation path keeps its kernels: one thread per row, or the tree without split.
+    const emulation = BARRIER_VARIANTS[1].tuning;
+    expect(logprobGatherPlan(449, emulation, true).kind).toBe('row-per-thread');
+    expect(logprobGatherPlan(151_936, emulation, true)).toMatchObject({
+      kind: 'workgroup',
+      subgroups: false,
+    });
+  });
+
+  for (const { name, tuning, needsSubgroups } of FORWARD_VARIANTS) {
+    for (const [R, V] of [
+      [3, 1],
+      [4, 3],
+      [5, 97],
+      [3, 4099],
+    ] as const) {
+      it(`${name}: R=${R} V=${V} T=0.7 matches the reference, the same bits on a second call`, async (ctx) => {
+        const engine = await testEngineWith(tuning);
+        if (needsSubgroups && !engine.device.features.has('subgroups')) {
+          ctx.skip(`the adapter has no 'subgroups' feature (${name} not run)`);
+        }
+        const plan = new LogprobGatherKernel(engine.device, engine.pipelines).plan(V);
+        if (needsSubgroups) expect(plan).toMatchObject({ subgroups: true });
+        if (tuning.logprobChunk && V > tuning.logprobChunk) expect(plan.kind).toBe('split');
+        const seed = R * 104729 + V;
+        const logits = seededUniform(R * V, seed, -4, 4);
+        const targets = seededTargets(R, V, seed + 1);
+        if (V > 64) targets[0] = V - 1; // a target in the last (partial) part
+        const run = () =>
+          runGather(logits, targets, R, V, 1 / 0.7, undefined, undefined, undefined, tuning);
+        const gpu = await run();
+        const ref = logprobGatherRef(logits, targets, R, V, 1 / 0.7);
+        expect(worstMismatch(gpu.logp, ref.logp, FORWARD_TOLERANCE)).toBeNull();
+        expect(worstMismatch(gpu.entropy, ref.entropy, FORWARD_TOLERANCE)).toBeNull();
+        expect(worstMismatch(gpu.lse, ref.lse, FORWARD_TOLERANCE)).toBeNull();
+        expect(Array.from(gpu.correct)).toEqual(Array.from(ref.correct));
+        const again = await run();
+        expect(Array.from(again.logp)).toEqual(Array.from(gpu.logp));
+        expect(Array.from(again.entropy)).toEqual(Array.from(gpu.entropy));
+      });
+    }
+  }
+
+  it('1000 entries per workgroup (V = 4099: 5 parts, the last of 99) with subgroups matches', async () => {
+    const tuning = { ...SUBGROUPS, logprobChunk: 1000 };
+    const [R, V] = [3, 4099];
+    const logits = seededUniform(R * V, 98, -4, 4);
+    const targets = new Uint32Array([V - 1, 999, 1000]); // each side of a part boundary
+    const gpu = await runGather(logits, targets, R, V, 1, undefined, undefined, undefined, tuning);
+    const ref = logprobGatherRef(logits, targets, R, V, 1);
+    expect(worstMismatch(gpu.logp, ref.logp, FORWARD_TOLERANCE)).toBeNull();
+    expect(worstMismatch(gpu.entropy, ref.entropy, FORWARD_TOLERANCE)).toBeNull();
+    expect(worstMismatch(gpu.lse, ref.lse, FORWARD_TOLERANCE)).toBeNull();
+  });
+
+  it('one entry per workgroup (chunk 1, V = 97: 97 parts a row) matches', async () => {
+    const tuning = { ...TREE, logprobChunk: 1 };
+    const [R, V] = [3, 97];
+    const logits = seededUniform(R * V, 99, -4, 4);
+    const targets = seededTargets(R, V, 100);
+    const gpu = await runGather(logits, targets, R, V, 1, undefined, undefined, undefined, tuning);
+    const ref = logprobGatherRef(logits, targets, R, V, 1);
+    expect(worstMismatch(gpu.logp, ref.logp, FORWARD_TOLERANCE)).toBeNull();
+    expect(worstMismatch(gpu.entropy, ref.entropy, FORWARD_TOLERANCE)).toBeNull();
+    expect(Array.from(gpu.correct)).toEqual(Array.from(ref.correct));
+  });
+
+  it('a 150k vocabulary split at the default chunk, subgroups (as a GPU runs Qwen) matches', async () => {
+    const R = 2;
+    const V = 150_001;
+    const logits = seededUniform(R * V, 77, -6, 6);
+    const targets = new Uint32Array([0, V - 1]);
+    const gpu = await runGather(
+      logits,
+      targets,
+      R,
+      V,
+      1 / 0.9,
+      undefined,
+      undefined,
+      undefined,
+      GPU,
+    );
+    const ref = logprobGatherRef(logits, targets, R, V, 1 / 0.9);
+    expect(worstMismatch(gpu.logp, ref.logp, FORWARD_TOLERANCE)).toBeNull();
+    expect(worstMismatch(gpu.entropy, ref.entropy, FORWARD_TOLERANCE)).toBeNull();
+    expect(worstMismatch(gpu.lse, ref.lse, FORWARD_TOLERANCE)).toBeNull();
+  });
+
+  it('split and subgroup merges stay finite and accurate with |z| up to 1e4', async () => {
+    const R = 4;
+    const V = 333;
+    const logits = seededUniform(R * V, 5, -1e4, 1e4);
+    logits[0 * V + 17] = 1e4;
+    logits[1 * V + 3] = -1e4;
+    const targets = new Uint32Array([17, 3, 100, 332]);
+    const ref = logprobGatherRef(logits, targets, R, V, 1);
+    for (const tuning of [SUBGROUPS, { ...SUBGROUPS, logprobChunk: 64 }]) {
+      const gpu = await runGather(
+        logits,
+        targets,
+        R,
+        V,
+        1,
+        undefined,
+        undefined,
+        undefined,
+        tuning,
+      );
+      for (const x of [...gpu.logp, ...gpu.entropy, ...gpu.lse])
+        expect(Number.isFinite(x)).toBe(true);
+      expect(worstMismatch(gpu.logp, ref.logp, LARGE_LOGIT_TOLERANCE)).toBeNull();
+      expect(worstMismatch(gpu.entropy, ref.entropy, LARGE_LOGIT_TOLERANCE)).toBeNull();
+    }
+  });
+
+  it('argmax ties across parts and subgroups go to the lowest id (torch.argmax)', async () => {
+    // V = 300, chunk 64: the tied ids 2 and V − 2 lie in parts 0 and 4, and in different lanes.
+    const V = 300;
+    const R = 4;
+    const logits = seededUniform(R * V, V, -2, 2);
+    const row = (r: number) => logits.subarray(r * V, (r + 1) * V);
+    for (const r of [0, 1]) {
+      row(r)[2] = 3;
+      row(r)[V - 2] = 3;
+    }
+    row(2).fill(0.5);
+    row(3).fill(0.5);
+    const targets = new Uint32Array([2, V - 2, 0, 1]);
+    for (const { tuning } of FORWARD_VARIANTS) {
+      const gpu = await runGather(
+        logits,
+        targets,
+        R,
+        V,
+        1,
+        undefined,
+        undefined,
+        undefined,
+        tuning,
+      );
+      expect(Array.from(gpu.correct)).toEqual([1, 0, 1, 0]);
+    }
+  });
+
+  it('runLogprobGather (for the GPU bench) runs a listed variant and reports its plan', async () => {
+    const names = LOGPROB_GATHER_VARIANTS.map((v) => v.name);
+    expect(new Set(names).size).toBe(names.length);
+    const engine = await testEngine();
+    // Two of the list (each compiles its own pipelines, which SwiftShader makes slow).
+    for (const [name, kind] of [
+      ['split-4096-subgroups', 'split'],
+      ['workgroup-tree', 'workgroup'],
+    ] as const) {
+      const { tuning } = LOGPROB_GATHER_VARIANTS.find((v) => v.name === name)!;
+      const { plan, msPerForward } = await runLogprobGather(engine, { R: 2, V: 5000 }, tuning, {
+        iterations: 2,
+      });
+      expect(plan.kind, name).toBe(kind);
+      expect(msPerForward.length, name).toBe(2);
+      for (const ms of msPerForward) expect(ms, name).toBeGreaterThan(0);
     }
   });
 });
