@@ -13,8 +13,10 @@
 // - time: an interrupt handler stops the interpreter once the call's deadline has passed; promise
 //   jobs and guest timers only run inside the call's budget.
 // After a timeout, an out-of-memory or stray work left after a call, the result carries
-// `reload: true` and this worker replaces the runtime (fresh heap, the source evaluated again, then
-// `ready` or `load-error` as after `load`), so no state of that call reaches the next one. After an
+// `reload: true` and this worker frees the runtime at once; the host sends `load` again before the
+// next call (fresh heap, the source evaluated again, then `ready` or `load-error`), so no state of
+// that call reaches the next one. That reload's `timeoutMs` is what is left of the next call's
+// limit: a hostile top level cannot add its own running time to every call (issue 33). After an
 // engine fault (an exception out of the wasm itself, e.g. the host's native stack exhausted) the
 // result carries `restart: true` and the host (reward-sandbox.ts) replaces the whole worker. A few
 // native loops in QuickJS never consult the interrupt handler (String.prototype.indexOf on long
@@ -36,8 +38,12 @@ import type {
  * at a time. */
 export type ToRewardWorker =
   | { type: 'start'; limits: QuickJsLimits }
-  | { type: 'load'; source: string }
-  | { type: 'call'; id: number; input: unknown; timeoutMs: number };
+  /** timeoutMs: this load's limit from when it arrives (default limits.loadTimeoutMs, counted
+   * from the source's first line) */
+  | { type: 'load'; source: string; timeoutMs?: number }
+  /** timeoutMs: the call's limit as the user set it (its message names it); budgetMs: the time
+   * this call may run (less than timeoutMs when a reload took the rest), default timeoutMs. */
+  | { type: 'call'; id: number; input: unknown; timeoutMs: number; budgetMs?: number };
 
 /** What the worker answers. Errors are WireErrors (reward-sandbox.ts), outcomes WireOutcomes. */
 export type FromRewardWorker =
@@ -312,7 +318,12 @@ export function serveQuickJsReward(
     runtime = null;
   }
 
-  async function load(source: string, limits: QuickJsLimits): Promise<FromRewardWorker> {
+  async function load(
+    source: string,
+    limits: QuickJsLimits,
+    budgetMs?: number,
+  ): Promise<FromRewardWorker> {
+    const arrived = Date.now();
     unload();
     module ??= await instantiate(limits);
     const rt = module.newRuntime();
@@ -357,13 +368,15 @@ export function serveQuickJsReward(
     };
     made.value.dispose();
 
-    deadline = Date.now() + limits.loadTimeoutMs;
+    // A first load's limit starts here, after the harness; a reload's covers all of it.
+    const loadMs = budgetMs ?? limits.loadTimeoutMs;
+    deadline = budgetMs === undefined ? Date.now() + loadMs : arrived + loadMs;
     interrupted = false;
     const timedOut = () => ({
       type: 'load-error' as const,
       error: {
         name: 'TimeoutError',
-        message: `the reward source did not finish loading within ${limits.loadTimeoutMs} ms`,
+        message: `the reward source did not finish loading within ${loadMs} ms`,
       },
       timedOut: true,
     });
@@ -411,11 +424,15 @@ export function serveQuickJsReward(
   }
 
   /** Runs one call to its outcome; true when this runtime should not serve another call. */
-  async function call(input: unknown, timeoutMs: number): Promise<[Outcome, boolean]> {
+  async function call(
+    input: unknown,
+    timeoutMs: number,
+    budgetMs: number,
+  ): Promise<[Outcome, boolean]> {
     const c = ctx!;
     const rt = runtime!;
     const h = harness!;
-    deadline = Date.now() + timeoutMs;
+    deadline = Date.now() + budgetMs;
     interrupted = false;
     logs = [];
     logChars = 0;
@@ -551,7 +568,7 @@ export function serveQuickJsReward(
     }
     if (m.type === 'load') {
       source = m.source;
-      port.post(await safeLoad());
+      port.post(await safeLoad(m.timeoutMs));
       return;
     }
     if (m.type === 'call') {
@@ -560,7 +577,7 @@ export function serveQuickJsReward(
       let restart = false;
       try {
         if (!rewardFn) throw new Error('the reward source is not loaded');
-        [outcome, reload] = await call(m.input, m.timeoutMs);
+        [outcome, reload] = await call(m.input, m.timeoutMs, m.budgetMs ?? m.timeoutMs);
       } catch (e) {
         outcome = { error: engineFault(e) };
         reload = false;
@@ -571,14 +588,16 @@ export function serveQuickJsReward(
       if (restart) result.restart = true;
       else if (reload) result.reload = true;
       port.post(result);
-      if (reload && !restart) port.post(await safeLoad());
+      // The host loads the source again before the next call, within that call's limit; the
+      // stopped call's heap goes now.
+      if (reload && !restart) unload();
     }
   }
 
-  async function safeLoad(): Promise<FromRewardWorker> {
+  async function safeLoad(budgetMs?: number): Promise<FromRewardWorker> {
     try {
       if (source === null || limits === null) throw new Error('no source to load');
-      return await load(source, limits);
+      return await load(source, limits, budgetMs);
     } catch (e) {
       return { type: 'load-error', error: engineFault(e) };
     } finally {

@@ -13,9 +13,14 @@
 // interrupt handler (promise jobs and guest timers run only within it); a memory limit and a stack
 // limit per source. A watchdog here terminates the worker when it has not answered within the
 // limit plus WATCHDOG_GRACE_MS (a native loop that never checks the interrupt handler). After a
-// timeout, an out-of-memory or an engine fault the worker is replaced, and the next call loads the
-// source afresh (start-up and loading are not counted against the per-call limit). Calls run one at
-// a time, in order. Nothing here keeps a Node event loop alive once dispose() has run.
+// timeout or an out-of-memory the runtime is replaced, after an engine fault the whole worker, and
+// the next call loads the source afresh. Only the source's first load has a limit of its own
+// (loadTimeoutMs, once per sandbox); every later load is part of the call that needs it and comes
+// out of that call's limit, so a call costs the step at most its limit plus WATCHDOG_GRACE_MS
+// however long the source's top level runs (issue 33: a top level of 4.7 s used to add 4.7 s to
+// every timed-out call). Starting a replacement worker (the engine's wasm, nothing of the user's)
+// is not counted. Calls run one at a time, in order. Nothing here keeps a Node event loop alive
+// once dispose() has run.
 
 import type { RewardInput, RewardOutcome } from './rewards';
 import type { FromRewardWorker, QuickJsLimits, ToRewardWorker } from './quickjs-reward-worker';
@@ -165,8 +170,9 @@ interface LiveWorker {
   waiter: ((event: WorkerEvent) => void) | null;
   inbox: WorkerEvent[];
   dead: boolean;
-  /** The worker is loading the source again (after a timeout or an out-of-memory). */
-  reloading: boolean;
+  /** The source must be loaded (again) before the next call: after a timeout, an out-of-memory,
+   * or a reload that did not finish within its call's limit. */
+  needsLoad: boolean;
 }
 
 function errorOutcome(
@@ -195,6 +201,8 @@ export class WorkerRewardSandbox implements RewardSandbox {
   private queue: Promise<unknown> = Promise.resolve();
   private nextId = 1;
   private disposed = false;
+  /** The source has loaded once: later loads come out of a call's limit. */
+  private loadedOnce = false;
   private readonly limits: QuickJsLimits;
   /** console output of the last call (captured and capped in the worker; never forwarded). */
   lastLogs: readonly string[] = [];
@@ -278,19 +286,25 @@ export class WorkerRewardSandbox implements RewardSandbox {
     return errorOutcome('Error', `the reward worker exited ${during}`);
   }
 
-  /** A ready worker, or a load-failure outcome (remembered: loading is deterministic). */
-  private async ensureWorker(): Promise<LiveWorker | WireOutcome> {
+  /**
+   * A ready worker and the call's deadline (now + timeoutMs, less what a reload took), or an
+   * outcome for the call: a first load's failure (remembered: loading is deterministic), a reload
+   * that ran out of the call's limit, or a failure of the worker itself.
+   */
+  private async ensureWorker(
+    timeoutMs: number,
+  ): Promise<{ live: LiveWorker; deadline: number } | WireOutcome> {
     if (this.live && !this.live.dead) {
-      if (!this.live.reloading) return this.live;
-      this.live.reloading = false;
-      return this.awaitLoad(this.live);
+      const deadline = Date.now() + timeoutMs;
+      if (!this.live.needsLoad) return { live: this.live, deadline };
+      return this.reload(this.live, deadline, timeoutMs);
     }
     const live: LiveWorker = {
       worker: null as unknown as SandboxWorker,
       waiter: null,
       inbox: [],
       dead: false,
-      reloading: false,
+      needsLoad: false,
     };
     const deliver = (event: WorkerEvent) => {
       if (event.kind !== 'message' && !live.dead) {
@@ -323,12 +337,17 @@ export class WorkerRewardSandbox implements RewardSandbox {
       this.kill();
       return errorOutcome('Error', `the reward engine could not start: ${started.message}`);
     }
+    // A replacement worker (after a watchdog or an engine fault) loads within the call's limit.
+    if (this.loadedOnce) return this.reload(live, Date.now() + timeoutMs, timeoutMs);
 
     live.worker.post({ type: 'load', source: this.source });
-    return this.awaitLoad(live);
+    const loaded = await this.awaitLoad(live);
+    if (!('worker' in loaded)) return loaded;
+    this.loadedOnce = true;
+    return { live, deadline: Date.now() + timeoutMs };
   }
 
-  /** The worker's answer to a load (or reload) of the source. */
+  /** The worker's answer to the source's first load. */
   private async awaitLoad(live: LiveWorker): Promise<LiveWorker | WireOutcome> {
     const loaded = await this.expect(
       live,
@@ -354,22 +373,72 @@ export class WorkerRewardSandbox implements RewardSandbox {
     return this.loadFailure;
   }
 
+  /**
+   * Loads the source again within what is left until `deadline` (the call's). A reload that does
+   * not finish in time is this call's timeout, and the next call tries again within its own limit;
+   * one whose top level throws this time fails this call only (it loaded before).
+   */
+  private async reload(
+    live: LiveWorker,
+    deadline: number,
+    timeoutMs: number,
+  ): Promise<{ live: LiveWorker; deadline: number } | WireOutcome> {
+    live.needsLoad = true;
+    const budget = Math.max(1, deadline - Date.now());
+    live.worker.post({ type: 'load', source: this.source, timeoutMs: budget });
+    const loaded = await this.expect(
+      live,
+      deadline + WATCHDOG_GRACE_MS,
+      (m) => m.type === 'ready' || m.type === 'load-error',
+    );
+    const timeout = () =>
+      errorOutcome(
+        'TimeoutError',
+        `exceeded the ${timeoutMs} ms time limit: loading the source again (after an earlier ` +
+          'timeout or out-of-memory) took all of it',
+        { timedOut: true },
+      );
+    if (loaded === null) {
+      this.kill();
+      return timeout();
+    }
+    if (!('type' in loaded)) return this.workerFailure(loaded, 'while loading');
+    if (loaded.type === 'ready') {
+      live.needsLoad = false;
+      return { live, deadline };
+    }
+    if (loaded.type !== 'load-error') {
+      this.kill();
+      return errorOutcome('Error', 'unexpected reward worker state');
+    }
+    if (loaded.timedOut) return timeout();
+    return { error: loaded.error as WireError };
+  }
+
   private async callOne(input: RewardInput, timeoutMs: number): Promise<WireOutcome> {
     if (this.disposed) return errorOutcome('Error', 'the reward sandbox was disposed');
     if (this.loadFailure) return this.loadFailure;
-    const ready = await this.ensureWorker();
-    if (!('worker' in ready)) return ready;
-    const live = ready;
+    const ready = await this.ensureWorker(timeoutMs);
+    if (!('live' in ready)) return ready;
+    const { live, deadline } = ready;
+    const budgetMs = deadline - Date.now();
+    if (budgetMs <= 0) {
+      return errorOutcome(
+        'TimeoutError',
+        `exceeded the ${timeoutMs} ms time limit: loading the source again took all of it`,
+        { timedOut: true },
+      );
+    }
     const id = this.nextId++;
     try {
-      live.worker.post({ type: 'call', id, input, timeoutMs });
+      live.worker.post({ type: 'call', id, input, timeoutMs, budgetMs });
     } catch (e) {
       // DataCloneError: the input itself cannot cross (not a user-code failure, but per call).
       return errorOutcome('DataCloneError', `the reward input could not be sent: ${String(e)}`);
     }
     const answer = await this.expect(
       live,
-      Date.now() + timeoutMs + WATCHDOG_GRACE_MS,
+      deadline + WATCHDOG_GRACE_MS,
       (m) => m.type === 'result' && m.id === id,
     );
     if (answer === null) {
@@ -383,7 +452,7 @@ export class WorkerRewardSandbox implements RewardSandbox {
     if (answer.type !== 'result') return errorOutcome('Error', 'unexpected reward worker state');
     this.lastLogs = answer.logs ?? [];
     if (answer.restart) this.kill();
-    else if (answer.reload) live.reloading = true;
+    else if (answer.reload) live.needsLoad = true;
     return answer.outcome as WireOutcome;
   }
 }
