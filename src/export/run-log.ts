@@ -19,9 +19,16 @@ export function metricColumns(rows: readonly LogRow[]): string[] {
   return [...seen];
 }
 
-/** RFC 4180: a field with a comma, quote or line break is quoted, its quotes doubled. */
-function csvField(text: string): string {
-  return /[",\r\n]/.test(text) ? `"${text.replaceAll('"', '""')}"` : text;
+/**
+ * RFC 4180: a field with a comma, quote or line break is quoted, its quotes doubled. A text cell
+ * that begins with '=', '+', '-', '@', a tab or a carriage return would be a formula in a
+ * spreadsheet (CSV injection: '=HYPERLINK(…)' as a metric name), so it gets a leading "'" first
+ * (OWASP's rule), which spreadsheets show as text. Numbers are written by csvNumber, never here,
+ * so -0.25 stays a number.
+ */
+export function csvField(text: string): string {
+  const safe = /^[=+\-@\t\r]/.test(text) ? `'${text}` : text;
+  return /[",\r\n]/.test(safe) ? `"${safe.replaceAll('"', '""')}"` : safe;
 }
 
 /** A number as pandas / numpy read it back: shortest round-trip digits, NaN, inf, -inf. */

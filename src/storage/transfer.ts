@@ -22,7 +22,7 @@ import {
 import { parseSafetensors, writeSafetensors } from '../formats/safetensors';
 import type { LoraOptions } from '../core/lora';
 import type { CheckpointRecord, GrpoDatabase, Identity, RunRecord } from './db';
-import type { FlatMetricsRow } from '../core/metrics-row';
+import { metricNameProblem, type FlatMetricsRow } from '../core/metrics-row';
 import { CheckpointImportError } from './errors';
 import {
   checkTensorSet,
@@ -243,10 +243,14 @@ const isAdapterConfig = (v: unknown): v is LoraOptions =>
 const isIdentity = (v: unknown): v is Identity =>
   isObject(v) && typeof v.name === 'string' && typeof v.sha256 === 'string';
 
-function toMetricsRow(v: unknown): FlatMetricsRow | null {
+/** A metrics row of a manifest, null when it is not one; a name outside the metric grammar is
+ * refused with its reason (`where` names the row), since names become CSV headers and labels. */
+function toMetricsRow(v: unknown, where: string, fileName: string): FlatMetricsRow | null {
   if (!isObject(v) || typeof v.step !== 'number') return null;
   const row: Record<string, number> = {};
   for (const [k, x] of Object.entries(v)) {
+    const problem = metricNameProblem(k);
+    if (problem) throw new CheckpointImportError(fileName, `${where}: ${problem}`);
     if (typeof x === 'number') row[k] = x;
     else if (x === null) row[k] = NaN;
     else return null;
@@ -304,13 +308,17 @@ export async function parseCheckpointFile(
   }
   let metrics: FlatMetricsRow | null = null;
   if (manifest.metrics !== null && manifest.metrics !== undefined) {
-    metrics = toMetricsRow(manifest.metrics) ?? fail('manifest.metrics is not a metrics row');
+    metrics =
+      toMetricsRow(manifest.metrics, 'manifest.metrics', fileName) ??
+      fail('manifest.metrics is not a metrics row');
   }
   let metricsSoFar: FlatMetricsRow[] | null = null;
   if (manifest.metricsSoFar !== null && manifest.metricsSoFar !== undefined) {
     if (!Array.isArray(manifest.metricsSoFar)) fail('manifest.metricsSoFar must be a list');
     metricsSoFar = (manifest.metricsSoFar as unknown[]).map(
-      (row, i) => toMetricsRow(row) ?? fail(`manifest.metricsSoFar[${i}] is not a metrics row`),
+      (row, i) =>
+        toMetricsRow(row, `manifest.metricsSoFar[${i}]`, fileName) ??
+        fail(`manifest.metricsSoFar[${i}] is not a metrics row`),
     );
   }
   if (!isNonNegInt(manifest.safetensorsBytes)) fail('manifest.safetensorsBytes must be an integer');
