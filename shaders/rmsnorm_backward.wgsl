@@ -9,69 +9,10 @@
 // Dispatch: one workgroup of WG threads per row, R workgroups laid out by splitGrid (row =
 // wid.x + wid.y·nwg.x, workgroup-uniform tail guard). WG must be a power of two: s is a fixed-order
 // tree reduction in workgroup memory (deterministic).
-
-override WG: u32 = 256;
-override ROW_PER_THREAD: bool = false; // barrier-free variant: one invocation per row (as rmsnorm_forward)
-
-struct Params {
-  rows: u32, // R
-  channels: u32, // C
-  accumulate: u32, // 1: dx += …, 0: dx = …
-}
-
-@group(0) @binding(0) var<storage, read> dy: array<f32>; // (R, C)
-@group(0) @binding(1) var<storage, read> x: array<f32>; // (R, C)
-@group(0) @binding(2) var<storage, read> w: array<f32>; // (C)
-@group(0) @binding(3) var<storage, read> rstd: array<f32>; // (R)
-@group(0) @binding(4) var<storage, read_write> dx: array<f32>; // (R, C)
-@group(0) @binding(5) var<uniform> params: Params;
+// rmsnorm_backward_subgroups.wgsl is this kernel with the row sum reduced by subgroup operations.
+// No f16 variant: s = Σ dy·w·x and the difference w·dy − x·rstd²·s/C cancel; in f16
+// (11-bit mantissa) the input gradient would lose most of its digits, and the kernel is bound by
+// its f32 reads and writes, not by arithmetic.
 
 #include "workgroup_sum.wgsl"
-
-@compute @workgroup_size(WG)
-fn main(
-  @builtin(workgroup_id) wid: vec3<u32>,
-  @builtin(num_workgroups) nwg: vec3<u32>,
-  @builtin(local_invocation_id) lid: vec3<u32>,
-) {
-  if (ROW_PER_THREAD) {
-    backward_row((wid.x + wid.y * nwg.x) * WG + lid.x);
-    return;
-  }
-  let row = wid.x + wid.y * nwg.x;
-  if (row >= params.rows) { return; }
-  let C = params.channels;
-  let base = row * C;
-
-  var sum = 0.0;
-  for (var c = lid.x; c < C; c = c + WG) {
-    sum = sum + dy[base + c] * w[c] * x[base + c];
-  }
-  let r = rstd[row];
-  let k = r * r * workgroup_sum(lid.x, sum) / f32(C);
-
-  for (var c = lid.x; c < C; c = c + WG) {
-    let index = base + c;
-    var value = r * (w[c] * dy[index] - x[index] * k);
-    if (params.accumulate != 0u) { value = dx[index] + value; }
-    dx[index] = value;
-  }
-}
-
-fn backward_row(row: u32) {
-  if (row >= params.rows) { return; }
-  let C = params.channels;
-  let base = row * C;
-  var sum = 0.0;
-  for (var c = 0u; c < C; c = c + 1u) {
-    sum = sum + dy[base + c] * w[c] * x[base + c];
-  }
-  let r = rstd[row];
-  let k = r * r * sum / f32(C);
-  for (var c = 0u; c < C; c = c + 1u) {
-    let index = base + c;
-    var value = r * (w[c] * dy[index] - x[index] * k);
-    if (params.accumulate != 0u) { value = dx[index] + value; }
-    dx[index] = value;
-  }
-}
+#include "rmsnorm_backward_kernel.wgsl"

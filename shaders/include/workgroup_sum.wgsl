@@ -1,5 +1,6 @@
 // workgroup_sum.wgsl — included by rmsnorm_forward.wgsl, rmsnorm_backward.wgsl, sumsq.wgsl and
-// grad_clip.wgsl (the shader loader's #include, src/engine/shaders.ts): the sum of one f32 per
+// grad_clip.wgsl (the shader loader's #include, src/engine/shaders.ts; subgroup_sum.wgsl is the
+// same function with subgroup operations): the sum of one f32 per
 // thread over the workgroup, as a fixed-order tree in workgroup memory, so the result is
 // deterministic. The including kernel declares the override WG (a power of two). Every thread of
 // the workgroup must call it (it has barriers), from workgroup-uniform control flow; each gets the

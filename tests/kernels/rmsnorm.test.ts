@@ -1,15 +1,21 @@
 // shaders/rmsnorm_forward.wgsl, rmsnorm_backward.wgsl and rmsnorm_backward_weight.wgsl against
 // src/ref/rmsnorm.ts on a shape sweep, with accumulation, a forced grid split, hand-worked rows,
-// and the backward reference checked against a central finite difference.
+// and the backward reference checked against a central finite difference; every variant (one
+// invocation per row; a workgroup per row with a tree or subgroup sum, rmsnorm_*_subgroups.wgsl;
+// the weight gradient in one pass or in row chunks) forced through KernelTuning.
 import { describe, expect, it } from 'vitest';
 import type { KernelTuning } from '../../src/engine/pipelines';
 import { createStorageBuffer, readF32, uploadStorageBuffer } from '../../src/engine/buffers';
 import {
+  RMSNORM_VARIANTS,
   RMSNORM_WEIGHT_WG,
   RMSNORM_WG,
   RmsNormBackwardKernel,
   RmsNormBackwardWeightKernel,
   RmsNormForwardKernel,
+  rmsnormSubgroups,
+  runRmsNorm,
+  weightGradientParts,
 } from '../../src/kernels/rmsnorm';
 import {
   rmsnormBackwardRef,
@@ -19,6 +25,7 @@ import {
 import {
   BARRIER_VARIANTS,
   seededUniform,
+  testEngine,
   testEngineWith,
   worstMismatch,
   type Tolerance,
@@ -101,6 +108,26 @@ const SHAPES: Array<[number, number]> = [
   [3, RMSNORM_WG - 1], // one thread idle in the reduction
   [11, 2 * RMSNORM_WEIGHT_WG + 3], // weight gradient across three workgroups
   [300, 257], // larger
+  [4, 3],
+  [6, 97],
+  [3, 3000], // a row of a few thousand channels: 12 per thread
+];
+
+const [GPU_DEFAULT, BARRIER_FREE] = BARRIER_VARIANTS.map((v) => v.tuning);
+// The forward / input-gradient and weight-gradient variants, forced (avoidBarriers false runs the
+// GPU path on SwiftShader too).
+const VARIANTS: Array<{ name: string; tuning: KernelTuning; needsSubgroups?: boolean }> = [
+  {
+    name: 'workgroup tree, one-pass weight gradient',
+    tuning: { ...GPU_DEFAULT, subgroups: false, rmsnormWeightRowChunk: 0 },
+  },
+  {
+    name: 'workgroup subgroups, weight gradient in 4-row parts',
+    tuning: { ...GPU_DEFAULT, subgroups: true, rmsnormWeightRowChunk: 4 },
+    needsSubgroups: true,
+  },
+  { name: 'GPU default', tuning: GPU_DEFAULT },
+  { name: 'barrier-free', tuning: BARRIER_FREE },
 ];
 
 describe('rmsnorm reference', () => {
@@ -128,8 +155,21 @@ describe('rmsnorm reference', () => {
   });
 });
 
-for (const { name, tuning } of BARRIER_VARIANTS) {
+for (const { name, tuning, needsSubgroups } of VARIANTS) {
   describe(`rmsnorm kernels (${name})`, () => {
+    it('runs the variant it names', async (ctx) => {
+      const { device } = await testEngineWith(tuning);
+      const has = device.features.has('subgroups');
+      if (needsSubgroups && !has) ctx.skip(`the adapter has no 'subgroups' feature (${name})`);
+      expect(rmsnormSubgroups(tuning, has)).toBe(
+        !tuning.avoidBarriers && has && tuning.subgroups !== false,
+      );
+      const parts = weightGradientParts(300, tuning);
+      if (tuning.rmsnormWeightRowChunk === 4) expect(parts).toBe(75);
+      else if (tuning.avoidBarriers || tuning.rmsnormWeightRowChunk === 0) expect(parts).toBe(1);
+      else expect(parts).toBeGreaterThan(1); // the default chunk splits 300 rows
+    });
+
     for (const [R, C] of SHAPES) {
       it(`R=${R} C=${C}: forward, dx, dw`, async () => {
         const { gpu, ref } = await runAll({ tuning, R, C, seed: R * 1000 + C });
@@ -152,6 +192,7 @@ for (const { name, tuning } of BARRIER_VARIANTS) {
       // (cooperative: 300 workgroups at ≤ 18 per dim → grid (18, 17): six spare).
       for (const c of [
         { tuning, R: 10, C: 300, seed: 6, maxWorkgroupsPerDim: 4 },
+        // (Weight gradient in parts: 75 · 30 threads → 36 workgroups → grid (18, 2).)
         { tuning, R: 300, C: 30, seed: 7, maxWorkgroupsPerDim: tuning.avoidBarriers ? 4 : 18 },
       ]) {
         const first = await runAll(c);
@@ -177,6 +218,20 @@ for (const { name, tuning } of BARRIER_VARIANTS) {
     });
   });
 }
+
+describe('rmsnorm variants for the GPU bench', () => {
+  it('runRmsNorm runs a listed variant and reports what ran', async () => {
+    const names = RMSNORM_VARIANTS.map((v) => v.name);
+    expect(new Set(names).size).toBe(names.length);
+    const engine = await testEngine();
+    const { tuning } = RMSNORM_VARIANTS.find((v) => v.name === 'subgroups-split-weight-32')!;
+    const result = await runRmsNorm(engine, { rows: 70, C: 96 }, tuning, { iterations: 2 });
+    expect(result.subgroups).toBe(engine.device.features.has('subgroups'));
+    expect(result.weightParts).toBe(3);
+    expect(result.msPerStep.length).toBe(2);
+    for (const ms of result.msPerStep) expect(ms).toBeGreaterThan(0);
+  });
+});
 
 function expectArrayClose(actual: ArrayLike<number>, expected: number[], atol: number) {
   expect(worstMismatch(actual, expected, { atol, rtol: 0 })).toBeNull();
