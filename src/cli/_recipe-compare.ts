@@ -40,6 +40,7 @@ import {
 } from '../tasks/traces';
 import { recipeFolder } from './_recipe';
 import { loadModel, openEngine } from './_session';
+import { mdCode, mdText } from '../export/markdown';
 import { writeFileAtomic } from './_atomic-files';
 
 type Metrics = EvalReport['metrics'];
@@ -332,13 +333,13 @@ function markdownReport(report: {
     return `${pct(rate)} (${pct(low)}–${pct(high)})`;
   };
   const row = (name: string, h: HeldOut) =>
-    `| ${name} | ${interval(h.accuracy)} | ${pct(h.reflection)} | ${pct(h.accuracyReflecting)} vs ${pct(h.accuracyNotReflecting)} | ${num(h.length)} | ${pct(h.format)} |`;
+    `| ${mdText(name)} | ${interval(h.accuracy)} | ${pct(h.reflection)} | ${pct(h.accuracyReflecting)} vs ${pct(h.accuracyNotReflecting)} | ${num(h.length)} | ${pct(h.format)} |`;
   const header =
     '| model | accuracy (95% interval) | reflection rate | accuracy reflecting vs not | mean length | format |\n| --- | --- | --- | --- | --- | --- |';
   const lines = [
     '# R1-Zero vs R1 vs distillation, measured',
     '',
-    `Command: \`${r.command}\` — ${(r.durationSeconds / 60).toFixed(1)} minutes on ${r.machine.cores} × ${r.machine.cpu}, WebGPU adapter ${r.machine.adapter.vendor} ${r.machine.adapter.architecture}.`,
+    `Command: ${mdCode(r.command)} — ${(r.durationSeconds / 60).toFixed(1)} minutes on ${r.machine.cores} × ${mdText(r.machine.cpu)}, WebGPU adapter ${mdText(`${r.machine.adapter.vendor} ${r.machine.adapter.architecture}`)}.`,
     `${r.heldOutPrompts} held-out Countdown prompts (the ${r.promptSet} set of \`npm run aha\`), ${r.samplesPerPrompt} samples each at temperature 1, the same draws for every model.`,
     '',
     'Arms (the bundled model, every GRPO stage the aha preset with its steps set): **R1-Zero** is GRPO alone;',
@@ -372,7 +373,7 @@ function markdownReport(report: {
         lines.push(row(`${st.recipe} · ${st.stage} (${st.kind}, ${st.steps} steps)`, st.eval));
       else if (st.rejection)
         lines.push(
-          `| ${st.recipe} · ${st.stage} (rejection sampling) | kept ${st.rejection.kept} of ${st.rejection.sampled} (yield ${pct(st.rejection.yield)}) | | | | |`,
+          `| ${mdText(`${st.recipe} · ${st.stage}`)} (rejection sampling) | kept ${st.rejection.kept} of ${st.rejection.sampled} (yield ${pct(st.rejection.yield)}) | | | | |`,
         );
     }
     lines.push('');

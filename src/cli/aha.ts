@@ -28,6 +28,7 @@ import {
 } from '../tasks/traces';
 import { AHA, commandHelp, runCommand, takeCommandFlags } from './_flags';
 import { loadModel, openEngine } from './_session';
+import { mdCode, mdText } from '../export/markdown';
 import { rewardErrorSummary } from './_train';
 
 const COLORS = ['#2563eb', '#dc2626', '#16a34a', '#9333ea', '#ea580c'];
@@ -331,13 +332,13 @@ function markdownReport(
   const examples = results[0]?.examples
     .map(
       (e) =>
-        `- **${e.question}**\n  - before (${e.beforeCorrect ? 'right' : 'wrong'}): \`${e.before.replace(/`/g, "'")}\`\n  - after (${e.afterCorrect ? 'right' : 'wrong'}): \`${e.after.replace(/`/g, "'")}\``,
+        `- **${mdText(e.question)}**\n  - before (${e.beforeCorrect ? 'right' : 'wrong'}): ${mdCode(e.before)}\n  - after (${e.afterCorrect ? 'right' : 'wrong'}): ${mdCode(e.after)}`,
     )
     .join('\n');
   return `# The aha demo, measured
 
-Command: \`${report.command}\` — ${(report.durationSeconds / 60).toFixed(1)} minutes on ${report.machine.cores} × ${report.machine.cpu},
-WebGPU adapter ${report.machine.adapter.vendor} ${report.machine.adapter.architecture}.
+Command: ${mdCode(report.command)} — ${(report.durationSeconds / 60).toFixed(1)} minutes on ${report.machine.cores} × ${mdText(report.machine.cpu)},
+WebGPU adapter ${mdText(`${report.machine.adapter.vendor} ${report.machine.adapter.architecture}`)}.
 ${report.heldOutPrompts} held-out Countdown prompts (never in the pretraining corpus or the RL prompts${report.promptSet === 'selection' ? "; the selection set, disjoint from the reported one, on which the preset's options are chosen" : ''}), ${report.samplesPerPrompt} samples each at temperature 1.
 
 | seed | accuracy (base → trained) | reflection rate | trained: accuracy reflecting vs not | mean length |

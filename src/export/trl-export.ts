@@ -5,6 +5,7 @@
 // verifier data), accelerate configs, pinned requirements.txt, config.json and a README that lists
 // every option without a TRL equivalent and what the export did with it.
 
+import { mdCode } from './markdown';
 import { type Config, configSchemaRows, resolveConfig } from '../grpo/config';
 import { CUSTOM_REWARD_PREFIX } from '../rewards/rewards';
 import { formatPrompt } from '../tasks/prompt';
@@ -117,20 +118,24 @@ function readme(
         r.key === 'warmupSteps' && config.warmupSteps === 0 && config.warmupRatio > 0
           ? ' (from warmupRatio)'
           : '';
-      return `| \`${r.key}\` | \`${r.trl}\` | \`${arg ? arg[1] : ''}\`${note} |`;
+      const cell = (text: string) => mdCode(text, { table: true });
+      return `| ${cell(r.key)} | ${cell(r.trl ?? '')} | ${cell(arg ? arg[1] : '')}${note} |`;
     });
   const unmapped = rows
     .filter((r) => r.trl === null)
-    .map((r) => `| \`${r.key}\` | \`${JSON.stringify(config[r.key])}\` | ${r.exportNote ?? ''} |`);
+    .map(
+      (r) =>
+        `| ${mdCode(r.key, { table: true })} | ${mdCode(JSON.stringify(config[r.key]) ?? 'undefined', { table: true })} | ${r.exportNote ?? ''} |`,
+    );
   const b = config.perStepPrompts;
   const g = config.numGenerations;
   const custom = stubs.length
-    ? `\n## Custom rewards: port them first\n\nThese rewards are JavaScript in the playground. rewards.py contains a stub for each that quotes the JS\nsource and raises \`NotImplementedError\`: the run stops at its first batch until you port them.\n\n${stubs.map((s) => `- \`custom:${commentText(s.id)}\` → \`${s.pythonName}\` in rewards.py`).join('\n')}\n`
+    ? `\n## Custom rewards: port them first\n\nThese rewards are JavaScript in the playground. rewards.py contains a stub for each that quotes the JS\nsource and raises \`NotImplementedError\`: the run stops at its first batch until you port them.\n\n${stubs.map((s) => `- ${mdCode(`custom:${commentText(s.id)}`)} → ${mdCode(s.pythonName)} in rewards.py`).join('\n')}\n`
     : '';
   return `# GRPO run exported from GRPO Playground
 
-Model \`${config.model}\`, task \`${config.task}\` ${JSON.stringify(config.taskOptions)}, template \`${config.template}\`,
-rewards ${config.rewards.map((r) => `\`${r}\``).join(', ')} with weights ${JSON.stringify(config.rewardWeights)}.
+Model ${mdCode(config.model)}, task ${mdCode(config.task)} ${mdCode(JSON.stringify(config.taskOptions) ?? '{}')}, template ${mdCode(config.template)},
+rewards ${config.rewards.map((r) => mdCode(r)).join(', ')} with weights ${mdCode(JSON.stringify(config.rewardWeights) ?? 'null')}.
 ${data.trainPrompts.length} training prompts (${config.steps} steps × ${b} prompts) in train.jsonl, ${data.evalPrompts.length} held-out prompts in eval.jsonl.
 
 ## Launch
