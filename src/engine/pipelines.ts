@@ -1,6 +1,7 @@
 // Compute-pipeline cache keyed by WGSL source + override constants. Compilation runs inside a
 // validation error scope; WGSL errors are thrown as WgslCompileError with line, column and source
 // (by prepare() at once, or by checkPipelines() for a pipeline get() had to compile itself).
+import { countersOf } from './counters';
 import { GpuValidationError, WgslCompileError } from './errors';
 import { shaderLocation } from './shaders';
 
@@ -37,6 +38,15 @@ export interface KernelTuning {
    * same bits). Off only to measure or test the scalar-load kernel beside it.
    */
   vectorLoads: boolean;
+  /**
+   * Matmul variant for products of more than MATMUL_SMALL_M rows (prefill, training), and for at
+   * most that many (decoding). Names: src/kernels/matmul.ts MATMUL_VARIANTS. Unset: 'emulation'
+   * (the barrier-free kernels) with avoidBarriers, else the GPU defaults (matmul.ts
+   * DEFAULT_MATMUL_LARGE / DEFAULT_MATMUL_SMALL). The sweep at model load (src/kernels/
+   * matmul-sweep.ts) sets both to the fastest it measured on the device.
+   */
+  matmulLarge?: string;
+  matmulSmall?: string;
   /**
    * Row reductions (log-prob gather, RMSNorm) merge their threads with subgroup operations where
    * the device has `subgroups`, on the GPU path (avoidBarriers false). Unset: true. False only to
@@ -108,6 +118,8 @@ export class PipelineCache {
     if (entry?.pipeline) return entry.pipeline;
     // Not prepared (or still compiling): compile here. A failed compile must not stay cached, so
     // the next call reports the error again.
+    const counts = countersOf(this.device)?.current;
+    if (counts) counts.pipelines++;
     const pipeline = compilePipelineSync(this.device, label, source, constants, entryPoint, () =>
       byConstants.delete(key),
     );
@@ -127,6 +139,8 @@ export class PipelineCache {
     const existing = byConstants.get(key);
     if (existing?.pipeline) return Promise.resolve();
     if (existing?.pending) return existing.pending;
+    const counts = countersOf(this.device)?.current;
+    if (counts) counts.pipelines++;
     const entry: Entry = {};
     entry.pending = compilePipeline(this.device, label, source, constants, entryPoint).then(
       (pipeline) => {

@@ -1,8 +1,28 @@
-// TS wrapper of shaders/matmul.wgsl: pipeline specialisation, uniforms and dispatch geometry.
+// TS wrapper of the matmul kernels: variant choice, pipeline specialisation, uniforms and dispatch
+// geometry. Variants (MATMUL_VARIANTS, picked per product by KernelTuning.matmulLarge / matmulSmall):
+// - 'staged64': shaders/matmul.wgsl with staged 64×64 tiles (16×64 for M ≤ 16), the kernel real
+//   GPUs ran before the GPU variants;
+// - 'emulation': the barrier-free kernels for CPU-emulated WebGPU (matmul_vec4.wgsl when aligned,
+//   else matmul.wgsl without staging), what avoidBarriers picks by default;
+// - 'reg128x64', 'reg64x64', 'reg16x64', 'splitk16x64': shaders/matmul_gpu*.wgsl (coalesced loads,
+//   TM×4 register blocks, double-buffered tiles; vec4 loads when aligned; split-K with a
+//   deterministic second pass, matmul_splitk_reduce.wgsl, for few output tiles).
 // A B operand stored as 16-bit values packed two per u32 (frozen bf16 / f16 weights, bDtype) takes
-// shaders/matmul_packed16.wgsl, which widens it on load and otherwise computes matmul.wgsl's bits.
+// shaders/matmul_packed16.wgsl (or matmul_gpu_packed16.wgsl), which widens it on load.
+// Fallbacks to matmul.wgsl / matmul_packed16.wgsl (staged, same bits as the GPU variants without
+// split): a packed B whose word pairs do not line up (odd K with transB, odd N without, odd strideB).
+// Split-K is never used for continueSum (its bits must equal one call's), when the output tiles
+// already fill the device (MATMUL_SPLIT_TARGET_WORKGROUPS), or when the partials would exceed
+// MATMUL_SPLIT_MAX_BYTES.
+import { createStorageBuffer } from '../engine/buffers';
 import { ceilDiv, MAX_WORKGROUPS_PER_DIM } from '../engine/dispatch';
-import { bindBuffers, type PipelineCache, type PipelineKey } from '../engine/pipelines';
+import { transient } from '../engine/memory';
+import {
+  bindBuffers,
+  type KernelTuning,
+  type PipelineCache,
+  type PipelineKey,
+} from '../engine/pipelines';
 import { shaderSource } from '../engine/shaders';
 import { uniformLayout } from '../engine/uniforms';
 
@@ -21,6 +41,40 @@ export const MATMUL_PARAMS = uniformLayout(['matmul', 'matmul_vec4', 'matmul_pac
   offsetA: 'u32',
   offsetC: 'u32',
 });
+
+/** The `struct Params` of shaders/matmul_gpu*.wgsl: matmul.wgsl's plus split-K. */
+export const MATMUL_GPU_PARAMS = uniformLayout(
+  ['matmul_gpu', 'matmul_gpu_vec4', 'matmul_gpu_packed16'],
+  {
+    M: 'u32',
+    N: 'u32',
+    K: 'u32',
+    accumulate: 'u32',
+    strideA: 'u32',
+    strideB: 'u32',
+    strideC: 'u32',
+    alpha: 'f32',
+    ldA: 'u32',
+    ldC: 'u32',
+    offsetA: 'u32',
+    offsetC: 'u32',
+    splits: 'u32',
+    kChunk: 'u32',
+  },
+);
+
+/** The `struct Params` of shaders/matmul_splitk_reduce.wgsl. */
+export const MATMUL_SPLITK_REDUCE_PARAMS = uniformLayout('matmul_splitk_reduce', {
+  M: 'u32',
+  N: 'u32',
+  splits: 'u32',
+  accumulate: 'u32',
+  alpha: 'f32',
+  ldC: 'u32',
+  offsetC: 'u32',
+  strideC: 'u32',
+});
+const SPLITK_REDUCE_WG = 64;
 
 /** Threads per workgroup along x (columns) and y (rows); each thread computes 4×4 outputs. */
 export const MATMUL_WG_X = 16;
@@ -97,22 +151,180 @@ export function vec4Aligned(
 /** Storage of a weight operand: f32, or 16-bit values packed two per u32 (src/ref/half.ts). */
 export type WeightDtype = 'f32' | 'bf16' | 'f16';
 
+/** Configuration of a matmul_gpu*.wgsl variant: threads, rows per thread, k-tile, split-K. */
+export interface GpuMatmulConfig {
+  kind: 'gpu';
+  /** Threads along N (4 columns each) and M (tm rows each): tiles of (tm·wgY) × (4·wgX). */
+  wgX: number;
+  wgY: number;
+  tm: 4 | 8;
+  tileK: number;
+  /** Split K over workgroups when the output tiles alone would leave the device idle. */
+  splitK: boolean;
+}
+
+/** Every matmul variant by name; KernelTuning.matmulLarge / matmulSmall hold one of these names. */
+export const MATMUL_VARIANTS = {
+  staged64: { kind: 'staged' },
+  emulation: { kind: 'emulation' },
+  reg128x64: { kind: 'gpu', wgX: 16, wgY: 16, tm: 8, tileK: 16, splitK: false },
+  reg64x64: { kind: 'gpu', wgX: 16, wgY: 16, tm: 4, tileK: 16, splitK: false },
+  reg16x64: { kind: 'gpu', wgX: 16, wgY: 4, tm: 4, tileK: 16, splitK: false },
+  splitk16x64: { kind: 'gpu', wgX: 16, wgY: 4, tm: 4, tileK: 16, splitK: true },
+} as const satisfies Record<string, { kind: 'staged' | 'emulation' } | GpuMatmulConfig>;
+
+export type MatmulVariant = keyof typeof MATMUL_VARIANTS;
+
+/** Products of at most this many rows (per batch) are "small" (decoding): matmulSmall picks them. */
+export const MATMUL_SMALL_M = 16;
+/** The GPU path's variants when no sweep has chosen (unmeasured guesses: big tiles, split decode). */
+export const DEFAULT_MATMUL_LARGE: MatmulVariant = 'reg128x64';
+export const DEFAULT_MATMUL_SMALL: MatmulVariant = 'splitk16x64';
+/**
+ * Split-K aims at this many workgroups (an H100 has 132 SMs, an M-series Max 40 GPU cores: two
+ * waves or more on either) and splits K at most MATMUL_MAX_SPLITS ways, each split at least
+ * MATMUL_MIN_SPLIT_K deep, its partials at most MATMUL_SPLIT_MAX_BYTES.
+ */
+export const MATMUL_SPLIT_TARGET_WORKGROUPS = 256;
+export const MATMUL_MAX_SPLITS = 16;
+export const MATMUL_MIN_SPLIT_K = 64;
+export const MATMUL_SPLIT_MAX_BYTES = 16 * 1024 * 1024;
+/** The register stash of one operand's k-tile per thread (MAX_LOADS in matmul_gpu_body.wgsl). */
+const GPU_MAX_LOADS = 16;
+
+/** The variant a product of `M` rows takes under `tuning` (unknown names throw). */
+export function matmulVariantFor(tuning: KernelTuning, M: number): MatmulVariant {
+  const small = M <= MATMUL_SMALL_M;
+  const named = small ? tuning.matmulSmall : tuning.matmulLarge;
+  if (named !== undefined) {
+    if (!(named in MATMUL_VARIANTS)) throw new RangeError(`unknown matmul variant '${named}'`);
+    return named as MatmulVariant;
+  }
+  if (tuning.avoidBarriers) return 'emulation';
+  return small ? DEFAULT_MATMUL_SMALL : DEFAULT_MATMUL_LARGE;
+}
+
+/** Whether matmul_gpu_packed16.wgsl can read this product's B: whole words along B's rows. */
+export function gpuPackedAligned(
+  args: Pick<MatmulArgs, 'N' | 'K' | 'transB' | 'strideB'>,
+): boolean {
+  const { N, K, transB = false } = args;
+  return (transB ? K : N) % 2 === 0 && (args.strideB ?? K * N) % 2 === 0;
+}
+
+/** How a product is computed: which pipeline, its grid, and the split of K (1: none). */
+interface MatmulPlan {
+  key: PipelineKey;
+  grid: [number, number, number];
+  /** Which uniform block: matmul.wgsl's or matmul_gpu*.wgsl's. */
+  gpu: boolean;
+  splits: number;
+  kChunk: number;
+}
+
+/** Split-K for a GPU variant: how many splits and how deep each is (a multiple of tileK). */
+export function matmulSplit(
+  config: GpuMatmulConfig,
+  shape: Pick<MatmulShape, 'M' | 'N' | 'K' | 'batch' | 'continueSum'>,
+): { splits: number; kChunk: number } {
+  const { M, N, K, batch = 1 } = shape;
+  const none = { splits: 1, kChunk: Math.max(K, 1) };
+  if (!config.splitK || shape.continueSum) return none;
+  const tiles = ceilDiv(N, 4 * config.wgX) * ceilDiv(M, config.tm * config.wgY) * batch;
+  const byDevice = Math.floor(MATMUL_SPLIT_TARGET_WORKGROUPS / Math.max(tiles, 1));
+  const byDepth = Math.floor(K / MATMUL_MIN_SPLIT_K);
+  const byBytes = Math.floor(MATMUL_SPLIT_MAX_BYTES / (4 * M * N * batch || 1));
+  const want = Math.min(MATMUL_MAX_SPLITS, byDevice, byDepth, byBytes);
+  if (want < 2 || M > MAX_WORKGROUPS_PER_DIM || batch * want > MAX_WORKGROUPS_PER_DIM) return none;
+  const kChunk = ceilDiv(ceilDiv(K, want), config.tileK) * config.tileK;
+  const splits = ceilDiv(K, kChunk);
+  return splits < 2 ? none : { splits, kChunk };
+}
+
 export class MatmulKernel {
   constructor(
     private readonly device: GPUDevice,
     private readonly pipelines: PipelineCache,
   ) {}
 
-  /** Compiles the pipeline encode() takes for a product of this shape. */
-  prepare(shape: MatmulShape): Promise<void> {
-    return this.pipelines.prepare(...this.pipelineKey(shape));
+  /** Compiles the pipelines encode() takes for a product of this shape. */
+  async prepare(shape: MatmulShape): Promise<void> {
+    const plan = this.plan(shape);
+    const jobs = [this.pipelines.prepare(...plan.key)];
+    if (plan.splits > 1) jobs.push(this.pipelines.prepare(...splitReduceKey()));
+    await Promise.all(jobs);
   }
 
-  /** The variant for this shape: vec4 loads when aligned and barrier-free, short tiles for M ≤ 16. */
-  private pipelineKey(shape: MatmulShape): PipelineKey {
-    const { M, transA = false, transB = false } = shape;
+  /** The variant this engine's tuning picks for a product of this shape. */
+  variantFor(shape: Pick<MatmulShape, 'M'>): MatmulVariant {
+    return matmulVariantFor(this.pipelines.tuning, shape.M);
+  }
+
+  /** What a product of this shape runs: the variant, the shader file and the K split. */
+  describe(shape: MatmulShape): { variant: MatmulVariant; shader: string; splits: number } {
+    const plan = this.plan(shape);
+    return { variant: this.variantFor(shape), shader: plan.key[0], splits: plan.splits };
+  }
+
+  /** Pipeline, grid and split for this shape under the engine's tuning. */
+  private plan(shape: MatmulShape): MatmulPlan {
+    const variant = this.variantFor(shape);
+    const config = MATMUL_VARIANTS[variant];
+    const bDtype = shape.bDtype ?? 'f32';
+    if (config.kind === 'gpu' && (bDtype === 'f32' || gpuPackedAligned(shape))) {
+      return this.gpuPlan(config, shape);
+    }
+    // staged64, emulation, or a packed B the GPU kernel cannot pair (staged: the same bits).
+    return this.legacyPlan(shape, config.kind === 'emulation');
+  }
+
+  private gpuPlan(config: GpuMatmulConfig, shape: MatmulShape): MatmulPlan {
+    const { M, N, batch = 1, transA = false, transB = false } = shape;
+    const bDtype = shape.bDtype ?? 'f32';
+    const packed = bDtype !== 'f32';
+    const vec4 = !packed && vec4Aligned(shape);
+    const name = packed ? 'matmul_gpu_packed16' : vec4 ? 'matmul_gpu_vec4' : 'matmul_gpu';
+    const threads = config.wgX * config.wgY;
+    const aVec = vec4 ? 4 : 1;
+    const bVec = vec4 ? 4 : packed ? 2 : 1;
+    const aLoads = (config.tm * config.wgY * config.tileK) / (aVec * threads);
+    const bLoads = (4 * config.wgX * config.tileK) / (bVec * threads);
+    for (const loads of [aLoads, bLoads]) {
+      if (!Number.isInteger(loads) || loads < 1 || loads > GPU_MAX_LOADS) {
+        throw new RangeError(`matmul variant ${JSON.stringify(config)}: ${loads} loads per thread`);
+      }
+    }
+    const constants: Record<string, number | boolean> = {
+      WG_X: config.wgX,
+      WG_Y: config.wgY,
+      TM: config.tm,
+      TILE_K: config.tileK,
+      TRANS_A: transA,
+      TRANS_B: transB,
+    };
+    if (packed) constants.HALF_BF16 = bDtype === 'bf16';
+    const { splits, kChunk } = matmulSplit(config, shape);
+    return {
+      key: [name, shaderSource(name), constants],
+      grid: [ceilDiv(N, 4 * config.wgX), ceilDiv(M, config.tm * config.wgY), batch * splits],
+      gpu: true,
+      splits,
+      kChunk,
+    };
+  }
+
+  /** matmul.wgsl / matmul_vec4.wgsl / matmul_packed16.wgsl as before the GPU variants. */
+  private legacyPlan(shape: MatmulShape, barrierFree: boolean): MatmulPlan {
+    const { M, N, K, batch = 1, transA = false, transB = false } = shape;
     const wgY = M <= 4 * MATMUL_WG_Y_SHORT ? MATMUL_WG_Y_SHORT : MATMUL_WG_Y;
-    const { avoidBarriers, vectorLoads } = this.pipelines.tuning;
+    const grid: [number, number, number] = [ceilDiv(N, MATMUL_TILE_N), ceilDiv(M, 4 * wgY), batch];
+    const plan = (key: PipelineKey): MatmulPlan => ({
+      key,
+      grid,
+      gpu: false,
+      splits: 1,
+      kChunk: K,
+    });
     const bDtype = shape.bDtype ?? 'f32';
     if (bDtype !== 'f32') {
       const constants = {
@@ -121,14 +333,14 @@ export class MatmulKernel {
         TILE_K: MATMUL_TILE_K,
         TRANS_A: transA,
         TRANS_B: transB,
-        STAGE_TILES: !avoidBarriers,
+        STAGE_TILES: !barrierFree,
         HALF_BF16: bDtype === 'bf16',
       };
-      return ['matmul_packed16', shaderSource('matmul_packed16'), constants];
+      return plan(['matmul_packed16', shaderSource('matmul_packed16'), constants]);
     }
-    if (avoidBarriers && vectorLoads && vec4Aligned(shape)) {
+    if (barrierFree && this.pipelines.tuning.vectorLoads && vec4Aligned(shape)) {
       const constants = { WG_X: MATMUL_WG_X, WG_Y: wgY, TRANS_A: transA, TRANS_B: transB };
-      return ['matmul_vec4', shaderSource('matmul_vec4'), constants];
+      return plan(['matmul_vec4', shaderSource('matmul_vec4'), constants]);
     }
     const constants = {
       WG_X: MATMUL_WG_X,
@@ -136,20 +348,19 @@ export class MatmulKernel {
       TILE_K: MATMUL_TILE_K,
       TRANS_A: transA,
       TRANS_B: transB,
-      STAGE_TILES: !avoidBarriers,
+      STAGE_TILES: !barrierFree,
     };
-    return ['matmul', shaderSource('matmul'), constants];
+    return plan(['matmul', shaderSource('matmul'), constants]);
   }
 
   encode(encoder: GPUCommandEncoder, args: MatmulArgs): void {
     const { M, N, K, batch = 1, transA = false } = args;
-    const wgY = M <= 4 * MATMUL_WG_Y_SHORT ? MATMUL_WG_Y_SHORT : MATMUL_WG_Y;
-    const gridX = ceilDiv(N, MATMUL_TILE_N);
-    const gridY = ceilDiv(M, 4 * wgY);
+    const plan = this.plan(args);
+    const [gridX, gridY, gridZ] = plan.grid;
     if (
       gridX > MAX_WORKGROUPS_PER_DIM ||
       gridY > MAX_WORKGROUPS_PER_DIM ||
-      batch > MAX_WORKGROUPS_PER_DIM
+      gridZ > MAX_WORKGROUPS_PER_DIM
     ) {
       throw new RangeError(
         `matmul (${batch}×${M}×${N}×${K}) exceeds the dispatch grid; split the batch`,
@@ -158,8 +369,8 @@ export class MatmulKernel {
     if (args.continueSum && (args.accumulate || (args.alpha ?? 1) !== 1)) {
       throw new RangeError('matmul: continueSum needs alpha 1 and no accumulate');
     }
-    const pipeline = this.pipelines.get(...this.pipelineKey(args));
-    const params = MATMUL_PARAMS.create(this.device, {
+    const pipeline = this.pipelines.get(...plan.key);
+    const values = {
       M,
       N,
       K,
@@ -172,11 +383,52 @@ export class MatmulKernel {
       ldC: args.ldC ?? N,
       offsetA: args.offsetA ?? 0,
       offsetC: args.offsetC ?? 0,
-    });
+    };
+    const params = plan.gpu
+      ? MATMUL_GPU_PARAMS.create(this.device, {
+          ...values,
+          splits: plan.splits,
+          kChunk: plan.kChunk,
+        })
+      : MATMUL_PARAMS.create(this.device, values);
+    const empty = M === 0 || N === 0 || batch === 0;
+    // Split-K: the first pass writes raw partials (batch·splits, M, N) to scratch, the second
+    // adds them in split order into C.
+    const partials =
+      plan.splits > 1 && !empty
+        ? transient(
+            this.device,
+            createStorageBuffer(this.device, 4 * batch * plan.splits * M * N, 'matmul.partials'),
+          )
+        : null;
     const pass = encoder.beginComputePass({ label: 'matmul' });
     pass.setPipeline(pipeline);
-    pass.setBindGroup(0, bindBuffers(this.device, pipeline, [args.a, args.b, args.c, params]));
-    if (M > 0 && N > 0 && batch > 0) pass.dispatchWorkgroups(gridX, gridY, batch);
+    pass.setBindGroup(
+      0,
+      bindBuffers(this.device, pipeline, [args.a, args.b, partials ?? args.c, params]),
+    );
+    if (!empty) pass.dispatchWorkgroups(gridX, gridY, gridZ);
     pass.end();
+    if (!partials) return;
+    const reduce = this.pipelines.get(...splitReduceKey());
+    const reduceParams = MATMUL_SPLITK_REDUCE_PARAMS.create(this.device, {
+      M,
+      N,
+      splits: plan.splits,
+      accumulate: values.accumulate,
+      alpha: values.alpha,
+      ldC: values.ldC,
+      offsetC: values.offsetC,
+      strideC: values.strideC,
+    });
+    const second = encoder.beginComputePass({ label: 'matmul_splitk_reduce' });
+    second.setPipeline(reduce);
+    second.setBindGroup(0, bindBuffers(this.device, reduce, [partials, args.c, reduceParams]));
+    second.dispatchWorkgroups(ceilDiv(N, SPLITK_REDUCE_WG), M, batch);
+    second.end();
   }
+}
+
+function splitReduceKey(): PipelineKey {
+  return ['matmul_splitk_reduce', shaderSource('matmul_splitk_reduce'), { WG: SPLITK_REDUCE_WG }];
 }

@@ -1,14 +1,15 @@
 // shaders/matmul.wgsl against src/ref/matmul.ts on a shape sweep, every transpose combination,
 // batching and accumulation, for both kernel variants (KernelTuning.avoidBarriers) and, for aligned
 // shapes, the barrier-free variant's vec4 loads (shaders/matmul_vec4.wgsl), which must all agree
-// bit for bit (same k order).
+// bit for bit (same k order). The cooperative side is pinned to the staged kernel ('staged64');
+// the GPU variants the GPU path now defaults to are tested in matmul-gpu.test.ts.
 import { describe, expect, it } from 'vitest';
 import { readF32, uploadStorageBuffer, createStorageBuffer } from '../../src/engine/buffers';
 import { MatmulKernel, MATMUL_TILE_M, MATMUL_TILE_N, vec4Aligned } from '../../src/kernels/matmul';
 import { matmulRef, type MatmulShape } from '../../src/ref/matmul';
 import type { KernelTuning } from '../../src/engine/pipelines';
 import {
-  BARRIER_VARIANTS,
+  BARRIER_VARIANTS as HARNESS_VARIANTS,
   seededUniform,
   testEngineWith,
   worstMismatch,
@@ -52,6 +53,15 @@ const SHAPES: Array<[number, number, number]> = [
   [97, 31, 131], // primes straddling tiles, K not a multiple of TILE_K
   [256, 300, 129], // several tiles, ≥ 256
 ];
+
+/** Both sides of avoidBarriers, the cooperative one on matmul.wgsl's staged tiles (the
+ * barrier-free one names no variant: 'emulation' is what avoidBarriers picks). */
+const BARRIER_VARIANTS = HARNESS_VARIANTS.map(({ name, tuning }) => ({
+  name,
+  tuning: (tuning.avoidBarriers
+    ? { ...tuning }
+    : { ...tuning, matmulLarge: 'staged64', matmulSmall: 'staged64' }) as KernelTuning,
+}));
 
 /** The barrier-free kernel without its vec4 loads: matmul.wgsl for every shape. */
 const SCALAR_LOADS: KernelTuning = { avoidBarriers: true, vectorLoads: false };
