@@ -325,17 +325,15 @@ export function rewardFiles(
   return { rewards, customRewards };
 }
 
-/** The longest run `train` accepts: far beyond what a small model trains on one GPU in a month,
- * and small enough that nothing proportional to it (the prompt stream's length, the schedule)
- * can take minutes or gigabytes before the first step. */
-export const MAX_STEPS = 1_000_000;
-
-/** Throws when `steps` is past MAX_STEPS, naming where it came from (the flag, or the file). */
-export function checkSteps(steps: number, configPath?: string): void {
-  if (steps <= MAX_STEPS) return;
-  const where = configPath ? `${configPath}: steps ${steps}` : `--steps ${steps}`;
-  throw new Error(
-    `${where} is more than the limit of ${MAX_STEPS} steps (at a second per step, a run of 11 days)`,
+/**
+ * The line after the loop: the steps this process trained, `from` the step it started at (a resumed
+ * run's checkpoint, else 0) to `to`: a resume from 2 to 4 trained 2 steps, not 4.
+ */
+export function trainedLine(from: number, to: number, seconds: number): string {
+  const n = to - from;
+  return (
+    `trained ${n} step${n === 1 ? '' : 's'}${from > 0 ? ` (${from} → ${to})` : ''} ` +
+    `in ${seconds.toFixed(1)} s`
   );
 }
 

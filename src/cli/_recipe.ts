@@ -29,7 +29,6 @@ import {
   BUILTIN_RECIPES,
   parseRecipe,
   recipeScoringTask,
-  reviveRecipeState,
   type Recipe,
   type RecipeState,
 } from '../recipes/recipe-spec';
@@ -43,7 +42,14 @@ import {
   writeFolderAtomic,
 } from './_atomic-files';
 import { droppedText, newestCheckpoint, recoverRunFolder } from './_run-folder';
-import { hfFolderExtras, jsonBytes, loadModel, type LoadedModel } from './_session';
+import { parseRecipeState } from '../recipes/recipe-state';
+import {
+  hfFolderExtras,
+  jsonBytes,
+  loadModel,
+  readDatasetFile,
+  type LoadedModel,
+} from './_session';
 
 /** A recipe named on the command line: a built-in name or a JSON file. A stage's
  * `"data": {"path": "x.jsonl"}` is read here, relative to the recipe file. */
@@ -64,7 +70,7 @@ export function readRecipe(nameOrPath: string, seed?: number): Recipe {
   for (const s of stages) {
     const data = s?.data as { path?: unknown } | undefined;
     if (data && typeof data.path === 'string')
-      s.data = { jsonl: readFileSync(resolve(dirname(path), data.path), 'utf8') };
+      s.data = { jsonl: readDatasetFile(resolve(dirname(path), data.path), 'data.path') };
   }
   return parseRecipe(seed === undefined ? value : { ...value, seed });
 }
@@ -78,8 +84,9 @@ function readCheckpoint(dir: string): CheckpointPayload {
   return checkpointFromFiles((name) => new Uint8Array(readFileSync(join(dir, name)))).payload;
 }
 
+/** A saved state, checked field by field (parseRecipeState: errors name the file and the field). */
 const readState = (path: string): RecipeState =>
-  reviveRecipeState(JSON.parse(readFileSync(path, 'utf8')) as RecipeState);
+  parseRecipeState(JSON.parse(readFileSync(path, 'utf8')), path);
 
 /** Whether state `a` is further on than `b`: a later stage, or more timeline rows in the same one
  * (a stage's end has moved stageIndex past the stage's last checkpoint). */

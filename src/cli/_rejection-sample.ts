@@ -24,6 +24,7 @@ import {
 } from '../grpo/config';
 import { LANGUAGE_SCRIPTS, type LanguageScript } from '../rewards/language-consistency';
 import {
+  checkRejectionCounts,
   rejectionFiles,
   rejectionSampleFromWeights,
   type RejectionSamplingOptions,
@@ -33,6 +34,8 @@ import type { Problem } from '../tasks/types';
 import { takeCommandFlags, type Command } from './_flags';
 import { loadModel, openEngine, taskText, type LoadedModel } from './_session';
 import { writeFileAtomic } from './_atomic-files';
+import { parseCount, type SizeLimit } from '../core/limits';
+import { REJECTION_LIMITS } from '../recipes/limits';
 
 export const REJECTION_SAMPLE: Command = {
   name: 'rejection-sample',
@@ -45,11 +48,15 @@ export const REJECTION_SAMPLE: Command = {
       help: "a run folder (its latest checkpoint-<step>/), a checkpoint folder, or a Hugging Face model folder; without it, --model's weights",
     },
     { name: 'out', value: 'folder', help: 'where sft.jsonl, samples.jsonl and report.json go' },
-    { name: 'k', value: 'n', help: 'completions sampled per prompt (default 8)' },
+    {
+      name: 'k',
+      value: 'n',
+      help: `completions sampled per prompt (default 8; at most ${REJECTION_LIMITS.k.max})`,
+    },
     {
       name: 'prompts',
       value: 'n',
-      help: "training prompts to sample (default: the run's, steps × per-step-prompts)",
+      help: `training prompts to sample (default: the run's, steps × per-step-prompts; at most ${REJECTION_LIMITS.prompts.max}, and prompts × k at most ${REJECTION_LIMITS.samples.max})`,
     },
     { name: 'seed', value: 'n', help: "the sampling seed (default: the run's seed)" },
     {
@@ -81,7 +88,7 @@ export const REJECTION_SAMPLE: Command = {
     {
       name: 'batch-size',
       value: 'prompts',
-      help: 'prompts decoded per batch (default 16; k completions each)',
+      help: `prompts decoded per batch (default 16; k completions each; at most ${REJECTION_LIMITS.batchSize.max})`,
     },
   ],
 };
@@ -117,11 +124,17 @@ export interface RejectionSampleArgs {
   overrides: Record<string, unknown>;
 }
 
-function integer(name: string, text: string | undefined, min: number): number | undefined {
+/** No limit of its own: a length or a seed bounds no work. */
+const UNLIMITED: SizeLimit = { max: Number.MAX_SAFE_INTEGER, unit: '' };
+
+function integer(
+  name: string,
+  text: string | undefined,
+  min: number,
+  limit: SizeLimit = UNLIMITED,
+): number | undefined {
   if (text === undefined) return undefined;
-  if (!/^[0-9]+$/.test(text) || Number(text) < min)
-    throw new Error(`--${name} must be an integer ≥ ${min}, got '${text}'`);
-  return Number(text);
+  return parseCount(`--${name}`, text, min, limit);
 }
 
 /** A script name in any case ('latin', 'HAN') as LANGUAGE_SCRIPTS spells it. */
@@ -139,14 +152,16 @@ export function parseRejectionSampleArgs(argv: readonly string[]): RejectionSamp
   const out = one('out');
   if (!out) throw new Error('--out <folder> is required (npm run rejection-sample -- --help)');
   const overrides = parseCliArgs(rest) as Record<string, unknown>;
-  const options: RejectionSampleArgs['options'] = { k: integer('k', one('k'), 1) ?? 8 };
+  const options: RejectionSampleArgs['options'] = {
+    k: integer('k', one('k'), 1, REJECTION_LIMITS.k) ?? 8,
+  };
   const seed = integer('seed', one('seed'), 0);
   if (seed !== undefined) options.seed = seed;
   const minLength = integer('min-length', one('min-length'), 0);
   if (minLength !== undefined) options.minLength = minLength;
   const maxLength = integer('max-length', one('max-length'), 1);
   if (maxLength !== undefined) options.maxLength = maxLength;
-  const batchSize = integer('batch-size', one('batch-size'), 1);
+  const batchSize = integer('batch-size', one('batch-size'), 1, REJECTION_LIMITS.batchSize);
   if (batchSize !== undefined) options.batchSize = batchSize;
   if (one('no-dedupe')) options.dedupe = false;
   const language = one('language');
@@ -159,13 +174,11 @@ export function parseRejectionSampleArgs(argv: readonly string[]): RejectionSamp
     // Without --language the config's languageScript applies (resolved with the config).
     options.language = { script: script ?? ('' as LanguageScript), minLanguageConsistency: min };
   }
-  return {
-    checkpoint: one('checkpoint'),
-    out,
-    prompts: integer('prompts', one('prompts'), 1),
-    options,
-    overrides,
-  };
+  const prompts = integer('prompts', one('prompts'), 1, REJECTION_LIMITS.prompts);
+  // prompts × k now when both are given; a default prompt count is checked with the run's config.
+  if (prompts !== undefined)
+    checkRejectionCounts(prompts, options.k, { steps: 0, perStepPrompts: 0 }, '--prompts');
+  return { checkpoint: one('checkpoint'), out, prompts, options, overrides };
 }
 
 /** Where the weights and the run's config come from, as found on disk. */
@@ -285,6 +298,8 @@ export async function rejectionSampleFromCheckpoint(o: {
         step: null,
       };
   const config = resolveConfig({ ...(source.config ?? {}), ...overrides });
+  // The counts are checked before the weights load or a prompt is drawn.
+  checkRejectionCounts(o.prompts, o.options.k, config, '--prompts');
   const model = await loadWeights(
     source,
     config,

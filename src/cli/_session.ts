@@ -2,7 +2,7 @@
 // model and tokenizer from disk, read a task's files, open the GPU, and the model files a
 // checkpoint folder carries. (createTrainer builds a bare
 // trainer for the benchmarks; the commands train through grpo's Run.)
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { toHfConfig } from '../core/model-config';
@@ -18,6 +18,8 @@ import { folderSource } from '../formats/model-source';
 import { loadTokenizer, type Tokenizer } from '../formats/tokenizer';
 import { createTask } from '../tasks/index';
 import type { Task } from '../tasks/types';
+import { JSONL_FILE_LIMIT } from '../tasks/jsonl';
+import { overLimitMessage } from '../core/limits';
 
 /** The repository root: the nearest folder above this module with a package.json (the bundled
  * CLI lives in dist-cli/ or dist-cli/assets/, depending on how the build splits chunks). */
@@ -70,6 +72,28 @@ export async function loadModel(model: string): Promise<LoadedModel> {
   return { folder, hf, tokenizer };
 }
 
+/**
+ * A JSONL dataset file's text, its size checked against JSONL_FILE_LIMIT before it is read (the
+ * readers then bound each line). `label` names where the path came from (`--data`,
+ * `taskOptions.path`); an unreadable file throws with the system's code.
+ */
+export function readDatasetFile(file: string, label: string): string {
+  try {
+    const { size } = statSync(file);
+    if (size > JSONL_FILE_LIMIT.max)
+      throw new RangeError(
+        `${label}: ${file}: ${overLimitMessage('size', size, JSONL_FILE_LIMIT)} (a JSONL dataset)`,
+      );
+    return readFileSync(file, 'utf8');
+  } catch (e) {
+    if (e instanceof RangeError) throw e;
+    throw new Error(
+      `${label}: cannot read the JSONL dataset ${file} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`,
+      { cause: e },
+    );
+  }
+}
+
 /** Task 'jsonl': the text of taskOptions.path (relative to the config file's folder). */
 export function taskText(config: Config, configDir = process.cwd()): string | undefined {
   if (config.task !== 'jsonl') return undefined;
@@ -77,10 +101,11 @@ export function taskText(config: Config, configDir = process.cwd()): string | un
   if (!path) throw new Error("task 'jsonl' needs taskOptions.path (a JSONL file)");
   const file = resolve(configDir, path);
   try {
-    return readFileSync(file, 'utf8');
+    return readDatasetFile(file, 'taskOptions.path');
   } catch (e) {
+    if (e instanceof RangeError) throw e;
     throw new Error(
-      `taskOptions.path: cannot read the JSONL dataset ${file} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}); a relative path is from the config file's folder, or the working folder without --config`,
+      `${(e as Error).message}; a relative path is from the config file's folder, or the working folder without --config`,
       { cause: e },
     );
   }

@@ -15,7 +15,7 @@ import { resolveSftConfig, SFT_OPTIONS, trlName, type SftConfig } from '../train
 import type { SftExample } from '../train/sft-data';
 import type { CheckpointPayload } from '../storage/checkpoints';
 import type { Identity } from '../storage/db';
-import { takeCommandFlags, type Command } from './_flags';
+import { takeCommandFlags, trainedLine, type Command } from './_flags';
 import { appendLine, writeFileAtomic, writeFolderAtomic } from './_atomic-files';
 import { cutStepLogsLogged, recoverRunFolder } from './_run-folder';
 import { hfFolderExtras, type LoadedModel } from './_session';
@@ -202,10 +202,9 @@ export async function sftFolder(o: SftFolderOptions): Promise<{ checkpoints: str
         `${config.perDeviceTrainBatchSize * config.gradientAccumulationSteps}`,
     );
     const started = performance.now();
+    const startStep = run.stepCount;
     await run.runUntil();
-    log(
-      `trained ${run.totalSteps} steps in ${((performance.now() - started) / 1000).toFixed(1)} s`,
-    );
+    log(trainedLine(startStep, run.stepCount, (performance.now() - started) / 1000));
     const finalDir = join(runDir, 'final-model');
     writeFolderAtomic(
       finalDir,

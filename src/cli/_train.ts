@@ -27,6 +27,7 @@ import type { Identity } from '../storage/db';
 import { appendLine, isDiskFull, writeFileAtomic, writeFolderAtomic } from './_atomic-files';
 import { cutStepLogsLogged, newestCheckpoint, recoverRunFolder, STEP_LOGS } from './_run-folder';
 import { hfFolderExtras, type LoadedModel } from './_session';
+import { trainedLine } from './_flags';
 
 /** "custom:len failed on 3/8 (threw: TypeError: …)" per reward with errors in this step, or ''. */
 export function rewardErrorSummary(report: Pick<StepReport, 'groups'>): string {
@@ -297,8 +298,9 @@ export async function trainFolder(o: TrainFolderOptions): Promise<{
     }
     log(`run folder: ${runDir}`);
     const started = performance.now();
+    const startStep = run.stepCount;
     await run.runUntil();
-    log(`trained ${config.steps} steps in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+    log(trainedLine(startStep, run.stepCount, (performance.now() - started) / 1000));
     if (o.exportDir) {
       writeFolderAtomic(o.exportDir, await modelFolderFiles(run, model));
       log(

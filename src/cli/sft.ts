@@ -5,7 +5,6 @@
 // written atomically) and final-model/. `--resume <run>/checkpoint-<step>` continues a run exactly.
 // Exits 0 when the run finished, 1 with a message otherwise. This file reads argv, the data and the
 // model; _sft.ts holds the flag table and runs the loop and the folder.
-import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { checkBaseModel, weightsIdentity } from '../train/checkpoint';
 import { isHelpRequested } from '../grpo/config';
@@ -13,7 +12,7 @@ import { tokenizeSftDataset } from '../train/sft';
 import { resolveSftConfig, type SftConfig } from '../train/sft-config';
 import { parseSftJsonl } from '../train/sft-data';
 import { runCommand } from './_flags';
-import { loadModel, openEngine } from './_session';
+import { loadModel, openEngine, readDatasetFile } from './_session';
 import { parseSftArgs, readSftCheckpoint, sftFolder, sftHelp, sftRunDir } from './_sft';
 
 /** Options a resume may change: the run's length only (anything else would be another run). */
@@ -41,15 +40,7 @@ async function main(argv: string[]) {
     config = resolveSftConfig(args.options);
   }
   const dataPath = resolve(args.data ?? resume!.data);
-  let text: string;
-  try {
-    text = readFileSync(dataPath, 'utf8');
-  } catch (e) {
-    throw new Error(
-      `--data ${dataPath}: cannot read it (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`,
-      { cause: e },
-    );
-  }
+  const text = readDatasetFile(dataPath, '--data');
   const dataset = parseSftJsonl(text);
   for (const issue of dataset.issues.slice(0, 10))
     console.log(`${dataPath}:${issue.line}: skipped (${issue.message})`);

@@ -12,9 +12,15 @@
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { checkBaseModel, weightsIdentity } from '../train/checkpoint';
-import { isHelpRequested, parseCliArgs, resolveConfig, type Config } from '../grpo/config';
 import {
-  checkSteps,
+  configWarnings,
+  flagName,
+  isHelpRequested,
+  parseCliArgs,
+  resolveConfig,
+  type Config,
+} from '../grpo/config';
+import {
   commandHelp,
   readConfigFile,
   resolveWithFile,
@@ -93,7 +99,8 @@ async function main(args: string[]) {
     }
     config = resolveWithFile(fromFile, configPath, overrides);
   }
-  checkSteps(config.steps, 'steps' in overrides ? undefined : configPath);
+  // Values the schema accepts but runs rarely use (research does): said, not refused.
+  for (const warning of configWarnings(config, flagName)) console.warn(`warning: ${warning}`);
   const runDir = resolve(
     out ?? resumeDir ?? join('runs', new Date().toISOString().replace(/[:.]/g, '-')),
   );

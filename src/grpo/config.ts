@@ -11,6 +11,7 @@ import { MULTI_OBJECTIVE_AGGREGATIONS, SCALE_REWARDS } from './advantages';
 import { LANGUAGE_SCRIPTS } from '../rewards/language-consistency';
 import { BUILTIN_REWARDS, CUSTOM_REWARD_PREFIX } from '../rewards/rewards';
 import { rewardIdsProblem } from '../rewards/reward-id';
+import { overLimitMessage, type SizeLimit } from '../core/limits';
 
 // ---------------------------------------------------------------------------------------------
 // Value types of the table. `T` is carried for the derived Config type only.
@@ -21,6 +22,10 @@ interface TypeSpec<T> {
   min?: number;
   max?: number;
   exclusiveMin?: boolean;
+  exclusiveMax?: boolean;
+  /** A count that sizes work or memory: above limit.max it is refused with the limit's message
+   * (src/core/limits.ts), before anything is allocated from it. */
+  limit?: SizeLimit;
   values?: readonly string[];
   /** Phantom: never set. */
   readonly _t?: T;
@@ -44,6 +49,26 @@ const numList = (): TypeSpec<number[]> => ({ kind: 'number[]' });
 const obj = <T extends Record<string, unknown>>(): TypeSpec<T> => ({ kind: 'object' });
 const nullable = <T>(t: TypeSpec<T>): TypeSpec<T | null> =>
   ({ ...t, nullable: true }) as TypeSpec<T | null>;
+/** A count with a size limit (see TypeSpec.limit). */
+const limited = <T>(t: TypeSpec<T>, max: number, unit: string): TypeSpec<T> => ({
+  ...t,
+  limit: { max, unit },
+});
+/** Below 1: [min, 1) (AdamW's β: β = 1 divides by 1 − β^t = 0). */
+const belowOne = (t: TypeSpec<number>): TypeSpec<number> => ({ ...t, max: 1, exclusiveMax: true });
+
+/**
+ * A value the schema accepts but that is outside what runs normally use: accepted with a warning
+ * (configWarnings), because research does use it. Values outside the type's own range are refused.
+ */
+export interface SaneRange {
+  min?: number;
+  /** min itself is outside (maxGradNorm 0: clipping off). */
+  exclusiveMin?: boolean;
+  max?: number;
+  /** Why a value outside is unusual, for the warning. */
+  note: string;
+}
 
 export interface FieldSpec<T> {
   type: TypeSpec<T>;
@@ -55,6 +80,8 @@ export interface FieldSpec<T> {
   /** For trl = null: how the TRL export handles it instead (README lists these); with a TRL
    * name: how the exported value differs (steps → max_steps × numIterations). */
   exportNote?: string;
+  /** Accepted outside this range with a warning (configWarnings). */
+  sane?: SaneRange;
 }
 
 const field = <T>(
@@ -70,6 +97,14 @@ const field = <T>(
   trl,
   ...(exportNote ? { exportNote } : {}),
 });
+const warnOutside = <T>(f: FieldSpec<T>, sane: SaneRange): FieldSpec<T> => ({ ...f, sane });
+
+/** The longest run: far beyond what a small model trains on one GPU in a month (at a second per
+ * step, 11 days), and small enough that nothing proportional to it (the prompt stream, the
+ * schedule) takes minutes or gigabytes before the first step. SFT's maxSteps shares it. */
+export const MAX_STEPS = 1_000_000;
+/** Longest prompt or completion, in tokens: past the context of every model this app loads. */
+export const MAX_SEQUENCE_TOKENS = 131_072;
 
 export const LR_SCHEDULERS = ['constant', 'cosine', 'linear'] as const;
 
@@ -87,7 +122,7 @@ export const CONFIG_SCHEMA = {
   model: field(
     str(),
     'bundled',
-    "model folder, URL or Hugging Face name; 'bundled' = the model in public/models/",
+    "a local Hugging Face model folder (config.json, *.safetensors, tokenizer.json); 'bundled' = the model in public/models/",
     null,
     'becomes MODEL in train_grpo.py (override with --model); the bundled model needs a Hub name or a path on the cluster',
   ),
@@ -140,7 +175,8 @@ export const CONFIG_SCHEMA = {
     "baked into rewards.py's language_consistency_reward (with the script's character ranges)",
   ),
   evalPrompts: field(
-    int(0),
+    // Drawing 10 000 held-out Countdown prompts takes half a second; evaluating them, far longer.
+    limited(int(0), 10_000, 'prompts'),
     32,
     'held-out prompts for evaluation (0 = none)',
     null,
@@ -148,32 +184,35 @@ export const CONFIG_SCHEMA = {
   ),
   // --- sampling ---------------------------------------------------------------------------
   numGenerations: field(
-    int(2),
+    limited(int(2), 1024, 'completions per prompt'),
     8,
     'G: completions sampled per prompt (the group)',
     'num_generations',
   ),
   perStepPrompts: field(
-    int(1),
+    limited(int(1), 4096, 'prompts per step'),
     4,
     'B: prompts per optimizer step (N = B·G sequences)',
     null,
     'per_device_train_batch_size = B·G / (processes · gradientAccumulationSteps), computed in train_grpo.py',
   ),
   maxPromptLength: field(
-    int(1),
+    limited(int(1), MAX_SEQUENCE_TOKENS, 'tokens'),
     256,
     'prompts longer than this many tokens are dropped',
     null,
     'TRL ≥ 0.28 has no max_prompt_length: train_grpo.py filters longer prompts out of the dataset',
   ),
   maxCompletionLength: field(
-    int(1),
+    limited(int(1), MAX_SEQUENCE_TOKENS, 'tokens'),
     256,
     'completion tokens sampled at most',
     'max_completion_length',
   ),
-  temperature: field(num(0, undefined, true), 1.0, 'sampling temperature', 'temperature'),
+  temperature: warnOutside(
+    field(num(0, undefined, true), 1.0, 'sampling temperature', 'temperature'),
+    { max: 2, note: 'sampling is close to uniform over the vocabulary' },
+  ),
   topP: field(num(0, 1, true), 1.0, 'nucleus sampling mass (1 = off)', 'top_p'),
   minP: field(
     nullable(num(0, 1)),
@@ -189,11 +228,16 @@ export const CONFIG_SCHEMA = {
   ),
   topK: field(int(0), 0, 'top-k sampling (0 = off)', 'top_k'),
   // --- optimizer --------------------------------------------------------------------------
-  learningRate: field(
-    num(0, undefined, true),
-    1e-6,
-    'AdamW learning rate (TRL default 1e-6)',
-    'learning_rate',
+  learningRate: warnOutside(
+    field(
+      // AdamW moves every weight by about the learning rate each step: above 1, by more than
+      // the weights' own size, which no run recovers from.
+      num(0, 1, true),
+      1e-6,
+      'AdamW learning rate, < 1 (TRL default 1e-6)',
+      'learning_rate',
+    ),
+    { max: 1e-2, note: 'far above GRPO (1e-6) and LoRA (1e-4) rates; runs diverge' },
   ),
   lrScheduler: field(
     oneOf(LR_SCHEDULERS),
@@ -215,10 +259,17 @@ export const CONFIG_SCHEMA = {
     'exported as warmup_steps=<ratio> (transformers ≥ 5 reads a value < 1 as a ratio; warmup_ratio was removed)',
   ),
   weightDecay: field(num(0), 0.0, 'AdamW decoupled weight decay', 'weight_decay'),
-  adamBeta1: field(num(0, 1), 0.9, 'AdamW β1', 'adam_beta1'),
-  adamBeta2: field(num(0, 1), 0.999, 'AdamW β2', 'adam_beta2'),
+  adamBeta1: field(belowOne(num(0)), 0.9, 'AdamW β1, in [0, 1)', 'adam_beta1'),
+  adamBeta2: field(belowOne(num(0)), 0.999, 'AdamW β2, in [0, 1)', 'adam_beta2'),
   adamEpsilon: field(num(0, undefined, true), 1e-8, 'AdamW ε', 'adam_epsilon'),
-  maxGradNorm: field(num(0), 1.0, 'global gradient-norm clip (0 = off)', 'max_grad_norm'),
+  maxGradNorm: warnOutside(
+    field(num(0), 1.0, 'global gradient-norm clip (0 = off)', 'max_grad_norm'),
+    {
+      min: 0,
+      exclusiveMin: true,
+      note: 'gradient clipping is off: one large gradient moves the weights unbounded',
+    },
+  ),
   gradientAccumulationSteps: field(
     int(1),
     1,
@@ -232,7 +283,7 @@ export const CONFIG_SCHEMA = {
     'gradient_checkpointing',
   ),
   logitsMemoryMiB: field(
-    num(0, undefined, true),
+    limited(num(0, undefined, true), 65_536, 'MiB'),
     256,
     "MiB the LM head's logits and their gradient may take at once: training makes the logits of that many completion tokens at a time (same results, less memory for large vocabularies)",
     null,
@@ -240,14 +291,23 @@ export const CONFIG_SCHEMA = {
   ),
   // --- GRPO objective ---------------------------------------------------------------------
   beta: field(num(0), 0.0, 'KL coefficient β (0 = no reference model; R1 used 0.001)', 'beta'),
-  epsilon: field(num(0), 0.2, 'clip range ε (lower)', 'epsilon'),
+  epsilon: warnOutside(
+    // 1 − ε ≤ 0 already removes the lower clip: a larger ε means nothing more.
+    field(num(0, 1), 0.2, 'clip range ε (lower), in [0, 1]', 'epsilon'),
+    { max: 0.5, note: 'the papers clip at 0.2 (DAPO: 0.2 below, 0.28 above)' },
+  ),
   epsilonHigh: field(
     nullable(num(0)),
     null,
     'upper clip range ε_high (null = epsilon; DAPO uses 0.28)',
     'epsilon_high',
   ),
-  numIterations: field(int(1), 1, 'μ: optimizer passes per sampled batch', 'num_iterations'),
+  numIterations: field(
+    limited(int(1), 1024, 'passes per step'),
+    1,
+    'μ: optimizer passes per sampled batch',
+    'num_iterations',
+  ),
   lossType: field(
     oneOf(ALL_LOSS_TYPES),
     'dapo',
@@ -366,7 +426,7 @@ export const CONFIG_SCHEMA = {
   // schedule and TRL's max_steps count optimizer steps, steps·μ (docs/grpo.md "Steps and the
   // schedule"). --max_steps sets this field as it is (one-to-one when μ = 1).
   steps: field(
-    int(1),
+    limited(int(1), MAX_STEPS, 'steps'),
     200,
     'sampled batches (each: numIterations optimizer steps)',
     'max_steps',
@@ -382,7 +442,7 @@ export const CONFIG_SCHEMA = {
     'exported as eval_strategy="steps", eval_steps (saveSteps when 0)',
   ),
   evalGenerations: field(
-    int(1),
+    limited(int(1), 1024, 'completions per prompt'),
     2,
     'completions sampled per eval prompt in those evaluations (their eval accuracy)',
     'num_generations_eval',
@@ -501,7 +561,14 @@ function describeType(t: TypeSpec<unknown>): string {
   return t.nullable ? `${base} or null` : base;
 }
 
-function checkValue(key: string, t: TypeSpec<unknown>, v: unknown): void {
+/** `label` names the value in a size-limit refusal: the flag as typed on a command line
+ * (`--steps`), else `config '<key>'`. */
+function checkValue(
+  key: string,
+  t: TypeSpec<unknown>,
+  v: unknown,
+  label = `config '${key}'`,
+): void {
   const fail = (what = describeType(t)) =>
     new ConfigError(key, `config '${key}' must be ${what}, got ${JSON.stringify(v)}`);
   if (v === null) {
@@ -515,7 +582,10 @@ function checkValue(key: string, t: TypeSpec<unknown>, v: unknown): void {
       if (t.kind === 'int' && !Number.isInteger(v)) throw fail();
       if (t.min !== undefined && (t.exclusiveMin ? v <= t.min : v < t.min))
         throw fail(`${t.exclusiveMin ? '>' : '≥'} ${t.min}`);
-      if (t.max !== undefined && v > t.max) throw fail(`≤ ${t.max}`);
+      if (t.max !== undefined && (t.exclusiveMax ? v >= t.max : v > t.max))
+        throw fail(`${t.exclusiveMax ? '<' : '≤'} ${t.max}`);
+      if (t.limit !== undefined && v > t.limit.max)
+        throw new ConfigError(key, overLimitMessage(label, v, t.limit));
       return;
     }
     case 'boolean':
@@ -716,6 +786,46 @@ export function defaultConfig(): Config {
   return resolveConfig({});
 }
 
+/** A SaneRange as text: "> 0", "≤ 0.01", "in [0, 2]". */
+function saneText(r: SaneRange): string {
+  const low = r.min === undefined ? null : `${r.exclusiveMin ? '>' : '≥'} ${r.min}`;
+  const high = r.max === undefined ? null : `≤ ${r.max}`;
+  return low && high ? `${low} and ${high}` : (low ?? high ?? '');
+}
+
+/**
+ * The values of a checked config that lie outside their option's usual range (the schema's `sane`
+ * declarations): accepted, because research runs use them, but never silently. The command line
+ * prints each as a warning; `label` names the option as its front end spells it.
+ */
+export function configWarnings(
+  config: Partial<ConfigInput>,
+  label: (key: ConfigKey) => string = (key) => key,
+): string[] {
+  const out: string[] = [];
+  for (const key of CONFIG_KEYS) {
+    const r = spec(key).sane;
+    const v = config[key];
+    if (!r || typeof v !== 'number') continue;
+    const low = r.min !== undefined && (r.exclusiveMin ? v <= r.min : v < r.min);
+    const high = r.max !== undefined && v > r.max;
+    if (low || high)
+      out.push(`${label(key)} ${v} is outside the usual range (${saneText(r)}): ${r.note}`);
+  }
+  return out;
+}
+
+/** Every option whose value sizes work or memory, with its limit (README's Security table). */
+export function configSizeLimits(): { key: ConfigKey; limit: SizeLimit }[] {
+  return CONFIG_KEYS.flatMap((key) => {
+    const limit = spec(key).type.limit;
+    return limit ? [{ key, limit }] : [];
+  });
+}
+
+/** The option's command-line flag, as --help lists it. */
+export const flagName = (key: ConfigKey) => `--${kebab(key)}`;
+
 // ---------------------------------------------------------------------------------------------
 // Text values (CLI flags, URL parameters)
 // ---------------------------------------------------------------------------------------------
@@ -818,7 +928,7 @@ export function parseCliArgs(argv: readonly string[]): Partial<ConfigInput> {
       else throw new ConfigError(key, `option --${name} needs a value`);
     }
     const parsed = parseText(key, value);
-    checkValue(key, spec(key).type, parsed);
+    checkValue(key, spec(key).type, parsed, `--${name}`);
     out[key] = parsed;
   }
   return out as Partial<ConfigInput>;
@@ -844,7 +954,8 @@ export function configHelp(): string {
     const hint = typeHint(s.type);
     const flag = `  --${kebab(key)}${hint ? ` <${hint}>` : ''}`;
     const trl = s.trl ? ` [TRL ${s.trl}]` : '';
-    lines.push(`${flag.padEnd(44)} ${s.help} (default: ${showDefault(s.default)})${trl}`);
+    const limit = s.type.limit ? `; at most ${s.type.limit.max}` : '';
+    lines.push(`${flag.padEnd(44)} ${s.help} (default: ${showDefault(s.default)}${limit})${trl}`);
   }
   lines.push('  --help'.padEnd(45) + 'show this text');
   return lines.join('\n');

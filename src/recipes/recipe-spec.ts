@@ -28,6 +28,8 @@ import type { RejectionSamplingOptions } from './rejection-sampling';
 import type { MetricsRow } from '../core/metrics-row';
 import { resolveSftConfig, type SftConfig } from '../train/sft-config';
 import type { SftRow } from '../train/sft-data';
+import { checkCount, overLimitMessage } from '../core/limits';
+import { COLD_START_LIMIT, REJECTION_LIMITS } from './limits';
 
 export type StageKind = 'sft' | 'grpo' | 'rejection-sample';
 
@@ -182,8 +184,11 @@ export function parseRecipe(value: unknown): Recipe {
       let data: SftDataSource;
       if (d && typeof d === 'object' && 'coldStart' in d) {
         const count = (d.coldStart as { count?: unknown } | null)?.count;
-        if (!Number.isInteger(count) || (count as number) < 1)
-          fail(`${where} ('${name}'): data.coldStart.count must be an integer ≥ 1`);
+        try {
+          checkCount('data.coldStart.count', count, 1, COLD_START_LIMIT);
+        } catch (err) {
+          fail(`${where} ('${name}'): ${(err as Error).message}`);
+        }
         data = { coldStart: { count: count as number } };
       } else if (d && typeof d === 'object' && typeof d.stage === 'string') {
         if (!datasets.has(d.stage))
@@ -223,10 +228,20 @@ export function parseRecipe(value: unknown): Recipe {
       };
     }
     const prompts = s.prompts;
-    if (!Number.isInteger(prompts) || (prompts as number) < 1)
-      fail(`${where} ('${name}'): "prompts" must be an integer ≥ 1`);
-    if (!Number.isInteger(options.k) || (options.k as number) < 1)
-      fail(`${where} ('${name}'): options.k (completions per prompt) must be an integer ≥ 1`);
+    // Every count before any stage runs: a bad one would otherwise stop the recipe mid-way.
+    try {
+      checkCount('"prompts"', prompts, 1, REJECTION_LIMITS.prompts);
+      checkCount('options.k (completions per prompt)', options.k, 1, REJECTION_LIMITS.k);
+      if (options.batchSize !== undefined)
+        checkCount('options.batchSize', options.batchSize, 1, REJECTION_LIMITS.batchSize);
+      const samples = (prompts as number) * (options.k as number);
+      if (samples > REJECTION_LIMITS.samples.max)
+        throw new RangeError(
+          overLimitMessage(`"prompts" × options.k =`, samples, REJECTION_LIMITS.samples),
+        );
+    } catch (err) {
+      fail(`${where} ('${name}'): ${(err as Error).message}`);
+    }
     datasets.add(name as string);
     return {
       kind: 'rejection-sample',

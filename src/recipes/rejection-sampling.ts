@@ -19,6 +19,8 @@ import type { Config } from '../grpo/config';
 import { languageConsistencyReward, type LanguageScript } from '../rewards/language-consistency';
 import { extractAnswer, formatOk } from '../rewards/rewards';
 import { renderPrompt, type TrainerTokenizer } from '../grpo/trainer';
+import { checkCount, overLimitMessage } from '../core/limits';
+import { REJECTION_LIMITS } from './limits';
 
 export interface RejectionSamplingOptions {
   /** Completions sampled per prompt. */
@@ -103,8 +105,9 @@ export interface RejectionContext {
 }
 
 function checkOptions(o: RejectionSamplingOptions): void {
-  if (!Number.isInteger(o.k) || o.k < 1)
-    throw new RangeError(`rejection sampling: k must be an integer ≥ 1, got ${o.k}`);
+  checkCount('rejection sampling: k', o.k, 1, REJECTION_LIMITS.k);
+  if (o.batchSize !== undefined)
+    checkCount('rejection sampling: batchSize', o.batchSize, 1, REJECTION_LIMITS.batchSize);
   if (o.minLength !== undefined && o.maxLength !== undefined && o.minLength > o.maxLength) {
     throw new RangeError(`rejection sampling: minLength ${o.minLength} > maxLength ${o.maxLength}`);
   }
@@ -235,6 +238,31 @@ export function toSftJsonl(report: Pick<RejectionSamplingReport, 'samples'>): st
 }
 
 /**
+ * The prompts to sample (`prompts`, default the run's steps × perStepPrompts), checked with k
+ * against REJECTION_LIMITS: prompts, and prompts × k samples. `label` names the prompts' option
+ * as the front end spells it (`--prompts`, a recipe stage's `prompts`).
+ */
+export function checkRejectionCounts(
+  prompts: number | undefined,
+  k: number,
+  config: Pick<Config, 'steps' | 'perStepPrompts'>,
+  label = 'rejection sampling: prompts',
+): number {
+  const count = prompts ?? config.steps * config.perStepPrompts;
+  checkCount(
+    prompts === undefined ? `${label} (the run's steps × perStepPrompts)` : label,
+    count,
+    1,
+    REJECTION_LIMITS.prompts,
+  );
+  if (count * k > REJECTION_LIMITS.samples.max)
+    throw new RangeError(
+      overLimitMessage(`${label} × k = ${count} × ${k} =`, count * k, REJECTION_LIMITS.samples),
+    );
+  return count;
+}
+
+/**
  * The run's first `count` training problems, in the order the run draws them: the training stream
  * of trainEvalStream with the run's seed and held-out count, so no held-out prompt is among them.
  * A finite dataset (a JSONL task) gives each row at most once, so fewer when it has fewer rows.
@@ -244,8 +272,7 @@ export function trainingProblems(
   config: Pick<Config, 'seed' | 'steps' | 'perStepPrompts' | 'evalPrompts'>,
   count: number,
 ): Problem[] {
-  if (!Number.isInteger(count) || count < 1)
-    throw new RangeError(`rejection sampling: prompts must be an integer ≥ 1, got ${count}`);
+  checkCount('rejection sampling: prompts', count, 1, REJECTION_LIMITS.prompts);
   if (task.splits) {
     // The training split repeats the dataset epoch after epoch: one copy of each row.
     const seen = new Set<string>();
@@ -313,12 +340,10 @@ export async function rejectionSampleFromWeights(setup: RejectionRunSetup): Prom
   const { engine, config, tokenizer } = setup;
   const options = resolveRejectionOptions(config, setup.options);
   checkOptions(options);
+  // Every bound before the prompts are drawn or the model is loaded.
+  const count = checkRejectionCounts(setup.prompts, options.k, config);
   const task = createTask(config.task, config.taskOptions, { text: setup.taskText });
-  const problems = trainingProblems(
-    task,
-    config,
-    setup.prompts ?? config.steps * config.perStepPrompts,
-  );
+  const problems = trainingProblems(task, config, count);
   const model = GpuLlama.load(engine, setup.model.config, setup.model.weights);
   try {
     const report = await rejectionSample(

@@ -6,11 +6,52 @@
 // A line without an answer is kept; its accuracy is "not applicable" (null).
 // Files from any editor load: a UTF-8 byte-order mark is ignored and lines may end in \n, \r\n or a
 // bare \r (classic Mac); every skipped line is reported with its 1-based number and the reason.
+// A line longer than JSONL_LINE_LIMIT is reported by its length and never parsed or tokenised (a
+// 50 MB prompt would otherwise cost minutes of tokenising before the first step).
 
 import { formatPrompt } from './prompt';
 import { createRng, mixSeeds } from '../core/rng';
 import type { ChatMessage, Problem, Task } from './types';
 import { asciiTrim, choiceLetter, isNumericText, type VerifierSpec, verifyAnswer } from './verify';
+import { overLimitMessage, type SizeLimit } from '../core/limits';
+
+/** The longest line a dataset reader parses (prompt and SFT sets alike): a million characters is
+ * about 250 000 tokens, past any model's context here, and tokenises in about 2 s on a CPU. */
+export const JSONL_LINE_LIMIT: SizeLimit = { max: 1_048_576, unit: 'characters' };
+
+/** The largest dataset file the command line reads (a JS string holds at most 2^29 characters). */
+export const JSONL_FILE_LIMIT: SizeLimit = { max: 256 * 2 ** 20, unit: 'bytes' };
+
+/** One line of a JSONL text: its text, or only its length when it is over the limit. */
+export type JsonlLine = { line: number; text: string } | { line: number; tooLong: number };
+
+/**
+ * The lines of a JSONL text one at a time (no array of all lines), 1-based, a UTF-8 byte-order
+ * mark ignored, ends \n, \r\n or a bare \r (JSON text never holds a raw CR or LF inside a string).
+ * A line over `limit` is yielded by its length only: the caller reports it without parsing it.
+ */
+export function* jsonlLines(
+  text: string,
+  limit: SizeLimit = JSONL_LINE_LIMIT,
+): Generator<JsonlLine> {
+  const body = text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
+  const end = /\r\n|\r|\n/g;
+  let start = 0;
+  for (let line = 1; start <= body.length; line++) {
+    const m = end.exec(body);
+    const stop = m ? m.index : body.length;
+    yield stop - start > limit.max
+      ? { line, tooLong: stop - start }
+      : { line, text: body.slice(start, stop) };
+    if (!m) break;
+    start = end.lastIndex;
+  }
+}
+
+/** The issue of a line over JSONL_LINE_LIMIT. */
+export function lineTooLongMessage(length: number): string {
+  return `${overLimitMessage('length', length, JSONL_LINE_LIMIT)} a line (skipped unread)`;
+}
 
 export type JsonlChecker = 'exact' | 'numeric' | 'choice';
 export const JSONL_CHECKERS: readonly JsonlChecker[] = ['exact', 'numeric', 'choice'];
@@ -80,10 +121,17 @@ export function parseJsonlDataset(text: string, options: Partial<JsonlOptions> =
   validateJsonlOptions(o);
   const problems: Problem[] = [];
   const issues: JsonlIssue[] = [];
-  // JSON text never holds a raw CR or LF inside a string, so splitting on all three is safe.
-  const lines = text.replace(/^\uFEFF/, '').split(/\r\n|\r|\n/);
-  lines.forEach((raw, index) => {
-    const line = index + 1;
+  for (const l of jsonlLines(text)) {
+    const { line } = l;
+    if ('tooLong' in l) {
+      issues.push({ line, message: lineTooLongMessage(l.tooLong) });
+      continue;
+    }
+    readLine(l.text, line);
+  }
+  return { problems, issues };
+
+  function readLine(raw: string, line: number): void {
     if (asciiTrim(raw) === '') return;
     let row: unknown;
     try {
@@ -151,8 +199,7 @@ export function parseJsonlDataset(text: string, options: Partial<JsonlOptions> =
     };
     if (messages) problem.messages = messages;
     problems.push(problem);
-  });
-  return { problems, issues };
+  }
 }
 
 export function validateJsonlOptions(o: JsonlOptions): void {

@@ -2,6 +2,8 @@
 // read from a recipe, a config file or a command line. Apart from the loop (sft.ts) so that what
 // only checks options (a recipe's parser, the page, the CLI's help) does not load the GPU code.
 import type { LrScheduler } from '../optim/schedule';
+import { overLimitMessage, type SizeLimit } from '../core/limits';
+import { MAX_SEQUENCE_TOKENS, MAX_STEPS } from '../grpo/config';
 
 /** The SFT stage's options: TRL SFTConfig names in camelCase, TRL's defaults. */
 export interface SftConfig {
@@ -42,6 +44,12 @@ export interface SftOption {
   help: string;
   /** Smallest allowed value (numbers). */
   min?: number;
+  /** Largest allowed value of a range (learning rate, β); refused above with "must be ≤". */
+  max?: number;
+  /** max itself is refused (AdamW's β: β = 1 divides by 1 − β^t = 0). */
+  exclusiveMax?: boolean;
+  /** A count that sizes work or memory: refused above it with the limit's message. */
+  limit?: SizeLimit;
 }
 
 /** TRL SFTConfig's defaults (those that differ from TrainingArguments' are SFTConfig's own). */
@@ -68,25 +76,46 @@ export const SFT_DEFAULTS: SftConfig = {
 };
 
 export const SFT_OPTIONS: readonly SftOption[] = [
-  { key: 'learningRate', kind: 'number', min: 0, help: 'peak learning rate (TRL SFT: 2e-5)' },
-  { key: 'numTrainEpochs', kind: 'number', min: 0, help: 'passes over the data (3)' },
-  { key: 'maxSteps', kind: 'int', min: -1, help: 'optimizer steps; −1: from the epochs (-1)' },
+  {
+    key: 'learningRate',
+    kind: 'number',
+    min: 0,
+    max: 1,
+    help: 'peak learning rate, ≤ 1 (TRL SFT: 2e-5)',
+  },
+  {
+    key: 'numTrainEpochs',
+    kind: 'number',
+    min: 0,
+    limit: { max: 10_000, unit: 'epochs' },
+    help: 'passes over the data (3)',
+  },
+  {
+    key: 'maxSteps',
+    kind: 'int',
+    min: -1,
+    limit: { max: MAX_STEPS, unit: 'steps' },
+    help: 'optimizer steps; −1: from the epochs (-1)',
+  },
   {
     key: 'perDeviceTrainBatchSize',
     kind: 'int',
     min: 1,
+    limit: { max: 4096, unit: 'examples per micro-batch' },
     help: 'examples per micro-batch (8)',
   },
   {
     key: 'gradientAccumulationSteps',
     kind: 'int',
     min: 1,
+    limit: { max: 4096, unit: 'micro-batches per step' },
     help: 'micro-batches per optimizer step (1; packed into one batch of the same loss)',
   },
   {
     key: 'maxLength',
     kind: 'nullable-int',
     min: 2,
+    limit: { max: MAX_SEQUENCE_TOKENS, unit: 'tokens' },
     help: 'longest sequence in tokens, cut from the end; null: no limit (1024)',
   },
   {
@@ -104,8 +133,22 @@ export const SFT_OPTIONS: readonly SftOption[] = [
   { key: 'warmupSteps', kind: 'int', min: 0, help: 'warmup steps; wins over the ratio (0)' },
   { key: 'maxGradNorm', kind: 'number', min: 0, help: 'gradient-norm clip, 0 = off (1)' },
   { key: 'weightDecay', kind: 'number', min: 0, help: 'AdamW weight decay (0)' },
-  { key: 'adamBeta1', kind: 'number', min: 0, help: 'AdamW β1 (0.9)' },
-  { key: 'adamBeta2', kind: 'number', min: 0, help: 'AdamW β2 (0.999)' },
+  {
+    key: 'adamBeta1',
+    kind: 'number',
+    min: 0,
+    max: 1,
+    exclusiveMax: true,
+    help: 'AdamW β1, < 1 (0.9)',
+  },
+  {
+    key: 'adamBeta2',
+    kind: 'number',
+    min: 0,
+    max: 1,
+    exclusiveMax: true,
+    help: 'AdamW β2, < 1 (0.999)',
+  },
   { key: 'adamEpsilon', kind: 'number', min: 0, help: 'AdamW ε (1e-8)' },
   { key: 'seed', kind: 'int', help: 'the shuffle’s seed (42)' },
   { key: 'saveSteps', kind: 'int', min: 1, help: 'a checkpoint every this many steps (500)' },
@@ -159,5 +202,9 @@ function parseOption(o: SftOption, raw: unknown): unknown {
   if ((o.kind === 'int' || o.kind === 'nullable-int') && !Number.isInteger(value))
     throw bad('expected an integer');
   if (o.min !== undefined && value < o.min) throw bad(`must be ≥ ${o.min}`);
+  if (o.max !== undefined && (o.exclusiveMax ? value >= o.max : value > o.max))
+    throw bad(`must be ${o.exclusiveMax ? '<' : '≤'} ${o.max}`);
+  if (o.limit !== undefined && value > o.limit.max)
+    throw new Error(overLimitMessage(name, value, o.limit));
   return value;
 }

@@ -21,7 +21,7 @@
 // first loss token on is the "completion" (with mask 0 on tokens inside it that carry no loss),
 // everything before it the prompt, which keeps at least one token (the first token of a sequence
 // is never predicted).
-import type { JsonlIssue } from '../tasks/jsonl';
+import { jsonlLines, lineTooLongMessage, type JsonlIssue } from '../tasks/jsonl';
 import type { ChatMessage } from '../tasks/types';
 import type { TrainerTokenizer } from '../grpo/trainer';
 
@@ -109,32 +109,35 @@ function parseRow(r: Record<string, unknown>, line: number): SftRow | string {
   return 'expected "prompt" and "completion", "messages" or "text"';
 }
 
-/** Parses an SFT JSONL file; every malformed line is reported with its 1-based number and skipped. */
+/**
+ * Parses an SFT JSONL file line by line (jsonlLines: a line over the dataset line limit is reported
+ * unread); every malformed line is reported with its 1-based number and skipped.
+ */
 export function parseSftJsonl(text: string): SftDataset {
   const rows: SftRow[] = [];
   const issues: JsonlIssue[] = [];
-  // JSON text never holds a raw CR or LF inside a string, so splitting on all three is safe.
-  text
-    .replace(/^\uFEFF/, '')
-    .split(/\r\n|\r|\n/)
-    .forEach((raw, index) => {
-      const line = index + 1;
-      if (raw.trim() === '') return;
-      let value: unknown;
-      try {
-        value = JSON.parse(raw);
-      } catch (e) {
-        issues.push({ line, message: `not valid JSON (${(e as Error).message})` });
-        return;
-      }
-      if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-        issues.push({ line, message: 'expected a JSON object' });
-        return;
-      }
-      const row = parseRow(value as Record<string, unknown>, line);
-      if (typeof row === 'string') issues.push({ line, message: row });
-      else rows.push(row);
-    });
+  for (const l of jsonlLines(text)) {
+    const { line } = l;
+    if ('tooLong' in l) {
+      issues.push({ line, message: lineTooLongMessage(l.tooLong) });
+      continue;
+    }
+    if (l.text.trim() === '') continue;
+    let value: unknown;
+    try {
+      value = JSON.parse(l.text);
+    } catch (e) {
+      issues.push({ line, message: `not valid JSON (${(e as Error).message})` });
+      continue;
+    }
+    if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+      issues.push({ line, message: 'expected a JSON object' });
+      continue;
+    }
+    const row = parseRow(value as Record<string, unknown>, line);
+    if (typeof row === 'string') issues.push({ line, message: row });
+    else rows.push(row);
+  }
   return { rows, issues };
 }
 

@@ -1,8 +1,9 @@
 // The built command line as a user runs it, on how it ends and what it leaves on disk: a run with
 // custom rewards (worker sandboxes) exits with status 0 and reports the rewards that failed; bad
-// input (a missing reward file, a bad config file, too many steps, prompts over the length limit)
-// exits 1 with a message saying what to change; a resume from an earlier checkpoint logs every
-// step once and recovers a checkpoint whose replacement was interrupted; `aha --help` prints help.
+// input (a missing reward file, a bad config file, too many steps, a size past its limit, prompts
+// over the length limit) exits 1 with a message saying what to change; a resume from an earlier
+// checkpoint logs every step once and recovers a checkpoint whose replacement was interrupted;
+// `aha --help` prints help.
 import { execFileSync, spawnSync } from 'node:child_process';
 import {
   mkdirSync,
@@ -129,7 +130,23 @@ describe('the command line ends with its status', { timeout: 600_000 }, () => {
     const tooMany = cli('train', [...TRAIN, '--steps', '10000000']);
     expect(tooMany.status).toBe(1);
     expect(tooMany.err).toMatch(/^--steps 10000000 is more than the limit of 1000000 steps/);
-    for (const r of [noReward, json, key, tooMany]) expect(r.seconds).toBeLessThan(60);
+    // Sizes past their limits are refused before any allocation (issue 33: before, --k 1e9 ran
+    // out of heap and --eval-prompts 1e8 hung).
+    const hugeK = cli('rejection-sample', [
+      ...['--model', modelDir, '--out', join(work, 'rs')],
+      ...['--k', '1000000000', '--prompts', '1'],
+    ]);
+    expect(hugeK.status).toBe(1);
+    expect(hugeK.err.trim()).toBe(
+      '--k 1000000000 is more than the limit of 1024 completions per prompt',
+    );
+    const evalPrompts = cli('train', [...TRAIN, '--eval-prompts', '100000000']);
+    expect(evalPrompts.status).toBe(1);
+    expect(evalPrompts.err.trim()).toBe(
+      '--eval-prompts 100000000 is more than the limit of 10000 prompts',
+    );
+    for (const r of [noReward, json, key, tooMany, hugeK, evalPrompts])
+      expect(r.seconds).toBeLessThan(60);
 
     const long = cli('train', [...TRAIN, '--out', join(work, 'long'), '--max-prompt-length', '5']);
     expect(long.status).toBe(1);

@@ -6,17 +6,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
-  checkSteps,
   commandHelp,
   COMMANDS,
-  MAX_STEPS,
   readConfigFile,
   resolveWithFile,
   rewardFiles,
   takeCommandFlags,
   type Command,
 } from '../../src/cli/_flags';
-import { CONFIG_KEYS, isHelpRequested, parseCliArgs } from '../../src/grpo/config';
+import { CONFIG_KEYS, isHelpRequested, MAX_STEPS, parseCliArgs } from '../../src/grpo/config';
 import { parseSftArgs, SFT, sftHelp } from '../../src/cli/_sft';
 import { resolveSftConfig, SFT_DEFAULTS, SFT_OPTIONS } from '../../src/train/sft-config';
 
@@ -131,11 +129,13 @@ describe('--reward-file and --steps', () => {
   });
 
   it('--steps past the limit fails naming the flag or the file', () => {
-    expect(() => checkSteps(MAX_STEPS)).not.toThrow();
-    expect(() => checkSteps(10_000_000)).toThrow(
-      /^--steps 10000000 is more than the limit of 1000000 steps/,
+    expect(parseCliArgs(['--steps', String(MAX_STEPS)]).steps).toBe(MAX_STEPS);
+    expect(() => parseCliArgs(['--steps', '10000000'])).toThrow(
+      /^--steps 10000000 is more than the limit of 1000000 steps$/,
     );
-    expect(() => checkSteps(10_000_000, 'big.json')).toThrow(/^big\.json: steps 10000000 is more/);
+    expect(() => resolveWithFile({ steps: 10_000_000 }, 'big.json', {})).toThrow(
+      /^big\.json: config 'steps' 10000000 is more than the limit of 1000000 steps$/,
+    );
   });
 });
 

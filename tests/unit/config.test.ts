@@ -205,7 +205,7 @@ describe('parseCliArgs', () => {
       expect(help).toMatch(new RegExp(`--${flag}\\b.*\\(default: `));
     }
     expect(help).toMatch(
-      /--num-generations <int> +G: completions sampled per prompt.*\(default: 8\) \[TRL num_generations\]/,
+      /--num-generations <int> +G: completions sampled per prompt.*\(default: 8; at most 1024\) \[TRL num_generations\]/,
     );
     expect(help).toContain('--loss-type <grpo|bnpo|dr_grpo|dapo|cispo|sapo>');
   });

@@ -1,0 +1,290 @@
+// Hostile and oversized input (issue 33, items 1, 2 and 9): every count that sizes work or memory
+// has one limit, declared with its option and refused before anything is allocated, with a message
+// naming the option, the value and the limit (the CLI's flags, config files and URLs, recipes, SFT
+// options); a dataset line over the line limit is reported by its number and length, never parsed;
+// option values outside the schema's range are refused, unusual ones accepted with a warning;
+// --help describes --model truthfully; a resumed run says how many steps it trained. README's
+// Security section lists the limits: the table there is generated here from the declarations
+// (UPDATE_README_LIMITS=1 rewrites it), and this test fails when the two differ.
+import { readFileSync, writeFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import {
+  configFromUrlParams,
+  configSizeLimits,
+  configWarnings,
+  flagName,
+  parseCliArgs,
+  resolveConfig,
+} from '../../src/grpo/config';
+import { parseRecipe } from '../../src/recipes/recipe-spec';
+import { COLD_START_LIMIT, REJECTION_LIMITS } from '../../src/recipes/limits';
+import { checkRejectionCounts } from '../../src/recipes/rejection-sampling';
+import { parseRejectionSampleArgs } from '../../src/cli/_rejection-sample';
+import { commandHelp, TRAIN, trainedLine } from '../../src/cli/_flags';
+import { resolveSftConfig, SFT_OPTIONS, trlName } from '../../src/train/sft-config';
+import { parseSftJsonl } from '../../src/train/sft-data';
+import {
+  JSONL_FILE_LIMIT,
+  JSONL_LINE_LIMIT,
+  jsonlLines,
+  parseJsonlDataset,
+} from '../../src/tasks/jsonl';
+
+/** The message a call throws ('' when it does not throw). */
+function thrown(f: () => unknown): string {
+  try {
+    f();
+  } catch (e) {
+    return (e as Error).message;
+  }
+  return '';
+}
+
+const rejectionRecipe = (prompts: number, k: number) => ({
+  name: 'rej',
+  stages: [{ kind: 'rejection-sample', name: 'rej', prompts, options: { k } }],
+});
+
+describe('item 1: sizes have limits, checked before any work', () => {
+  it('rejection-sample --k 1000000000 --prompts 1 is refused as it is parsed', () => {
+    expect(
+      thrown(() => parseRejectionSampleArgs(['--out', 'x', '--k', '1000000000', '--prompts', '1'])),
+    ).toBe('--k 1000000000 is more than the limit of 1024 completions per prompt');
+  });
+
+  it('rejection-sample --prompts 1000000000, and prompts × k past the sample limit', () => {
+    expect(thrown(() => parseRejectionSampleArgs(['--out', 'x', '--prompts', '1000000000']))).toBe(
+      '--prompts 1000000000 is more than the limit of 100000 prompts',
+    );
+    expect(
+      thrown(() => parseRejectionSampleArgs(['--out', 'x', '--prompts', '2000', '--k', '1000'])),
+    ).toBe('--prompts × k = 2000 × 1000 = 2000000 is more than the limit of 1000000 samples');
+    // Without --prompts the run's own count (steps × perStepPrompts) is checked, before any load.
+    expect(
+      thrown(() => checkRejectionCounts(undefined, 8, { steps: 1e6, perStepPrompts: 4 })),
+    ).toBe(
+      "rejection sampling: prompts (the run's steps × perStepPrompts) 4000000 is more than the limit of 100000 prompts",
+    );
+    expect(
+      parseRejectionSampleArgs(['--out', 'x', '--k', '1024', '--prompts', '976']).prompts,
+    ).toBe(976);
+  });
+
+  it("a recipe's rejection prompts, k and cold-start count are refused when it is parsed", () => {
+    expect(thrown(() => parseRecipe(rejectionRecipe(1e9, 4)))).toBe(
+      `recipe: stage 1 ('rej'): "prompts" 1000000000 is more than the limit of 100000 prompts`,
+    );
+    expect(thrown(() => parseRecipe(rejectionRecipe(1, 1e9)))).toBe(
+      `recipe: stage 1 ('rej'): options.k (completions per prompt) 1000000000 is more than the limit of 1024 completions per prompt`,
+    );
+    const cold = {
+      name: 'cold',
+      stages: [{ kind: 'sft', name: 'cs', data: { coldStart: { count: 1e9 } } }],
+    };
+    expect(thrown(() => parseRecipe(cold))).toBe(
+      `recipe: stage 1 ('cs'): data.coldStart.count 1000000000 is more than the limit of 10000 examples`,
+    );
+  });
+
+  it('a recipe GRPO stage has the same steps limit as npm run train', () => {
+    const big = { name: 'big', stages: [{ kind: 'grpo', name: 'g', options: { steps: 1e12 } }] };
+    expect(thrown(() => parseRecipe(big))).toBe(
+      `recipe: stage 1 ('g'): config 'steps' 1000000000000 is more than the limit of 1000000 steps`,
+    );
+    expect(thrown(() => parseCliArgs(['--steps', '1000000000000']))).toBe(
+      '--steps 1000000000000 is more than the limit of 1000000 steps',
+    );
+  });
+
+  it('--eval-prompts 100000000 is refused on the command line, in a config and in a URL', () => {
+    expect(thrown(() => parseCliArgs(['--eval-prompts', '100000000']))).toBe(
+      '--eval-prompts 100000000 is more than the limit of 10000 prompts',
+    );
+    expect(thrown(() => resolveConfig({ evalPrompts: 1e8 }))).toBe(
+      "config 'evalPrompts' 100000000 is more than the limit of 10000 prompts",
+    );
+    expect(thrown(() => configFromUrlParams('evalPrompts=100000000'))).toBe(
+      "config 'evalPrompts' 100000000 is more than the limit of 10000 prompts",
+    );
+    expect(resolveConfig({ evalPrompts: 10_000 }).evalPrompts).toBe(10_000);
+  });
+
+  it('SFT options that size a batch or a run have limits too', () => {
+    expect(thrown(() => resolveSftConfig({ perDeviceTrainBatchSize: 1e9 }))).toBe(
+      'per_device_train_batch_size 1000000000 is more than the limit of 4096 examples per micro-batch',
+    );
+    expect(thrown(() => resolveSftConfig({ max_steps: '1000000000000' }))).toBe(
+      'max_steps 1000000000000 is more than the limit of 1000000 steps',
+    );
+  });
+});
+
+describe('item 2: one huge line', () => {
+  // Past the limit by a little: enough to show the bound, cheap to build (2 MiB).
+  const huge = JSON.stringify({ prompt: '1+'.repeat(JSONL_LINE_LIMIT.max / 2 + 8), answer: '2' });
+  const tooLong = `length ${huge.length} is more than the limit of 1048576 characters a line (skipped unread)`;
+
+  it('the prompt reader reports the line by number and length and reads the rest', () => {
+    const { problems, issues } = parseJsonlDataset(`${huge}\n{"prompt": "1+1", "answer": "2"}\n`);
+    expect(issues).toEqual([{ line: 1, message: tooLong }]);
+    expect(problems.map((p) => p.id)).toEqual(['jsonl-2']);
+  });
+
+  it('the SFT reader too', () => {
+    const { rows, issues } = parseSftJsonl(`{"text": "ok"}\r\n${huge}\r\n`);
+    expect(issues).toEqual([{ line: 2, message: tooLong }]);
+    expect(rows).toEqual([{ kind: 'text', line: 1, text: 'ok' }]);
+  });
+
+  it('a line of exactly the limit is read; one character more is not', () => {
+    const limit = { max: 4, unit: 'characters' };
+    expect([...jsonlLines('\uFEFFabcd\rabcde\n\n', limit)]).toEqual([
+      { line: 1, text: 'abcd' },
+      { line: 2, tooLong: 5 },
+      { line: 3, text: '' },
+      { line: 4, text: '' },
+    ]);
+  });
+});
+
+describe('item 9: option values outside the schema', () => {
+  it('--epsilon 5 and --learning-rate 1000 are refused', () => {
+    expect(thrown(() => parseCliArgs(['--epsilon', '5']))).toBe(
+      "config 'epsilon' must be ≤ 1, got 5",
+    );
+    expect(thrown(() => resolveConfig(parseCliArgs(['--learning-rate', '1000'])))).toBe(
+      "config 'learningRate' must be ≤ 1, got 1000",
+    );
+    expect(thrown(() => resolveConfig({ adamBeta2: 1 }))).toBe(
+      "config 'adamBeta2' must be < 1, got 1",
+    );
+  });
+
+  it('--max-grad-norm 0 and a large learning rate are accepted with a warning each', () => {
+    const config = resolveConfig(parseCliArgs(['--learning-rate', '0.5', '--max-grad-norm', '0']));
+    expect(configWarnings(config, flagName)).toEqual([
+      '--learning-rate 0.5 is outside the usual range (≤ 0.01): far above GRPO (1e-6) and LoRA (1e-4) rates; runs diverge',
+      '--max-grad-norm 0 is outside the usual range (> 0): gradient clipping is off: one large gradient moves the weights unbounded',
+    ]);
+    expect(configWarnings(resolveConfig({}))).toEqual([]);
+  });
+
+  it('--help says --model takes a local folder, not a URL or a Hub name', () => {
+    const line = commandHelp(TRAIN)
+      .split('\n')
+      .find((l) => l.startsWith('  --model '));
+    expect(line).toMatch(/a local Hugging Face model folder/);
+    expect(line).not.toMatch(/URL|Hugging Face name/);
+  });
+
+  it('a resume from step 2 to 4 says it trained 2 steps', () => {
+    expect(trainedLine(2, 4, 1.25)).toBe('trained 2 steps (2 → 4) in 1.3 s');
+    expect(trainedLine(0, 4, 3)).toBe('trained 4 steps in 3.0 s');
+    expect(trainedLine(3, 4, 3)).toBe('trained 1 step (3 → 4) in 3.0 s');
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// README's table, built from the declarations and the messages the checks really give.
+const code = (s: string) => `\`${s}\``;
+const kebab = (k: string) => k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
+
+function limitsTable(): string {
+  const rows: string[][] = [];
+  for (const { key, limit } of configSizeLimits()) {
+    const over = String(limit.max + 1);
+    rows.push([
+      `${code(flagName(key))} / ${code(key)}`,
+      `${limit.max} ${limit.unit}`,
+      code(thrown(() => parseCliArgs([flagName(key), over]))),
+    ]);
+  }
+  for (const o of SFT_OPTIONS) {
+    if (!o.limit) continue;
+    rows.push([
+      `SFT ${code(`--${kebab(o.key)}`)} / ${code(trlName(o.key))}`,
+      `${o.limit.max} ${o.limit.unit}`,
+      code(thrown(() => resolveSftConfig({ [o.key]: o.limit!.max + 1 }))),
+    ]);
+  }
+  const r = REJECTION_LIMITS;
+  const arg = (...a: string[]) => thrown(() => parseRejectionSampleArgs(['--out', 'x', ...a]));
+  rows.push(
+    [
+      `${code('--k')} / recipe ${code('options.k')}`,
+      `${r.k.max} ${r.k.unit}`,
+      code(arg('--k', String(r.k.max + 1))),
+    ],
+    [
+      `${code('--prompts')} / recipe ${code('prompts')}`,
+      `${r.prompts.max} ${r.prompts.unit}`,
+      code(arg('--prompts', String(r.prompts.max + 1))),
+    ],
+    [
+      `${code('--batch-size')} / recipe ${code('options.batchSize')}`,
+      `${r.batchSize.max} ${r.batchSize.unit}`,
+      code(arg('--batch-size', String(r.batchSize.max + 1))),
+    ],
+    [
+      'rejection prompts × k',
+      `${r.samples.max} ${r.samples.unit}`,
+      code(arg('--prompts', '1001', '--k', '1000')),
+    ],
+    [
+      `recipe ${code('data.coldStart.count')}`,
+      `${COLD_START_LIMIT.max} ${COLD_START_LIMIT.unit}`,
+      code(
+        thrown(() =>
+          parseRecipe({
+            name: 'r',
+            stages: [{ kind: 'sft', name: 's', data: { coldStart: { count: 10_001 } } }],
+          }),
+        ),
+      ),
+    ],
+    [
+      'a line of a JSONL dataset (prompts or SFT)',
+      `${JSONL_LINE_LIMIT.max} ${JSONL_LINE_LIMIT.unit}`,
+      code(`line 1: ${parseSftJsonl('x'.repeat(JSONL_LINE_LIMIT.max + 1)).issues[0].message}`),
+    ],
+    [
+      'a JSONL dataset file (command line)',
+      `${JSONL_FILE_LIMIT.max} ${JSONL_FILE_LIMIT.unit}`,
+      code(
+        `--data: <file>: size <n> is more than the limit of ${JSONL_FILE_LIMIT.max} bytes (a JSONL dataset)`,
+      ),
+    ],
+  );
+  return [
+    '| Option | Limit | What a refusal says |',
+    '| --- | --- | --- |',
+    ...rows.map((row) => `| ${row.join(' | ')} |`),
+  ].join('\n');
+}
+
+/** A Markdown table's rows with cell padding and the separator's width taken out. */
+const tableRows = (text: string) =>
+  text
+    .trim()
+    .split('\n')
+    .map((row) => (/^[|\s:-]+$/.test(row) ? '|---|' : row.replace(/ +/g, ' ').trim()));
+
+describe("README's Security section lists the limits", () => {
+  it('its table is the one the declarations give', () => {
+    const START = '<!-- size-limits:start (tests/unit/size-limits.test.ts) -->';
+    const END = '<!-- size-limits:end -->';
+    const readme = readFileSync('README.md', 'utf8');
+    const from = readme.indexOf(START);
+    const to = readme.indexOf(END);
+    expect(from).toBeGreaterThan(readme.indexOf('## Security'));
+    expect(to).toBeGreaterThan(from);
+    const table = limitsTable();
+    if (process.env.UPDATE_README_LIMITS)
+      writeFileSync(
+        'README.md',
+        `${readme.slice(0, from + START.length)}\n${table}\n${readme.slice(to)}`,
+      );
+    // Compared as prettier leaves a table (padded cells, separator dashes to the column width).
+    else expect(tableRows(readme.slice(from + START.length, to))).toEqual(tableRows(table));
+  });
+});
