@@ -1,12 +1,15 @@
 // The benchmark driver behind `npm run bench` (bundled by bench/run.mjs): runs the Node engine
 // benchmark in a child process and the side-by-side browser benchmarks (against other libraries) in
 // headless Chromium (one browser, one page for all of them), then prints one table per benchmark
-// followed by all results as JSON.
+// followed by all results as JSON. Our engine is timed on both kernel paths (browser/paths.ts): the
+// GPU path (workgroup barriers, what a real GPU runs) and the emulation path (barrier-free, what the
+// engine picks on SwiftShader), each labelled, against the same other engines in the same page.
 //
 // Flags:
-//   --quick            fewer measured runs (a smoke run; the figures are noisier)
+//   --quick            fewer measured runs (a smoke run; the figures are noisier; warm-ups kept)
 //   --only a,b         run only these benchmarks (engine, matmul, forward, sampling, training)
 //   --models a,b       forward/sampling/training on these models only (tiny-reasoner, llama-100m)
+//   --paths a,b        our kernel paths to time (gpu, emulation; default both)
 //   --json <file>      also write the JSON to <file>
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -25,12 +28,32 @@ import type { BrowserInfo } from './browser/page';
 import {
   ENGINES,
   flops,
+  matmulEnginePath,
   MATMUL_SHAPES,
   QUICK_SHAPES,
   type EngineName,
   type MatmulMeasurement,
 } from './browser/shapes';
-import { fmt, fmtStat, summarize, table, type Stat } from './lib/stats';
+import {
+  fmt,
+  fmtRatio,
+  fmtStat,
+  ratioRange,
+  summarize,
+  table,
+  type RatioRange,
+  type Stat,
+} from './lib/stats';
+import { ratioColumns, ratioHeader } from './browser/model-report';
+import {
+  isOurEngine,
+  OUR_ENGINE,
+  OUR_PATHS,
+  parsePaths,
+  PATH_NOTE,
+  type OurEngine,
+  type OurPath,
+} from './browser/paths';
 import type { EngineBenchResult } from './node/engine';
 import { machineInfo, type MachineInfo } from './node/machine';
 
@@ -43,11 +66,18 @@ interface Options {
   quick: boolean;
   only: Set<BenchName>;
   models: string[] | null;
+  paths: OurPath[];
   json: string | null;
 }
 
 function parseArgs(argv: string[]): Options {
-  const options: Options = { quick: false, only: new Set(BENCHMARKS), models: null, json: null };
+  const options: Options = {
+    quick: false,
+    only: new Set(BENCHMARKS),
+    models: null,
+    paths: [...OUR_PATHS],
+    json: null,
+  };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
     if (arg === '--quick') options.quick = true;
@@ -66,11 +96,13 @@ function parseArgs(argv: string[]): Options {
           throw new Error(`--models: unknown model '${n}' (have: ${known.join(', ')})`);
       }
       options.models = names;
-    } else if (arg === '--json') options.json = resolve(argv[++i] ?? '');
+    } else if (arg === '--paths') options.paths = parsePaths(argv[++i] ?? '');
+    else if (arg === '--json') options.json = resolve(argv[++i] ?? '');
     else if (arg === '--help' || arg === '-h') {
       console.log(
         `npm run bench -- [--quick] [--only ${BENCHMARKS.join(',')}] ` +
-          `[--models ${BENCH_MODELS.map((m) => m.id).join(',')}] [--json file]`,
+          `[--models ${BENCH_MODELS.map((m) => m.id).join(',')}] ` +
+          `[--paths ${OUR_PATHS.join(',')}] [--json file]`,
       );
       process.exit(0);
     } else throw new Error(`unknown flag '${arg}' (try --help)`);
@@ -92,18 +124,26 @@ export function statRows(figures: Record<string, Stat>): string[][] {
 
 const STAT_HEADERS = ['figure', 'median', 'min', 'max', 'IQR', 'unit'];
 
-function runEngine(quick: boolean): EngineBenchResult {
+/** One result per path, in OUR_PATHS order. */
+function runEngine(quick: boolean, paths: readonly OurPath[]): EngineBenchResult[] {
   const dir = mkdtempSync(join(tmpdir(), 'grpo-bench-'));
   const out = join(dir, 'engine.json');
   try {
     // stderr streams the child's progress lines (and any error) straight to the terminal.
     const child = spawnSync(
       process.execPath,
-      [join(OUT_DIR, 'engine.js'), '--out', out, ...(quick ? ['--quick'] : [])],
+      [
+        join(OUT_DIR, 'engine.js'),
+        '--out',
+        out,
+        '--paths',
+        paths.join(','),
+        ...(quick ? ['--quick'] : []),
+      ],
       { stdio: ['ignore', 'inherit', 'inherit'] },
     );
     if (child.status !== 0) throw new Error(`engine benchmark failed (exit ${child.status})`);
-    return JSON.parse(readFileSync(out, 'utf8')) as EngineBenchResult;
+    return JSON.parse(readFileSync(out, 'utf8')) as EngineBenchResult[];
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -113,7 +153,7 @@ function printEngine(r: EngineBenchResult) {
   const a = r.adapter;
   const W = r.workload;
   console.log(
-    `\n## Engine: ${r.runtime}\n` +
+    `\n## Engine, ${r.pathLabel}: ${r.runtime}\n` +
       `machine: ${r.machine.cpu}, ${r.machine.cores} cores, load ${r.machine.loadAverage1m} at start\n` +
       `adapter: ${a.vendor} ${a.architecture} ${a.description}${a.isSoftware ? ' (SOFTWARE: CPU emulation)' : ''}; ` +
       `features: ${a.features.join(', ') || 'none'}\n` +
@@ -154,6 +194,48 @@ function printEngine(r: EngineBenchResult) {
   }
 }
 
+/**
+ * The GPU path's speed over the emulation path's, figure by figure (both measured in this run):
+ * rates (tok/s) as GPU ÷ emulation, times (ms) as emulation ÷ GPU, so > 1 always means the GPU
+ * path is faster; host-side figures (rewards, readbacks, other host work) get no ratio.
+ */
+export function enginePathRatios(
+  gpu: Record<string, Stat>,
+  emulation: Record<string, Stat>,
+): Record<string, RatioRange | null> {
+  const out: Record<string, RatioRange | null> = {};
+  for (const [name, g] of Object.entries(gpu)) {
+    const e = emulation[name];
+    const host = /rewards|readbacks|host work|GPU idle/.test(name);
+    if (!e || host || !(g.min > 0 && e.min > 0)) out[name] = null;
+    else out[name] = g.unit === 'ms' ? ratioRange(e, g) : ratioRange(g, e);
+  }
+  return out;
+}
+
+function printEnginePaths(results: EngineBenchResult[]): Record<string, RatioRange | null> | null {
+  const gpu = results.find((r) => r.path === 'gpu');
+  const emu = results.find((r) => r.path === 'emulation');
+  if (!gpu || !emu) return null;
+  const ratios = enginePathRatios(gpu.figures, emu.figures);
+  console.log(
+    `\n## Engine, both paths: median [min–max]; speed ratio = ${OUR_ENGINE.gpu} ÷ ${OUR_ENGINE.emulation} ` +
+      `(tok/s GPU/emu, ms emu/GPU: > 1 means the GPU path is faster), median/median ` +
+      `[min(one)/max(other) – max(one)/min(other)]\n`,
+  );
+  console.log(
+    table(
+      ['figure', OUR_ENGINE.gpu, OUR_ENGINE.emulation, 'unit', 'speed GPU/emu'],
+      Object.entries(gpu.figures).map(([name, g]) => {
+        const e = emu.figures[name];
+        const r = ratios[name];
+        return [name, fmtStat(g), e ? fmtStat(e) : '–', g.unit, r ? fmtRatio(r) : '–'];
+      }),
+    ),
+  );
+  return ratios;
+}
+
 /** Largest relative error a matmul may show against the f64 reference and still be timed. */
 const MATMUL_REL_TOLERANCE = 1e-4;
 
@@ -163,20 +245,33 @@ interface MatmulBenchResult {
   browser: { version: string } & BrowserInfo;
   warmup: number;
   runs: number;
+  /** Our paths timed (the tile variants run with the emulation path). */
+  paths: OurPath[];
   rows: (MatmulMeasurement & { gflops: Stat | null })[];
-  /** ours (as shipped) ÷ another library, median GFLOP/s over median GFLOP/s, per shape. */
-  ratios: Record<string, Partial<Record<EngineName, number>>>;
+  /**
+   * Per shape, each of our paths as shipped ÷ every other engine (our other path included) on
+   * GFLOP/s: median over median, and min–max over the runs (stats.ts ratioRange).
+   */
+  ratios: Record<string, Partial<Record<OurEngine, Partial<Record<EngineName, RatioRange>>>>>;
   notes: string[];
 }
 
-async function runMatmul(page: BenchPage, quick: boolean): Promise<MatmulBenchResult> {
+async function runMatmul(
+  page: BenchPage,
+  quick: boolean,
+  paths: readonly OurPath[],
+): Promise<MatmulBenchResult> {
   const machine = machineInfo();
   const shapes = quick ? QUICK_SHAPES : MATMUL_SHAPES;
   const warmup = 1;
   const runs = quick ? 2 : 5;
+  const engines = ENGINES.filter((e) => {
+    const path = matmulEnginePath(e);
+    return path === null || paths.includes(path);
+  });
   const measured = await page.call('matmul', {
     shapes,
-    engines: [...ENGINES],
+    engines,
     warmup,
     runs,
   });
@@ -194,10 +289,16 @@ async function runMatmul(page: BenchPage, quick: boolean): Promise<MatmulBenchRe
   });
   const ratios: MatmulBenchResult['ratios'] = {};
   for (const shape of shapes) {
-    const ours = rows.find((r) => r.shape === shape.name && r.engine === 'ours')?.gflops;
     ratios[shape.name] = {};
-    for (const r of rows.filter((x) => x.shape === shape.name && !x.engine.startsWith('ours'))) {
-      if (ours && r.gflops) ratios[shape.name][r.engine] = ours.median / r.gflops.median;
+    for (const mine of rows.filter((x) => x.shape === shape.name && isOurEngine(x.engine))) {
+      if (!mine.gflops) continue;
+      const row: Partial<Record<EngineName, RatioRange>> = {};
+      for (const r of rows.filter((x) => x.shape === shape.name && x.engine !== mine.engine)) {
+        // Other libraries and our other path (the tile variants are compared with their kernel).
+        const peer = matmulEnginePath(r.engine) === null || isOurEngine(r.engine);
+        if (peer && r.gflops) row[r.engine] = ratioRange(mine.gflops, r.gflops);
+      }
+      ratios[shape.name][mine.engine as OurEngine] = row;
     }
   }
   const software = /swiftshader/i.test(
@@ -209,9 +310,12 @@ async function runMatmul(page: BenchPage, quick: boolean): Promise<MatmulBenchRe
     browser: { version: page.browserVersion, ...page.info },
     warmup,
     runs,
+    paths: [...paths],
     rows,
     ratios,
     notes: [
+      ...paths.map((p) => PATH_NOTE[p]),
+      'ratio cells: our GFLOP/s ÷ theirs, median/median [range over the runs: min(ours)/max(theirs) – max(ours)/min(theirs)]; the table shows ratios against the WebGPU engines and between our two paths, the JSON every pair (ort-wasm included).',
       software
         ? 'WebGPU is SwiftShader (CPU emulation): GFLOP/s here are CPU figures, not GPU speed.'
         : 'Hardware WebGPU adapter.',
@@ -236,12 +340,14 @@ function printMatmul(r: MatmulBenchResult) {
       `versions: ${Object.entries(r.browser.versions)
         .map(([k, v]) => `${k} ${v}`)
         .join(', ')}; crossOriginIsolated ${r.browser.crossOriginIsolated}; ` +
-      `${r.warmup} warm-up + ${r.runs} measured runs; cells: median [min–max] GFLOP/s\n`,
+      `${r.warmup} warm-up + ${r.runs} measured runs; cells: median [min–max] GFLOP/s; ` +
+      `ratios (GPU = ${OUR_ENGINE.gpu}, emu = ${OUR_ENGINE.emulation}): ours ÷ theirs GFLOP/s, ` +
+      `median/median [min(ours)/max(theirs) – max(ours)/min(theirs)]\n`,
   );
   const shapes = [...new Set(r.rows.map((x) => x.shape))];
   const engines = [...new Set(r.rows.map((x) => x.engine))];
-  const others = engines.filter((e) => !e.startsWith('ours'));
-  const variants = engines.filter((e) => e.startsWith('ours '));
+  const columns = ratioColumns(engines);
+  const variants = engines.filter((e) => !isOurEngine(e) && matmulEnginePath(e) !== null);
   const median = (shape: string, e: string) =>
     r.rows.find((x) => x.shape === shape && x.engine === e)?.gflops?.median;
   const rows = shapes.map((shape) => {
@@ -250,19 +356,29 @@ function printMatmul(r: MatmulBenchResult) {
       const row = r.rows.find((x) => x.shape === shape && x.engine === e);
       return row?.gflops ? fmtStat(row.gflops) : `error`;
     });
-    const ratios = others.map((e) => {
-      const ratio = r.ratios[shape]?.[e];
-      return ratio === undefined ? '–' : `${fmt(ratio)}×`;
+    const ratios = columns.map(([ours, theirs]) => {
+      const ratio = r.ratios[shape]?.[ours]?.[theirs as EngineName];
+      return ratio === undefined ? '–' : fmtRatio(ratio);
     });
-    // The best tile variant over the shipped kernel: > 1 means a variant would win this shape.
-    const ours = median(shape, 'ours');
-    const best = Math.max(...variants.map((v) => median(shape, v) ?? 0));
+    // The best tile variant over the emulation kernel it varies: > 1 means a variant would win.
+    const ours = median(shape, OUR_ENGINE.emulation);
+    const best = Math.max(0, ...variants.map((v) => median(shape, v) ?? 0));
     const gain = ours && best > 0 ? `${fmt(best / ours)}×` : '–';
-    return [`${shape} (${spec.M}×${spec.N}×${spec.K})`, ...cells, ...ratios, gain];
+    return [
+      `${shape} (${spec.M}×${spec.N}×${spec.K})`,
+      ...cells,
+      ...ratios,
+      ...(variants.length ? [gain] : []),
+    ];
   });
   console.log(
     table(
-      ['shape (M×N×K)', ...engines, ...others.map((e) => `ours/${e}`), 'best variant/ours'],
+      [
+        'shape (M×N×K)',
+        ...engines,
+        ...columns.map(ratioHeader),
+        ...(variants.length ? ['best tile/emu'] : []),
+      ],
       rows,
     ),
   );
@@ -292,9 +408,10 @@ async function main(argv: string[]) {
   const results: Record<string, unknown> = {};
   const started = new Date().toISOString();
   if (options.only.has('engine')) {
-    const r = runEngine(options.quick);
-    printEngine(r);
-    results.engine = r;
+    const r = runEngine(options.quick, options.paths);
+    for (const path of r) printEngine(path);
+    const pathRatios = printEnginePaths(r);
+    results.engine = { paths: r, gpuOverEmulation: pathRatios };
   }
   const models = MODEL_BENCHMARKS.filter((b) => options.only.has(b));
   if (options.only.has('matmul') || models.length > 0) {
@@ -302,7 +419,7 @@ async function main(argv: string[]) {
     const page = await openBenchPage(process.cwd());
     try {
       if (options.only.has('matmul')) {
-        const r = await runMatmul(page, options.quick);
+        const r = await runMatmul(page, options.quick, options.paths);
         printMatmul(r);
         results.matmul = r;
       }
@@ -314,6 +431,7 @@ async function main(argv: string[]) {
           new Set<ModelBenchName>(models),
           options.quick,
           options.models,
+          options.paths,
         );
         const browser = { version: page.browserVersion, ...page.info };
         for (const name of models) {
@@ -339,7 +457,7 @@ async function main(argv: string[]) {
     }
   }
   const json = JSON.stringify(
-    { started, quick: options.quick, source: sourceState(), results },
+    { started, quick: options.quick, paths: options.paths, source: sourceState(), results },
     null,
     2,
   );

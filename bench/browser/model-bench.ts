@@ -25,6 +25,7 @@ import {
   type TrainingWorkload,
 } from './models';
 import { TfjsLlama } from './tfjs-llama';
+import { isOurEngine, pathOf, pathTuning, type OurPath } from './paths';
 import { ourTrainStep } from '../lib/our-train-step';
 
 const log = (line: string) => console.log(`[page] ${line}`);
@@ -51,8 +52,15 @@ export function configureTransformers(): void {
   ort.env.wasm.numThreads = 1;
 }
 
-let engine: Engine | null = null;
-const ourEngine = async () => (engine ??= await createEngine());
+/** One engine (device) per kernel path, each created with the path's tuning, kept for the page. */
+const ourEngines = new Map<OurPath, Promise<Engine>>();
+
+/** Our engine on one kernel path (paths.ts); the matmul page (page.ts) shares it. */
+export function ourEngineFor(path: OurPath): Promise<Engine> {
+  let engine = ourEngines.get(path);
+  if (!engine) ourEngines.set(path, (engine = createEngine({ tuning: pathTuning(path) })));
+  return engine;
+}
 
 interface LoadedModel {
   id: string;
@@ -132,8 +140,14 @@ interface ForwardRunner {
   dispose(): Promise<void> | void;
 }
 
-async function oursForward(m: LoadedModel, tokens: Uint32Array, N: number, T: number) {
-  const eng = await ourEngine();
+async function oursForward(
+  m: LoadedModel,
+  path: OurPath,
+  tokens: Uint32Array,
+  N: number,
+  T: number,
+) {
+  const eng = await ourEngineFor(path);
   const model = GpuLlama.load(eng, m.config, m.tensors);
   await model.ready;
   const keyStart = new Uint32Array(N);
@@ -195,10 +209,9 @@ export async function forward(
     const r: ForwardRun = { engine, seconds: [], relError: NaN };
     let runner: ForwardRunner | null = null;
     try {
-      runner =
-        engine === 'ours'
-          ? await oursForward(m, tokens, N, T)
-          : await ortForward(id, engine === 'ort-webgpu' ? 'webgpu' : 'wasm', tokens, N, T);
+      runner = isOurEngine(engine)
+        ? await oursForward(m, pathOf(engine), tokens, N, T)
+        : await ortForward(id, engine === 'ort-webgpu' ? 'webgpu' : 'wasm', tokens, N, T);
       // The first run compiles kernels and is the one checked; it is not timed (nor are the
       // w.warmup runs after it).
       const logits = await runner.run();
@@ -240,8 +253,12 @@ interface SampleRunner {
   dispose(): Promise<void> | void;
 }
 
-async function oursSampler(m: LoadedModel, prompts: number[][]): Promise<SampleRunner> {
-  const eng = await ourEngine();
+async function oursSampler(
+  m: LoadedModel,
+  path: OurPath,
+  prompts: number[][],
+): Promise<SampleRunner> {
+  const eng = await ourEngineFor(path);
   const model = GpuLlama.load(eng, m.config, m.tensors);
   await model.ready;
   const sampler = new Sampler(eng, model);
@@ -313,25 +330,25 @@ export async function sampling(
     const p = Array.from(tokenIds(w.promptTokens, V, 31 + b));
     for (let g = 0; g < w.G; g++) prompts.push(p);
   }
-  const order = [...engines].sort((a, b) => Number(b === 'ours') - Number(a === 'ours'));
+  // Ours first (both paths): the first of ours that runs gives the reference greedy tokens.
+  const order = [...engines].sort((a, b) => Number(isOurEngine(b)) - Number(isOurEngine(a)));
   let oursGreedy: number[][] | null = null;
   const runs: SamplingRun[] = [];
   for (const engine of order) {
     const r: SamplingRun = { engine, seconds: [], greedyMatches: NaN };
     let runner: SampleRunner | null = null;
     try {
-      runner =
-        engine === 'ours'
-          ? await oursSampler(m, prompts)
-          : await transformersSampler(
-              id,
-              engine === 'transformers.js-webgpu' ? 'webgpu' : 'wasm',
-              prompts,
-            );
+      runner = isOurEngine(engine)
+        ? await oursSampler(m, pathOf(engine), prompts)
+        : await transformersSampler(
+            id,
+            engine === 'transformers.js-webgpu' ? 'webgpu' : 'wasm',
+            prompts,
+          );
       // Untimed check: greedy tokens, compared with ours (same weights, so the same argmax
       // unless two logits are within rounding of each other).
       const greedy = await runner.run(w.greedyCheckTokens, true, 0);
-      if (engine === 'ours') oursGreedy = greedy;
+      if (isOurEngine(engine)) oursGreedy ??= greedy;
       r.greedyMatches = oursGreedy
         ? greedy.filter((row, i) => row.join() === oursGreedy![i].join()).length
         : NaN;
@@ -374,11 +391,12 @@ interface TrainRunner {
 
 async function oursTrainer(
   m: LoadedModel,
+  path: OurPath,
   inputs: Uint32Array,
   targets: Uint32Array,
   w: TrainingWorkload,
 ): Promise<TrainRunner> {
-  const trainer = ourTrainStep(await ourEngine(), m, inputs, targets, w);
+  const trainer = ourTrainStep(await ourEngineFor(path), m, inputs, targets, w);
   return { step: () => trainer.step(), dispose: () => trainer.dispose() };
 }
 
@@ -429,21 +447,21 @@ export async function training(
     inputs.set(seq.subarray(n * (T + 1), n * (T + 1) + T), n * T);
     targets.set(seq.subarray(n * (T + 1) + 1, (n + 1) * (T + 1)), n * T);
   }
-  const order = [...engines].sort((a, b) => Number(b === 'ours') - Number(a === 'ours'));
+  // Ours first (both paths): the first of ours that runs gives the reference losses.
+  const order = [...engines].sort((a, b) => Number(isOurEngine(b)) - Number(isOurEngine(a)));
   let oursLosses: number[] | null = null;
   const runs: TrainingRun[] = [];
   for (const engine of order) {
     const r: TrainingRun = { engine, seconds: [], losses: [] };
     let runner: TrainRunner | null = null;
     try {
-      runner =
-        engine === 'ours'
-          ? await oursTrainer(m, inputs, targets, w)
-          : await tfjsTrainer(m, inputs, targets, w);
+      runner = isOurEngine(engine)
+        ? await oursTrainer(m, pathOf(engine), inputs, targets, w)
+        : await tfjsTrainer(m, inputs, targets, w);
       // Two untimed steps from the same weights: the loss before and after one update must
       // agree with ours (same model, same gradients, same Adam step).
       r.losses = [await runner.step(), await runner.step()];
-      if (engine === 'ours') oursLosses = r.losses;
+      if (isOurEngine(engine)) oursLosses ??= r.losses;
       if (!oursLosses) throw new Error('no reference losses (ours failed)');
       r.losses.forEach((loss, i) => {
         const rel = Math.abs(loss - oursLosses![i]) / Math.abs(oursLosses![i]);

@@ -1,10 +1,19 @@
 // Node side of the whole-model comparisons (forward, sampling, training step): for each model,
 // builds its files (model-files.ts), serves them to the page, runs the selected benchmarks in the
 // page, turns the wall times into figures (median, min/max, IQR of the measured runs) and ratios
-// (ours ÷ each other engine, median tokens/s over median tokens/s: > 1 means ours is faster), and
-// prints tables.
+// (each of our two kernel paths ÷ each other engine, median tokens/s over median tokens/s with the
+// range over the runs: > 1 means ours is faster), and prints tables.
 import { loadavg } from 'node:os';
-import { fmt, fmtStat, summarize, table, type Stat } from '../lib/stats';
+import {
+  fmt,
+  fmtRatio,
+  fmtStat,
+  ratioRange,
+  summarize,
+  table,
+  type RatioRange,
+  type Stat,
+} from '../lib/stats';
 import type { BenchPage } from './driver';
 import { buildModelFiles } from './model-files';
 import {
@@ -21,6 +30,14 @@ import {
   type SamplingRun,
   type TrainingRun,
 } from './models';
+import {
+  isOurEngine,
+  OUR_ENGINE,
+  OUR_PATHS,
+  PATH_NOTE,
+  type OurEngine,
+  type OurPath,
+} from './paths';
 
 export const MODEL_BENCHMARKS = ['forward', 'sampling', 'training'] as const;
 export type ModelBenchName = (typeof MODEL_BENCHMARKS)[number];
@@ -34,8 +51,11 @@ export interface ModelSection<R extends EngineRun = EngineRun> extends ModelBenc
   /** Tokens one call processes: forward N·T, sampling B·G·newTokens, training N·T. */
   tokensPerCall: number;
   figures: Partial<Record<R['engine'], EngineFigures>>;
-  /** ours ÷ engine on median tokens/s. */
-  ratios: Partial<Record<R['engine'], number>>;
+  /**
+   * Each of our paths ÷ each other engine (our other path included) on tokens/s: median over
+   * median, and min–max over the runs (stats.ts ratioRange).
+   */
+  ratios: Partial<Record<OurEngine, Partial<Record<R['engine'], RatioRange>>>>;
   /** 1-minute load average when this model's benchmark ended (the start is in `machine`). */
   loadAverage1mAfter: number;
 }
@@ -67,12 +87,16 @@ function section<R extends EngineRun>(
     };
   }
   const ratios: ModelSection<R>['ratios'] = {};
-  const ours = figures['ours' as R['engine']];
-  for (const run of r.runs) {
-    const theirs = figures[run.engine as R['engine']];
-    if (run.engine !== 'ours' && ours && theirs)
-      ratios[run.engine as R['engine']] =
-        ours.tokensPerSecond.median / theirs.tokensPerSecond.median;
+  for (const mine of r.runs.filter((x) => isOurEngine(x.engine))) {
+    const ours = figures[mine.engine as R['engine']];
+    if (!ours) continue;
+    const row: Partial<Record<R['engine'], RatioRange>> = {};
+    for (const run of r.runs) {
+      const theirs = figures[run.engine as R['engine']];
+      if (run.engine !== mine.engine && theirs)
+        row[run.engine as R['engine']] = ratioRange(ours.tokensPerSecond, theirs.tokensPerSecond);
+    }
+    ratios[mine.engine as OurEngine] = row;
   }
   return {
     ...r,
@@ -89,19 +113,29 @@ const paramText = (n: number) =>
 
 const progress = (line: string) => console.error(`  [models] ${line}`);
 
+/** The engines of a list that run: every other engine, and ours on the chosen paths. */
+function enginesOn<E extends string>(engines: readonly E[], paths: readonly OurPath[]): E[] {
+  return engines.filter(
+    (e) => !isOurEngine(e) || paths.some((p) => OUR_ENGINE[p] === (e as string)),
+  );
+}
+
 export async function runModelBenches(
   root: string,
   page: BenchPage,
   which: ReadonlySet<ModelBenchName>,
   quick: boolean,
   only: readonly string[] | null = null,
+  paths: readonly OurPath[] = OUR_PATHS,
 ): Promise<ModelBenchResults> {
   const out: ModelBenchResults = {
     notes: [
-      'ours / X is our median tokens/s over X’s median tokens/s: > 1 means ours is faster.',
+      ...paths.map((p) => PATH_NOTE[p]),
+      'ratio cells: our tokens/s ÷ theirs, median over median [range over the runs: min(ours) ÷ max(theirs) – max(ours) ÷ min(theirs)]; > 1 means ours is faster. The table shows ratios against the WebGPU engines and between our two paths; the JSON has every pair.',
       `forward: logits (N, T, V) read back to the CPU; every engine's first logits are checked against onnxruntime-web's CPU (wasm) EP on the same ONNX graph (max rel. error ≤ ${LOGITS_REL_TOLERANCE}) before timing; ort-wasm (1 thread) is there for context.`,
-      'sampling: B prompts × G completions, temperature 1, no top-k / top-p, no EOS stop (every sequence generates exactly newTokens tokens), KV cache on both sides; an untimed greedy run compares each engine’s tokens with ours; transformers.js-wasm (1 thread) is there for context.',
-      `training: forward, mean next-token cross-entropy over all N·T tokens, backward, Adam (β 0.9/0.999, ε 1e-8, no weight decay) on every weight; ours also measures the global gradient norm as the trainer does (clipping off). The losses of the first two steps (before and after one update) must agree with ours (rel. ≤ ${LOSS_REL_TOLERANCE}) before timing.`,
+      'sampling: B prompts × G completions, temperature 1, no top-k / top-p, no EOS stop (every sequence generates exactly newTokens tokens), KV cache on both sides; an untimed greedy run compares each engine’s tokens with ours (the first of our paths that ran); transformers.js-wasm (1 thread) is there for context.',
+      `training: forward, mean next-token cross-entropy over all N·T tokens, backward, Adam (β 0.9/0.999, ε 1e-8, no weight decay) on every weight; ours also measures the global gradient norm as the trainer does (clipping off). The losses of the first two steps (before and after one update) must agree with ours (the first of our paths that ran; rel. ≤ ${LOSS_REL_TOLERANCE}) before timing.`,
+      'warm-up+runs: untimed runs before the measured ones (forward: after the checked first run; sampling: after the greedy check; training: the two checked steps are the warm-up), then measured runs.',
     ],
   };
   for (const base of BENCH_MODELS.filter((m) => !only || only.includes(m.id))) {
@@ -115,7 +149,7 @@ export async function runModelBenches(
       if (which.has('forward')) {
         const w = model.forward;
         progress(`${model.id}: forward N=${w.N} T=${w.T}`);
-        const r = await page.call('forward', model.id, w, [...FORWARD_ENGINES]);
+        const r = await page.call('forward', model.id, w, enginesOn(FORWARD_ENGINES, paths));
         (out.forward ??= []).push(section(r, label, w.N * w.T));
       }
       if (which.has('sampling')) {
@@ -123,13 +157,13 @@ export async function runModelBenches(
         progress(
           `${model.id}: sampling B=${w.B} G=${w.G} prompt=${w.promptTokens} new=${w.newTokens}`,
         );
-        const r = await page.call('sampling', model.id, w, [...SAMPLING_ENGINES]);
+        const r = await page.call('sampling', model.id, w, enginesOn(SAMPLING_ENGINES, paths));
         (out.sampling ??= []).push(section(r, label, w.B * w.G * w.newTokens));
       }
       if (which.has('training')) {
         const w = model.training;
         progress(`${model.id}: training N=${w.N} T=${w.T}`);
-        const r = await page.call('training', model.id, w, [...TRAINING_ENGINES]);
+        const r = await page.call('training', model.id, w, enginesOn(TRAINING_ENGINES, paths));
         (out.training ??= []).push(section(r, label, w.N * w.T));
       }
     } finally {
@@ -145,9 +179,14 @@ function workloadText(name: ModelBenchName, w: Record<string, number>): string {
   return `N=${w.N}×T=${w.T}`;
 }
 
+/** The checks before timing; sampling and training compare with the first of our paths that ran. */
 function checkText(name: ModelBenchName, r: ModelSection): string {
+  const reference =
+    name === 'training'
+      ? r.runs.find((x) => isOurEngine(x.engine) && (x as TrainingRun).losses.length >= 2)
+      : r.runs.find((x) => isOurEngine(x.engine) && !x.error);
   return r.runs
-    .filter((run) => run.engine !== 'ours' || name === 'forward')
+    .filter((run) => run !== reference || name === 'forward')
     .map((run) => {
       if (name === 'forward') {
         const e = (run as ForwardRun).relError;
@@ -157,7 +196,7 @@ function checkText(name: ModelBenchName, r: ModelSection): string {
         const n = r.workload as { B: number; G: number };
         return `${run.engine} ${(run as SamplingRun).greedyMatches}/${n.B * n.G}`;
       }
-      const ours = (r.runs.find((x) => x.engine === 'ours') as TrainingRun).losses;
+      const ours = reference ? (reference as TrainingRun).losses : [];
       const losses = (run as TrainingRun).losses;
       if (losses.length < 2 || ours.length < 2) return `${run.engine} –`;
       const rel = Math.max(...losses.map((l, i) => Math.abs(l - ours[i]) / Math.abs(ours[i])));
@@ -178,6 +217,30 @@ const TITLES: Record<ModelBenchName, string> = {
   training: 'Training step tokens/s: forward + backward + Adam',
 };
 
+/** Short names of our paths in ratio column headers. */
+const SHORT: Record<OurEngine, string> = {
+  [OUR_ENGINE.gpu]: 'GPU',
+  [OUR_ENGINE.emulation]: 'emu',
+};
+
+/**
+ * The ratio columns of the compact table: each of our paths ÷ each WebGPU engine, then the GPU
+ * path ÷ the emulation path (the CPU-side engines, wasm, are in the JSON and the detail table).
+ */
+export function ratioColumns(engines: readonly string[]): [OurEngine, string][] {
+  const ours = engines.filter(isOurEngine);
+  const peers = engines.filter((e) => !isOurEngine(e) && e.includes('webgpu'));
+  const cols: [OurEngine, string][] = ours.flatMap((o) =>
+    peers.map((p) => [o, p] as [OurEngine, string]),
+  );
+  if (ours.includes(OUR_ENGINE.gpu) && ours.includes(OUR_ENGINE.emulation))
+    cols.push([OUR_ENGINE.gpu, OUR_ENGINE.emulation]);
+  return cols;
+}
+
+export const ratioHeader = ([ours, theirs]: [OurEngine, string]) =>
+  `${SHORT[ours]}/${isOurEngine(theirs) ? SHORT[theirs] : theirs}`;
+
 /** The compact table (median [min–max] tokens/s, ratios) and a per-engine detail table. */
 export function printModelBench(name: ModelBenchName, sections: ModelSection[]): string {
   const lines: string[] = [];
@@ -186,8 +249,14 @@ export function printModelBench(name: ModelBenchName, sections: ModelSection[]):
     lines.push(text);
   };
   const engines = [...new Set(sections.flatMap((s) => s.runs.map((r) => r.engine)))];
-  const others = engines.filter((e) => e !== 'ours');
-  print(`\n## ${TITLES[name]}\ncells: median [min–max] tokens/s of the measured runs\n`);
+  const columns = ratioColumns(engines);
+  print(
+    `\n## ${TITLES[name]}\n` +
+      `cells: median [min–max] tokens/s of the measured runs; ${OUR_ENGINE.gpu} = the kernels a real GPU runs, ` +
+      `${OUR_ENGINE.emulation} = the barrier-free kernels SwiftShader gets by default\n` +
+      `ratios (GPU = ${OUR_ENGINE.gpu}, emu = ${OUR_ENGINE.emulation}): ours ÷ theirs tokens/s, ` +
+      `median/median [min(ours)/max(theirs) – max(ours)/min(theirs)]\n`,
+  );
   const rows = sections.map((s) => {
     const w = s.workload as Record<string, number>;
     return [
@@ -198,9 +267,9 @@ export function printModelBench(name: ModelBenchName, sections: ModelSection[]):
         const f = s.figures[e];
         return f ? fmtStat(f.tokensPerSecond) : 'error';
       }),
-      ...others.map((e) => {
-        const ratio = s.ratios[e];
-        return ratio === undefined ? '–' : `${fmt(ratio)}×`;
+      ...columns.map(([ours, theirs]) => {
+        const ratio = s.ratios[ours]?.[theirs as keyof ModelSection['figures']];
+        return ratio === undefined ? '–' : fmtRatio(ratio);
       }),
       checkText(name, s),
     ];
@@ -212,7 +281,7 @@ export function printModelBench(name: ModelBenchName, sections: ModelSection[]):
         'workload',
         'warm-up+runs',
         ...engines,
-        ...others.map((e) => `ours/${e}`),
+        ...columns.map(ratioHeader),
         CHECK_HEADER[name],
       ],
       rows,

@@ -9,9 +9,12 @@
 //  - llama-100m: a ~100M-parameter Llama config (C = 768, 12 layers, 12 heads over 4 kv-heads,
 //    I = 2048, V = 32000, tied embeddings) with seeded random weights (src/model/init.ts).
 // Workloads are small because WebGPU may be SwiftShader (CPU emulation) on the benchmark machine;
-// the 100M model runs fewer times (its counts are in the table and the JSON).
+// the 100M model runs fewer times (its counts are in the table and the JSON). Every figure has at
+// least one warm-up run, --quick included. Our engine runs twice, once per kernel path (paths.ts).
 //
 // Legend: N sequences, T tokens per sequence, B prompts, G completions per prompt.
+
+import { OUR_ENGINE } from './paths';
 
 /** A Hugging Face config.json for a model with random weights. */
 export const LLAMA_100M_CONFIG = {
@@ -86,34 +89,56 @@ export const BENCH_MODELS: BenchModel[] = [
   {
     id: 'llama-100m',
     source: { kind: 'random', config: LLAMA_100M_CONFIG, seed: 100 },
-    forward: { N: 2, T: 32, warmup: 0, runs: 3 },
+    forward: { N: 2, T: 32, warmup: 1, runs: 3 },
     sampling: {
       B: 1,
       G: 8,
       promptTokens: 8,
       newTokens: 8,
       greedyCheckTokens: 2,
-      warmup: 0,
+      warmup: 1,
       runs: 3,
     },
     training: { N: 2, T: 16, learningRate: 1e-3, warmup: 2, runs: 3 },
   },
 ];
 
-/** --quick: one measured run of each (a smoke run). */
+/**
+ * Warm-up runs every figure gets before its measured runs: the first run compiles pipelines and
+ * sizes buffers, and the check run differs from the timed ones (sampling checks greedy tokens with
+ * fewer of them), so neither stands in for a warm-up. Training's warm-up counts its two checked
+ * steps, which are the timed step itself.
+ */
+export const MIN_WARMUP = { forward: 1, sampling: 1, training: 2 } as const;
+
+/** --quick: two measured runs of each (a smoke run, but a spread to show), warm-ups kept. */
 export function quickModel(m: BenchModel): BenchModel {
-  const q = <W extends Runs>(w: W): W => ({ ...w, warmup: Math.min(w.warmup, 1), runs: 1 });
+  const q = <W extends Runs>(w: W, minWarmup: number): W => ({
+    ...w,
+    warmup: Math.max(minWarmup, Math.min(w.warmup, 1)),
+    runs: 2,
+  });
   return {
     ...m,
-    forward: q(m.forward),
-    sampling: q(m.sampling),
-    training: { ...m.training, warmup: 2, runs: 1 },
+    forward: q(m.forward, MIN_WARMUP.forward),
+    sampling: q(m.sampling, MIN_WARMUP.sampling),
+    training: q(m.training, MIN_WARMUP.training),
   };
 }
 
-export const FORWARD_ENGINES = ['ours', 'ort-webgpu', 'ort-wasm'] as const;
-export const SAMPLING_ENGINES = ['ours', 'transformers.js-webgpu', 'transformers.js-wasm'] as const;
-export const TRAINING_ENGINES = ['ours', 'tfjs-webgpu'] as const;
+export const FORWARD_ENGINES = [
+  OUR_ENGINE.gpu,
+  OUR_ENGINE.emulation,
+  'ort-webgpu',
+  'ort-wasm',
+] as const;
+export const SAMPLING_ENGINES = [
+  OUR_ENGINE.gpu,
+  OUR_ENGINE.emulation,
+  'transformers.js-webgpu',
+  'transformers.js-wasm',
+] as const;
+export const TRAINING_ENGINES = [OUR_ENGINE.gpu, OUR_ENGINE.emulation, 'tfjs-webgpu'] as const;
 export type ModelEngine =
   | (typeof FORWARD_ENGINES)[number]
   | (typeof SAMPLING_ENGINES)[number]
@@ -138,12 +163,14 @@ export interface ForwardRun extends EngineRun {
 }
 
 export interface SamplingRun extends EngineRun {
-  /** Sequences whose greedy tokens equal ours (untimed check run); ours compares to itself. */
+  /** Sequences whose greedy tokens equal ours (untimed check run) on the first of our paths to run
+   * (the GPU path when both run); that path compares to itself. */
   greedyMatches: number;
 }
 
 export interface TrainingRun extends EngineRun {
-  /** Mean cross-entropy before the first update and after it (first two steps). */
+  /** Mean cross-entropy before the first update and after it (first two steps), checked against
+   * the first of our paths to run (the GPU path when both run). */
   losses: number[];
 }
 

@@ -5,7 +5,6 @@
 // benchmarks (model-bench.ts) under /bench-models/. Nothing is fetched from the network.
 import { MatmulKernel } from '../../src/kernels/matmul';
 import { MatmulTileVariant } from '../kernels/matmul-tiles';
-import { createEngine, type Engine } from '../../src/engine/engine';
 import { readF32, uploadStorageBuffer, createStorageBuffer } from '../../src/engine/buffers';
 import { matmulRef } from '../../src/ref/matmul';
 import {
@@ -22,11 +21,13 @@ import {
   configureTransformers,
   forward,
   hfFetched,
+  ourEngineFor,
   sampling,
   training,
   transformersVersion,
   unloadModel,
 } from './model-bench';
+import { OUR_ENGINE, type OurPath } from './paths';
 import {
   repeatsFor,
   type EngineName,
@@ -118,12 +119,13 @@ interface Operands {
   bDims: [number, number];
 }
 
-let ourEngine: Engine | null = null;
-
-/** Our kernel as shipped, or a tile-shape variant (threads per workgroup along x and y). */
-async function oursRunner(op: Operands, variant?: { wgX: number; wgY: number }): Promise<Runner> {
-  ourEngine ??= await createEngine();
-  const engine = ourEngine;
+/** Our kernel as shipped on one path, or a tile-shape variant (threads per workgroup along x, y). */
+async function oursRunner(
+  op: Operands,
+  path: OurPath,
+  variant?: { wgX: number; wgY: number },
+): Promise<Runner> {
+  const engine = await ourEngineFor(path);
   const { M, N, K, transA, transB } = op.shape;
   const kernel = variant
     ? new MatmulTileVariant(engine.device, engine.pipelines, variant.wgX, variant.wgY)
@@ -244,12 +246,14 @@ async function ortRunner(op: Operands, provider: 'webgpu' | 'wasm'): Promise<Run
 
 function makeRunner(engine: EngineName, op: Operands): Promise<Runner> {
   switch (engine) {
-    case 'ours':
-      return oursRunner(op);
-    case 'ours 16×64':
-      return oursRunner(op, { wgX: 16, wgY: 4 });
-    case 'ours 32×32':
-      return oursRunner(op, { wgX: 8, wgY: 8 });
+    case OUR_ENGINE.gpu:
+      return oursRunner(op, 'gpu');
+    case OUR_ENGINE.emulation:
+      return oursRunner(op, 'emulation');
+    case 'ours emulation 16×64':
+      return oursRunner(op, 'emulation', { wgX: 16, wgY: 4 });
+    case 'ours emulation 32×32':
+      return oursRunner(op, 'emulation', { wgX: 8, wgY: 8 });
     case 'tfjs-webgpu':
       return tfjsRunner(op);
     case 'ort-webgpu':

@@ -7,6 +7,7 @@
 // Two model sizes: the ~1M-parameter benchmark model of the engine benchmark (MLP up-projection,
 // C = 128 → I = 384, 512 training tokens, 16 decoding sequences) and a SmolLM2-135M-sized MLP
 // (C = 576 → I = 1536) with 128 tokens, kept small because WebGPU may be emulated on the CPU.
+import { OUR_ENGINE, type OurPath } from './paths';
 
 export interface MatmulShape {
   name: string;
@@ -35,16 +36,21 @@ export const flops = (s: MatmulShape) => 2 * s.M * s.N * s.K;
 export const repeatsFor = (s: MatmulShape, minFlops = 2e7) =>
   Math.max(1, Math.ceil(minFlops / flops(s)));
 
-/** 'ours' is src/kernels/matmul.ts as shipped; 'ours 16×64' and 'ours 32×32' are the same WGSL with
- * other tile shapes (bench/kernels/matmul-tiles.ts). */
-export const ENGINES = [
-  'ours',
-  'ours 16×64',
-  'ours 32×32',
-  'tfjs-webgpu',
-  'ort-webgpu',
-  'ort-wasm',
+/** Our matmul on both paths (paths.ts): 'ours GPU path' is src/kernels/matmul.ts as a real GPU runs
+ * it (staged tiles), 'ours emulation' as SwiftShader runs it (barrier-free, vec4 loads when
+ * aligned); 'ours emulation 16×64' and '32×32' are the emulation kernel with other tile shapes
+ * (bench/kernels/matmul-tiles.ts). */
+export const OUR_MATMUL_ENGINES = [
+  OUR_ENGINE.gpu,
+  OUR_ENGINE.emulation,
+  'ours emulation 16×64',
+  'ours emulation 32×32',
 ] as const;
+export const OTHER_MATMUL_ENGINES = ['tfjs-webgpu', 'ort-webgpu', 'ort-wasm'] as const;
+export const ENGINES = [...OUR_MATMUL_ENGINES, ...OTHER_MATMUL_ENGINES] as const;
+/** The path an engine of ours runs (tile variants: the emulation path's kernel). */
+export const matmulEnginePath = (e: EngineName): OurPath | null =>
+  e === OUR_ENGINE.gpu ? 'gpu' : e.startsWith(OUR_ENGINE.emulation) ? 'emulation' : null;
 export type EngineName = (typeof ENGINES)[number];
 
 export interface MatmulRunConfig {

@@ -44,6 +44,29 @@ export function rateOf(secondsSamples: readonly number[], work: number, unit: st
   );
 }
 
+/**
+ * Ours ÷ theirs for a rate (tokens/s, GFLOP/s: higher is better, so > 1 means ours is faster).
+ * `median` is median over median; `min`–`max` is the range over every pairing of runs, min(ours) ÷
+ * max(theirs) to max(ours) ÷ min(theirs). The engines run one after another, not in lockstep, so no
+ * run of one belongs with a run of the other: this range is what the runs allow, and on a loaded
+ * machine it is wide (the 2026-11 ratios moved up to 5× between whole benchmark runs).
+ */
+export interface RatioRange {
+  median: number;
+  min: number;
+  max: number;
+}
+
+export function ratioRange(ours: Stat, theirs: Stat): RatioRange {
+  if (ours.n === 0 || theirs.n === 0) throw new Error('ratioRange: no samples');
+  if (!(ours.min > 0 && theirs.min > 0)) throw new Error('ratioRange: rates must be positive');
+  return {
+    median: ours.median / theirs.median,
+    min: ours.min / theirs.max,
+    max: ours.max / theirs.min,
+  };
+}
+
 /** Significant digits that keep small and large figures readable in one table. */
 export function fmt(x: number): string {
   if (!Number.isFinite(x)) return String(x);
@@ -57,6 +80,11 @@ export function fmt(x: number): string {
 
 export function fmtStat(s: Stat): string {
   return `${fmt(s.median)} [${fmt(s.min)}–${fmt(s.max)}]`;
+}
+
+/** `8.43× [7.90–9.12]`: a ratio's median and its range over the runs. */
+export function fmtRatio(r: RatioRange): string {
+  return `${fmt(r.median)}× [${fmt(r.min)}–${fmt(r.max)}]`;
 }
 
 /** A plain-text table with right-aligned numeric columns. */

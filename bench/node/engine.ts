@@ -1,9 +1,13 @@
 // The engine benchmark, in Node on WebGPU (Dawn): a random ~1M-parameter Llama, sampling
 // tokens/s for B×G batched decode with a KV cache (src/model/sampler.ts), and the time of one whole
 // GRPO training step (src/grpo/trainer.ts) split by GPU submission label. Warm-up runs (pipeline
-// compilation) are excluded; every figure is the median and spread of several runs.
+// compilation) are excluded; every figure is the median and spread of several runs. It runs once per
+// kernel path (bench/browser/paths.ts: the GPU path with barriers, the barrier-free emulation path),
+// each on its own engine created with that path's tuning, one after the other in this process.
 //
-// Usage: `npm run bench -- --only engine` (bench/run.mjs bundles this file and runs it in a child).
+// Usage: `npm run bench -- --only engine [--paths gpu,emulation]` (bench/run.mjs bundles this file
+// and bench/cli.ts runs it in a child: `engine.js [--quick] [--paths gpu,emulation] [--out f]`,
+// which writes an array of results, one per path).
 import { writeFileSync } from 'node:fs';
 import type { AdapterSummary } from '../../src/engine/device';
 import { createEngine, type Engine } from '../../src/engine/engine';
@@ -18,6 +22,14 @@ import type { Problem, Task } from '../../src/tasks/types';
 import { rateOf, summarize, timeRuns, type Stat } from '../lib/stats';
 import { PassProfiler, type PassTotals } from '../lib/gpu-profile';
 import { machineInfo, type MachineInfo } from './machine';
+import {
+  OUR_ENGINE,
+  OUR_PATHS,
+  parsePaths,
+  PATH_NOTE,
+  pathTuning,
+  type OurPath,
+} from '../browser/paths';
 
 /** ~1.05M parameters: 4 layers, C = 128, I = 384, 4 heads over 2 kv-heads, V = 1024, untied head. */
 export const BENCH_MODEL: LlamaConfig = {
@@ -66,6 +78,10 @@ const STEP_PHASES = [
 
 export interface EngineBenchResult {
   bench: 'engine';
+  /** Which kernels ran (createEngine tuning avoidBarriers false for 'gpu', true for 'emulation'). */
+  path: OurPath;
+  /** The path's name in tables: 'ours GPU path' or 'ours emulation'. */
+  pathLabel: string;
   machine: MachineInfo;
   runtime: string;
   adapter: AdapterSummary;
@@ -191,7 +207,7 @@ async function withReadbackClock<T>(
 }
 
 /** Progress goes to stderr so that stdout stays the result. */
-const progress = (line: string) => process.stderr.write(`  [engine] ${line}\n`);
+const logProgress = (line: string) => process.stderr.write(`  [engine] ${line}\n`);
 const runLabel = (run: number) => (run < 0 ? 'warm-up' : `run ${run + 1}`);
 
 /**
@@ -201,22 +217,26 @@ const runLabel = (run: number) => (run < 0 ? 'warm-up' : `run ${run + 1}`);
 function timedEngine(engine: Engine, sink: Map<string, number>, depth = { open: 0 }): Engine {
   return {
     ...engine,
-    async run(record, label = 'engine.run') {
+    async run(record, label = 'engine.run', options) {
       const t0 = performance.now();
       depth.open++;
       try {
-        await engine.run(record, label);
+        return await engine.run(record, label, options);
       } finally {
         depth.open--;
+        sink.set(label, (sink.get(label) ?? 0) + (performance.now() - t0) / 1000);
       }
-      sink.set(label, (sink.get(label) ?? 0) + (performance.now() - t0) / 1000);
     },
   };
 }
 
-export async function runEngineBench(options: { quick: boolean }): Promise<EngineBenchResult> {
+export async function runEngineBench(options: {
+  quick: boolean;
+  path: OurPath;
+}): Promise<EngineBenchResult> {
   const machine = machineInfo();
-  const engine = await createEngine();
+  const engine = await createEngine({ tuning: pathTuning(options.path) });
+  const progress = (line: string) => logProgress(`${options.path}: ${line}`);
   const W = BENCH_WORKLOAD;
   const N = W.prompts * W.generations;
   const warmup = 1;
@@ -301,7 +321,7 @@ export async function runEngineBench(options: { quick: boolean }): Promise<Engin
     const timed = timedEngine(engine, labels, depth);
     let active = timed;
     const trainer = new GrpoTrainer({
-      engine: { ...engine, run: (record, label) => active.run(record, label) },
+      engine: { ...engine, run: (record, label, options) => active.run(record, label, options) },
       config,
       modelConfig: BENCH_MODEL,
       weights,
@@ -373,6 +393,8 @@ export async function runEngineBench(options: { quick: boolean }): Promise<Engin
   engine.destroy();
   return {
     bench: 'engine',
+    path: options.path,
+    pathLabel: OUR_ENGINE[options.path],
     machine,
     runtime: `Node ${process.version}, npm 'webgpu' (Dawn)`,
     adapter,
@@ -384,6 +406,7 @@ export async function runEngineBench(options: { quick: boolean }): Promise<Engin
         ? { sampling: profiles.sampling, grpoStep: profiles.grpoStep }
         : null,
     notes: [
+      PATH_NOTE[options.path],
       adapter.isSoftware
         ? 'Software WebGPU (CPU emulation): these are CPU figures, not GPU speed.'
         : 'Hardware WebGPU adapter.',
@@ -396,8 +419,11 @@ export async function runEngineBench(options: { quick: boolean }): Promise<Engin
 async function main(argv: string[]) {
   const quick = argv.includes('--quick');
   const outIndex = argv.indexOf('--out');
-  const result = await runEngineBench({ quick });
-  const json = JSON.stringify(result, null, 2);
+  const pathsIndex = argv.indexOf('--paths');
+  const paths = pathsIndex >= 0 ? parsePaths(argv[pathsIndex + 1] ?? '') : [...OUR_PATHS];
+  const results: EngineBenchResult[] = [];
+  for (const path of paths) results.push(await runEngineBench({ quick, path }));
+  const json = JSON.stringify(results, null, 2);
   if (outIndex >= 0) writeFileSync(argv[outIndex + 1], json);
   else console.log(json);
 }

@@ -10,8 +10,14 @@
 // Hugging Face folder after --model-dir (a candidate base model), kernel by kernel: what `npm run
 // aha`'s 45 minutes are spent on.
 //
-// Usage: `node bench/run.mjs --profile [--model tiny-reasoner]`,
-//        `node bench/run.mjs --profile --aha [--model-dir <folder>] [--steps 3]`.
+// --path gpu|emulation picks our kernel path (bench/browser/paths.ts) through the engine's tuning:
+// gpu = the kernels a real GPU runs (workgroup barriers), emulation = the barrier-free variants.
+// Without it the engine decides from the adapter as the app does (emulation on SwiftShader). The
+// scalar/vec4 comparison is of the barrier-free kernel and is skipped with --path gpu.
+//
+// Usage: `node bench/run.mjs --profile [--model tiny-reasoner] [--path gpu|emulation]`,
+//        `node bench/run.mjs --profile --aha [--model-dir <folder>] [--steps 3] [--path …]`,
+//        `node bench/run.mjs --profile --tiles [--path …]`.
 import { createStorageBuffer, uploadStorageBuffer } from '../../src/engine/buffers';
 import { createEngine, type Engine } from '../../src/engine/engine';
 import { PipelineCache } from '../../src/engine/pipelines';
@@ -29,6 +35,16 @@ import { resolveConfig } from '../../src/grpo/config';
 import { PRESETS } from '../../src/grpo/presets';
 import { createTask } from '../../src/tasks/index';
 import { TINY_COUNTDOWN_OPTIONS } from '../../src/tasks/traces';
+import { OUR_ENGINE, parsePaths, pathTuning, type OurPath } from '../browser/paths';
+
+/** The engine on `path`, or as the adapter decides (the app's default) when no path is given. */
+const engineOn = (path: OurPath | null) => createEngine(path ? { tuning: pathTuning(path) } : {});
+
+/** What the tables say about the kernels that ran. */
+function pathText(engine: Engine, path: OurPath | null): string {
+  const chosen = engine.pipelines.tuning.avoidBarriers ? 'emulation' : 'gpu';
+  return `${OUR_ENGINE[chosen]} (${path ? '--path' : 'adapter default'})`;
+}
 
 export interface KernelRow {
   pass: string;
@@ -47,6 +63,8 @@ export interface ProfilePart {
 export interface ProfileResult {
   bench: 'profile';
   model: string;
+  /** The kernel path that ran, as pathText words it. */
+  path: string;
   training: ProfilePart;
   sampling: ProfilePart;
 }
@@ -57,11 +75,16 @@ function rows(totals: PassTotals): KernelRow[] {
     .sort((a, b) => b.ms - a.ms);
 }
 
-export async function profileModel(root: string, id: string): Promise<ProfileResult> {
+export async function profileModel(
+  root: string,
+  id: string,
+  path: OurPath | null = null,
+): Promise<ProfileResult> {
   const model = BENCH_MODELS.find((m) => m.id === id);
   if (!model) throw new Error(`unknown bench model '${id}'`);
   const { config, tensors } = buildModelWeights(root, model);
-  const engine = await createEngine();
+  const engine = await engineOn(path);
+  const pathWords = pathText(engine, path);
   if (!engine.gpu.hasFeature('timestamp-query')) {
     throw new Error('the profile needs the timestamp-query feature');
   }
@@ -120,7 +143,7 @@ export async function profileModel(root: string, id: string): Promise<ProfileRes
   llama.destroy();
   profiler.destroy();
   engine.destroy();
-  return { bench: 'profile', model: id, training, sampling };
+  return { bench: 'profile', model: id, path: pathWords, training, sampling };
 }
 
 type MatmulShape = Pick<MatmulArgs, 'M' | 'N' | 'K' | 'transA' | 'transB'> & { name: string };
@@ -152,10 +175,11 @@ export async function compareMatmulLoads(engine: Engine): Promise<LoadRow[]> {
     for (const vectorLoads of [false, true]) {
       const pipelines = new PipelineCache(engine.device, { avoidBarriers: true, vectorLoads });
       const kernel = new MatmulKernel(engine.device, pipelines);
-      const run = () =>
-        engine.run(async (enc) => {
+      const run = async () => {
+        await engine.run(async (enc) => {
           for (let i = 0; i < 5; i++) kernel.encode(enc, { a, b, c, ...shape });
         });
+      };
       const seconds = summarize(await timeRuns(1, 3, run), 's').median / 5;
       gflops.push((2 * shape.M * shape.N * shape.K) / (seconds * 1e9));
     }
@@ -176,10 +200,12 @@ export async function compareMatmulLoads(engine: Engine): Promise<LoadRow[]> {
 export async function profileAhaSteps(
   modelDir: string,
   steps: number,
-): Promise<{ model: string; part: ProfilePart }> {
+  path: OurPath | null = null,
+): Promise<{ model: string; path: string; part: ProfilePart }> {
   const config = resolveConfig({ ...PRESETS.aha, model: modelDir });
   const model = await loadModel(config.model);
-  const engine = await createEngine();
+  const engine = await engineOn(path);
+  const pathWords = pathText(engine, path);
   const profiler = new PassProfiler(engine.device, { byDispatch: true });
   // As `npm run aha` sets its trainer up (src/cli/aha.ts).
   const trainer = createTrainer(
@@ -200,7 +226,7 @@ export async function profileAhaSteps(
   };
   profiler.destroy();
   engine.destroy();
-  return { model: model.folder, part };
+  return { model: model.folder, path: pathWords, part };
 }
 
 function printPart(title: string, part: ProfilePart, top: number): void {
@@ -246,10 +272,11 @@ async function compareTiles(engine: Engine): Promise<void> {
     const cells: string[] = [];
     for (const [wgX, wgY] of tiles) {
       const kernel = new MatmulTileVariant(engine.device, engine.pipelines, wgX, wgY);
-      const run = () =>
-        engine.run(async (enc) => {
+      const run = async () => {
+        await engine.run(async (enc) => {
           for (let i = 0; i < 10; i++) kernel.encode(enc, { a, b, c, ...shape });
         });
+      };
       const ms = (summarize(await timeRuns(1, 3, run), 's').median / 10) * 1000;
       cells.push(ms.toFixed(3).padStart(7));
     }
@@ -263,7 +290,7 @@ function printProfile(r: ProfileResult, top: number): void {
     ['training step', r.training],
     ['sampling', r.sampling],
   ] as const) {
-    printPart(`${r.model}, ${name}`, part, top);
+    printPart(`${r.model}, ${name}, ${r.path}`, part, top);
   }
 }
 
@@ -272,20 +299,30 @@ async function main(argv: string[]) {
     const i = argv.indexOf(name);
     return i >= 0 ? argv[i + 1] : undefined;
   };
+  const pathFlag = flag('--path');
+  const path = pathFlag === undefined ? null : parsePaths(pathFlag, '--path');
+  if (path && path.length !== 1) throw new Error('--path: name one path (gpu or emulation)');
+  const onPath = path ? path[0] : null;
   if (argv.includes('--aha')) {
     const steps = Number(flag('--steps') ?? 3);
-    const { model, part } = await profileAhaSteps(flag('--model-dir') ?? 'bundled', steps);
-    printPart(`aha preset, ${model}, one GRPO step (mean of ${steps})`, part, 30);
+    const {
+      model,
+      path: words,
+      part,
+    } = await profileAhaSteps(flag('--model-dir') ?? 'bundled', steps, onPath);
+    printPart(`aha preset, ${model}, one GRPO step (mean of ${steps}), ${words}`, part, 30);
     return;
   }
   if (argv.includes('--tiles')) {
-    const engine = await createEngine();
+    const engine = await engineOn(onPath);
+    console.log(`matmul tiles, ${pathText(engine, onPath)}, ms per product`);
     await compareTiles(engine);
     engine.destroy();
     return;
   }
-  const result = await profileModel(process.cwd(), flag('--model') ?? 'llama-100m');
+  const result = await profileModel(process.cwd(), flag('--model') ?? 'llama-100m', onPath);
   printProfile(result, 25);
+  if (onPath === 'gpu') return; // the comparison below is of the barrier-free kernel
   const engine = await createEngine();
   console.log('\nbarrier-free matmul, llama-100m shapes   scalar loads   vec4 loads   GFLOP/s');
   for (const r of await compareMatmulLoads(engine)) {
