@@ -217,11 +217,13 @@ const runLabel = (run: number) => (run < 0 ? 'warm-up' : `run ${run + 1}`);
 function timedEngine(engine: Engine, sink: Map<string, number>, depth = { open: 0 }): Engine {
   return {
     ...engine,
-    async run(record, label = 'engine.run', options) {
+    // Every argument passes through (labels, and whatever run options the engine takes).
+    async run(...args: Parameters<Engine['run']>) {
+      const label = args[1] ?? 'engine.run';
       const t0 = performance.now();
       depth.open++;
       try {
-        return await engine.run(record, label, options);
+        return await engine.run(...args);
       } finally {
         depth.open--;
         sink.set(label, (sink.get(label) ?? 0) + (performance.now() - t0) / 1000);
@@ -321,7 +323,7 @@ export async function runEngineBench(options: {
     const timed = timedEngine(engine, labels, depth);
     let active = timed;
     const trainer = new GrpoTrainer({
-      engine: { ...engine, run: (record, label, options) => active.run(record, label, options) },
+      engine: { ...engine, run: (...args) => active.run(...args) },
       config,
       modelConfig: BENCH_MODEL,
       weights,
