@@ -29,7 +29,6 @@ import {
   BUILTIN_RECIPES,
   parseRecipe,
   recipeScoringTask,
-  reviveRecipeState,
   type Recipe,
   type RecipeState,
 } from '../recipes/recipe-spec';
@@ -43,6 +42,7 @@ import {
   writeFolderAtomic,
 } from './_atomic-files';
 import { droppedText, newestCheckpoint, recoverRunFolder } from './_run-folder';
+import { parseRecipeState } from '../recipes/recipe-state';
 import {
   hfFolderExtras,
   jsonBytes,
@@ -84,8 +84,9 @@ function readCheckpoint(dir: string): CheckpointPayload {
   return checkpointFromFiles((name) => new Uint8Array(readFileSync(join(dir, name)))).payload;
 }
 
+/** A saved state, checked field by field (parseRecipeState: errors name the file and the field). */
 const readState = (path: string): RecipeState =>
-  reviveRecipeState(JSON.parse(readFileSync(path, 'utf8')) as RecipeState);
+  parseRecipeState(JSON.parse(readFileSync(path, 'utf8')), path);
 
 /** Whether state `a` is further on than `b`: a later stage, or more timeline rows in the same one
  * (a stage's end has moved stageIndex past the stage's last checkpoint). */

@@ -36,6 +36,11 @@ export interface LoraOptions {
   dropout: number;
 }
 
+/** The largest lora_alpha an adapter may carry: 4 × the largest rank (1024). PEFT sets no bound,
+ * but α / r scales every adapter's output, and an adapter_config.json with lora_alpha 1e308 (α / r
+ * = 2.5e307) loaded and made every forward Infinity (issue 33). */
+export const LORA_ALPHA_MAX = 4096;
+
 /** Throws on options PEFT would reject or this project does not implement; returns the targets. */
 export function checkLoraOptions(options: LoraOptions): LoraProjection[] {
   const { r, alpha, dropout } = options;

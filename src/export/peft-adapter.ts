@@ -20,6 +20,7 @@ import { ModelFileError } from '../formats/errors';
 import { parseJsonFile, readOptional, type ModelSource } from '../formats/model-source';
 import { MAX_HEADER_BYTES, parseSafetensors, writeSafetensors } from '../formats/safetensors';
 import {
+  LORA_ALPHA_MAX,
   LORA_PROJECTIONS,
   loraAdapterSpecs,
   loraAName,
@@ -235,8 +236,11 @@ export function parsePeftConfig(json: unknown): {
   if (typeof r !== 'number' || !Number.isInteger(r) || r < 1 || r > 1024)
     throw new PeftConfigError('r', `must be an integer in [1, 1024], got ${JSON.stringify(r)}`);
   const alpha = c.lora_alpha;
-  if (typeof alpha !== 'number' || !Number.isFinite(alpha) || alpha <= 0)
-    throw new PeftConfigError('lora_alpha', `must be a number > 0, got ${JSON.stringify(alpha)}`);
+  if (typeof alpha !== 'number' || !Number.isFinite(alpha) || alpha <= 0 || alpha > LORA_ALPHA_MAX)
+    throw new PeftConfigError(
+      'lora_alpha',
+      `must be a number in (0, ${LORA_ALPHA_MAX}], got ${JSON.stringify(alpha)}`,
+    );
   const dropout = c.lora_dropout ?? 0;
   if (typeof dropout !== 'number' || !(dropout >= 0 && dropout < 1))
     throw new PeftConfigError('lora_dropout', `must be in [0, 1), got ${JSON.stringify(dropout)}`);

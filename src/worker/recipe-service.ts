@@ -12,12 +12,12 @@
 // the recipe's progress through its own listener (RecipeEvent), apart from the playground run's.
 import type { Engine } from '../engine/engine';
 import type { LlamaConfig } from '../core/model-config';
+import { parseRecipeState } from '../recipes/recipe-state';
 import { RecipeRun } from '../recipes/recipe';
 import {
   builtinRecipe,
   parseRecipe,
   recipeScoringTask,
-  reviveRecipeState,
   stageRunId,
   type Recipe,
   type RecipeState,
@@ -344,7 +344,8 @@ class RecipeRunner {
       throw new Error(
         `This recipe trained '${record.modelIdentity.name}'; load that model to resume it (the loaded one is '${m.label}').`,
       );
-    const state = reviveRecipeState(record.recipe.state as unknown as RecipeState);
+    // Checked field by field: a damaged record says which field instead of a TypeError.
+    const state = parseRecipeState(record.recipe.state, `stored recipe run '${runId}'`);
     const recipe = state.recipe;
     const index = state.stageIndex;
     const current = recipe.stages[index];
