@@ -252,7 +252,7 @@ export const CONFIG_SCHEMA = {
     'warmup_steps',
   ),
   warmupRatio: field(
-    num(0, 1),
+    belowOne(num(0)),
     0,
     'warmup as a fraction of the optimizer steps (steps × numIterations), in [0, 1)',
     null,
@@ -561,8 +561,8 @@ function describeType(t: TypeSpec<unknown>): string {
   return t.nullable ? `${base} or null` : base;
 }
 
-/** `label` names the value in a size-limit refusal: the flag as typed on a command line
- * (`--steps`), else `config '<key>'`. */
+/** `label` names the value in every refusal: the flag as typed on a command line (`--epsilon`),
+ * else `config '<key>'` (a config file, a URL, the page's form, a recipe's options). */
 function checkValue(
   key: string,
   t: TypeSpec<unknown>,
@@ -570,7 +570,7 @@ function checkValue(
   label = `config '${key}'`,
 ): void {
   const fail = (what = describeType(t)) =>
-    new ConfigError(key, `config '${key}' must be ${what}, got ${JSON.stringify(v)}`);
+    new ConfigError(key, `${label} must be ${what}, got ${JSON.stringify(v)}`);
   if (v === null) {
     if (t.nullable) return;
     throw fail();
@@ -756,8 +756,6 @@ function checkConfig(partial: unknown): ConfigInput {
       throw new ConfigError('loraTargetModules', (e as Error).message);
     }
   }
-  if (c.warmupRatio >= 1)
-    throw new ConfigError('warmupRatio', `config 'warmupRatio' must be < 1, got ${c.warmupRatio}`);
   if (c.loadBestModelAtEnd && (c.evalSteps === 0 || c.evalPrompts === 0)) {
     throw new ConfigError(
       'loadBestModelAtEnd',
@@ -844,10 +842,11 @@ const FLAG_NAMES: Map<string, ConfigKey> = (() => {
   return m;
 })();
 
-function parseText(key: ConfigKey, raw: string): unknown {
+/** `label` as in checkValue: the flag as typed, or the key quoted (a URL parameter). */
+function parseText(key: ConfigKey, raw: string, label = `'${key}'`): unknown {
   const t = spec(key).type;
   const fail = () =>
-    new ConfigError(key, `'${key}' must be ${describeType(t)}, got ${JSON.stringify(raw)}`);
+    new ConfigError(key, `${label} must be ${describeType(t)}, got ${JSON.stringify(raw)}`);
   if (t.nullable && (raw === 'null' || raw === 'none')) return null;
   const json = (): unknown => {
     try {
@@ -927,7 +926,8 @@ export function parseCliArgs(argv: readonly string[]): Partial<ConfigInput> {
       else if (i + 1 < argv.length) value = argv[++i];
       else throw new ConfigError(key, `option --${name} needs a value`);
     }
-    const parsed = parseText(key, value);
+    // Errors name the flag as it was typed: the user finds it on their own command line.
+    const parsed = parseText(key, value, `--${name}`);
     checkValue(key, spec(key).type, parsed, `--${name}`);
     out[key] = parsed;
   }

@@ -186,14 +186,14 @@ describe('parseCliArgs', () => {
     expect(() => parseCliArgs(['--num-gens', '4'])).toThrow(/unknown option --num-gens/);
     expect(() => parseCliArgs(['--numgenerations', '4'])).toThrow(/did you mean --num-generations/);
     expect(() => parseCliArgs(['--num-generations', '4.5'])).toThrow(
-      /'numGenerations' must be an integer/,
+      /^--num-generations must be an integer/,
     );
-    expect(() => parseCliArgs(['--temperature', 'hot'])).toThrow(/'temperature' must be a number/);
-    expect(() => parseCliArgs(['--loss-type', 'ppo'])).toThrow(/'lossType' must be one of/);
+    expect(() => parseCliArgs(['--temperature', 'hot'])).toThrow(/^--temperature must be a number/);
+    expect(() => parseCliArgs(['--loss-type', 'ppo'])).toThrow(/^--loss-type must be one of/);
     expect(() => parseCliArgs(['--steps'])).toThrow(/--steps needs a value/);
     expect(() => parseCliArgs(['steps'])).toThrow(/unexpected argument/);
     expect(() => parseCliArgs(['--task-options', '{bad'])).toThrow(
-      /'taskOptions' must be an object/,
+      /^--task-options must be an object/,
     );
     expect(() => parseCliArgs(['--no-steps'])).toThrow(/unknown option --no-steps/);
   });

@@ -148,15 +148,30 @@ describe('item 2: one huge line', () => {
 });
 
 describe('item 9: option values outside the schema', () => {
-  it('--epsilon 5 and --learning-rate 1000 are refused', () => {
-    expect(thrown(() => parseCliArgs(['--epsilon', '5']))).toBe(
-      "config 'epsilon' must be ≤ 1, got 5",
-    );
+  it('--epsilon 5 and --learning-rate 1000 are refused, naming the flag as typed', () => {
+    expect(thrown(() => parseCliArgs(['--epsilon', '5']))).toBe('--epsilon must be ≤ 1, got 5');
     expect(thrown(() => resolveConfig(parseCliArgs(['--learning-rate', '1000'])))).toBe(
-      "config 'learningRate' must be ≤ 1, got 1000",
+      '--learning-rate must be ≤ 1, got 1000',
+    );
+    expect(thrown(() => parseCliArgs(['--learning_rate=2']))).toBe(
+      '--learning_rate must be ≤ 1, got 2',
+    );
+    expect(thrown(() => parseCliArgs(['--warmup-ratio', '1']))).toBe(
+      '--warmup-ratio must be < 1, got 1',
+    );
+    expect(thrown(() => parseCliArgs(['--num-generations', 'many']))).toBe(
+      '--num-generations must be an integer, got "many"',
+    );
+    // A value from a config file, a URL or the page's form is named by its key.
+    expect(thrown(() => resolveConfig({ epsilon: 5 }))).toBe("config 'epsilon' must be ≤ 1, got 5");
+    expect(thrown(() => configFromUrlParams('epsilon=5'))).toBe(
+      "config 'epsilon' must be ≤ 1, got 5",
     );
     expect(thrown(() => resolveConfig({ adamBeta2: 1 }))).toBe(
       "config 'adamBeta2' must be < 1, got 1",
+    );
+    expect(thrown(() => resolveConfig({ warmupRatio: 1 }))).toBe(
+      "config 'warmupRatio' must be < 1, got 1",
     );
   });
 
