@@ -26,6 +26,7 @@ await build({
         engine: 'bench/node/engine.ts',
         profile: 'bench/node/profile.ts',
         memory: 'bench/node/memory.ts',
+        counters: 'bench/node/counters.ts',
       },
       output: { format: 'es', entryFileNames: '[name].js' },
     },
@@ -33,12 +34,12 @@ await build({
   ssr: { external: ['webgpu', 'vite', '@playwright/test', 'playwright-core'] },
 });
 
-const entry =
-  process.argv[2] === '--profile'
-    ? 'profile.js'
-    : process.argv[2] === '--memory'
-      ? 'memory.js'
-      : 'cli.js';
+const ENTRIES = {
+  '--profile': 'profile.js',
+  '--memory': 'memory.js',
+  '--counters': 'counters.js',
+};
+const entry = ENTRIES[process.argv[2]] ?? 'cli.js';
 const result = spawnSync(process.execPath, [resolve(outDir, entry), ...process.argv.slice(2)], {
   stdio: 'inherit',
   cwd: root,

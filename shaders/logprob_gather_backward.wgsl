@@ -14,6 +14,9 @@
 // laid out by splitGrid (flat workgroup index wid.x + wid.y · nwg.x). accumulate = 1 adds into dz
 // (gradient accumulation across micro-batches), 0 overwrites. Rows with g = 0 still write 0 (or
 // leave dz unchanged when accumulating), so a masked token never leaves stale gradient behind.
+// Elementwise (nothing to reduce, so no subgroup or split variant). No f16 variant: it reads and
+// writes f32 logits and gradients, so f16 arithmetic would cost digits of p = exp(x − lse) (an
+// 11-bit mantissa) without moving fewer bytes.
 
 override WG: u32 = 256;
 

@@ -3,7 +3,6 @@
 // beginning/end timestamps, resolves them after the submission, and adds each pass's time to its
 // label. Only for profiling runs: the extra resolve + readback per submission costs time itself.
 import type { Engine } from '../../src/engine/engine';
-import { releaseTransients } from '../../src/engine/memory';
 
 /** Passes timed per submission (2 queries each); later passes in the same submission go untimed. */
 const MAX_PASSES = 2048;
@@ -45,58 +44,67 @@ export class PassProfiler {
     this.totals.untimed = 0;
   }
 
-  /** An engine whose submissions are profiled; everything else is the wrapped engine's. */
+  /**
+   * An engine whose submissions are profiled; everything else is the wrapped engine's. Each
+   * submission's timestamps come back with it (one more range in its readback), so every
+   * submission waits, including those asked not to (RunOptions.wait false): a profiled run times
+   * kernels, not the overlap of host and GPU.
+   */
   wrap(engine: Engine): Engine {
-    const device = this.device;
     return {
       ...engine,
-      run: async (record, label = 'engine.run') => {
-        const encoder = device.createCommandEncoder({ label });
+      run: async (record, label = 'engine.run', options = {}) => {
         const labels: string[] = [];
-        const begin = encoder.beginComputePass.bind(encoder);
-        // Kernel wrappers call beginComputePass on the encoder they are given: add the writes there.
-        encoder.beginComputePass = (desc: GPUComputePassDescriptor = {}) => {
-          if (labels.length >= MAX_PASSES) {
-            this.totals.untimed += 1;
-            return begin(desc);
-          }
-          const i = labels.length;
-          labels.push(desc.label ?? '(unlabelled)');
-          const pass = begin({
-            ...desc,
-            timestampWrites: {
-              querySet: this.querySet,
-              beginningOfPassWriteIndex: 2 * i,
-              endOfPassWriteIndex: 2 * i + 1,
-            },
-          });
-          if (this.options.byDispatch) {
-            const dispatch = pass.dispatchWorkgroups.bind(pass);
-            pass.dispatchWorkgroups = (x: number, y = 1, z = 1) => {
-              labels[i] += ` ${x}×${y}×${z}`;
-              dispatch(x, y, z);
+        const out = await engine.run(
+          async (encoder) => {
+            const begin = encoder.beginComputePass.bind(encoder);
+            // Kernel wrappers call beginComputePass on the encoder they are given: add the writes there.
+            encoder.beginComputePass = (desc: GPUComputePassDescriptor = {}) => {
+              if (labels.length >= MAX_PASSES) {
+                this.totals.untimed += 1;
+                return begin(desc);
+              }
+              const i = labels.length;
+              labels.push(desc.label ?? '(unlabelled)');
+              const pass = begin({
+                ...desc,
+                timestampWrites: {
+                  querySet: this.querySet,
+                  beginningOfPassWriteIndex: 2 * i,
+                  endOfPassWriteIndex: 2 * i + 1,
+                },
+              });
+              if (this.options.byDispatch) {
+                const dispatch = pass.dispatchWorkgroups.bind(pass);
+                pass.dispatchWorkgroups = (x: number, y = 1, z = 1) => {
+                  labels[i] += ` ${x}×${y}×${z}`;
+                  dispatch(x, y, z);
+                };
+              }
+              return pass;
             };
-          }
-          return pass;
-        };
-        await record(encoder);
-        const n = labels.length;
-        let read: GPUBuffer | null = null;
-        if (n > 0) {
-          read = device.createBuffer({
-            size: n * 16,
-            usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST,
-          });
-          encoder.resolveQuerySet(this.querySet, 0, 2 * n, this.resolve, 0);
-          encoder.copyBufferToBuffer(this.resolve, 0, read, 0, n * 16);
-        }
-        device.queue.submit([encoder.finish()]);
-        await device.queue.onSubmittedWorkDone();
-        releaseTransients(device); // as engine.run does: kernels' per-call scratch
-        if (!read) return;
-        await read.mapAsync(GPUMapMode.READ);
-        const t = new BigUint64Array(read.getMappedRange().slice(0));
-        read.destroy();
+            await record(encoder);
+            if (labels.length > 0)
+              encoder.resolveQuerySet(this.querySet, 0, 2 * labels.length, this.resolve, 0);
+          },
+          label,
+          {
+            ...options,
+            wait: true,
+            // The resolved timestamps (sized after encoding: the range is read when it is copied).
+            read: [
+              ...(options.read ?? []),
+              {
+                buffer: this.resolve,
+                get bytes() {
+                  return labels.length * 16;
+                },
+              },
+            ],
+          },
+        );
+        const stamps = out.pop()!;
+        const t = new BigUint64Array(stamps);
         labels.forEach((name, i) => {
           const ms = Number(t[2 * i + 1] - t[2 * i]) / 1e6;
           const entry = this.totals.passes.get(name) ?? { ms: 0, count: 0 };
@@ -105,6 +113,7 @@ export class PassProfiler {
           this.totals.passes.set(name, entry);
           this.totals.busyMs += ms;
         });
+        return out;
       },
     };
   }

@@ -12,7 +12,7 @@
 // GA micro-batches (gradientAccumulationSteps), Nm = N / GA sequences per micro-batch,
 // k rows of one head chunk.
 import { readF32, writeBuffer } from '../engine/buffers';
-import type { Engine } from '../engine/engine';
+import type { Engine, Readback, RunOptions } from '../engine/engine';
 import { Workspace } from '../engine/workspace';
 import { AddKernel } from '../kernels/add';
 import { CrossEntropyKernel, crossEntropyRowWeights } from '../kernels/cross-entropy';
@@ -26,7 +26,7 @@ import { LogprobGatherBackwardKernel, LogprobGatherKernel } from '../kernels/log
 import type { PackedBatch } from '../model/batch';
 import type { RowChunk } from '../model/head-chunks';
 import type { GpuLlama, HeadState } from '../model/llama';
-import type { GpuAdamW } from '../optim/adamw';
+import type { GpuAdamW, GradStats } from '../optim/adamw';
 import { normalisesByBatchTokens } from '../core/loss-definitions';
 import {
   entropyBonus,
@@ -247,17 +247,35 @@ export class PolicyObjective {
         writeBuffer(device, buffers.gradEntropy, Float32Array.from(grad));
       }
       const step = new Step(this.parts, config, batch, buffers, ws);
+      // The engine's counters (counters.ts) split the update into the reference log-probs, the
+      // passes' forward + backward, and clip + AdamW with the statistics read back.
+      const counters = this.engine.counters;
+      // Submissions go out without waiting, in queue order (each micro-batch's writeBuffer
+      // uploads reach the GPU after the submissions before them); the host waits once per pass,
+      // for the pass's statistics, which the next pass's learning rate and AdamW step count need.
+      const noWait = { wait: false } as const;
+      const tokens = N * L * F32;
 
-      // Reference log-probs (β > 0) from the frozen starting weights (LoRA: adapters off).
+      // Reference log-probs (β > 0) from the frozen starting weights (LoRA: adapters off); the
+      // host's copy comes back with the first pass's statistics.
       if (this.reference && buffers.refLogp) {
+        counters.phase = 'reference';
         const adaptersOff = this.reference === this.policy;
         if (adaptersOff && !this.policy.lora)
           throw new Error('the policy is its own reference only with LoRA adapters');
         for (let m = 0; m < GA; m++) {
-          await step.scoreInto(this.reference, m, buffers.refLogp, 'reference', adaptersOff);
+          await step.scoreInto(
+            this.reference,
+            m,
+            buffers.refLogp,
+            'reference',
+            adaptersOff,
+            noWait,
+          );
         }
       }
-      const refHost = buffers.refLogp ? await readF32(device, buffers.refLogp, N * L) : null;
+      let refHost: Float32Array | null = null;
+      counters.phase = 'update';
       // The advantages as the loss kernel sees them (f32), for the host-side metrics.
       const advF32 = Float32Array.from(advantages);
       const Nm = N / GA;
@@ -266,21 +284,38 @@ export class PolicyObjective {
       let skipped: string | null = null;
       for (let iteration = 0; iteration < config.numIterations && !skipped; iteration++) {
         const lr = lrAt();
-        await this.engine.run((enc) => this.policy.zeroGradients(enc), 'zero-grad');
+        await this.engine.run((enc) => this.policy.zeroGradients(enc), 'zero-grad', noWait);
         for (let m = 0; m < GA; m++) {
-          await this.engine.run((enc) => step.lossAndBackward(enc, m), 'policy');
+          await this.engine.run((enc) => step.lossAndBackward(enc, m), 'policy', noWait);
         }
-        // Clip and AdamW on the GPU; the update is skipped there when the norm is not finite.
-        await this.engine.run((enc) => this.optimizer.encodeStep(enc, lr), 'optimizer');
-        const stats = await step.readIteration();
+        // Clip and AdamW on the GPU (the update is skipped there when the norm is not finite),
+        // and in the same submission the pass's results: the one wait of the pass.
+        counters.phase = 'optimizer';
+        const readRefs = buffers.refLogp !== null && refHost === null;
+        const [gradBytes, lossBytes, logpBytes, entropyBytes, refBytes] = await this.engine.run(
+          (enc) => this.optimizer.encodeStep(enc, lr),
+          'optimizer',
+          {
+            read: [
+              this.optimizer.statsRange,
+              step.lossOutRange,
+              { buffer: buffers.logp, bytes: tokens },
+              { buffer: buffers.entropy, bytes: tokens },
+              ...(readRefs ? [{ buffer: buffers.refLogp!, bytes: tokens }] : []),
+            ],
+          },
+        );
+        if (readRefs) refHost = new Float32Array(refBytes);
+        const stats = step.iterationStats(this.optimizer.decodeStats(gradBytes), lossBytes);
+        counters.phase = 'update';
         if (!Number.isFinite(stats.loss)) skipped = `loss = ${stats.loss}`;
         else if (!stats.finite) skipped = `grad_norm = ${stats.gradNorm}`;
         // A non-finite loss with a finite norm cannot happen (the loss's gradient flows into the
         // norm), but the optimizer's own check is the one that guards the weights.
         if (stats.finite) this.optimizer.commitStep();
         if (iteration === 0) first = stats;
-        const logp = await readF32(device, buffers.logp, N * L);
-        const entropy = await readF32(device, buffers.entropy, N * L);
+        const logp = new Float32Array(logpBytes);
+        const entropy = new Float32Array(entropyBytes);
         const old = config.numIterations > 1 ? oldHost : logp; // μ = 1: ρ = 1 (§3)
         const microBatches: MicroBatchMetrics[] = [];
         for (let m = 0; m < GA; m++) {
@@ -318,9 +353,18 @@ export class PolicyObjective {
       let afterHost: Float32Array | null = null;
       if (recordLogpAfter) {
         for (let m = 0; m < GA; m++) {
-          await step.scoreInto(this.policy, m, buffers.logp, 'logp-after-update');
+          // The last micro-batch's submission brings the whole (N, L) back.
+          const last = m === GA - 1;
+          const [bytes] = await step.scoreInto(
+            this.policy,
+            m,
+            buffers.logp,
+            'logp-after-update',
+            false,
+            last ? { read: [{ buffer: buffers.logp, bytes: tokens }] } : noWait,
+          );
+          if (last) afterHost = new Float32Array(bytes);
         }
-        afterHost = await readF32(device, buffers.logp, N * L);
       }
       const head = first!;
       const last = passes[passes.length - 1];
@@ -562,8 +606,8 @@ class Step {
   }
 
   /**
-   * Scores micro-batch m with `model` into its rows of `into` (N, L), in one submission; with
-   * `adaptersOff`, as the base model (LoRA adapters skipped).
+   * Scores micro-batch m with `model` into its rows of `into` (N, L), in one submission (`options`:
+   * engine.run's); with `adaptersOff`, as the base model (LoRA adapters skipped).
    */
   scoreInto(
     model: GpuLlama,
@@ -571,13 +615,18 @@ class Step {
     into: GPUBuffer,
     label: string,
     adaptersOff = false,
-  ): Promise<void> {
-    return this.parts.engine.run((enc) => {
-      const score = () => this.scoreMicro(enc, model, m);
-      if (adaptersOff) model.withAdaptersDisabled(score);
-      else score();
-      enc.copyBufferToBuffer(this.b.micro.logp, 0, into, this.tokenOffset(m), this.rows * F32);
-    }, label);
+    options?: RunOptions,
+  ): Promise<ArrayBuffer[]> {
+    return this.parts.engine.run(
+      (enc) => {
+        const score = () => this.scoreMicro(enc, model, m);
+        if (adaptersOff) model.withAdaptersDisabled(score);
+        else score();
+        enc.copyBufferToBuffer(this.b.micro.logp, 0, into, this.tokenOffset(m), this.rows * F32);
+      },
+      label,
+      options,
+    );
   }
 
   /** Micro-batch m: forward, log-probs, the GRPO loss and its gradient, backward into the grads. */
@@ -667,12 +716,21 @@ class Step {
     policy.backward(enc, state, { chunks, dLogitsOf });
   }
 
-  /** The iteration's loss statistics (token-weighted over micro-batches) and gradient norm. */
-  async readIteration(): Promise<IterationStats & { finite: boolean }> {
-    const { engine, optimizer } = this.parts;
+  /** Where the micro-batches' loss statistics are: read with the gradient statistics. */
+  get lossOutRange(): Readback {
+    return { buffer: this.b.lossOut, bytes: this.config.gradientAccumulationSteps * OUT * F32 };
+  }
+
+  /**
+   * The iteration's loss statistics (token-weighted over micro-batches) and gradient norm, from
+   * the optimizer's statistics and the bytes of lossOutRange.
+   */
+  iterationStats(
+    gradStats: GradStats,
+    lossBytes: ArrayBuffer,
+  ): IterationStats & { finite: boolean } {
     const GA = this.config.gradientAccumulationSteps;
-    const gradStats = await optimizer.readStats();
-    const outs = await readF32(engine.device, this.b.lossOut, GA * OUT);
+    const outs = new Float32Array(lossBytes);
     let loss = 0;
     let tokens = 0;
     const sums = { clipRatioLow: 0, clipRatioHigh: 0, clipRatioRegion: 0, meanKl: 0 };

@@ -1,7 +1,7 @@
 // The sub-progress of a training step, which grpo's Run reports through its onProgress hook (the
 // page's progress line "sampling 23/80 tokens", the command line's status line). The trainer says
 // when a step enters sampling, rewards and the update (GrpoTrainer.onPhase); the GPU submissions it
-// makes in between carry labels (engine.run's label: 'prefill' and one 'decode' per sampled token,
+// makes in between carry labels (engine.run's label: 'prefill' or 'decode' with the tokens it draws,
 // 'reference', 'zero-grad' and 'policy' per pass, 'optimizer', 'logp-after-update'), which refine
 // that into tokens sampled and the parts of the update, so the training code needs no knowledge of
 // who listens. A label this does not know changes nothing: the phase stays as it was.
@@ -93,12 +93,15 @@ export class StepProgress {
     this.#publish();
   }
 
-  /** A labelled GPU submission (engine.run) made while a phase is under way. */
-  gpuWork(label: string | undefined) {
+  /**
+   * A labelled GPU submission (engine.run) made while a phase is under way; `count` is how many
+   * units it holds (RunOptions.count: a sampling submission's decode steps).
+   */
+  gpuWork(label: string | undefined, count = 1) {
     const phase = this.#phase;
     if (phase === 'sampling') {
       if (label === 'prefill' || label === 'decode')
-        this.#tokens = Math.min(this.#tokens + 1, this.#maxTokens);
+        this.#tokens = Math.min(this.#tokens + count, this.#maxTokens);
     } else if (phase !== null && UPDATE_PHASES.has(phase)) {
       if (label === 'reference') this.#phase = 'reference';
       else if (label === 'zero-grad') {

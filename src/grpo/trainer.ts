@@ -302,15 +302,33 @@ export class GrpoTrainer {
     return this.problems.eval;
   }
 
+  /**
+   * Tells onPhase, and tags the engine's counters (the update refines its own phase into
+   * reference, update and optimizer: policy-objective.ts).
+   */
+  private enterPhase(phase: 'sampling' | 'rewards' | 'update'): void {
+    this.setup.engine.counters.phase = phase;
+    this.onPhase?.(phase);
+  }
+
   /** One GRPO step. Throws TrainingDivergedError after MAX_CONSECUTIVE_SKIPS non-finite updates. */
   async trainStep(): Promise<StepReport> {
+    try {
+      return await this.stepOnce();
+    } finally {
+      this.setup.engine.counters.phase = 'other';
+    }
+  }
+
+  /** trainStep's body (trainStep puts the counters back in phase 'other' however it ends). */
+  private async stepOnce(): Promise<StepReport> {
     const started = performance.now();
     const { config, tokenizer, rewardFunctions } = this.setup;
     const G = config.numGenerations;
     const prompts = this.nextProblems();
 
     // 1. Sample G completions per prompt with the current policy.
-    this.onPhase?.('sampling');
+    this.enterPhase('sampling');
     const promptIds = prompts.flatMap((p) => Array.from({ length: G }, () => p.ids));
     const sampled: SampleResult = await this.sampler.generate(promptIds, {
       maxNewTokens: config.maxCompletionLength,
@@ -326,7 +344,7 @@ export class GrpoTrainer {
     const sampleSeconds = (performance.now() - started) / 1000;
 
     // 2. Rewards on the decoded text (custom JS rewards run sandboxed, one round trip each).
-    this.onPhase?.('rewards');
+    this.enterPhase('rewards');
     const texts = sampled.completions.map((ids) =>
       tokenizer.decode(ids, { skipSpecialTokens: true }),
     );
@@ -371,7 +389,7 @@ export class GrpoTrainer {
       padId: tokenizer.padTokenId,
       maskedOut: config.maskTruncatedCompletions ? truncated : undefined,
     });
-    this.onPhase?.('update');
+    this.enterPhase('update');
     const update = await this.update(batch, advantages, sampled.logps);
 
     // 5. Metrics (docs/grpo.md §6) and the step report.
@@ -492,6 +510,17 @@ export class GrpoTrainer {
 
   /** The state to save in a checkpoint. Sampling needs no RNG state: its draws are keyed by step. */
   async snapshot(): Promise<TrainerSnapshot> {
+    const counters = this.setup.engine.counters;
+    const before = counters.enter('checkpoint');
+    try {
+      return await this.snapshotState();
+    } finally {
+      counters.phase = before;
+    }
+  }
+
+  /** snapshot()'s reads, counted as the checkpoint phase. */
+  private async snapshotState(): Promise<TrainerSnapshot> {
     return {
       step: this.step,
       numTokens: this.numTokens,

@@ -4,6 +4,8 @@
 // 1×R·R×1 product on the existing matmul kernel, so no extra WGSL is needed and the sum is
 // reduced in a fixed order. encodeLoss alone serves the training step, which gathers and
 // back-propagates the head's logits per row chunk (src/model/head-chunks.ts) with the same kernels.
+// The gather's variants (src/kernels/logprob.ts: a row over many workgroups on GPUs, subgroup
+// merges) apply here as they do everywhere, chosen by the same KernelTuning.
 import { createStorageBuffer } from '../engine/buffers';
 import { transient } from '../engine/memory';
 import type { PipelineCache } from '../engine/pipelines';

@@ -1,14 +1,16 @@
 // Batched generation: N sequences (G completions for each of B prompts, prompts repeated) are
 // left-padded to a common prompt width P, prefilled into a KV cache in one pass, then decoded one
 // token per step for all N at once. Tokens stay on the GPU between steps (the sampled token of step
-// i is the input of step i + 1); the host reads the generated tokens back only every few steps to
-// stop early once every sequence has emitted EOS. With a repetition penalty, a (N, ceil(V/32)) bitmap
+// i is the input of step i + 1) and so do the rotary positions (one (steps − 1, N) table uploaded
+// once, its row i copied into place on the GPU), so several steps go out in one submission: the
+// host waits only every checkEvery steps, for that submission's tokens and log-probs, and stops
+// early once every sequence has emitted EOS. With a repetition penalty, a (N, ceil(V/32)) bitmap
 // of the token ids each sequence has seen (its prompt, then every drawn token: the sampling kernel
 // sets the bit) stays on the GPU beside them; without one, nothing is built or uploaded.
 //
 // Legend: N sequences, P prompt width, V vocab, S = P + maxNewTokens cache columns.
-import { createStorageBuffer, readF32, readU32, writeBuffer } from '../engine/buffers';
-import type { Engine } from '../engine/engine';
+import { createStorageBuffer, writeBuffer } from '../engine/buffers';
+import type { Engine, Readback } from '../engine/engine';
 import { SampleKernel, seenBitmap } from '../kernels/sampling';
 import { mixSeeds } from '../core/rng';
 import type { GpuLlama } from './llama';
@@ -37,8 +39,16 @@ export interface SampleOptions {
   eosTokenIds: readonly number[];
   /** Token used to left-pad prompts (never attended to). Defaults to the first EOS id or 0. */
   padTokenId?: number;
-  /** Read tokens back every this many steps to stop early when all sequences ended. */
+  /**
+   * Decode steps between two CPU waits: each wait reads the new tokens back to stop early when
+   * all sequences ended. Default 8. The results are the same bits for any value.
+   */
   checkEvery?: number;
+  /**
+   * Decode steps per submission (default checkEvery; smaller values submit without waiting in
+   * between). 1 submits every token alone: the tests' comparison for the batched encoding.
+   */
+  tokensPerSubmit?: number;
   /**
    * Prefill each distinct prompt once and copy its KV cache to the sequences that repeat it (a
    * GRPO group is G copies of one prompt). Default true; the results are the same bits either way.
@@ -257,51 +267,85 @@ export class Sampler implements TextGenerator {
       enc.copyBufferToBuffer(nextLogp, 0, logpHistory, i * N * 4, N * 4);
     };
 
+    const checkEvery = options.checkEvery ?? 8;
+    const perSubmit = options.tokensPerSubmit ?? checkEvery;
+    for (const [name, value] of [
+      ['checkEvery', checkEvery],
+      ['tokensPerSubmit', perSubmit],
+    ] as const) {
+      if (!(Number.isInteger(value) && value >= 1))
+        throw new RangeError(`${name} must be an integer ≥ 1, got ${value}`);
+    }
+    // (steps − 1, N) u32: row i − 1 holds the rotary positions of decode step i, whose input (the
+    // token drawn at step i − 1) sits at column P + i − 1.
+    const stepPositions = new Uint32Array(Math.max(steps - 1, 1) * N);
+    for (let i = 1; i < steps; i++)
+      for (let n = 0; n < N; n++) stepPositions[(i - 1) * N + n] = P + i - 1 - keyStart[n];
+    const positionTable = buf(stepPositions.byteLength, 'positionTable');
+    writeBuffer(device, positionTable, stepPositions);
+    const decodeStep = (enc: GPUCommandEncoder, i: number) => {
+      enc.copyBufferToBuffer(positionTable, (i - 1) * N * 4, positions, 0, N * 4);
+      draw(enc, extend(enc, cache, next, positions, 1, P + i - 1), i);
+    };
+
+    // The host's copy of the (steps, N) tokens and log-probs, filled at each wait.
+    const tokens = new Uint32Array(steps * N);
+    const logps = new Float32Array(steps * N);
+    const ended = new Uint8Array(N);
+    let endedCount = 0;
+    let readRows = 0;
+    const readTo = (rows: number): Readback[] => [
+      { buffer: history, offset: readRows * N * 4, bytes: (rows - readRows) * N * 4 },
+      { buffer: logpHistory, offset: readRows * N * 4, bytes: (rows - readRows) * N * 4 },
+    ];
+    const absorb = ([t, l]: ArrayBuffer[], rows: number) => {
+      tokens.set(new Uint32Array(t), readRows * N);
+      logps.set(new Float32Array(l), readRows * N);
+      for (let i = readRows; i < rows; i++) {
+        for (let n = 0; n < N; n++) {
+          if (!ended[n] && eos.has(tokens[i * N + n])) {
+            ended[n] = 1;
+            endedCount++;
+          }
+        }
+      }
+      readRows = rows;
+    };
+
+    let submitted = false;
     try {
       // Pipelines compiled first (since the model loaded), so that encoding never compiles.
       await this.ready;
-      await this.engine.run((enc) => draw(enc, prefill(enc), 0), 'prefill');
-      const checkEvery = options.checkEvery ?? 8;
+      const first = (enc: GPUCommandEncoder) => draw(enc, prefill(enc), 0);
+      submitted = true;
+      if (steps === 1) absorb(await this.engine.run(first, 'prefill', { read: readTo(1) }), 1);
+      else await this.engine.run(first, 'prefill', { wait: false });
       let done = 1;
-      const pos = new Uint32Array(N);
       while (done < steps) {
-        // The token drawn at step done − 1 sits at column P + done − 1.
-        const column = P + done - 1;
-        for (let n = 0; n < N; n++) pos[n] = column - keyStart[n];
-        writeBuffer(device, positions, pos);
-        const i = done;
-        await this.engine.run(
-          (enc) => draw(enc, extend(enc, cache, next, positions, 1, column), i),
-          'decode',
-        );
-        done += 1;
-        if (done % checkEvery === 0 && done < steps) {
-          const sofar = await readU32(device, history, done * N);
-          if (allEnded(sofar, N, done, eos)) break;
+        // Up to the next multiple of checkEvery (the same stopping points for any submission
+        // size), in submissions of perSubmit steps; the last one reads the new rows back.
+        const until = Math.min(steps, (Math.floor(done / checkEvery) + 1) * checkEvery);
+        while (done < until) {
+          const from = done;
+          const to = Math.min(until, from + perSubmit);
+          const encode = (enc: GPUCommandEncoder) => {
+            for (let i = from; i < to; i++) decodeStep(enc, i);
+          };
+          const count = to - from;
+          if (to < until) await this.engine.run(encode, 'decode', { wait: false, count });
+          else absorb(await this.engine.run(encode, 'decode', { read: readTo(to), count }), to);
+          done = to;
         }
+        if (endedCount === N) break;
       }
-
-      const tokens = await readU32(device, history, done * N);
-      const logps = await readF32(device, logpHistory, done * N);
       return collectCompletions(tokens, logps, N, done, eos);
+    } catch (err) {
+      // Submissions that did not wait may still use this call's buffers: let them finish first.
+      if (submitted) await device.queue.onSubmittedWorkDone().catch(() => {});
+      throw err;
     } finally {
       // Also on an exception mid-generation: nothing of this call stays allocated.
       for (const b of owned) b.destroy();
     }
   }
-}
-
-/** Whether each of the N sequences has an EOS among its first `steps` tokens ((steps, N) layout). */
-function allEnded(
-  tokens: Uint32Array,
-  N: number,
-  steps: number,
-  eos: ReadonlySet<number>,
-): boolean {
-  for (let n = 0; n < N; n++) {
-    let ended = false;
-    for (let i = 0; i < steps && !ended; i++) ended = eos.has(tokens[i * N + n]);
-    if (!ended) return false;
-  }
-  return true;
 }

@@ -5,7 +5,7 @@
 // It steps the model's trainable parameters only: every parameter, or with LoRA the adapters (the
 // frozen base has neither gradients nor moments).
 import { createStorageBuffer, readF32 } from '../engine/buffers';
-import type { Engine } from '../engine/engine';
+import type { Engine, Readback } from '../engine/engine';
 import { AdamWKernel } from '../kernels/adamw';
 import { GRAD_CLIP_OUT, GradNormKernel, gradNormPartialsLength } from '../kernels/grad-norm';
 import { numel } from '../core/model-config';
@@ -18,6 +18,13 @@ export interface AdamWOptions {
   weightDecay: number;
   /** Global gradient-norm clip; 0 = off (the norm is still measured for the metric and the guard). */
   maxGradNorm: number;
+}
+
+/** The clip kernel's outputs: the global gradient norm, the clip scale, whether it was finite. */
+export interface GradStats {
+  norm: number;
+  scale: number;
+  finite: boolean;
 }
 
 /** Checkpoint names of the moments, as PyTorch's optimizer state calls them. */
@@ -94,8 +101,18 @@ export class GpuAdamW {
   }
 
   /** The last encoded step's gradient norm, clip scale and whether the update was applied. */
-  async readStats(): Promise<{ norm: number; scale: number; finite: boolean }> {
-    const out = await readF32(this.engine.device, this.stats, GRAD_CLIP_OUT.length);
+  async readStats(): Promise<GradStats> {
+    return this.decodeStats(await readF32(this.engine.device, this.stats, GRAD_CLIP_OUT.length));
+  }
+
+  /** Where readStats() reads from: to read the statistics with other results in one wait. */
+  get statsRange(): Readback {
+    return { buffer: this.stats, bytes: GRAD_CLIP_OUT.length * 4 };
+  }
+
+  /** The statistics from the bytes of statsRange. */
+  decodeStats(bytes: ArrayBuffer | Float32Array): GradStats {
+    const out = bytes instanceof Float32Array ? bytes : new Float32Array(bytes);
     return {
       norm: out[GRAD_CLIP_OUT.norm],
       scale: out[GRAD_CLIP_OUT.scale],

@@ -209,9 +209,9 @@ export class Run implements TrainingStage {
     // engine itself may be shared with other work, chat or tests).
     const engine: Engine = {
       ...setup.engine,
-      run: (record, label) => {
-        this.progress.gpuWork(label);
-        return setup.engine.run(record, label);
+      run: (record, label, options) => {
+        this.progress.gpuWork(label, options?.count);
+        return setup.engine.run(record, label, options);
       },
     };
     this.id = setup.runId;

@@ -112,7 +112,8 @@ describe('one Run for the worker and the command line', { timeout: 600_000 }, ()
     expect(cliLosses).toEqual(browserLosses.map((x) => Number(x.toFixed(4))));
 
     // The same phases, in order, from the one Run (the worker also re-scores the updated policy for
-    // the Learn view): per step sampling counts its tokens 0…4, then rewards, forward + backward
+    // the Learn view): per step sampling counts its tokens as they are submitted (the prefill's
+    // first, then the other 3 in one submission: 0, 1, 4 of 4), then rewards, forward + backward
     // and the optimizer, the checkpoint at steps 2 and 3, and null once the step is over.
     const browserPhases = events.flatMap((e) => (e.type === 'phase' ? [e.progress] : []));
     const notRescoring = (p: PhaseProgress | null) => p?.phase !== 'rescoring';
@@ -120,7 +121,7 @@ describe('one Run for the worker and the command line', { timeout: 600_000 }, ()
     const named = cliPhases.map((p) =>
       p === null ? 'idle' : `${p.step} ${p.phase}${p.done === null ? '' : ` ${p.done}/${p.total}`}`,
     );
-    const sampling = (step: number) => [0, 1, 2, 3, 4].map((k) => `${step} sampling ${k}/4`);
+    const sampling = (step: number) => [0, 1, 4].map((k) => `${step} sampling ${k}/4`);
     const update = (step: number) => [
       `${step} rewards`,
       `${step} backward 1/1`,

@@ -1,0 +1,84 @@
+// The engine's counters (src/engine/counters.ts) pinned for one GRPO step of a tiny model, phase by
+// phase: submits, CPU waits on the GPU and dispatches are deterministic, so a change that adds a
+// round trip (a wait per token, a readback per tensor) or dispatches fails here. The step: full
+// fine-tune with β > 0 (a reference model), 2 micro-batches, 8 sequences of 20 tokens with no EOS
+// (every sequence runs to the end, whatever the kernels' rounding), then a checkpoint snapshot.
+// Kernel variants are fixed (barrier-free, as SwiftShader picks), since they decide the dispatches.
+import { describe, expect, it } from 'vitest';
+import { COUNTER_PHASES, type CounterSnapshot, diffCounts } from '../../src/engine/counters';
+import { GrpoTrainer, type TrainerTokenizer } from '../../src/grpo/trainer';
+import { initLlamaWeights } from '../../src/model/init';
+import { config, echoTask, modelConfig, startsWithA, tokenizer } from '../support/tiny-trainer';
+import { BARRIER_VARIANTS, testEngineWith } from './harness';
+
+/** The tiny trainer's tokenizer without an EOS id, so sampling always draws maxCompletionLength. */
+const noEos: TrainerTokenizer = {
+  eosTokenIds: [],
+  padTokenId: tokenizer.padTokenId,
+  encode: (text) => tokenizer.encode(text),
+  decode: (ids, options) => tokenizer.decode(ids, options),
+};
+
+const DECODE_STEPS = 20;
+
+/**
+ * Per phase. sampling: the prefill, then 20 decode steps in submissions of up to 8 (one wait
+ * each, which also reads the new tokens back); reference: one submission per micro-batch, no
+ * wait; update: zero-grad and one per micro-batch, no wait; optimizer: clip + AdamW with every
+ * statistic read back, the pass's one wait; checkpoint: one readback per tensor (weights, then
+ * the two AdamW moments). Before batching (commit 48dd88a, this step counted the same way),
+ * submits / waits were: sampling 24 / 24, reference 3 / 3, update 5 / 5, optimizer 3 / 3, with the
+ * same dispatches.
+ */
+const PINNED = {
+  sampling: { submits: 4, waits: 3, dispatches: 760 },
+  rewards: { submits: 0, waits: 0, dispatches: 0 },
+  reference: { submits: 2, waits: 0, dispatches: 68 },
+  update: { submits: 3, waits: 0, dispatches: 176 },
+  optimizer: { submits: 1, waits: 1, dispatches: 43 },
+  checkpoint: { submits: 63, waits: 63, dispatches: 0 },
+  other: { submits: 0, waits: 0, dispatches: 0 },
+};
+
+describe('engine counters of a GRPO step', { timeout: 300_000 }, () => {
+  it('submits, waits and dispatches per phase are what they were pinned to', async () => {
+    const engine = await testEngineWith(BARRIER_VARIANTS[1].tuning);
+    const trainer = new GrpoTrainer({
+      engine,
+      config: config({
+        perStepPrompts: 2,
+        numGenerations: 4,
+        maxCompletionLength: DECODE_STEPS,
+        beta: 0.04,
+        gradientAccumulationSteps: 2,
+      }),
+      modelConfig,
+      weights: initLlamaWeights(modelConfig, 1),
+      tokenizer: noEos,
+      task: echoTask,
+      rewardFunctions: [startsWithA],
+    });
+    try {
+      const before = engine.counters.snapshot();
+      const report = await trainer.trainStep();
+      await trainer.snapshot();
+      const counts: CounterSnapshot = diffCounts(engine.counters.snapshot(), before);
+      expect(report.groups.flatMap((g) => g.completions.map((c) => c.tokens.length))).toEqual(
+        Array(8).fill(DECODE_STEPS),
+      );
+      const pinned = Object.fromEntries(
+        COUNTER_PHASES.map((p) => [
+          p,
+          { submits: counts[p].submits, waits: counts[p].waits, dispatches: counts[p].dispatches },
+        ]),
+      );
+      expect(pinned).toEqual(PINNED);
+      // The targets of issue 34: at most one CPU wait per 8 decoded tokens, none between the
+      // update's micro-batches (one per pass, for its statistics).
+      expect(counts.sampling.waits).toBeLessThanOrEqual(Math.ceil(DECODE_STEPS / 8));
+      expect(counts.reference.waits + counts.update.waits + counts.optimizer.waits).toBe(1);
+    } finally {
+      trainer.destroy();
+    }
+  });
+});
