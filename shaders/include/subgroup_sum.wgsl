@@ -8,8 +8,10 @@
 //     own slot of workgroup memory, every other thread stores 0 in its slot;
 //  3. after the barrier every subgroup sums all WG slots the same way: lane j (its rank,
 //     subgroupExclusiveAdd) adds slots j, j + n, … (n = lanes), then subgroupAdd.
-// Step 3 gives every subgroup the same total because they all have n lanes: subgroup sizes and WG
-// are powers of two, so the size divides WG or the workgroup is one partial subgroup.
+// Every subgroup's step 3 covers all WG slots whatever its n, so each gets the full total; they
+// get the same bits when all have n lanes (the usual case: subgroup sizes and WG are powers of
+// two, so the size divides WG or the workgroup is one partial subgroup); a driver that left a
+// subgroup in the middle partial would give its threads the total rounded in another order.
 // Deterministic on one device and driver; not bit-identical to the tree (f32 rounding apart).
 // The includer declares the override WG (a power of two).
 

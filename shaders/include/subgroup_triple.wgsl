@@ -8,8 +8,9 @@
 //     [that index] of workgroup memory, every other thread stores the empty triple there;
 //  3. after the one barrier every subgroup merges all WG slots the same way: lane j (its rank,
 //     subgroupExclusiveAdd) folds slots j, j + n, … (n = lanes), then step 1 over its lanes.
-// Step 3 relies on every subgroup having the same n: sizes are powers of two, as is WG, so either
-// the subgroup size divides WG or the workgroup is one partial subgroup.
+// Every subgroup's step 3 covers all WG slots whatever its n, so each gets the full merge; they
+// get the same bits when all have n lanes (subgroup sizes and WG are powers of two, so the size
+// divides WG or the workgroup is one partial subgroup). The kernel only uses thread 0's anyway.
 // Deterministic on a given device and driver (the subgroup ops' order is the hardware's, fixed),
 // but not bit-identical to the tree of workgroup_triple.wgsl: results agree to f32 rounding.
 
