@@ -5,7 +5,25 @@
 // resources are released.
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { configHelp, ConfigError, resolveConfig, type Config } from '../grpo/config';
+import { configHelp, ConfigError, resolveConfig, type Config, CONFIG_SCHEMA } from '../grpo/config';
+import { overLimitMessage, parseCount, type SizeLimit } from '../core/limits';
+
+/**
+ * A flag whose value is a count that sizes work or memory: an integer ≥ min and at most
+ * limit.max, refused otherwise with src/core/limits.ts's message before anything runs. With
+ * `list`, the value is comma-separated integers ≥ min (--seeds) and the limit bounds how many.
+ */
+export interface FlagCount {
+  min: number;
+  limit: SizeLimit;
+  list?: boolean;
+}
+
+/** Completions sampled per prompt by an evaluation (--k): numGenerations' and rejection
+ * sampling's bound. One decode holds (prompts per batch) × k sequences. */
+const COMPLETIONS_PER_PROMPT: SizeLimit = { max: 1024, unit: 'completions per prompt' };
+/** Seeds of a measurement: each one is a whole training run (minutes to hours). */
+const SEEDS: SizeLimit = { max: 64, unit: 'seeds' };
 
 export interface CommandFlag {
   /** Without the leading dashes. */
@@ -17,6 +35,8 @@ export interface CommandFlag {
   repeatable?: boolean;
   /** A switch without a value (`--json`): parsed as 'true'. */
   boolean?: boolean;
+  /** A count with a size limit (flagCount, flagCounts read it). */
+  count?: FlagCount;
 }
 
 export interface Command {
@@ -69,7 +89,12 @@ export const EVAL: Command = {
       value: 'folder',
       help: 'a second model, evaluated on the same prompts and draws',
     },
-    { name: 'k', value: 'samples', help: 'sampled completions per prompt (default 4)' },
+    {
+      name: 'k',
+      value: 'samples',
+      help: 'sampled completions per prompt (default 4)',
+      count: { min: 0, limit: COMPLETIONS_PER_PROMPT },
+    },
     { name: 'json', value: 'file', help: 'write the full reports (every completion) to this file' },
   ],
 };
@@ -79,19 +104,31 @@ export const AHA: Command = {
   summary:
     "The aha demo, measured: the 'aha' preset per seed, base vs trained on the same held-out prompts; writes report.json, README.md and SVG plots.",
   flags: [
-    { name: 'seeds', value: '1,2,3', help: 'training seeds, comma-separated (default 1,2,3)' },
+    {
+      name: 'seeds',
+      value: '1,2,3',
+      help: 'training seeds, comma-separated (default 1,2,3)',
+      count: { min: 0, limit: SEEDS, list: true },
+    },
     { name: 'out', value: 'folder', help: 'report folder (default docs/aha)' },
     {
       name: 'k',
       value: 'samples',
       help: 'samples per held-out prompt (default 2; 4 with --prompts selection)',
+      count: { min: 0, limit: COMPLETIONS_PER_PROMPT },
     },
     {
       name: 'prompts',
       value: 'report|selection',
       help: 'held-out set to evaluate on (default report)',
     },
-    { name: 'eval-batch', value: 'n', help: 'prompts per evaluation batch (default 200)' },
+    {
+      name: 'eval-batch',
+      value: 'n',
+      help: 'prompts per evaluation batch (default 200)',
+      // Rejection sampling's batch bound: one decode holds eval-batch × k sequences.
+      count: { min: 1, limit: { max: 1024, unit: 'prompts per batch' } },
+    },
   ],
 };
 
@@ -133,7 +170,12 @@ export const RECIPE: Command = {
       help: 'R1-Zero vs R1 vs distillation on the aha held-out prompts',
       boolean: true,
     },
-    { name: 'seeds', value: '1,2,3', help: 'with --compare: the seeds (default 1,2,3)' },
+    {
+      name: 'seeds',
+      value: '1,2,3',
+      help: 'with --compare: the seeds (default 1,2,3)',
+      count: { min: 0, limit: SEEDS, list: true },
+    },
     {
       name: 'prompts',
       value: 'report|selection',
@@ -143,6 +185,7 @@ export const RECIPE: Command = {
       name: 'k',
       value: 'samples',
       help: 'with --compare: samples per held-out prompt (default 1)',
+      count: { min: 0, limit: COMPLETIONS_PER_PROMPT },
     },
     {
       name: 'render',
@@ -157,6 +200,14 @@ export const RECIPE: Command = {
   ],
 };
 
+/** A flag's --help line; a count says its limit. */
+function flagHelpLine(f: CommandFlag): string {
+  const limit = f.count
+    ? ` (at most ${f.count.limit.max}${f.count.list ? ` ${f.count.limit.unit}` : ''})`
+    : '';
+  return `${`  --${f.name}${f.boolean ? '' : ` <${f.value}>`}`.padEnd(44)} ${f.help}${limit}`;
+}
+
 /** --help of `npm run recipe`: usage, the flags, the recipe format. */
 export function recipeHelp(): string {
   return [
@@ -166,9 +217,7 @@ export function recipeHelp(): string {
     '',
     RECIPE.summary,
     '',
-    ...RECIPE.flags.map(
-      (f) => `${`  --${f.name}${f.boolean ? '' : ` <${f.value}>`}`.padEnd(44)} ${f.help}`,
-    ),
+    ...RECIPE.flags.map(flagHelpLine),
     '',
     'A recipe file: {"name": "...", "seed": 1, "stages": [ {"kind": "sft", "name": "cold-start",',
     '  "data": {"coldStart": {"count": 256}} | {"path": "set.jsonl"} | {"stage": "<rejection stage>"},',
@@ -182,9 +231,7 @@ export const COMMANDS: readonly Command[] = [TRAIN, EVAL, AHA, PLAN];
 
 /** --help: usage, the command's own flags, then every config option. */
 export function commandHelp(command: Command): string {
-  const own = command.flags.map(
-    (f) => `${`  --${f.name}${f.boolean ? '' : ` <${f.value}>`}`.padEnd(44)} ${f.help}`,
-  );
+  const own = command.flags.map(flagHelpLine);
   // configHelp's own header describes its spellings with example flags; ours says it in words.
   const options = configHelp().split('\n').slice(1);
   return [
@@ -239,6 +286,54 @@ export function takeCommandFlags(
     flags.set(name, values);
   }
   return { flags, rest };
+}
+
+function countOf(command: Command, name: string): FlagCount {
+  const count = command.flags.find((f) => f.name === name)?.count;
+  if (!count) throw new Error(`npm run ${command.name}: --${name} is not a count flag`);
+  return count;
+}
+
+/**
+ * A count flag's value (its declaration in the command's table: least value and limit), or
+ * `fallback` when it is not given; anything else throws naming the flag, the value and the bound.
+ */
+export function flagCount(
+  command: Command,
+  flags: ReadonlyMap<string, readonly string[]>,
+  name: string,
+  fallback: number,
+): number {
+  const { min, limit } = countOf(command, name);
+  const raw = flags.get(name)?.[0];
+  return raw === undefined ? fallback : parseCount(`--${name}`, raw, min, limit);
+}
+
+/**
+ * A list flag's integers (`--seeds 1,2,3`), or `fallback`: how many is checked against the limit
+ * before any entry is read, then each entry as a count of its own (digits, ≥ min).
+ */
+export function flagCounts(
+  command: Command,
+  flags: ReadonlyMap<string, readonly string[]>,
+  name: string,
+  fallback: readonly number[],
+): number[] {
+  const { min, limit } = countOf(command, name);
+  const raw = flags.get(name)?.[0];
+  if (raw === undefined) return [...fallback];
+  const parts = raw.split(',');
+  if (parts.length > limit.max)
+    throw new RangeError(overLimitMessage(`--${name} count`, parts.length, limit));
+  return parts.map((part) => {
+    const text = part.trim();
+    const n = Number(text);
+    if (!/^[0-9]+$/.test(text) || !Number.isSafeInteger(n) || n < min)
+      throw new RangeError(
+        `--${name} must be integers ≥ ${min}, comma-separated, got '${text}' in '${raw}'`,
+      );
+    return n;
+  });
 }
 
 /**
@@ -304,6 +399,13 @@ export function rewardFiles(
   if (specs.length === 0) return { rewards: options.rewards, customRewards: options.customRewards };
   const customRewards = { ...(options.customRewards ?? {}) };
   const rewards = [...(options.rewards ?? (resolveConfig({}).rewards as string[]))];
+  // customRewards' own limit, checked before any file is read.
+  const ids = new Set([...Object.keys(customRewards), ...specs.map((s) => s.split('=')[0])]);
+  const limit = CONFIG_SCHEMA.customRewards.type.limit;
+  if (limit && ids.size > limit.max)
+    throw new RangeError(
+      overLimitMessage('custom rewards (customRewards and --reward-file)', ids.size, limit),
+    );
   for (const spec of specs) {
     const eq = spec.indexOf('=');
     const id = eq > 0 ? spec.slice(0, eq) : '';

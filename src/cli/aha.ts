@@ -26,7 +26,7 @@ import {
   TINY_COUNTDOWN_OPTIONS,
   type AhaPromptSet,
 } from '../tasks/traces';
-import { AHA, commandHelp, runCommand, takeCommandFlags } from './_flags';
+import { AHA, commandHelp, flagCount, flagCounts, runCommand, takeCommandFlags } from './_flags';
 import { loadModel, openEngine } from './_session';
 import { mdCode, mdText } from '../export/markdown';
 import { rewardErrorSummary } from './_train';
@@ -59,15 +59,6 @@ const stats = (xs: number[]) => {
   return { mean, min: Math.min(...xs), max: Math.max(...xs), values: xs };
 };
 
-/** A flag's value as a whole number ≥ min, or its default; anything else names the flag. */
-function count(flag: string, raw: string | undefined, fallback: number, min: number): number {
-  if (raw === undefined) return fallback;
-  const n = Number(raw);
-  if (!/^[0-9]+$/.test(raw) || n < min)
-    throw new Error(`--${flag} must be an integer ≥ ${min}, got '${raw}'`);
-  return n;
-}
-
 async function main(args: string[]) {
   // Without this check --help would be skipped as a config flag and start the whole demo.
   if (isHelpRequested(args)) {
@@ -76,8 +67,8 @@ async function main(args: string[]) {
   }
   const { flags, rest } = takeCommandFlags(AHA, args);
   const flag = (name: string) => flags.get(name)?.[0];
-  const seedsText = flag('seeds') ?? '1,2,3';
-  const seeds = seedsText.split(',').map((s) => count('seeds', s.trim(), 0, 0));
+  // Counts and their limits are declared with the flags (AHA in _flags.ts).
+  const seeds = flagCounts(AHA, flags, 'seeds', [1, 2, 3]);
   const outDir = resolve(flag('out') ?? 'docs/aha');
   const promptSet = (flag('prompts') ?? 'report') as AhaPromptSet;
   if (promptSet !== 'report' && promptSet !== 'selection') {
@@ -85,8 +76,8 @@ async function main(args: string[]) {
   }
   // The selection set holds half as many prompts (all the held-out pool has left), so twice the
   // samples each: both evaluations score 400 completions.
-  const k = count('k', flag('k'), promptSet === 'selection' ? 4 : 2, 0);
-  const evalBatch = count('eval-batch', flag('eval-batch'), 200, 1);
+  const k = flagCount(AHA, flags, 'k', promptSet === 'selection' ? 4 : 2);
+  const evalBatch = flagCount(AHA, flags, 'eval-batch', 200);
   const overrides = parseCliArgs(rest);
   const started = performance.now();
   // The preset's model unless `--model <folder>` names another (a candidate model, say).

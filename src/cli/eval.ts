@@ -9,7 +9,7 @@ import { renderPrompt } from '../grpo/trainer';
 import { GpuLlama } from '../model/llama';
 import { Sampler } from '../model/sampler';
 import { trainEvalStream } from '../tasks/index';
-import { commandHelp, EVAL, runCommand, takeCommandFlags } from './_flags';
+import { commandHelp, EVAL, flagCount, runCommand, takeCommandFlags } from './_flags';
 import { loadModel, loadTask, openEngine } from './_session';
 
 async function main(args: string[]) {
@@ -19,11 +19,8 @@ async function main(args: string[]) {
   }
   const { flags, rest } = takeCommandFlags(EVAL, args);
   const compare = flags.get('compare')?.[0];
-  const kText = flags.get('k')?.[0] ?? '4';
-  const k = Number(kText);
+  const k = flagCount(EVAL, flags, 'k', 4);
   const jsonOut = flags.get('json')?.[0];
-  if (!/^[0-9]+$/.test(kText) || !Number.isInteger(k))
-    throw new Error(`--k must be a non-negative integer, got '${kText}'`);
   const config = resolveConfig(parseCliArgs(rest));
   const task = loadTask(config);
   // Only the held-out problems are used: the training stream is drawn lazily, so never built.

@@ -10,7 +10,7 @@ import { join, resolve } from 'node:path';
 import { isHelpRequested } from '../grpo/config';
 import { parseRecipe } from '../recipes/recipe-spec';
 import type { AhaPromptSet } from '../tasks/traces';
-import { RECIPE, recipeHelp, runCommand, takeCommandFlags } from './_flags';
+import { flagCount, flagCounts, RECIPE, recipeHelp, runCommand, takeCommandFlags } from './_flags';
 import { recipeFolder, readRecipe } from './_recipe';
 import { compareRecipes, renderReport } from './_recipe-compare';
 import { loadModel, openEngine } from './_session';
@@ -48,12 +48,12 @@ async function main(argv: string[]) {
   if (flag('compare') !== undefined) {
     if (rest.length) throw new Error(`--compare takes no recipe (got '${rest[0]}')`);
     await compareRecipes({
-      seeds: (flag('seeds') ?? '1,2,3').split(',').map((s) => seedOf(s.trim())!),
+      seeds: flagCounts(RECIPE, flags, 'seeds', [1, 2, 3]),
       outDir: resolve(flag('out') ?? 'docs/recipe'),
       model: flag('model') ?? 'bundled',
       command: `npm run recipe -- ${argv.join(' ')}`,
       prompts: promptSet(flag('prompts')),
-      k: flag('k') === undefined ? undefined : seedOf(flag('k')),
+      k: flag('k') === undefined ? undefined : flagCount(RECIPE, flags, 'k', 0),
       sftLearningRate: positive('sft-learning-rate', flag('sft-learning-rate')),
     });
     return;

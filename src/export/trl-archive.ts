@@ -2,7 +2,7 @@
 // the same prompts this run trains and evaluates on, the scripts, the rewards in Python.
 import type { Config } from '../grpo/config';
 import { createTask, trainEvalProblems } from '../tasks/index';
-import { exportTrl } from './trl-export';
+import { checkTrlExportSize, exportTrl } from './trl-export';
 import { zipFiles } from '../formats/zip';
 
 /** Every file of the TRL project for `config` (a JSONL task needs its text in `sources.text`). */
@@ -10,6 +10,8 @@ export function trlExportFiles(
   config: Config,
   sources: { text?: string } = {},
 ): Map<string, string> {
+  // Before the task is built or a prompt drawn: steps × perStepPrompts reaches 4e9 at the limits.
+  checkTrlExportSize(config);
   const task = createTask(config.task, config.taskOptions, sources);
   const { train, eval: held } = trainEvalProblems(
     task,

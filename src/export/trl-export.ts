@@ -6,7 +6,8 @@
 // every option without a TRL equivalent and what the export did with it.
 
 import { mdCode } from './markdown';
-import { type Config, configSchemaRows, resolveConfig } from '../grpo/config';
+import { type Config, ConfigError, configSchemaRows, resolveConfig } from '../grpo/config';
+import { overLimitMessage, type SizeLimit } from '../core/limits';
 import { CUSTOM_REWARD_PREFIX } from '../rewards/rewards';
 import { formatPrompt } from '../tasks/prompt';
 import type { Problem } from '../tasks/types';
@@ -28,6 +29,28 @@ export interface TrlExportData {
 export interface TrlExportOptions {
   /** GPUs in accelerate_config.yaml (default 8). */
   processes?: number;
+}
+
+/**
+ * The training prompts one export writes to train.jsonl (steps × perStepPrompts, the run's own
+ * prompts in its order). A Countdown line is about 800 characters: 100 000 prompts make an 81 MB
+ * file, drawn and written in about 6 s here; ten times that passes V8's longest string (2^29
+ * characters) and the page's ZIP in memory. Checked before any prompt is drawn.
+ */
+export const TRL_EXPORT_PROMPTS: SizeLimit = { max: 100_000, unit: 'training prompts' };
+
+/** Refuses a run whose exported prompts (steps × perStepPrompts) pass TRL_EXPORT_PROMPTS. */
+export function checkTrlExportSize(config: Pick<Config, 'steps' | 'perStepPrompts'>): void {
+  const n = config.steps * config.perStepPrompts;
+  if (n > TRL_EXPORT_PROMPTS.max)
+    throw new ConfigError(
+      'steps',
+      overLimitMessage(
+        `TRL export: steps × perStepPrompts = ${config.steps} × ${config.perStepPrompts} =`,
+        n,
+        TRL_EXPORT_PROMPTS,
+      ),
+    );
 }
 
 /** A Python literal for a JSON-like value. */
@@ -198,6 +221,10 @@ export function exportTrl(
   const c = resolveConfig(config);
   const processes = options.processes ?? 8;
   if (data.trainPrompts.length === 0) throw new RangeError('exportTrl: no training prompts');
+  if (data.trainPrompts.length > TRL_EXPORT_PROMPTS.max)
+    throw new RangeError(
+      overLimitMessage('exportTrl: training prompts', data.trainPrompts.length, TRL_EXPORT_PROMPTS),
+    );
   const stubs = customStubs(c);
   const grpoArgs = grpoConfigArgs(c);
   const files = new Map<string, string>();

@@ -24,7 +24,7 @@ interface TypeSpec<T> {
   exclusiveMin?: boolean;
   exclusiveMax?: boolean;
   /** A count that sizes work or memory: above limit.max it is refused with the limit's message
-   * (src/core/limits.ts), before anything is allocated from it. */
+   * (src/core/limits.ts), before anything is allocated from it. On an object: how many entries. */
   limit?: SizeLimit;
   values?: readonly string[];
   /** Phantom: never set. */
@@ -49,7 +49,7 @@ const numList = (): TypeSpec<number[]> => ({ kind: 'number[]' });
 const obj = <T extends Record<string, unknown>>(): TypeSpec<T> => ({ kind: 'object' });
 const nullable = <T>(t: TypeSpec<T>): TypeSpec<T | null> =>
   ({ ...t, nullable: true }) as TypeSpec<T | null>;
-/** A count with a size limit (see TypeSpec.limit). */
+/** A count with a size limit (see TypeSpec.limit); on an object, the number of its entries. */
 const limited = <T>(t: TypeSpec<T>, max: number, unit: string): TypeSpec<T> => ({
   ...t,
   limit: { max, unit },
@@ -155,7 +155,8 @@ export const CONFIG_SCHEMA = {
     'the reward_funcs list passed to GRPOTrainer (rewards.py)',
   ),
   customRewards: field(
-    obj<Record<string, string>>(),
+    // Each custom reward runs in a sandbox of its own (a worker thread with its own heap).
+    limited(obj<Record<string, string>>(), 16, 'custom rewards'),
     {},
     'custom JS rewards by id: {"<id>": "<source>"}',
     null,
@@ -604,9 +605,14 @@ function checkValue(
       if (!Array.isArray(v) || !v.every((x) => typeof x === 'number' && Number.isFinite(x)))
         throw fail();
       return;
-    case 'object':
+    case 'object': {
       if (typeof v !== 'object' || Array.isArray(v)) throw fail();
+      // An object's limit bounds how many entries it has (customRewards).
+      const n = Object.keys(v).length;
+      if (t.limit !== undefined && n > t.limit.max)
+        throw new ConfigError(key, overLimitMessage(`${label} count`, n, t.limit));
       return;
+    }
   }
 }
 

@@ -12,6 +12,7 @@ import {
   configFromUrlParams,
   configSizeLimits,
   configWarnings,
+  defaultConfig,
   flagName,
   parseCliArgs,
   resolveConfig,
@@ -20,7 +21,22 @@ import { parseRecipe } from '../../src/recipes/recipe-spec';
 import { COLD_START_LIMIT, REJECTION_LIMITS } from '../../src/recipes/limits';
 import { checkRejectionCounts } from '../../src/recipes/rejection-sampling';
 import { parseRejectionSampleArgs } from '../../src/cli/_rejection-sample';
-import { commandHelp, TRAIN, trainedLine } from '../../src/cli/_flags';
+import {
+  AHA,
+  type Command,
+  commandHelp,
+  EVAL,
+  flagCount,
+  flagCounts,
+  RECIPE,
+  rewardFiles,
+  takeCommandFlags,
+  TRAIN,
+  trainedLine,
+} from '../../src/cli/_flags';
+import { trlExportFiles } from '../../src/export/trl-archive';
+import { exportTrl, TRL_EXPORT_PROMPTS } from '../../src/export/trl-export';
+import { createTask, trainEvalProblems } from '../../src/tasks/index';
 import { resolveSftConfig, SFT_OPTIONS, trlName } from '../../src/train/sft-config';
 import { parseSftJsonl } from '../../src/train/sft-data';
 import {
@@ -119,6 +135,97 @@ describe('item 1: sizes have limits, checked before any work', () => {
   });
 });
 
+/** A command's count flag as its main reads it ('' when it is accepted). */
+const flagThrown = (command: Command, name: string, value: string) =>
+  thrown(() => {
+    const { flags } = takeCommandFlags(command, [`--${name}`, value]);
+    return command.flags.find((f) => f.name === name)!.count!.list
+      ? flagCounts(command, flags, name, [])
+      : flagCount(command, flags, name, 0);
+  });
+
+const countdownProblem = trainEvalProblems(createTask('countdown'), 1, 1, 0).train[0];
+
+/** `n` custom rewards by id, each a valid source. */
+const customRewards = (n: number) =>
+  Object.fromEntries(
+    Array.from({ length: n }, (_, i) => [`r${i}`, 'function reward() { return 0; }']),
+  );
+
+describe('item 1: the evaluations, the seeds, custom rewards and the TRL export have limits too', () => {
+  it('npm run eval / aha / recipe --compare: --k, --eval-batch and the number of --seeds', () => {
+    expect(flagThrown(EVAL, 'k', '1000000000')).toBe(
+      '--k 1000000000 is more than the limit of 1024 completions per prompt',
+    );
+    expect(flagThrown(AHA, 'k', '1025')).toBe(
+      '--k 1025 is more than the limit of 1024 completions per prompt',
+    );
+    expect(flagThrown(RECIPE, 'k', '1025')).toBe(
+      '--k 1025 is more than the limit of 1024 completions per prompt',
+    );
+    expect(flagThrown(AHA, 'eval-batch', '100000000')).toBe(
+      '--eval-batch 100000000 is more than the limit of 1024 prompts per batch',
+    );
+    const seeds = (n: number) => Array.from({ length: n }, (_, i) => i).join(',');
+    expect(flagThrown(AHA, 'seeds', seeds(65))).toBe(
+      '--seeds count 65 is more than the limit of 64 seeds',
+    );
+    expect(flagThrown(RECIPE, 'seeds', seeds(65))).toBe(
+      '--seeds count 65 is more than the limit of 64 seeds',
+    );
+    // At the limits, and the other refusals still name the flag.
+    expect(flagCount(EVAL, takeCommandFlags(EVAL, ['--k', '1024']).flags, 'k', 4)).toBe(1024);
+    expect(flagCount(EVAL, new Map(), 'k', 4)).toBe(4);
+    expect(
+      flagCounts(AHA, takeCommandFlags(AHA, ['--seeds', seeds(64)]).flags, 'seeds', [1]),
+    ).toHaveLength(64);
+    expect(flagThrown(EVAL, 'k', '1e3')).toBe("--k must be an integer ≥ 0, got '1e3'");
+    expect(flagThrown(AHA, 'eval-batch', '0')).toBe('--eval-batch must be an integer ≥ 1, got 0');
+    expect(flagThrown(AHA, 'seeds', '1,x')).toBe(
+      "--seeds must be integers ≥ 0, comma-separated, got 'x' in '1,x'",
+    );
+    // --help says the limit.
+    expect(commandHelp(AHA)).toMatch(/--seeds <1,2,3> .*\(at most 64 seeds\)/);
+    expect(commandHelp(EVAL)).toMatch(/--k <samples> .*\(at most 1024\)/);
+  });
+
+  it('the number of custom rewards: in a config, on the command line and with --reward-file', () => {
+    expect(thrown(() => resolveConfig({ customRewards: customRewards(17) }))).toBe(
+      "config 'customRewards' count 17 is more than the limit of 16 custom rewards",
+    );
+    expect(
+      thrown(() => parseCliArgs(['--custom-rewards', JSON.stringify(customRewards(17))])),
+    ).toBe('--custom-rewards count 17 is more than the limit of 16 custom rewards');
+    expect(
+      Object.keys(resolveConfig({ customRewards: customRewards(16) }).customRewards),
+    ).toHaveLength(16);
+    // Refused before any file is read (these files do not exist).
+    const files = Array.from({ length: 12 }, (_, i) => `f${i}=/nonexistent/f${i}.js`);
+    expect(thrown(() => rewardFiles(files, { customRewards: customRewards(5) }))).toBe(
+      'custom rewards (customRewards and --reward-file) 17 is more than the limit of 16 custom rewards',
+    );
+  });
+
+  it('the TRL export refuses steps × perStepPrompts past its limit before drawing a prompt', () => {
+    // Just past the limit first: without the check this one exports (6 s) and the test fails here
+    // instead of drawing 4e9 prompts below.
+    expect(thrown(() => trlExportFiles(resolveConfig({ steps: 25_001, perStepPrompts: 4 })))).toBe(
+      'TRL export: steps × perStepPrompts = 25001 × 4 = 100004 is more than the limit of 100000 training prompts',
+    );
+    const huge = resolveConfig({ steps: 1_000_000, perStepPrompts: 4096 });
+    expect(thrown(() => trlExportFiles(huge))).toMatch(
+      /^TRL export: steps × perStepPrompts = 1000000 × 4096 = 4096000000 is more than/,
+    );
+    // exportTrl itself, given prompts drawn elsewhere.
+    const problem = trlExportFiles(resolveConfig({ steps: 1, perStepPrompts: 1 }));
+    expect(problem.get('train.jsonl')!.split('\n')).toHaveLength(2);
+    const over = Array.from({ length: TRL_EXPORT_PROMPTS.max + 1 }, () => countdownProblem);
+    expect(thrown(() => exportTrl(defaultConfig(), { trainPrompts: over, evalPrompts: [] }))).toBe(
+      'exportTrl: training prompts 100001 is more than the limit of 100000 training prompts',
+    );
+  });
+});
+
 describe('item 2: one huge line', () => {
   // Past the limit by a little: enough to show the bound, cheap to build (2 MiB).
   const huge = JSON.stringify({ prompt: '1+'.repeat(JSONL_LINE_LIMIT.max / 2 + 8), answer: '2' });
@@ -207,7 +314,11 @@ const kebab = (k: string) => k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
 function limitsTable(): string {
   const rows: string[][] = [];
   for (const { key, limit } of configSizeLimits()) {
-    const over = String(limit.max + 1);
+    // An object's limit counts its entries (customRewards).
+    const over =
+      typeof resolveConfig({})[key] === 'object'
+        ? JSON.stringify(customRewards(limit.max + 1))
+        : String(limit.max + 1);
     rows.push([
       `${code(flagName(key))} / ${code(key)}`,
       `${limit.max} ${limit.unit}`,
@@ -222,21 +333,37 @@ function limitsTable(): string {
       code(thrown(() => resolveSftConfig({ [o.key]: o.limit!.max + 1 }))),
     ]);
   }
+  // The commands' own count flags, as declared in their tables (src/cli/_flags.ts).
+  for (const command of [EVAL, AHA, RECIPE]) {
+    for (const f of command.flags) {
+      if (!f.count) continue;
+      const { limit, list } = f.count;
+      const over = list
+        ? Array.from({ length: limit.max + 1 }, (_, i) => i).join(',')
+        : String(limit.max + 1);
+      const what = command === RECIPE ? 'recipe -- --compare' : `${command.name} --`;
+      rows.push([
+        `${code(`npm run ${what} --${f.name}`)}${list ? ' (how many)' : ''}`,
+        `${limit.max} ${limit.unit}`,
+        code(flagThrown(command, f.name, over)),
+      ]);
+    }
+  }
   const r = REJECTION_LIMITS;
   const arg = (...a: string[]) => thrown(() => parseRejectionSampleArgs(['--out', 'x', ...a]));
   rows.push(
     [
-      `${code('--k')} / recipe ${code('options.k')}`,
+      `${code('npm run rejection-sample -- --k')} / recipe ${code('options.k')}`,
       `${r.k.max} ${r.k.unit}`,
       code(arg('--k', String(r.k.max + 1))),
     ],
     [
-      `${code('--prompts')} / recipe ${code('prompts')}`,
+      `${code('npm run rejection-sample -- --prompts')} / recipe ${code('prompts')}`,
       `${r.prompts.max} ${r.prompts.unit}`,
       code(arg('--prompts', String(r.prompts.max + 1))),
     ],
     [
-      `${code('--batch-size')} / recipe ${code('options.batchSize')}`,
+      `${code('npm run rejection-sample -- --batch-size')} / recipe ${code('options.batchSize')}`,
       `${r.batchSize.max} ${r.batchSize.unit}`,
       code(arg('--batch-size', String(r.batchSize.max + 1))),
     ],
@@ -254,6 +381,15 @@ function limitsTable(): string {
             name: 'r',
             stages: [{ kind: 'sft', name: 's', data: { coldStart: { count: 10_001 } } }],
           }),
+        ),
+      ),
+    ],
+    [
+      `TRL export: ${code('steps')} × ${code('perStepPrompts')}`,
+      `${TRL_EXPORT_PROMPTS.max} ${TRL_EXPORT_PROMPTS.unit}`,
+      code(
+        thrown(() =>
+          trlExportFiles(resolveConfig({ steps: TRL_EXPORT_PROMPTS.max + 1, perStepPrompts: 1 })),
         ),
       ),
     ],
