@@ -7,6 +7,7 @@ import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { toHfConfig } from '../core/model-config';
 import { createEngine, type Engine } from '../engine/engine';
+import { describeMatmulChoice, sweepMatmulForModel } from '../kernels/matmul-sweep';
 import { generationConfig } from '../export/hf-export';
 import { createCustomRewards, customRewardResolver } from '../rewards/custom-reward';
 import { nodeSandboxFactory } from '../rewards/reward-sandbox-node';
@@ -66,6 +67,7 @@ export function hfFolderExtras(model: LoadedModel): Map<string, Uint8Array> {
 export async function loadModel(model: string): Promise<LoadedModel> {
   const folder = modelFolder(model);
   const hf = await loadHfFolder(folderSource(folder));
+  await tuneMatmul(openedEngine, (loadedConfig = hf.config));
   const tokenizer = await loadTokenizer(hf.tokenizerFiles, {
     eosTokenIds: hf.generation.eosTokenIds,
   });
@@ -146,8 +148,23 @@ export function createTrainer(
   });
 }
 
+// The engine openEngine() made last and the config loadModel() read last: whichever of the two
+// comes second times the matmul variants for the model's products on that GPU (cached per adapter
+// in this process; skipped on software adapters).
+let openedEngine: Engine | null = null;
+let loadedConfig: LoadedModel['hf']['config'] | null = null;
+
+async function tuneMatmul(engine: Engine | null, config: LoadedModel['hf']['config'] | null) {
+  if (!engine || !config) return;
+  const sweep = await sweepMatmulForModel(engine, config);
+  // Software adapters keep the emulation kernels silently (the GPU line already says so).
+  if (sweep.skipped !== 'software adapter') console.log(describeMatmulChoice(sweep));
+}
+
 export async function openEngine(): Promise<Engine> {
   const engine = await createEngine();
+  openedEngine = engine;
+  await tuneMatmul(engine, loadedConfig);
   const a = engine.gpu.adapter;
   console.log(
     `GPU: ${a.vendor} ${a.architecture}${a.isSoftware ? ' (software emulation: CPU speed)' : ''}`,

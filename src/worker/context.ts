@@ -55,6 +55,8 @@ export interface LoadedModel {
   hf: LoadedHfModel;
   tokenizer: Tokenizer;
   identity: Identity;
+  /** The matmul sweep's choice, one line (describeMatmulChoice). */
+  matmul?: string;
 }
 
 /** The worker's run: grpo's Run and what only the page needs of it. */
@@ -409,5 +411,6 @@ export function modelInfo(m: LoadedModel): ModelInfo {
     vocabSize: m.tokenizer.vocabSize,
     hasChatTemplate: m.tokenizer.hasChatTemplate,
     sha256: m.identity.sha256,
+    matmul: m.matmul,
   };
 }

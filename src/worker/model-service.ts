@@ -15,6 +15,7 @@ import {
   PEFT_WEIGHTS_FILE,
 } from '../export/peft-adapter';
 import { parameterCount, parseHfConfig, type LlamaConfig } from '../core/model-config';
+import { describeMatmulChoice, sweepMatmulForModel } from '../kernels/matmul-sweep';
 import { message, modelInfo, type AdapterProbe, type WorkerContext } from './context';
 import { timeDevice } from './warmup';
 import type {
@@ -119,8 +120,17 @@ export function modelService(ctx: WorkerContext) {
           eosTokenIds: hf.generation.eosTokenIds,
         });
         const label = choice.kind === 'bundled' ? 'tiny-reasoner (bundled)' : source.label;
+        // Matmul variants timed on this GPU for this model's products (cached per adapter)
+        // before the model's pipelines are prepared; skipped on software adapters.
+        const sweep = await sweepMatmulForModel(await ctx.getEngine(), hf.config);
         ctx.disposeRun();
-        ctx.model = { label, hf, tokenizer, identity: await weightsIdentity(label, hf.tensors) };
+        ctx.model = {
+          label,
+          hf,
+          tokenizer,
+          identity: await weightsIdentity(label, hf.tensors),
+          matmul: describeMatmulChoice(sweep),
+        };
         ctx.lost = false;
         const state = ctx.adopt(await ctx.buildRun(resolved, jsonlText, ctx.newRunIds(resolved)));
         ctx.setStatus('ready');

@@ -46,6 +46,8 @@ export interface ModelInfo {
   hasChatTemplate: boolean;
   /** SHA-256 of the loaded weights: the identity a checkpoint's reference must match. */
   sha256: string;
+  /** Which matmul variants run and how they were chosen (src/kernels/matmul-sweep.ts). */
+  matmul?: string;
 }
 
 /** A completion with its token strings, for per-token colouring in the inspector. */
