@@ -806,15 +806,24 @@ export function configWarnings(
   config: Partial<ConfigInput>,
   label: (key: ConfigKey) => string = (key) => key,
 ): string[] {
-  const out: string[] = [];
+  return Object.values(configWarningsByKey(config, label));
+}
+
+/** configWarnings by option, in schema order: what the page shows beside each field. A value
+ * that is not a number (a field being typed, an emptied one) has no warning. */
+export function configWarningsByKey(
+  config: Partial<ConfigInput>,
+  label: (key: ConfigKey) => string = (key) => key,
+): Partial<Record<ConfigKey, string>> {
+  const out: Partial<Record<ConfigKey, string>> = {};
   for (const key of CONFIG_KEYS) {
     const r = spec(key).sane;
     const v = config[key];
-    if (!r || typeof v !== 'number') continue;
+    if (!r || typeof v !== 'number' || !Number.isFinite(v)) continue;
     const low = r.min !== undefined && (r.exclusiveMin ? v <= r.min : v < r.min);
     const high = r.max !== undefined && v > r.max;
     if (low || high)
-      out.push(`${label(key)} ${v} is outside the usual range (${saneText(r)}): ${r.note}`);
+      out[key] = `${label(key)} ${v} is outside the usual range (${saneText(r)}): ${r.note}`;
   }
   return out;
 }

@@ -1,5 +1,6 @@
 // The app shell in real Chromium: the trainer worker finds the SwiftShader WebGPU adapter, the
-// page shows it, and no request leaves the page's origin.
+// page shows it, and no request leaves the page's origin. The Trainer options form says which
+// values are unusual (accepted with a warning, as the command line prints it).
 import { expect, test } from '@playwright/test';
 
 test('shows the WebGPU adapter and makes no cross-origin request', async ({ page, baseURL }) => {
@@ -63,4 +64,24 @@ test('links from The paper in brief into Learn open the Learn view', async ({ pa
   await expect(page.getByTestId('nav-learn')).toHaveAttribute('aria-current', 'page');
   // No step has run, so Learn says what it needs instead of its sections.
   await expect(page.getByText('Learn mode explains GRPO on the live model')).toBeVisible();
+});
+
+test('an unusual option value is accepted with a warning under its field', async ({ page }) => {
+  // From a shared link: max_grad_norm 0 turns clipping off; its group is folded, and says so.
+  await page.goto('/?maxGradNorm=0#train');
+  const optimizer = page.locator('summary', { hasText: 'Optimizer' });
+  await expect(optimizer.getByTestId('options-warning-count')).toHaveText('· 1 unusual value');
+  await optimizer.click();
+  await expect(page.locator('#opt-maxGradNorm')).toHaveAccessibleDescription(
+    /max grad norm 0 is outside the usual range \(> 0\): gradient clipping is off/,
+  );
+  // Typed into the form: the line appears under the field, and goes when the value is usual.
+  const temperature = page.locator('#opt-temperature');
+  await temperature.fill('3');
+  await expect(page.locator('#opt-temperature-warning')).toHaveText(
+    /temperature 3 is outside the usual range \(≤ 2\)/,
+  );
+  await temperature.fill('1');
+  await expect(page.locator('#opt-temperature-warning')).toHaveCount(0);
+  await expect(temperature).not.toHaveAttribute('aria-describedby');
 });

@@ -4,6 +4,7 @@
 // the run service takes (configure, applyOptions); presets and shared links write the draft.
 import {
   configToUrlParams,
+  configWarningsByKey,
   resolveConfig,
   resolveDraft,
   type Config,
@@ -16,6 +17,7 @@ import { CUSTOM_REWARD_PREFIX } from '../../rewards/rewards';
 import { customRewardCode, withoutCustomRewards } from '../../rewards/reward-id';
 import { parseJsonlDataset } from '../../tasks/jsonl';
 import { changedOptions, splitPending } from '../lib/pending';
+import { optionLabel } from '../lib/options';
 import { PLAYGROUND_DEFAULTS, msg, type JsonlImport, type Shell } from './shell';
 
 /** The draft as the worker takes it: nulls kept, the imported JSONL file named in taskOptions. */
@@ -39,6 +41,12 @@ export class OptionsStore {
       return { config: null, error: msg(err) };
     }
   });
+
+  /** The draft's values outside their option's usual range (the schema's `sane`), by option:
+   * accepted, as on the command line, and said beside the field (OptionsPanel). */
+  #warnings: Partial<Record<ConfigKey, string>> = $derived(
+    configWarningsByKey(this.draft, optionLabel),
+  );
 
   #configError: string | null = $derived(
     this.#resolved.error ??
@@ -83,6 +91,10 @@ export class OptionsStore {
   /** The draft resolved, or null when it does not resolve (configError says why). */
   get resolved(): Config | null {
     return this.#resolved.config;
+  }
+  /** A warning per option whose value is unusual (accepted), by option key. */
+  get warnings(): Partial<Record<ConfigKey, string>> {
+    return this.#warnings;
   }
   /** Why the draft cannot start a run, or null. */
   get configError(): string | null {
