@@ -54,6 +54,84 @@ export async function readBuffer(
   }
 }
 
+/** A byte range of a GPU buffer to copy back to the CPU. */
+export interface ReadRange {
+  buffer: GPUBuffer;
+  /** Byte offset (a multiple of 4). Default 0. */
+  offset?: number;
+  bytes: number;
+}
+
+/**
+ * Encodes copies of `ranges` into one staging buffer (each at a 4-byte-aligned offset); take()
+ * maps it, the one CPU wait for all of them, once the encoder's submission is made, and returns
+ * each range's bytes in order.
+ */
+export function encodeReadback(
+  device: GPUDevice,
+  encoder: GPUCommandEncoder,
+  ranges: readonly ReadRange[],
+  label = 'readback',
+): { take(): Promise<ArrayBuffer[]>; destroy(): void } {
+  const at: number[] = [];
+  let size = 0;
+  for (const r of ranges) {
+    at.push(size);
+    size += align4(r.bytes);
+  }
+  const staging = size > 0 ? device.createBuffer({ size, usage: MAP_READ_USAGE, label }) : null;
+  if (staging) {
+    ranges.forEach((r, i) =>
+      encoder.copyBufferToBuffer(r.buffer, r.offset ?? 0, staging, at[i], align4(r.bytes)),
+    );
+  }
+  return {
+    async take() {
+      if (!staging) {
+        await device.queue.onSubmittedWorkDone(); // nothing to map: still the submission's wait
+        return ranges.map(() => new ArrayBuffer(0));
+      }
+      await staging.mapAsync(MAP_READ);
+      const mapped = staging.getMappedRange();
+      return ranges.map((r, i) => mapped.slice(at[i], at[i] + r.bytes));
+    },
+    destroy: () => staging?.destroy(),
+  };
+}
+
+/** Staging bytes per submission of readRanges (a range larger than this goes alone). */
+export const READBACK_BATCH_BYTES = 64 * 2 ** 20;
+
+/**
+ * The bytes of every range, in order: as few submissions and CPU waits as staging buffers of at
+ * most READBACK_BATCH_BYTES allow (a checkpoint reads hundreds of tensors: one wait per tensor
+ * was one round trip each).
+ */
+export async function readRanges(
+  device: GPUDevice,
+  ranges: readonly ReadRange[],
+  maxBytes = READBACK_BATCH_BYTES,
+): Promise<ArrayBuffer[]> {
+  const out: ArrayBuffer[] = [];
+  for (let i = 0; i < ranges.length;) {
+    let bytes = align4(ranges[i].bytes);
+    let j = i + 1;
+    while (j < ranges.length && bytes + align4(ranges[j].bytes) <= maxBytes)
+      bytes += align4(ranges[j++].bytes);
+    const batch = ranges.slice(i, j);
+    const encoder = device.createCommandEncoder({ label: 'readback' });
+    const readback = encodeReadback(device, encoder, batch);
+    device.queue.submit([encoder.finish()]);
+    try {
+      out.push(...(await readback.take()));
+    } finally {
+      readback.destroy();
+    }
+    i = j;
+  }
+  return out;
+}
+
 export async function readF32(
   device: GPUDevice,
   source: GPUBuffer,

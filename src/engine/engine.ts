@@ -1,6 +1,7 @@
 // The engine handle every kernel wrapper receives: the device context, the pipeline cache, and the
 // count of live GPU bytes (every storage buffer made on the device, see memory.ts) and the counters
 // of host-side GPU work (submits, waits, dispatches, bytes moved, per step phase; counters.ts).
+import { encodeReadback, type ReadRange } from './buffers';
 import { trackCounters, type EngineCounters } from './counters';
 import { acquireGpu, type AcquireOptions, type GpuContext } from './device';
 import { GpuMemory, releaseTransients, trackMemory } from './memory';
@@ -28,12 +29,7 @@ export interface Engine {
 }
 
 /** A byte range of a GPU buffer to copy back (see RunOptions.read). */
-export interface Readback {
-  buffer: GPUBuffer;
-  /** Byte offset (a multiple of 4). Default 0. */
-  offset?: number;
-  bytes: number;
-}
+export type Readback = ReadRange;
 
 export interface RunOptions {
   /**
@@ -49,10 +45,6 @@ export interface RunOptions {
    * what a progress display counts. The engine ignores it. Default 1. */
   count?: number;
 }
-
-const MAP_READ_USAGE = 0x0001 | 0x0008; // GPUBufferUsage.MAP_READ | COPY_DST
-const MAP_READ = 0x0001; // GPUMapMode.READ
-const align4 = (n: number) => Math.ceil(n / 4) * 4;
 
 export interface EngineOptions extends AcquireOptions {
   /** Kernel variant choices; by default barrier-free variants exactly on software adapters. */
@@ -83,25 +75,13 @@ export async function createEngine(options: EngineOptions = {}): Promise<Engine>
       const wait = options.wait ?? true;
       const reads = options.read ?? [];
       if (!wait && reads.length > 0) throw new Error('engine.run: a readback needs wait');
-      const at: number[] = [];
-      let staging: GPUBuffer | null = null;
+      let readback: ReturnType<typeof encodeReadback> | null = null;
       let submitted = false;
       try {
         const encoder = device.createCommandEncoder({ label });
         await record(encoder);
-        // One staging buffer for every range, each at a 4-byte-aligned offset (sizes are read
-        // after encoding, so a range may be sized by what `record` encoded).
-        let size = 0;
-        for (const r of reads) {
-          at.push(size);
-          size += align4(r.bytes);
-        }
-        if (size > 0) {
-          staging = device.createBuffer({ size, usage: MAP_READ_USAGE, label: `${label}.read` });
-          reads.forEach((r, i) =>
-            encoder.copyBufferToBuffer(r.buffer, r.offset ?? 0, staging!, at[i], align4(r.bytes)),
-          );
-        }
+        // Sized after encoding, so a range may be sized by what `record` encoded.
+        if (reads.length > 0) readback = encodeReadback(device, encoder, reads, `${label}.read`);
         device.queue.submit([encoder.finish()]);
         submitted = true;
         if (!wait) {
@@ -110,21 +90,18 @@ export async function createEngine(options: EngineOptions = {}): Promise<Engine>
         }
         // Mapping the staging buffer waits for this submission (and, in queue order, every one
         // before it), so it is the one wait.
-        if (staging) await staging.mapAsync(MAP_READ);
-        else await device.queue.onSubmittedWorkDone();
+        const out = readback ? await readback.take() : [];
+        if (!readback) await device.queue.onSubmittedWorkDone();
         inFlight = false;
-        const mapped = staging ? staging.getMappedRange() : null;
-        const out = reads.map((r, i) =>
-          mapped ? mapped.slice(at[i], at[i] + r.bytes) : new ArrayBuffer(0),
-        );
         // A pipeline a kernel had to compile while encoding reports its compile error here.
         await checkPipelines(device);
         return out;
       } finally {
-        staging?.destroy();
-        if (wait) {
-          // Kernels' per-call scratch, whether the work ran or `record` threw before submitting;
-          // after a throw, earlier submissions that did not wait may still read theirs.
+        readback?.destroy();
+        if (wait || !submitted) {
+          // Kernels' per-call scratch, once the work ran or `record` threw before submitting
+          // (with or without wait: a failed step frees it at once); after a throw, earlier
+          // submissions that did not wait may still read theirs, so the queue drains first.
           if (inFlight && !submitted) await device.queue.onSubmittedWorkDone().catch(() => {});
           inFlight = false;
           releaseTransients(device);

@@ -403,6 +403,10 @@ export class PolicyObjective {
         refLogp: refHost,
         logpAfter: afterHost,
       };
+    } catch (err) {
+      // Submissions made without waiting may still use the step's buffers: let them finish.
+      await this.engine.device.queue.onSubmittedWorkDone().catch(() => {});
+      throw err;
     } finally {
       ws.destroy();
     }

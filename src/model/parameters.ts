@@ -21,10 +21,10 @@
 import { numel, parameterSpecs, type LlamaConfig, type ParameterSpec } from '../core/model-config';
 import {
   createStorageBuffer,
-  readF32,
-  readU32,
+  readRanges,
   uploadStorageBuffer,
   writeBuffer,
+  type ReadRange,
 } from '../engine/buffers';
 import { MATMUL_TILE_K, type WeightDtype } from '../kernels/matmul';
 import {
@@ -316,28 +316,36 @@ export class ParameterStore {
     buffers: ReadonlyMap<string, GPUBuffer>,
     specs: readonly ParameterSpec[] = [...this.tensorSpecs, ...this.adapterSpecs],
   ): Promise<Map<string, Float32Array>> {
-    const out = new Map<string, Float32Array>();
+    // Every chunk of every tensor in as few submissions and waits as readRanges batches them.
+    const parts: { spec: ParameterSpec; chunk: ParameterChunk; dtype: WeightDtype }[] = [];
+    const ranges: ReadRange[] = [];
     for (const spec of specs) {
       const chunks = this.chunks.get(spec.name)!;
       if (!chunks.every((chunk) => buffers.has(chunk.key))) continue;
       const rowLength = numel(spec.shape) / spec.shape[0];
-      const data = new Float32Array(numel(spec.shape));
       // Packed buffers are parameters only (gradients and moments are f32): widened on read.
       const dtype = buffers === this.params ? (this.dtypes.get(spec.name) ?? 'f32') : 'f32';
       for (const chunk of chunks) {
         const count = chunk.rows * rowLength;
-        const buffer = buffers.get(chunk.key)!;
-        const part =
-          dtype === 'f32'
-            ? await readF32(this.device, buffer, count)
-            : widenHalfBits(
-                unpackHalfBits(await readU32(this.device, buffer, Math.ceil(count / 2)), count),
-                dtype,
-              );
-        data.set(part, chunk.rowStart * rowLength);
+        parts.push({ spec, chunk, dtype });
+        // f32: 4 bytes an element; packed 16-bit: two elements a u32 word.
+        const bytes = dtype === 'f32' ? count * 4 : Math.ceil(count / 2) * 4;
+        ranges.push({ buffer: buffers.get(chunk.key)!, bytes });
       }
-      out.set(spec.name, data);
     }
+    const bytes = await readRanges(this.device, ranges);
+    const out = new Map<string, Float32Array>();
+    parts.forEach(({ spec, chunk, dtype }, i) => {
+      let data = out.get(spec.name);
+      if (!data) out.set(spec.name, (data = new Float32Array(numel(spec.shape))));
+      const rowLength = numel(spec.shape) / spec.shape[0];
+      const count = chunk.rows * rowLength;
+      const part =
+        dtype === 'f32'
+          ? new Float32Array(bytes[i])
+          : widenHalfBits(unpackHalfBits(new Uint32Array(bytes[i]), count), dtype);
+      data.set(part, chunk.rowStart * rowLength);
+    });
     return out;
   }
 

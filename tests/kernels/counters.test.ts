@@ -25,10 +25,10 @@ const DECODE_STEPS = 20;
  * Per phase. sampling: the prefill, then 20 decode steps in submissions of up to 8 (one wait
  * each, which also reads the new tokens back); reference: one submission per micro-batch, no
  * wait; update: zero-grad and one per micro-batch, no wait; optimizer: clip + AdamW with every
- * statistic read back, the pass's one wait; checkpoint: one readback per tensor (weights, then
- * the two AdamW moments). Before batching (commit 48dd88a, this step counted the same way),
- * submits / waits were: sampling 24 / 24, reference 3 / 3, update 5 / 5, optimizer 3 / 3, with the
- * same dispatches.
+ * statistic read back, the pass's one wait; checkpoint: one batched readback for the weights
+ * and one for each AdamW moment. Before batching (commit 48dd88a, this step counted the same
+ * way), submits / waits were: sampling 24 / 24, reference 3 / 3, update 5 / 5, optimizer 3 / 3,
+ * checkpoint 63 / 63 (one per tensor), with the same dispatches.
  */
 const PINNED = {
   sampling: { submits: 4, waits: 3, dispatches: 760 },
@@ -36,7 +36,7 @@ const PINNED = {
   reference: { submits: 2, waits: 0, dispatches: 68 },
   update: { submits: 3, waits: 0, dispatches: 176 },
   optimizer: { submits: 1, waits: 1, dispatches: 43 },
-  checkpoint: { submits: 63, waits: 63, dispatches: 0 },
+  checkpoint: { submits: 3, waits: 3, dispatches: 0 },
   other: { submits: 0, waits: 0, dispatches: 0 },
 };
 
