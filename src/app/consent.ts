@@ -4,7 +4,7 @@
 // covers every id and source together, so one changed character is a different code.
 
 /** Where untrusted reward code came from; the consent dialog words its question after it. */
-export type ConsentOrigin = 'link' | 'import' | 'restore';
+export type ConsentOrigin = 'link' | 'import' | 'restore' | 'recipe';
 
 /** One question to the user: the code it is about, and where it came from. */
 export interface ConsentRequest {

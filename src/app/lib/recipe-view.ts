@@ -14,6 +14,7 @@ import {
   type TimelineRow,
 } from '../../recipes/recipe-spec';
 import type { RejectReason } from '../../recipes/rejection-sampling';
+import { customRewardCode } from '../../rewards/reward-id';
 import { parseSftJsonl } from '../../train/sft-data';
 import type { ChartSeries } from '../teach/plot';
 
@@ -140,6 +141,23 @@ export function stageLines(
       total: result?.steps ?? totals[i] ?? plannedSteps(recipe, i),
     };
   });
+}
+
+/**
+ * The custom reward code a recipe's stages carry (each stage's options.customRewards), by id; the
+ * same id in two stages with different code is kept apart as '<stage>/<id>', so the consent
+ * dialog shows every source that would run. Empty when the recipe runs no code of its own.
+ */
+export function recipeRewardCode(recipe: Recipe): Record<string, string> {
+  const code: Record<string, string> = {};
+  for (const stage of recipe.stages) {
+    const custom = (stage.options as { customRewards?: unknown } | undefined)?.customRewards;
+    for (const [id, source] of Object.entries(customRewardCode({ customRewards: custom }))) {
+      const key = id in code && code[id] !== source ? `${stage.name}/${id}` : id;
+      code[key] = source;
+    }
+  }
+  return code;
 }
 
 /** A pasted recipe: the checked recipe, or the message of what is wrong with it. */

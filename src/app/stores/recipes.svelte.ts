@@ -5,6 +5,7 @@
 // reload. One instance for the page (`recipes`), connected once to the worker.
 import * as Comlink from 'comlink';
 import type { Recipe, StageResult, TimelineRow } from '../../recipes/recipe-spec';
+import { recipeRewardCode } from '../lib/recipe-view';
 import type { RejectionSamplingReport } from '../../recipes/rejection-sampling';
 import type {
   RecipeEvent,
@@ -244,8 +245,23 @@ export class RecipeSession {
     }
   }
 
-  /** A new run of `recipe` (a built-in name or a checked recipe), then runs it. */
-  async start(recipe: Recipe | string, seed?: number): Promise<void> {
+  /**
+   * A new run of `recipe` (a built-in name or a checked recipe), then runs it. Custom reward code
+   * in a recipe object runs only once `consent` allows it (the page's consent dialog); declined,
+   * or with no one to ask, the recipe does not start and the error says why.
+   */
+  async start(
+    recipe: Recipe | string,
+    seed?: number,
+    consent?: (name: string, code: Record<string, string>) => Promise<boolean>,
+  ): Promise<void> {
+    if (typeof recipe !== 'string') {
+      const code = recipeRewardCode(recipe);
+      if (Object.keys(code).length > 0 && !(await consent?.(recipe.name, code))) {
+        this.#error = `The recipe '${recipe.name}' did not start: its custom reward code was not allowed to run.`;
+        return;
+      }
+    }
     const v = await this.task('Starting the recipe', (api) => api.startRecipe(recipe, seed));
     if (!v) return;
     this.adopt(v);
