@@ -17,7 +17,7 @@ import { LORA_ALPHA_MAX } from '../../src/core/lora';
 type Json = unknown;
 const json = <T>(v: T): T => JSON.parse(JSON.stringify(v)) as T;
 
-const recipeDoc = json(builtinRecipe('r1')) as Record<string, unknown>;
+const recipeDoc = json(builtinRecipe('r1')) as unknown as Record<string, unknown>;
 const stateDoc = json({
   recipe: recipeDoc,
   stageIndex: 1,
