@@ -31,6 +31,8 @@
 // vocabulary). Same semantics; the softmax sums run in index order instead of trees, so log-probs
 // agree with main to rounding; the inverse CDF repeats main's chunked arithmetic, so the token is
 // main's (top-p's threshold could differ only where a mass sum ties p · mass within rounding).
+// On the GPU path a row longer than KernelTuning.sampleChunk without top-k, top-p and min-p is
+// not drawn here but by many workgroups: sample_split.wgsl, then sample_combine.wgsl.
 
 override WG: u32 = 256; // a power of two (tree reduction)
 
@@ -75,37 +77,7 @@ fn order_key(x: f32) -> u32 {
   return select(b | 0x80000000u, ~b, (b & 0x80000000u) != 0u);
 }
 
-// ---- Philox-4x32-10 (mirrors src/ref/rng.ts) ----
-fn mulhi32(a: u32, b: u32) -> u32 {
-  let a_lo = a & 0xffffu;
-  let a_hi = a >> 16u;
-  let b_lo = b & 0xffffu;
-  let b_hi = b >> 16u;
-  let lo_lo = a_lo * b_lo;
-  let lo_hi = a_lo * b_hi;
-  let hi_lo = a_hi * b_lo;
-  let hi_hi = a_hi * b_hi;
-  let cross = (lo_lo >> 16u) + (lo_hi & 0xffffu) + (hi_lo & 0xffffu);
-  return hi_hi + (lo_hi >> 16u) + (hi_lo >> 16u) + (cross >> 16u);
-}
-
-fn philox4x32(counter: vec4<u32>, key: vec2<u32>) -> vec4<u32> {
-  var c = counter;
-  var k = key;
-  for (var round = 0u; round < 10u; round = round + 1u) {
-    let hi0 = mulhi32(0xd2511f53u, c.x);
-    let lo0 = 0xd2511f53u * c.x;
-    let hi1 = mulhi32(0xcd9e8d57u, c.z);
-    let lo1 = 0xcd9e8d57u * c.z;
-    c = vec4<u32>(hi1 ^ c.y ^ k.x, lo1, hi0 ^ c.w ^ k.y, lo0);
-    k = k + vec2<u32>(0x9e3779b9u, 0xbb67ae85u);
-  }
-  return c;
-}
-
-fn uniform_from_bits(bits: u32) -> f32 {
-  return f32(bits >> 8u) * (1.0 / 16777216.0);
-}
+#include "philox.wgsl"
 
 // ---- fixed-order workgroup reductions (every thread gets the total) ----
 fn sum_f32(lid: u32, value: f32) -> f32 {
@@ -132,23 +104,7 @@ fn sum_u32(lid: u32, value: u32) -> u32 {
   return total;
 }
 
-// Raw tempered logit: the log-prob's softmax.
-fn x_at(base: u32, v: u32) -> f32 {
-  return logits[base + v] * params.invTemperature;
-}
-
-// The logit after the repetition penalty (what greedy and the filters see).
-fn z_sel(base: u32, v: u32) -> f32 {
-  let z = logits[base + v];
-  if (params.repetitionPenalty == 1.0) { return z; } // uniform: off costs one branch
-  if (((seen[seen_base + v / 32u] >> (v % 32u)) & 1u) == 0u) { return z; }
-  return select(z * params.invRepetitionPenalty, z * params.repetitionPenalty, z < 0.0);
-}
-
-// Penalised tempered logit: what top-k, top-p, min-p and the draw see.
-fn x_sel(base: u32, v: u32) -> f32 {
-  return z_sel(base, v) * params.invTemperature;
-}
+#include "sample_logits.wgsl"
 
 // Marks the chosen token as seen for the next step (one invocation per row writes its row).
 fn mark_seen(tok: u32) {

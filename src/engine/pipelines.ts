@@ -65,6 +65,13 @@ export interface KernelTuning {
    * rows. Unset: RMSNORM_WEIGHT_ROW_CHUNK (src/kernels/rmsnorm.ts).
    */
   rmsnormWeightRowChunk?: number;
+  /**
+   * GPU path: vocabulary entries per workgroup of the sampling kernel without top-k / top-p /
+   * min-p; a longer row is reduced by ceil(V / sampleChunk) workgroups (sample_split.wgsl) and a
+   * combine pass that draws (sample_combine.wgsl). 0: one workgroup per row (sample.wgsl). Unset:
+   * SAMPLE_SPLIT_CHUNK (src/kernels/sampling.ts), or 0 with avoidBarriers (the emulation path).
+   */
+  sampleChunk?: number;
 }
 
 export const DEFAULT_TUNING: KernelTuning = { avoidBarriers: false, vectorLoads: true };

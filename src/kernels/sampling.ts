@@ -1,8 +1,11 @@
 // TS wrapper of shaders/sample.wgsl: one token per row of logits (repetition penalty,
 // temperature, top-k, top-p, min-p, greedy) with a counter-based RNG keyed by (seed, sequence,
 // step), plus the token's log-prob under the full tempered softmax of the raw logits. CPU mirror:
-// src/ref/sampling.ts + src/ref/rng.ts.
+// src/ref/sampling.ts + src/ref/rng.ts. On the GPU path a long row without top-k / top-p / min-p
+// is spread over many workgroups instead (sample_split.wgsl, then sample_combine.wgsl draws).
+import { createStorageBuffer } from '../engine/buffers';
 import { reductionWorkgroupSize, splitGrid } from '../engine/dispatch';
+import { transient } from '../engine/memory';
 import {
   bindBuffers,
   type KernelTuning,
@@ -14,8 +17,8 @@ import { seedKey } from '../ref/rng';
 import type { SamplingOptions } from '../ref/sampling';
 import { uniformLayout } from '../engine/uniforms';
 
-/** The `struct Params` of shaders/sample.wgsl. */
-export const SAMPLE_PARAMS = uniformLayout('sample', {
+/** The `struct Params` of shaders/sample.wgsl (and of its split variant's two passes). */
+export const SAMPLE_PARAMS = uniformLayout(['sample', 'sample_split', 'sample_combine'], {
   N: 'u32',
   V: 'u32',
   invTemperature: 'f32',
@@ -69,6 +72,34 @@ export const SAMPLE_ROWS_PER_WG = 4;
  * barriers. */
 export const SAMPLE_ROW_PER_THREAD_MAX_V = 4096;
 
+/**
+ * GPU path, no top-k / top-p / min-p: vocabulary entries per workgroup of sample_split.wgsl
+ * (Qwen's 151,936 tokens: 38 workgroups a row instead of one), as the log-prob gather's chunk.
+ */
+export const SAMPLE_SPLIT_CHUNK = 4096;
+
+/** f32 words per part in the split variant's partials: m, s, m', s', best_z, best_i. */
+const SPLIT_PART_WORDS = 6;
+
+/** The split variant's chunk for this tuning: its sampleChunk, or SAMPLE_SPLIT_CHUNK on the GPU
+ * path; 0 (off) on the emulation path unless asked for. */
+export function sampleSplitChunk(tuning: KernelTuning): number {
+  return tuning.sampleChunk ?? (tuning.avoidBarriers ? 0 : SAMPLE_SPLIT_CHUNK);
+}
+
+/**
+ * Whether a row of V logits is sampled by many workgroups (sample_split + sample_combine): a
+ * vocabulary longer than the chunk, and no filter whose threshold needs the whole row.
+ */
+export function sampleSplit(V: number, options: SamplingOptions, tuning: KernelTuning): boolean {
+  const chunk = sampleSplitChunk(tuning);
+  if (!(chunk > 0 && V > chunk) || sampleRowPerThread(V, tuning)) return false;
+  const greedy = options.greedy || !(options.temperature > 0);
+  const filtered =
+    (options.topK > 0 && options.topK < V) || options.topP < 1 || (options.minP ?? 0) > 0;
+  return greedy || !filtered;
+}
+
 /** Whether rows of a V-token vocabulary are sampled one per thread (no barriers). */
 export function sampleRowPerThread(V: number, tuning: KernelTuning): boolean {
   return tuning.avoidBarriers && V <= SAMPLE_ROW_PER_THREAD_MAX_V;
@@ -110,9 +141,23 @@ export class SampleKernel {
     private readonly pipelines: PipelineCache,
   ) {}
 
-  /** Compiles the pipeline encode() uses for a vocabulary of V. */
-  prepare(V: number): Promise<void> {
-    return this.pipelines.prepare(...this.pipelineKey(V));
+  /** Compiles the pipelines encode() may use for a vocabulary of V (options are not known yet). */
+  async prepare(V: number): Promise<void> {
+    const chunk = sampleSplitChunk(this.pipelines.tuning);
+    const split = chunk > 0 && V > chunk && !sampleRowPerThread(V, this.pipelines.tuning);
+    await Promise.all([
+      this.pipelines.prepare(...this.pipelineKey(V)),
+      ...(split ? this.splitKeys(chunk).map((key) => this.pipelines.prepare(...key)) : []),
+    ]);
+  }
+
+  /** The split variant's two passes. */
+  private splitKeys(chunk: number): [PipelineKey, PipelineKey] {
+    const constants = { WG: SAMPLE_WG, CHUNK: chunk };
+    return [
+      ['sample_split', shaderSource('sample_split'), constants],
+      ['sample_combine', shaderSource('sample_combine'), constants],
+    ];
   }
 
   /** One invocation per row (barrier-free, small V) or one workgroup per row. */
@@ -151,7 +196,7 @@ export class SampleKernel {
     const greedy = options.greedy || !(options.temperature > 0);
     const [seedLo, seedHi] = seedKey(args.seed);
     const rowPerThread = sampleRowPerThread(V, this.pipelines.tuning);
-    const pipeline = this.pipelines.get(...this.pipelineKey(V));
+    const split = sampleSplit(V, options, this.pipelines.tuning);
     const params = SAMPLE_PARAMS.create(this.device, {
       N,
       V,
@@ -170,14 +215,53 @@ export class SampleKernel {
       invRepetitionPenalty: 1 / penalty,
       seenWords: seenWords(V),
     });
-    const pass = encoder.beginComputePass({ label: 'sample' });
-    pass.setPipeline(pipeline);
-    pass.setBindGroup(
-      0,
-      bindBuffers(this.device, pipeline, [args.logits, args.tokens, args.logps, args.seen, params]),
-    );
+    if (split) {
+      this.encodeSplit(encoder, args, params);
+      return;
+    }
+    const pipeline = this.pipelines.get(...this.pipelineKey(V));
     const workgroups = rowPerThread ? Math.ceil(N / SAMPLE_ROWS_PER_WG) : N;
-    const [x, y, z] = splitGrid(workgroups, args.maxWorkgroupsPerDim);
+    const buffers = [args.logits, args.tokens, args.logps, args.seen, params];
+    this.pass(encoder, 'sample', pipeline, buffers, workgroups, args.maxWorkgroupsPerDim);
+  }
+
+  /** Many workgroups per row: the parts' partials (transient scratch), then the draw per row. */
+  private encodeSplit(encoder: GPUCommandEncoder, args: SampleArgs, params: GPUBuffer): void {
+    const { N, V } = args;
+    const chunk = sampleSplitChunk(this.pipelines.tuning);
+    const parts = Math.ceil(V / chunk);
+    const partials = transient(
+      this.device,
+      createStorageBuffer(this.device, N * parts * SPLIT_PART_WORDS * 4, 'sample.partials'),
+    ); // (N, C, 6)
+    const [splitKey, combineKey] = this.splitKeys(chunk);
+    const limit = args.maxWorkgroupsPerDim;
+    const first = this.pipelines.get(...splitKey);
+    this.pass(
+      encoder,
+      'sample_split',
+      first,
+      [args.logits, args.seen, partials, params],
+      N * parts,
+      limit,
+    );
+    const second = this.pipelines.get(...combineKey);
+    const buffers = [args.logits, partials, args.tokens, args.logps, args.seen, params];
+    this.pass(encoder, 'sample_combine', second, buffers, N, limit);
+  }
+
+  private pass(
+    encoder: GPUCommandEncoder,
+    label: string,
+    pipeline: GPUComputePipeline,
+    buffers: GPUBuffer[],
+    workgroups: number,
+    maxWorkgroupsPerDim?: number,
+  ): void {
+    const pass = encoder.beginComputePass({ label });
+    pass.setPipeline(pipeline);
+    pass.setBindGroup(0, bindBuffers(this.device, pipeline, buffers));
+    const [x, y, z] = splitGrid(workgroups, maxWorkgroupsPerDim);
     if (x > 0) pass.dispatchWorkgroups(x, y, z);
     pass.end();
   }
