@@ -27,6 +27,7 @@ await build({
         profile: 'bench/node/profile.ts',
         memory: 'bench/node/memory.ts',
         counters: 'bench/node/counters.ts',
+        gpu: 'bench/node/gpu.ts',
       },
       output: { format: 'es', entryFileNames: '[name].js' },
     },
@@ -37,11 +38,19 @@ await build({
 const ENTRIES = {
   '--profile': 'profile.js',
   '--memory': 'memory.js',
+  '--gpu': 'gpu.js',
   '--counters': 'counters.js',
 };
 const entry = ENTRIES[process.argv[2]] ?? 'cli.js';
+// bench:gpu measures the machine's own GPU: the system's Vulkan driver, not the SwiftShader
+// fallback src/engine/node-gpu.ts picks when none is named (--tiny keeps that fallback).
+const env =
+  entry === 'gpu.js' && !process.argv.includes('--tiny')
+    ? { GRPO_USE_SYSTEM_VULKAN: '1', ...process.env }
+    : process.env;
 const result = spawnSync(process.execPath, [resolve(outDir, entry), ...process.argv.slice(2)], {
   stdio: 'inherit',
   cwd: root,
+  env,
 });
 process.exit(result.status ?? 1);
