@@ -21,7 +21,7 @@ export function mdOneLine(text: string): string {
 /**
  * `text` as an inline code span it cannot close: one line (line breaks as \n), fenced by one more
  * backtick than its longest run of backticks, padded with a space where it starts or ends with a
- * backtick. Inside a table cell (`table`), '|' is escaped as '\|', which GFM removes again before
+ * backtick or both starts and ends with a space. Inside a table cell (`table`), '|' is escaped as '\|', which GFM removes again before
  * the span is read, so the cell shows the value exactly.
  */
 export function mdCode(text: string, options: { table?: boolean } = {}): string {
@@ -30,7 +30,10 @@ export function mdCode(text: string, options: { table?: boolean } = {}): string 
   const longest = Math.max(0, ...(body.match(/`+/g) ?? []).map((run) => run.length));
   const fence = '`'.repeat(longest + 1);
   if (body === '') return '` `';
-  const pad = body.startsWith('`') || body.endsWith('`') ? ' ' : '';
+  // CommonMark strips one space from each side of a span that starts and ends with one (unless it
+  // is all spaces): such a value gets a space of padding each side so that it keeps its own.
+  const spaced = body.startsWith(' ') && body.endsWith(' ') && body.trim() !== '';
+  const pad = body.startsWith('`') || body.endsWith('`') || spaced ? ' ' : '';
   return `${fence}${pad}${body}${pad}${fence}`;
 }
 

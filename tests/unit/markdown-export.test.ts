@@ -71,6 +71,12 @@ describe('generated Markdown', () => {
     );
   });
 
+  it('mdCode keeps a value that starts and ends with a space (CommonMark strips one each side)', () => {
+    expect(mdCode(' a ')).toBe('`  a  `');
+    expect(mdCode(' ` ')).toBe('``  `  ``');
+    expect(mdCode('   ')).toBe('`   `');
+  });
+
   it('mdText: nothing that opens a Markdown construct stays unescaped', () => {
     expect(mdText('<script>x</script>')).toBe('\\<script\\>x\\</script\\>');
     expect(mdText('# h')).toBe('\\# h');
