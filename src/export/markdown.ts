@@ -21,8 +21,8 @@ export function mdOneLine(text: string): string {
 /**
  * `text` as an inline code span it cannot close: one line (line breaks as \n), fenced by one more
  * backtick than its longest run of backticks, padded with a space where it starts or ends with a
- * backtick or both starts and ends with a space. Inside a table cell (`table`), '|' is escaped as '\|', which GFM removes again before
- * the span is read, so the cell shows the value exactly.
+ * backtick or both starts and ends with a space. Inside a table cell (`table`), '|' is escaped as
+ * '\|', which GFM removes again before the span is read, so the cell shows the value exactly.
  */
 export function mdCode(text: string, options: { table?: boolean } = {}): string {
   let body = mdOneLine(text);

@@ -4,7 +4,7 @@
 // CLI flags, --help, URL parameters and the TRL mapping — comes from the single CONFIG_SCHEMA table.
 
 import { ALL_LOSS_TYPES, IMPORTANCE_SAMPLING_LEVELS } from '../core/loss-definitions';
-import { checkLoraOptions, type LoraOptions } from '../core/lora';
+import { checkLoraOptions, LORA_ALPHA_MAX, type LoraOptions } from '../core/lora';
 import { resolveTaskOptions, TASK_NAMES } from '../tasks/index';
 import { PROMPT_TEMPLATES } from '../tasks/types';
 import { MULTI_OBJECTIVE_AGGREGATIONS, SCALE_REWARDS } from './advantages';
@@ -388,7 +388,8 @@ export const CONFIG_SCHEMA = {
     'TRL ModelConfig lora_r: LoraConfig r in train_grpo.py',
   ),
   loraAlpha: field(
-    num(0, undefined, true),
+    // The same bound an imported adapter_config.json's lora_alpha is held to.
+    num(0, LORA_ALPHA_MAX, true),
     32,
     'LoRA α: the adapter is scaled by α / r (α / √r with useRslora)',
     null,

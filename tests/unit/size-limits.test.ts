@@ -280,6 +280,10 @@ describe('item 9: option values outside the schema', () => {
     expect(thrown(() => resolveConfig({ warmupRatio: 1 }))).toBe(
       "config 'warmupRatio' must be < 1, got 1",
     );
+    // LoRA α has the bound an imported adapter_config.json's lora_alpha has (α/r was 2.5e307).
+    expect(thrown(() => parseCliArgs(['--lora-alpha', '1e308']))).toBe(
+      '--lora-alpha must be ≤ 4096, got 1e+308',
+    );
   });
 
   it('--max-grad-norm 0 and a large learning rate are accepted with a warning each', () => {
