@@ -77,6 +77,8 @@ interface Options {
   /** Stop the aha run after this many seconds (--aha-max-seconds; default: no cap). */
   ahaMaxSeconds: number;
   skip: Set<string>;
+  /** Matmul variants to time (--variants; default every one). */
+  variants: Set<string> | null;
 }
 
 function parseOptions(argv: string[]): Options {
@@ -91,6 +93,7 @@ function parseOptions(argv: string[]): Options {
     ahaSteps: ahaSteps === undefined ? null : Number(ahaSteps),
     ahaMaxSeconds: Number(value('--aha-max-seconds') ?? Infinity),
     skip: new Set((value('--skip') ?? '').split(',').filter(Boolean)),
+    variants: value('--variants') ? new Set(value('--variants')!.split(',')) : null,
   };
 }
 
@@ -425,12 +428,32 @@ async function main(argv: string[]) {
     `features: ${adapter.features.join(', ') || 'none'}; fp32 peak: ${peak ? `${peak.fp32Tflops} TFLOP/s (${peak.name})` : 'unknown device'}`,
   );
 
+  // Written after every section, so a run cut short (a lent GPU's minutes end) keeps what it measured.
+  const date = new Date().toISOString().slice(0, 10);
+  const out = resolve(
+    options.out ??
+      `bench/results/${date}-${slug(adapter.description || adapter.device || adapter.architecture)}${options.tiny ? '-tiny' : ''}.json`,
+  );
+  const result: Record<string, unknown> = {
+    benchmark: 'bench:gpu',
+    date: new Date().toISOString(),
+    tiny: options.tiny,
+    argv,
+    machine: machineInfo(),
+    adapter,
+    peak,
+  };
+  const save = (section: Record<string, unknown>) => {
+    Object.assign(result, section, { seconds: (performance.now() - started) / 1000 });
+    mkdirSync(dirname(out), { recursive: true });
+    writeFileSync(out, `${JSON.stringify(result, null, 2)}\n`);
+  };
   const matmuls: MatmulResult[] = [];
   if (!options.skip.has('matmul')) {
     console.log('\n## matmul GFLOP/s, median [min–max] of 5 submits (after a warm-up)');
     console.log('| product | path | GFLOP/s | of fp32 peak | max rel. error |');
     console.log('| --- | --- | ---: | ---: | ---: |');
-    for (const path of PATHS) {
+    for (const path of PATHS.filter((p) => !options.variants || options.variants.has(p.name))) {
       const engine = await createEngine({ tuning: path.tuning });
       try {
         for (const c of matmulCases(options.tiny)) {
@@ -444,30 +467,31 @@ async function main(argv: string[]) {
       } finally {
         engine.destroy();
       }
+      save({ matmul: matmuls });
     }
   }
 
   const engine = await createEngine();
-  let sweep = null;
   if (!options.skip.has('sweep')) {
     // The load-time sweep, as a model load runs it, at Qwen2.5-0.5B's shapes (bf16 base).
     const shapes = options.tiny
       ? modelMatmulShapes((await loadModel('bundled')).hf.config, { decodeRows: 4, trainRows: 32 })
       : modelMatmulShapes(modelConfig('qwen2.5-0.5b'), { dtype: 'bf16' });
-    sweep = await sweepMatmulVariants(engine, shapes, { force: true, cache: false, apply: false });
+    const sweep = await sweepMatmulVariants(engine, shapes, {
+      force: true,
+      cache: false,
+      apply: false,
+    });
+    save({ sweep });
     console.log(`\n## load-time sweep (${shapes.length} shapes): ${describeMatmulChoice(sweep)}`);
     for (const [cls, totals] of Object.entries(sweep.totals)) {
       const cells = Object.entries(totals ?? {}).map(([v, ms]) => `${v} ${fmt(ms)} ms`);
       console.log(`${cls}: ${cells.join(', ')}`);
     }
   }
-  let aha = null;
-  let lora = null;
-  let waits: Awaited<ReturnType<typeof roundTrips>> | null;
-  let reductions: Awaited<ReturnType<typeof reductionVariants>> | null = null;
-  let counters: StepCounters[] | null = null;
   try {
-    waits = await roundTrips(engine, options.tiny ? 10 : 50);
+    const waits = await roundTrips(engine, options.tiny ? 10 : 50);
+    save({ waits });
     console.log(
       `\n## one CPU wait on the GPU: empty submit + onSubmittedWorkDone ${fmt(waits.submitAndWaitMs.median)} ms ` +
         `[${fmt(waits.submitAndWaitMs.min)}–${fmt(waits.submitAndWaitMs.max)}], 4-byte readback ${fmt(waits.readbackMs.median)} ms ` +
@@ -476,7 +500,7 @@ async function main(argv: string[]) {
     if (!options.skip.has('counters')) {
       // Machine-independent: the same numbers as `npm run bench -- --counters` on any adapter with
       // the same kernel variants.
-      counters = [await ahaStepCounters(engine)];
+      const counters: StepCounters[] = [await ahaStepCounters(engine)];
       if (!options.tiny) counters.push(await qwenLoraStepCounters(engine));
       for (const r of counters) {
         console.log(
@@ -484,10 +508,12 @@ async function main(argv: string[]) {
         );
         console.log(countersTable(r));
       }
+      save({ counters });
     }
     if (!options.skip.has('reductions')) {
       console.log('\n## reduction variants: ms per call, median [min–max] of 5 submits');
-      reductions = await reductionVariants(engine, options.tiny);
+      const reductions = await reductionVariants(engine, options.tiny);
+      save({ reductions });
       for (const r of reductions) {
         console.log(
           `| ${r.kernel} | ${r.variant} | ${r.shape} | ${fmt(r.ms.median)} [${fmt(r.ms.min)}–${fmt(r.ms.max)}] |`,
@@ -497,7 +523,8 @@ async function main(argv: string[]) {
     if (!options.skip.has('aha')) {
       const steps = options.ahaSteps ?? (options.tiny ? 1 : PRESETS.aha.steps);
       console.log(`\n## aha preset: ${steps} steps of the bundled model (seed 1)`);
-      aha = await ahaWallTime(engine, steps, options.ahaMaxSeconds);
+      const aha = await ahaWallTime(engine, steps, options.ahaMaxSeconds);
+      save({ aha });
       console.log(
         `${aha.stepsRun} steps${aha.stoppedByTimeCap ? ` (stopped at the ${options.ahaMaxSeconds} s cap; ${steps} projected at ${aha.projectedWallSeconds.toFixed(0)} s)` : ''}, ` +
           `wall ${aha.wallSeconds.toFixed(1)} s; step ${fmt(aha.stepSeconds.median)} s median [${fmt(aha.stepSeconds.min)}–${fmt(aha.stepSeconds.max)}]`,
@@ -523,7 +550,7 @@ async function main(argv: string[]) {
           1,
         ),
       );
-      lora = { ...value, driverMemoryBeforeMiB: before, driverMemoryPeakMiB: peakMiB };
+      save({ lora: { ...value, driverMemoryBeforeMiB: before, driverMemoryPeakMiB: peakMiB } });
       console.log(
         `step ${value.stepSeconds.map((s) => s.toFixed(2)).join(', ')} s; engine peak ${(value.measuredPeakBytes / 2 ** 20).toFixed(0)} MiB, ` +
           `plan ${(value.plannedPeakBytes / 2 ** 20).toFixed(0)} MiB; driver ${peakMiB === null ? 'n/a' : `${peakMiB} MiB peak (${before} MiB before)`}`,
@@ -533,30 +560,8 @@ async function main(argv: string[]) {
     engine.destroy();
   }
 
-  const date = new Date().toISOString().slice(0, 10);
-  const result = {
-    benchmark: 'bench:gpu',
-    date: new Date().toISOString(),
-    tiny: options.tiny,
-    machine: machineInfo(),
-    adapter,
-    peak,
-    matmul: matmuls,
-    waits,
-    counters,
-    reductions,
-    sweep,
-    aha,
-    lora,
-    seconds: (performance.now() - started) / 1000,
-  };
-  const out = resolve(
-    options.out ??
-      `bench/results/${date}-${slug(adapter.description || adapter.device || adapter.architecture)}${options.tiny ? '-tiny' : ''}.json`,
-  );
-  mkdirSync(dirname(out), { recursive: true });
-  writeFileSync(out, `${JSON.stringify(result, null, 2)}\n`);
-  console.log(`\nwrote ${out} (${result.seconds.toFixed(0)} s)`);
+  save({ seconds: (performance.now() - started) / 1000 });
+  console.log(`\nwrote ${out} (${((performance.now() - started) / 1000).toFixed(0)} s)`);
 }
 
 main(process.argv.slice(2)).catch((e: unknown) => {

@@ -177,8 +177,12 @@ export type MatmulVariant = keyof typeof MATMUL_VARIANTS;
 
 /** Products of at most this many rows (per batch) are "small" (decoding): matmulSmall picks them. */
 export const MATMUL_SMALL_M = 16;
-/** The GPU path's variants when no sweep has chosen (unmeasured guesses: big tiles, split decode). */
-export const DEFAULT_MATMUL_LARGE: MatmulVariant = 'reg128x64';
+/**
+ * The GPU path's variants when no sweep has chosen: what the load-time sweep picked on an H100 at
+ * Qwen2.5-0.5B's shapes (bench/results/2026-11-27-nvidia-h100.json, timestamp queries: decode
+ * splitk16x64 0.46 ms vs staged64 1.05 ms; prefill/training reg64x64 3.87 ms vs staged64 5.37 ms).
+ */
+export const DEFAULT_MATMUL_LARGE: MatmulVariant = 'reg64x64';
 export const DEFAULT_MATMUL_SMALL: MatmulVariant = 'splitk16x64';
 /**
  * Split-K aims at this many workgroups (an H100 has 132 SMs, an M-series Max 40 GPU cores: two
