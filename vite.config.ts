@@ -6,6 +6,7 @@ import { svelte } from '@sveltejs/vite-plugin-svelte';
 import { readdirSync, readFileSync } from 'node:fs';
 // With its extension: Vite's config loader resolves only explicit paths (native loader warning).
 import { precachePlugin } from './src/app/sw/precache-plugin.ts';
+import { guidePlugin } from './scripts/guide-pages.ts';
 
 // Cross-origin isolation (threaded wasm needs SharedArrayBuffer), the CSP (workers included, which
 // index.html's meta tag does not cover, and frame-ancestors, which a meta tag cannot say) and the
@@ -37,8 +38,9 @@ export default defineConfig(({ mode }) => {
     };
   }
   return {
-    // precachePlugin writes dist/sw.js (offline support) after the app build.
-    plugins: [svelte(), precachePlugin()],
+    // guidePlugin renders docs/guide/*.md to dist/guide/*.html (the panels' help links open them);
+    // precachePlugin then writes dist/sw.js (offline support), which precaches them with the app.
+    plugins: [svelte(), guidePlugin(), precachePlugin()],
     worker: { format: 'es' },
     build: { target: 'es2022', sourcemap: true },
     server: { host: '127.0.0.1', headers: securityHeaders },

@@ -94,10 +94,12 @@ self.addEventListener('fetch', (event) => {
   const path = url.pathname;
   if (request.mode === 'navigate') {
     // The app is one page: any navigation gets index.html (network first, so an online reload
-    // sees a new deployment; the cached copy when offline).
+    // sees a new deployment; the cached copy when offline), except a precached page of its own
+    // (the guide's /guide/*.html, which the panels' help links open), which gets that page.
+    const page = PRECACHED.has(path) && path.endsWith('.html') ? path : '/index.html';
     event.respondWith(
       fetch(request).catch(() =>
-        caches.open(CACHE).then((c) => c.match('/index.html')).then((r) => r || Response.error()),
+        caches.open(CACHE).then((c) => c.match(page)).then((r) => r || Response.error()),
       ),
     );
     return;
