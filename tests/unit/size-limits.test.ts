@@ -3,9 +3,10 @@
 // naming the option, the value and the limit (the CLI's flags, config files and URLs, recipes, SFT
 // options); a dataset line over the line limit is reported by its number and length, never parsed;
 // option values outside the schema's range are refused, unusual ones accepted with a warning;
-// --help describes --model truthfully; a resumed run says how many steps it trained. README's
-// Security section lists the limits: the table there is generated here from the declarations
-// (UPDATE_README_LIMITS=1 rewrites it), and this test fails when the two differ.
+// --help describes --model truthfully; a resumed run says how many steps it trained. The guide's
+// security page (docs/guide/security.md, "Limits") lists the limits: the table there is generated
+// here from the declarations (UPDATE_README_LIMITS=1 rewrites it; the name is older than the
+// page), and this test fails when the two differ.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import {
@@ -311,7 +312,7 @@ describe('item 9: option values outside the schema', () => {
 });
 
 // ---------------------------------------------------------------------------------------------
-// README's table, built from the declarations and the messages the checks really give.
+// The guide's limits table, built from the declarations and the messages the checks really give.
 const code = (s: string) => `\`${s}\``;
 const kebab = (k: string) => k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
 
@@ -424,22 +425,21 @@ const tableRows = (text: string) =>
     .split('\n')
     .map((row) => (/^[|\s:-]+$/.test(row) ? '|---|' : row.replace(/ +/g, ' ').trim()));
 
-describe("README's Security section lists the limits", () => {
+describe("the guide's Limits section lists the limits", () => {
   it('its table is the one the declarations give', () => {
+    const PAGE = 'docs/guide/security.md';
     const START = '<!-- size-limits:start (tests/unit/size-limits.test.ts) -->';
     const END = '<!-- size-limits:end -->';
-    const readme = readFileSync('README.md', 'utf8');
-    const from = readme.indexOf(START);
-    const to = readme.indexOf(END);
-    expect(from).toBeGreaterThan(readme.indexOf('## Security'));
+    const page = readFileSync(PAGE, 'utf8');
+    const from = page.indexOf(START);
+    const to = page.indexOf(END);
+    expect(page.indexOf('\n## Limits\n')).toBeGreaterThan(-1);
+    expect(from).toBeGreaterThan(page.indexOf('\n## Limits\n'));
     expect(to).toBeGreaterThan(from);
     const table = limitsTable();
     if (process.env.UPDATE_README_LIMITS)
-      writeFileSync(
-        'README.md',
-        `${readme.slice(0, from + START.length)}\n${table}\n${readme.slice(to)}`,
-      );
+      writeFileSync(PAGE, `${page.slice(0, from + START.length)}\n${table}\n${page.slice(to)}`);
     // Compared as prettier leaves a table (padded cells, separator dashes to the column width).
-    else expect(tableRows(readme.slice(from + START.length, to))).toEqual(tableRows(table));
+    else expect(tableRows(page.slice(from + START.length, to))).toEqual(tableRows(table));
   });
 });
