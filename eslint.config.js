@@ -8,7 +8,7 @@ import globals from 'globals';
 
 // The layers of src/, lowest first. A folder may reference only the folders before it (and itself):
 // a static import, an import() or a `new URL('<path>', import.meta.url)` that reaches a later
-// folder fails `npm run lint` with the rules below. README's "Layout" section explains each.
+// folder fails `npm run lint` with the rules below. docs/guide/engine.md (Layout) explains each.
 const LAYERS = [
   'core', // random numbers, the model config schema, small shared helpers: imports nothing
   'engine', // WebGPU device, buffers and byte accounting, pipelines, dispatch

@@ -3,7 +3,7 @@
 // key, a recipe field, an SFT option — naming the option, the value and the limit, given before
 // anything is allocated from the value. The limits themselves are declared once, with their
 // options (src/grpo/config.ts CONFIG_SCHEMA, src/train/sft-config.ts SFT_OPTIONS,
-// src/recipes/limits.ts, src/tasks/jsonl.ts); README's Security section lists them
+// src/recipes/limits.ts, src/tasks/jsonl.ts); docs/guide/security.md (Limits) lists them
 // (tests/unit/size-limits.test.ts keeps the list in step with the declarations).
 
 /** The largest value a count may take, and what it counts (the message's unit). */

@@ -829,7 +829,7 @@ export function configWarningsByKey(
   return out;
 }
 
-/** Every option whose value sizes work or memory, with its limit (README's Security table). */
+/** Every option whose value sizes work or memory, with its limit (the Limits table of docs/guide/security.md). */
 export function configSizeLimits(): { key: ConfigKey; limit: SizeLimit }[] {
   return CONFIG_KEYS.flatMap((key) => {
     const limit = spec(key).type.limit;

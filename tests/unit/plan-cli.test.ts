@@ -54,7 +54,7 @@ describe('planCommand', () => {
   it('qwen2.5-1.5b under 4 GiB: the plan chooses one sequence per micro-batch', () => {
     const r = planCommand(['qwen2.5-1.5b', ...ACCEPTANCE, '--json']);
     expect([r.microBatchChosen, r.microBatch, r.budgetBytes]).toEqual([true, 1, 4 * GiB]);
-    // Printed for the record (README's memory table).
+    // Printed for the record (the memory table of docs/guide/models.md).
     console.log(`qwen2.5-1.5b peak at micro-batch 1: ${(r.plan.peakBytes / GiB).toFixed(3)} GiB`);
     expect(r.plan.peakBytes).toBeLessThan(4 * GiB);
     expect(r.plan.fits).toBe(true);
