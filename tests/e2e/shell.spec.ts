@@ -1,6 +1,7 @@
 // The app shell in real Chromium: the trainer worker finds the SwiftShader WebGPU adapter, the
 // page shows it, and no request leaves the page's origin. The Trainer options form says which
-// values are unusual (accepted with a warning, as the command line prints it).
+// values are unusual (accepted with a warning, as the command line prints it). A panel's help link
+// opens its section of the guide (served with the app) in a new tab.
 import { expect, test } from '@playwright/test';
 
 test('shows the WebGPU adapter and makes no cross-origin request', async ({ page, baseURL }) => {
@@ -84,4 +85,13 @@ test('an unusual option value is accepted with a warning under its field', async
   await temperature.fill('1');
   await expect(page.locator('#opt-temperature-warning')).toHaveCount(0);
   await expect(temperature).not.toHaveAttribute('aria-describedby');
+});
+
+test("a panel's help link opens its section of the guide in a new tab", async ({ page }) => {
+  await page.goto('/#train');
+  const link = page.getByTestId('help-model');
+  await expect(link).toHaveAttribute('target', '_blank');
+  const [guide] = await Promise.all([page.waitForEvent('popup'), link.click()]);
+  await expect(guide).toHaveURL(/\/guide\/models\.html#load-a-model$/);
+  await expect(guide.locator('h2#load-a-model')).toBeInViewport();
 });
