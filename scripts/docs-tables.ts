@@ -23,10 +23,13 @@ import { SFT_DEFAULTS, SFT_OPTIONS, trlName } from '../src/train/sft-config';
 
 const kebab = (k: string) => k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
 
-/** A table cell: one line, pipes escaped. */
-const cell = (s: string) => s.replace(/\|/g, '\\|').replace(/\s*\n\s*/g, ' ');
-/** Inline code that holds any text (a backtick inside gets a longer fence). */
-const code = (s: string) => (s.includes('`') ? `\`\` ${s} \`\`` : `\`${s}\``);
+/** A table cell of prose: one line; pipes, `<` (not a tag) and `*` (not emphasis) escaped. */
+const cell = (s: string) => s.replace(/([|<*])/g, '\\$1').replace(/\s*\n\s*/g, ' ');
+/** Inline code in a table cell (a pipe still ends a GFM cell inside code, so it is escaped). */
+const code = (s: string) => {
+  const t = s.replace(/\|/g, '\\|');
+  return t.includes('`') ? `\`\` ${t} \`\`` : `\`${t}\``;
+};
 
 function flagRows(flags: readonly CommandFlag[]): string[] {
   return [
@@ -34,8 +37,7 @@ function flagRows(flags: readonly CommandFlag[]): string[] {
     '| --- | --- |',
     ...flags.map((f) => {
       const limit = f.count ? ` (at most ${f.count.limit.max} ${f.count.limit.unit})` : '';
-      const repeat = f.repeatable ? ' (repeatable)' : '';
-      return `| ${code(`--${f.name}${f.boolean ? '' : ` <${f.value}>`}`)} | ${cell(f.help + limit + repeat)} |`;
+      return `| ${code(`--${f.name}${f.boolean ? '' : ` <${f.value}>`}`)} | ${cell(f.help + limit)} |`;
     }),
   ];
 }
@@ -116,6 +118,26 @@ const BLOCK = /<!-- generated: ([a-z-]+) -->\n([\s\S]*?)<!-- \/generated -->/g;
 /** The generated blocks of a markdown text: name → contents (between the markers, trimmed). */
 export function generatedBlocks(markdown: string): Map<string, string> {
   return new Map([...markdown.matchAll(BLOCK)].map((m) => [m[1], m[2].trim()]));
+}
+
+/**
+ * A block as a comparison sees it: each table row's cells trimmed (prettier pads the columns of a
+ * table it formats; the padding is not content), other lines trimmed, blank lines dropped.
+ */
+export function normalizeBlock(block: string): string {
+  return block
+    .split('\n')
+    .map((line) => {
+      const t = line.trim();
+      if (!t.startsWith('|')) return t;
+      const cells = t
+        .slice(1, t.endsWith('|') ? -1 : undefined)
+        .split(/(?<!\\)\|/)
+        .map((c) => c.trim().replace(/^:?-{3,}:?$/, '---'));
+      return `| ${cells.join(' | ')} |`;
+    })
+    .filter((line) => line !== '')
+    .join('\n');
 }
 
 /** The text with every generated block replaced by its table. */
