@@ -304,7 +304,7 @@ describe('npm run rejection-sample', { timeout: 600_000 }, () => {
       '--out <folder> is required',
     );
     expect(() => parseRejectionSampleArgs(['--out', 'x', '--k', '0'])).toThrow(
-      "--k must be an integer ≥ 1, got '0'",
+      '--k must be an integer ≥ 1, got 0',
     );
     expect(() => parseRejectionSampleArgs(['--out', 'x', '--language', 'klingon'])).toThrow(
       "--language: unknown script 'klingon'",

@@ -81,16 +81,17 @@ describe('GrpoTrainer', { timeout: 600_000 }, () => {
   });
 
   it('skips non-finite updates, keeps the last good weights, and stops after 3 in a row', async () => {
-    // Once `explode` is set, rewards of ±3e38 overflow the advantages (and so the loss and the
-    // gradient) to non-finite values: the update must be skipped on the GPU.
+    // Once `explode` is set, rewards of ±1e38 overflow the gradient (its squared norm) to
+    // non-finite values: the update must be skipped on the GPU. (At ±3e38 a mixed group's
+    // advantages leave float32 and the reward guard fails the reward before any update.)
     let explode = false;
     const exploding: RewardFunction = {
       name: 'custom:starts_with_a',
       compute: ({ completion }) =>
         explode
           ? completion.charCodeAt(0) % 2
-            ? 3e38
-            : -3e38
+            ? 1e38
+            : -1e38
           : completion.startsWith('a')
             ? 1
             : 0,
