@@ -59,17 +59,20 @@ export interface StepEstimate {
  * Calibration, measured in Debian's Chromium on SwiftShader (2 CPU cores shared with other work,
  * load average 13–21), the bundled tiny-reasoner and the playground's defaults (2 prompts × 4
  * answers, 80 tokens; tests/e2e/first-run.spec.ts logs each run's numbers). One run: the warm-up
- * measured 2.8 s compile, 66 ms per token and 148 ms for the matmuls at 256 rows; step 2 sampled
- * its 80 tokens in 25.3 s, 4.8 × the 5.3 s the warm-up's tokens predict (the step's page repaints
- * its progress after every token, on a page the CPU also renders): SAMPLING_OVERHEAD 5; its update
+ * measured 2.8 s compile, 66 ms per token and 148 ms for the matmuls at 256 rows; its update
  * (backward, optimizer, re-scoring) took 9.2 s against 9.1 s predicted with UPDATE_OVERHEAD
- * (norms, attention, loss, AdamW and the per-pass submissions besides the matmuls); step 1 took
- * 27 s longer than step 2, 9.7 × the warm-up's compile (the backward, loss and optimizer
- * pipelines compile then), 5.4 × in an earlier run: FIRST_STEP_COMPILE 7.
+ * (norms, attention, loss, AdamW and the per-pass submissions besides the matmuls).
+ * Sampling once cost 4.8 × the warm-up's tokens (SAMPLING_OVERHEAD was 5) and step 1 paid 5–10 ×
+ * the warm-up's compile (FIRST_STEP_COMPILE was 7) while every decoded token was its own
+ * submission, waited for and repainted. Decoding now submits 8 tokens at a time with one wait
+ * (the warm-up decodes the same way) and the update's passes go out without waits: in a clean CI
+ * run (idle 2 cores) the warm-up measured 1.6 s compile, 26 ms a token and 120 ms of matmuls, and
+ * step 1 took 8.8 s, 0.30 × the old constants' 29 s. SAMPLING_OVERHEAD 1.5 (the page repaints once
+ * per submission) and FIRST_STEP_COMPILE 3 predict 15.3 s for it (0.58 ×), inside the range shown.
  */
-export const SAMPLING_OVERHEAD = 5;
+export const SAMPLING_OVERHEAD = 1.5;
 export const UPDATE_OVERHEAD = 3.4;
-export const FIRST_STEP_COMPILE = 7;
+export const FIRST_STEP_COMPILE = 3;
 /** The range shown: the estimate divided / multiplied by this. */
 export const ESTIMATE_SPREAD = 2;
 

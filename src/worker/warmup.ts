@@ -1,7 +1,7 @@
 // The warm-up that times this device before the first step (grpo/step-estimate.ts turns it into
 // a step's time), in two parts:
 // - sampling: a model of the same config with seeded random weights decodes the step's B·G
-//   sequences on the GPU, as a step does (prefill, then one submission per token): the first call
+//   sequences on the GPU, as a step does (prefill, then 8 tokens a submission): the first call
 //   compiles the model's and the sampler's pipelines (timed: the first step pays that), then
 //   calls of DECODE_TOKENS tokens give the mean time per token (prefill included);
 // - the update's throughput: every matrix product of one token through the model (q, k, v, o,
@@ -65,7 +65,8 @@ export async function timeSampling(
         seed: 1,
         stream: 0,
         eosTokenIds: [],
-        checkEvery: DECODE_TOKENS,
+        // As a step decodes: 8 tokens a submission, one wait each (the sampler's default).
+        checkEvery: 8,
       });
     await generate(2);
     const compileMs = performance.now() - t0;
