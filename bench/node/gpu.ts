@@ -36,6 +36,7 @@ import {
 import { LOGPROB_GATHER_VARIANTS, runLogprobGather } from '../../src/kernels/logprob';
 import { RMSNORM_VARIANTS, runRmsNorm } from '../../src/kernels/rmsnorm';
 import { initLlamaWeights } from '../../src/model/init';
+import { packHalfBits, toHalfBits, widenHalfBits } from '../../src/ref/half';
 import { nodeSandboxFactory } from '../../src/rewards/reward-sandbox-node';
 import { Run } from '../../src/train/run';
 import { loadModel } from '../../src/cli/_session';
@@ -153,21 +154,6 @@ function randomValues(n: number, seed: number): Float32Array {
   return out;
 }
 
-/** bf16 words of `values` (round to nearest even), packed two per u32, and the values they hold. */
-function packBf16(values: Float32Array): { words: Uint32Array; rounded: Float32Array } {
-  const bits = new Uint32Array(values.buffer.slice(0));
-  const halves = new Uint16Array(values.length + (values.length & 1));
-  const rounded = new Float32Array(values.length);
-  const roundedBits = new Uint32Array(rounded.buffer);
-  for (let i = 0; i < values.length; i++) {
-    const b = bits[i];
-    const h = (b + 0x7fff + ((b >>> 16) & 1)) >>> 16;
-    halves[i] = h;
-    roundedBits[i] = h << 16;
-  }
-  return { words: new Uint32Array(halves.buffer), rounded };
-}
-
 interface MatmulResult {
   label: string;
   path: string;
@@ -193,7 +179,9 @@ async function timeMatmul(
   const bf16 = c.shape.bDtype === 'bf16';
   const aValues = randomValues(M * K, 1);
   const bRaw = randomValues(K * N, 2);
-  const packed = bf16 ? packBf16(bRaw) : null;
+  // The weights as the model stores them (src/ref/half.ts): bf16 words packed two per u32.
+  const bits = bf16 ? toHalfBits(bRaw, 'bf16') : null;
+  const packed = bits ? { words: packHalfBits(bits), rounded: widenHalfBits(bits, 'bf16') } : null;
   const bValues = packed ? packed.rounded : bRaw;
   const a = createStorageBuffer(device, aValues.byteLength, 'bench a');
   const b = createStorageBuffer(device, packed ? packed.words.byteLength : bRaw.byteLength, 'b');
