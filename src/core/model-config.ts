@@ -1,4 +1,4 @@
-// The Llama-family model configuration (Llama, Qwen2, SmolLM2, TinyLlama), parsed from a Hugging
+// The Llama-family model configuration (Llama, Qwen2, Qwen3, SmolLM2, TinyLlama), parsed from a Hugging
 // Face config.json, and the parameter list in Hugging Face naming so checkpoints load in PyTorch.
 //
 // Legend: C hidden size, I intermediate size, V vocab, L layers, H heads, Hkv kv-heads, D head dim.
@@ -8,14 +8,18 @@
 // layers must fail in microseconds, not after building ten million parameter specs.
 
 export interface LlamaConfig {
-  /** 'LlamaForCausalLM' or 'Qwen2ForCausalLM' (what config.json's `architectures[0]` said). */
+  /**
+   * 'LlamaForCausalLM', 'Qwen2ForCausalLM' or 'Qwen3ForCausalLM' (config.json's `architectures[0]`).
+   * Qwen3 adds a per-head RMSNorm on queries and keys (hasQkNorm), so the architecture is part of
+   * the model's function, not only a label.
+   */
   architecture: SupportedArchitecture;
   hiddenSize: number; // C
   intermediateSize: number; // I
   numLayers: number; // L
   numHeads: number; // H
   numKvHeads: number; // Hkv (grouped-query attention when < H)
-  headDim: number; // D (usually C / H)
+  headDim: number; // D (usually C / H; Qwen3 sets its own, e.g. 128 with C = 1024, H = 16)
   vocabSize: number; // V
   maxPositions: number;
   ropeTheta: number;
@@ -27,8 +31,21 @@ export interface LlamaConfig {
   eosTokenIds: number[];
 }
 
-export const SUPPORTED_ARCHITECTURES = ['LlamaForCausalLM', 'Qwen2ForCausalLM'] as const;
+export const SUPPORTED_ARCHITECTURES = [
+  'LlamaForCausalLM',
+  'Qwen2ForCausalLM',
+  'Qwen3ForCausalLM',
+] as const;
 export type SupportedArchitecture = (typeof SUPPORTED_ARCHITECTURES)[number];
+
+/**
+ * Whether attention normalises each head's query and key vector (Qwen3's q_norm, k_norm: RMSNorm
+ * over D with its own weight (D) and rms_norm_eps, after the projection and before rotary;
+ * docs/grpo.md, model family). Derived from the architecture, so configs stored before Qwen3
+ * existed read the same.
+ */
+export const hasQkNorm = (config: Pick<LlamaConfig, 'architecture'>): boolean =>
+  config.architecture === 'Qwen3ForCausalLM';
 
 /** A config.json we cannot use; the message names the file and the field. */
 export class ModelConfigError extends Error {
@@ -173,7 +190,7 @@ export function parseHfConfig(json: unknown, file = 'config.json'): LlamaConfig 
     const modelType = typeof cfg.model_type === 'string' ? ` (model_type '${cfg.model_type}')` : '';
     throw new ModelConfigError(
       `${file}: unsupported architecture ${JSON.stringify(architecture ?? null)}${modelType}; ` +
-        `supported: ${SUPPORTED_ARCHITECTURES.join(', ')} (Llama 3.2, SmolLM2, TinyLlama, Qwen2/2.5)`,
+        `supported: ${SUPPORTED_ARCHITECTURES.join(', ')} (Llama 3.2, SmolLM2, TinyLlama, Qwen2/2.5, Qwen3)`,
     );
   }
   const ropeScaling = cfg.rope_scaling as Record<string, unknown> | null | undefined;
@@ -222,6 +239,13 @@ export function parseHfConfig(json: unknown, file = 'config.json'): LlamaConfig 
     );
   }
   const isQwen2 = architecture === 'Qwen2ForCausalLM';
+  // Qwen3's attention_bias puts a bias on o_proj as well as q/k/v (transformers' Qwen3Attention);
+  // the model has no o_proj bias, so such a checkpoint would load and compute another function.
+  if (architecture === 'Qwen3ForCausalLM' && cfg.attention_bias === true) {
+    throw new ModelConfigError(
+      `${file}: 'attention_bias' is true; Qwen3 with attention biases (on o_proj too) is not supported`,
+    );
+  }
   const intermediateSize = requireInt(cfg, 'intermediate_size', file);
   const numLayers = requireInt(cfg, 'num_hidden_layers', file);
   const vocabSize = requireInt(cfg, 'vocab_size', file);
@@ -249,9 +273,14 @@ export function parseHfConfig(json: unknown, file = 'config.json'): LlamaConfig 
 /** The config.json a Hugging Face `transformers` loader accepts for this model. */
 export function toHfConfig(config: LlamaConfig): Record<string, unknown> {
   const isQwen2 = config.architecture === 'Qwen2ForCausalLM';
+  const modelType = {
+    LlamaForCausalLM: 'llama',
+    Qwen2ForCausalLM: 'qwen2',
+    Qwen3ForCausalLM: 'qwen3',
+  };
   return {
     architectures: [config.architecture],
-    model_type: isQwen2 ? 'qwen2' : 'llama',
+    model_type: modelType[config.architecture],
     hidden_size: config.hiddenSize,
     intermediate_size: config.intermediateSize,
     num_hidden_layers: config.numLayers,
@@ -297,6 +326,10 @@ export function parameterSpecs(config: LlamaConfig): ParameterSpec[] {
     specs.push({ name: `${p}.self_attn.v_proj.weight`, shape: [Hkv * D, C] });
     if (config.attentionBias) specs.push({ name: `${p}.self_attn.v_proj.bias`, shape: [Hkv * D] });
     specs.push({ name: `${p}.self_attn.o_proj.weight`, shape: [C, H * D] });
+    if (hasQkNorm(config)) {
+      specs.push({ name: `${p}.self_attn.q_norm.weight`, shape: [D] });
+      specs.push({ name: `${p}.self_attn.k_norm.weight`, shape: [D] });
+    }
     specs.push({ name: `${p}.post_attention_layernorm.weight`, shape: [C] });
     specs.push({ name: `${p}.mlp.gate_proj.weight`, shape: [I, C] });
     specs.push({ name: `${p}.mlp.up_proj.weight`, shape: [I, C] });

@@ -22,7 +22,10 @@
 // s·(x·Aᵀ)·Bᵀ after the bias, composed from two matmuls. The base weights are then frozen: backward
 // computes only the adapters' gradients (and every input gradient they need). withAdaptersDisabled
 // encodes the base model alone, bit for bit: the reference policy needs no second copy.
-import { type LlamaConfig, type ParameterSpec } from '../core/model-config';
+// Qwen3 (hasQkNorm): q_norm / k_norm normalise each head's query and key vector between the
+// projection and rotary. They are the model's RMSNorm kernels run over (R·heads) rows of D
+// channels, forward and backward, so they need no kernel of their own.
+import { hasQkNorm, type LlamaConfig, type ParameterSpec } from '../core/model-config';
 import { writeBuffer } from '../engine/buffers';
 import type { Engine } from '../engine/engine';
 import { Workspace } from '../engine/workspace';
@@ -175,6 +178,8 @@ export interface Linear {
 export interface LayerWeights {
   inputNorm: GpuParameter; // (C) input_layernorm
   attn: { q: Linear; k: Linear; v: Linear; o: Linear };
+  /** Qwen3's per-head norms q_norm, k_norm (D each), or null. */
+  qkNorm: { q: GpuParameter; k: GpuParameter } | null;
   postNorm: GpuParameter; // (C) post_attention_layernorm
   mlp: { gate: Linear; up: Linear; down: Linear };
 }
@@ -218,6 +223,13 @@ interface LayerActs {
   x: GPUBuffer; // (R, C) layer input
   xn1: GPUBuffer; // (R, C) input_layernorm output
   rstd1: GPUBuffer; // (R)
+  /** Qwen3: q_proj / k_proj outputs before q_norm / k_norm, and the norms' rstd; else null. */
+  qkNorm: {
+    qProj: GPUBuffer; // (N, Tq, H, D)
+    kProj: GPUBuffer; // (N, Tq, Hkv, D)
+    rstdQ: GPUBuffer; // (R·H)
+    rstdK: GPUBuffer; // (R·Hkv)
+  } | null;
   qRaw: GPUBuffer; // (N, Tq, H, D) before rotary
   kRaw: GPUBuffer; // (N, Tq, Hkv, D) before rotary
   q: GPUBuffer; // (N, Tq, H, D)
@@ -320,6 +332,7 @@ export class GpuLlama {
       adapter: adapterOf(name),
     });
     const qkvBias = config.attentionBias;
+    const qkNorm = hasQkNorm(config);
     this.layers = Array.from({ length: config.numLayers }, (_, l) => {
       const pre = `model.layers.${l}`;
       return {
@@ -330,6 +343,9 @@ export class GpuLlama {
           v: linear(`${pre}.self_attn.v_proj`, C, Hkv * D, qkvBias),
           o: linear(`${pre}.self_attn.o_proj`, H * D, C),
         },
+        qkNorm: qkNorm
+          ? { q: p(`${pre}.self_attn.q_norm.weight`), k: p(`${pre}.self_attn.k_norm.weight`) }
+          : null,
         postNorm: p(`${pre}.post_attention_layernorm.weight`),
         mlp: {
           gate: linear(`${pre}.mlp.gate_proj`, C, I),
@@ -484,6 +500,7 @@ export class GpuLlama {
       k.add.prepare(),
     ];
     if (this.config.attentionBias) jobs.push(k.biasAdd.prepare(), k.biasGrad.prepare());
+    if (hasQkNorm(this.config)) jobs.push(k.rmsForward.prepare(D), k.rmsBackward.prepare(D));
     const products: MatmulShape[] = [];
     const layer = this.layers[0];
     const linears = layer ? [...Object.values(layer.attn), ...Object.values(layer.mlp)] : [];
@@ -788,8 +805,36 @@ export class GpuLlama {
     const { N, Tq } = ctx;
     const R = N * Tq;
     this.rmsNorm(enc, a.x, inputNorm, a.xn1, a.rstd1, R);
-    this.linear(enc, attn.q, a.xn1, a.qRaw, R);
-    this.linear(enc, attn.k, a.xn1, a.kRaw, R);
+    const qkNorm = this.layers[l].qkNorm;
+    if (qkNorm && a.qkNorm) {
+      // Qwen3: each head's vector (R·heads rows of D) through its RMSNorm, before rotary.
+      const { qProj, kProj, rstdQ, rstdK } = a.qkNorm;
+      const eps = this.config.rmsNormEps;
+      this.linear(enc, attn.q, a.xn1, qProj, R);
+      this.linear(enc, attn.k, a.xn1, kProj, R);
+      const rms = this.k.rmsForward;
+      rms.encode(enc, {
+        x: qProj,
+        w: qkNorm.q.buffer,
+        y: a.qRaw,
+        rstd: rstdQ,
+        rows: R * H,
+        C: D,
+        eps,
+      });
+      rms.encode(enc, {
+        x: kProj,
+        w: qkNorm.k.buffer,
+        y: a.kRaw,
+        rstd: rstdK,
+        rows: R * Hkv,
+        C: D,
+        eps,
+      });
+    } else {
+      this.linear(enc, attn.q, a.xn1, a.qRaw, R);
+      this.linear(enc, attn.k, a.xn1, a.kRaw, R);
+    }
     this.linear(enc, attn.v, a.xn1, a.v, R);
     this.rope(enc, a.qRaw, a.q, ctx.positions, R, H);
     this.rope(enc, a.kRaw, a.k, ctx.positions, R, Hkv);
@@ -870,8 +915,27 @@ export class GpuLlama {
     });
     this.rope(enc, d.dq, d.dqRaw, positions, R, H, true);
     this.rope(enc, d.dk, d.dkRaw, positions, R, Hkv, true);
-    this.linearBackward(enc, attn.q, d.dqRaw, a.xn1, d.dxn, R, 'write');
-    this.linearBackward(enc, attn.k, d.dkRaw, a.xn1, d.dxn, R, 'add');
+    // The projections' output gradients: dqRaw / dkRaw, or with Qwen3's q/k norms their input
+    // gradients, written into dq / dk (dead once rotary's transpose has read them).
+    let [dqProj, dkProj] = [d.dqRaw, d.dkRaw];
+    const qkNorm = this.layers[l].qkNorm;
+    if (qkNorm && a.qkNorm) {
+      const { qProj, kProj, rstdQ, rstdK } = a.qkNorm;
+      for (const [dy, x, w, rstd, dx, heads] of [
+        [d.dqRaw, qProj, qkNorm.q, rstdQ, d.dq, H],
+        [d.dkRaw, kProj, qkNorm.k, rstdK, d.dk, Hkv],
+      ] as const) {
+        const rows = R * heads;
+        this.k.rmsBackward.encode(enc, { dy, x, w: w.buffer, rstd, dx, rows, C: D });
+        if (!this.parameters.baseFrozen) {
+          const dw = this.parameters.grad(w.name);
+          this.k.rmsBackwardWeight.encode(enc, { dy, x, rstd, dw, rows, C: D, accumulate: true });
+        }
+      }
+      [dqProj, dkProj] = [d.dq, d.dk];
+    }
+    this.linearBackward(enc, attn.q, dqProj, a.xn1, d.dxn, R, 'write');
+    this.linearBackward(enc, attn.k, dkProj, a.xn1, d.dxn, R, 'add');
     this.linearBackward(enc, attn.v, d.dv, a.xn1, d.dxn, R, 'add');
     this.rmsNormBackward(enc, d.dxn, a.x, inputNorm, a.rstd1, dx, R, 'add');
   }
@@ -1041,6 +1105,14 @@ export class GpuLlama {
     return {
       xn1: b('xn1', R * C),
       rstd1: b('rstd1', R),
+      qkNorm: hasQkNorm(this.config)
+        ? {
+            qProj: b('qProj', R * H * D),
+            kProj: b('kProj', R * Hkv * D),
+            rstdQ: b('rstdQ', R * H),
+            rstdK: b('rstdK', R * Hkv),
+          }
+        : null,
       qRaw: b('qRaw', R * H * D),
       kRaw: b('kRaw', R * Hkv * D),
       q: b('q', R * H * D),

@@ -1,6 +1,6 @@
 // Plain-TS CPU reference of the Llama-family model (RMSNorm, HF rotate_half rotary embeddings,
-// grouped-query causal attention with left padding, SwiGLU MLP, optional q/k/v bias, tied or
-// untied LM head): forward, backward to every parameter, and KV-cache prefill/decode. The GPU
+// grouped-query causal attention with left padding, SwiGLU MLP, optional q/k/v bias, Qwen3's
+// per-head q/k RMSNorm, tied or untied LM head): forward, backward to every parameter, and KV-cache prefill/decode. The GPU
 // model (src/model/llama.ts) is tested against it, and it is the CPU fallback without WebGPU.
 //
 // Precision: every parameter is widened to f64 on construction and all arithmetic and storage is
@@ -18,6 +18,10 @@
 // columns). A query at column t attends to keys [keyStart[n], t]; a pad query (t < keyStart[n])
 // sees no key and its attention output is 0, as in src/ref/attention.ts (it never reaches a loss).
 //
+// Qwen3 (hasQkNorm): each head's query and key vector (D) goes through its own RMSNorm (weights
+// q_norm, k_norm (D), rms_norm_eps) after the projection and before rotary: the row norm of
+// src/ref/rmsnorm.ts over (N·T·Hx) rows of D channels, so it needs no reference of its own.
+//
 // LoRA (src/ref/lora.ts): with adapters, each targeted projection adds s·(x·Aᵀ)·Bᵀ after its bias,
 // as PEFT does; backward adds the adapters' gradients (by their PEFT names) and their share of dX.
 // `adaptersEnabled = false` gives the base model's exact bits (the reference policy under LoRA).
@@ -25,7 +29,7 @@
 // Legend: N sequences, T time (columns), C hidden, I intermediate, V vocab, H heads, Hkv kv-heads,
 // D head dim, L layers, S_cap KV-cache capacity (columns).
 
-import { numel, parameterSpecs, type LlamaConfig } from '../core/model-config';
+import { hasQkNorm, numel, parameterSpecs, type LlamaConfig } from '../core/model-config';
 import { addRef } from './add';
 import { attentionBackwardRef, attentionForwardRef } from './attention';
 import { biasAddRef, biasGradRef } from './bias';
@@ -56,6 +60,13 @@ interface LayerCache {
   xIn: Float64Array; // (N·T, C) residual stream entering the layer
   rstd1: Float64Array; // (N·T) 1/sqrt(mean(x²) + eps) of the input norm
   h1: Float64Array; // (N·T, C) input_layernorm output
+  /** Qwen3: the projections before q_norm / k_norm and the norms' rstd; null otherwise. */
+  qkNorm: {
+    qProj: Float64Array; // (N·T, H·D)
+    kProj: Float64Array; // (N·T, Hkv·D)
+    rstdQ: Float64Array; // (N·T·H)
+    rstdK: Float64Array; // (N·T·Hkv)
+  } | null;
   q: Float64Array; // (N, T, H, D) after rotary
   k: Float64Array; // (N, T, Hkv, D) after rotary
   v: Float64Array; // (N, T, Hkv, D)
@@ -316,12 +327,21 @@ export class RefLlama {
     const bias = (name: string) =>
       attentionBias ? this.p(`${prefix}.self_attn.${name}.bias`) : null;
     const path = (name: string) => `${prefix}.self_attn.${name}`;
-    const q = this.proj(h, path('q_proj'), bias('q_proj'), rows, C, H * D);
-    const k = this.proj(h, path('k_proj'), bias('k_proj'), rows, C, Hkv * D);
+    let q = this.proj(h, path('q_proj'), bias('q_proj'), rows, C, H * D);
+    let k = this.proj(h, path('k_proj'), bias('k_proj'), rows, C, Hkv * D);
     const v = this.proj(h, path('v_proj'), bias('v_proj'), rows, C, Hkv * D);
+    let qkNorm: LayerCache['qkNorm'] = null;
+    if (hasQkNorm(this.config)) {
+      // Qwen3: RMSNorm of every head's vector, (rows·heads) rows of D channels.
+      const eps = this.config.rmsNormEps;
+      const nq = rmsnormForwardRef(q, this.p(path('q_norm.weight')), rows * H, D, eps);
+      const nk = rmsnormForwardRef(k, this.p(path('k_norm.weight')), rows * Hkv, D, eps);
+      qkNorm = { qProj: q, kProj: k, rstdQ: nq.rstd, rstdK: nk.rstd };
+      [q, k] = [nq.y, nk.y];
+    }
     ropeRotate(q, pos, rows, H, D, this.invFreq, f64Angle, false, q);
     ropeRotate(k, pos, rows, Hkv, D, this.invFreq, f64Angle, false, k);
-    return { q, k, v };
+    return { q, k, v, qkNorm };
   }
 
   private logitsOf(hFinal: Float64Array, rows: number): Float64Array {
@@ -342,7 +362,7 @@ export class RefLlama {
     for (let l = 0; l < cfg.numLayers; l++) {
       const prefix = `model.layers.${l}`;
       const n1 = rmsnormForwardRef(x, this.p(`${prefix}.input_layernorm.weight`), rows, C, eps);
-      const { q, k, v } = this.qkv(n1.y, rows, prefix, positions);
+      const { q, k, v, qkNorm } = this.qkv(n1.y, rows, prefix, positions);
       // (N, T, H, D); a pad query (t < keyStart[n]) sees no key: output 0.
       const attn = attentionForwardRef(q, k, v, keyStart, { N, Tq: T, H, Hkv, D }).o;
       const o = this.proj(attn, `${prefix}.self_attn.o_proj`, null, rows, H * D, C);
@@ -360,6 +380,7 @@ export class RefLlama {
         xIn: x,
         rstd1: n1.rstd,
         h1: n1.y,
+        qkNorm,
         q,
         k,
         v,
@@ -440,12 +461,23 @@ export class RefLlama {
       const { dq, dk, dv } = attentionBackwardRef(dAttn, lc.q, lc.k, lc.v, cache.keyStart, shape);
       ropeRotate(dq, cache.positions, rows, H, D, this.invFreq, f64Angle, true, dq);
       ropeRotate(dk, cache.positions, rows, Hkv, D, this.invFreq, f64Angle, true, dk);
+      let [dqProj, dkProj] = [dq, dk];
+      if (lc.qkNorm) {
+        // Back through Qwen3's per-head norms to the projections' outputs.
+        const { qProj, kProj, rstdQ, rstdK } = lc.qkNorm;
+        const wq = `${prefix}.self_attn.q_norm.weight`;
+        const wk = `${prefix}.self_attn.k_norm.weight`;
+        dqProj = rmsnormBackwardRef(dq, qProj, this.p(wq), rstdQ, rows * H, D);
+        dkProj = rmsnormBackwardRef(dk, kProj, this.p(wk), rstdK, rows * Hkv, D);
+        g(wq).set(rmsnormBackwardWeightRef(dq, qProj, rstdQ, rows * H, D, g(wq)));
+        g(wk).set(rmsnormBackwardWeightRef(dk, kProj, rstdK, rows * Hkv, D, g(wk)));
+      }
       const dh1 = new Float64Array(rows * C);
       const bias = (name: string) =>
         cfg.attentionBias ? g(`${prefix}.self_attn.${name}.bias`) : null;
       for (const [name, dOut, width] of [
-        ['q_proj', dq, H * D],
-        ['k_proj', dk, Hkv * D],
+        ['q_proj', dqProj, H * D],
+        ['k_proj', dkProj, Hkv * D],
         ['v_proj', dv, Hkv * D],
       ] as const) {
         const path = `${prefix}.self_attn.${name}`;
