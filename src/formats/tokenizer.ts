@@ -31,7 +31,11 @@ export interface Tokenizer {
   encode(text: string, options?: { addSpecialTokens?: boolean }): number[];
   /** Ids → text. */
   decode(ids: readonly number[], options?: { skipSpecialTokens?: boolean }): string;
-  /** One string per id (for per-token colouring); byte-level pieces of a character may show as �. */
+  /**
+   * One string per id (the Inspect and Learn token strips), whose concatenation is the decoded
+   * text (tokenPieces): spaces kept for every tokenizer family; a token holding only part of a
+   * character's bytes shows '' and the token that completes the character shows all of it.
+   */
   tokenStrings(ids: readonly number[]): string[];
   idToToken(id: number): string | null;
   tokenToId(token: string): number | null;
@@ -103,6 +107,65 @@ export function tokenizerIdProblem(
   return null;
 }
 
+/**
+ * Each token's text as the difference of decoded prefixes, so that the pieces concatenate to the
+ * decoded text (issue 35). Decoding one token alone loses text: a SentencePiece decoder (Llama 2,
+ * TinyLlama) strips the leading space of the first token it sees, so "▁saw" alone reads "saw" and
+ * the token strips glued words together. Here each token is decoded after the tokens of the piece
+ * before it, and its text is what it adds: the window's first token loses its space in both
+ * decodes, so the difference keeps the new token's own. As in incremental detokenizers (vLLM,
+ * TGI), a token whose decode ends in U+FFFD (part of a character's bytes) waits for the tokens that
+ * complete the character: it gets '' and the completing token the whole character. Two short
+ * decodes per token, linear in the length (decoding every prefix would be quadratic).
+ *
+ * `decode` must not clean up spaces (that reaches back into the previous piece). `full`, the text
+ * as the tokenizer decodes it with its clean-up (" ." → "."), is then matched by dropping the
+ * spaces the clean-up removed from the pieces; a text that differs otherwise keeps the raw pieces.
+ */
+export function tokenPieces(
+  decode: (ids: readonly number[]) => string,
+  ids: readonly number[],
+  full?: string,
+): string[] {
+  const pieces: string[] = new Array<string>(ids.length).fill('');
+  // ids[prefixStart, readStart) are the last shown piece's tokens (context, decodes to
+  // prefixText); ids[readStart, t] the tokens not shown yet.
+  let prefixStart = 0;
+  let readStart = 0;
+  let prefixText = '';
+  for (let t = 0; t < ids.length; t++) {
+    const text = decode(ids.slice(prefixStart, t + 1));
+    if (text.endsWith('\uFFFD') && t < ids.length - 1) continue; // part of a character: wait
+    if (text.startsWith(prefixText)) {
+      pieces[t] = text.slice(prefixText.length);
+      prefixStart = readStart;
+      readStart = t + 1;
+      prefixText = decode(ids.slice(prefixStart, readStart));
+    } else {
+      // The context decoded differently once followed (no decoder this project loads does this
+      // without clean-up): show the token alone and restart the context from it.
+      pieces[t] = decode([ids[t]]);
+      prefixStart = t;
+      readStart = t + 1;
+      prefixText = pieces[t];
+    }
+  }
+  if (full === undefined || pieces.join('') === full) return pieces;
+  const aligned: string[] = [];
+  let pos = 0;
+  for (const piece of pieces) {
+    let kept = '';
+    for (const ch of piece) {
+      if (full.startsWith(ch, pos)) {
+        kept += ch;
+        pos += ch.length;
+      } else if (ch !== ' ') return pieces;
+    }
+    aligned.push(kept);
+  }
+  return pos === full.length ? aligned : pieces;
+}
+
 export interface TokenizerOptions {
   /** EOS ids from generation_config.json / config.json, listed before the tokenizer's own. */
   eosTokenIds?: number[];
@@ -113,7 +176,10 @@ export interface TokenizerOptions {
 // Minimal view of transformers' PreTrainedTokenizer, the part this module calls.
 interface HfTokenizer {
   encode(text: string, options?: { add_special_tokens?: boolean }): number[];
-  decode(ids: number[], options?: { skip_special_tokens?: boolean }): string;
+  decode(
+    ids: number[],
+    options?: { skip_special_tokens?: boolean; clean_up_tokenization_spaces?: boolean },
+  ): string;
   apply_chat_template(
     messages: ChatMessage[],
     options: { tokenize: false; add_generation_prompt?: boolean; chat_template?: string | null },
@@ -172,7 +238,9 @@ export async function createTokenizer(
   const vocab = hf.get_vocab();
   const idToTokenMap = new Map<number, string>();
   for (const [token, id] of vocab) idToTokenMap.set(id, token);
-  const vocabSize = idToTokenMap.size === 0 ? 0 : Math.max(...idToTokenMap.keys()) + 1;
+  // A loop, not Math.max(...ids): spreading 128k arguments (Llama 3, Qwen) overflows the stack.
+  let vocabSize = 0;
+  for (const id of idToTokenMap.keys()) if (id + 1 > vocabSize) vocabSize = id + 1;
   const specialTokens = hf.all_special_ids.map((id, i) => ({
     id,
     content: hf.all_special_tokens[i],
@@ -216,7 +284,16 @@ export async function createTokenizer(
       ids.length === 0
         ? ''
         : hf.decode([...ids], { skip_special_tokens: opts.skipSpecialTokens ?? false }),
-    tokenStrings: (ids) => ids.map((id) => hf.decode([id], { skip_special_tokens: false })),
+    tokenStrings: (ids) =>
+      tokenPieces(
+        (window) =>
+          hf.decode([...window], {
+            skip_special_tokens: false,
+            clean_up_tokenization_spaces: false,
+          }),
+        ids,
+        ids.length === 0 ? '' : hf.decode([...ids], { skip_special_tokens: false }),
+      ),
     idToToken: (id) => idToTokenMap.get(id) ?? null,
     tokenToId: (token) => vocab.get(token) ?? null,
     applyChatTemplate,
