@@ -11,13 +11,21 @@
 // MatMul; a tied LM head transposes the embedding at run time instead of storing it twice).
 // Positions follow the attention mask (cumsum − 1, as transformers does for left-padded batches),
 // so left-padded rows give the same logits as unpadded ones on their real tokens.
+// Qwen3's q_norm / k_norm are the same RMSNorm ops over the last axis of the (N, T, heads, D)
+// query and key, between the reshape and rotary, as transformers' Qwen3Attention.
 //
 // A LoRA run exports the trained model: `lora` is merged into the base weights first (W + s·B·A).
 //
 // Legend: N batch, T new tokens, P cached (past) columns, S = P + T mask columns, C hidden,
 // I intermediate, V vocab, H heads, Hkv kv-heads, R = H / Hkv heads per kv-head, D head dim.
 
-import { numel, parameterSpecs, toHfConfig, type LlamaConfig } from '../core/model-config';
+import {
+  hasQkNorm,
+  numel,
+  parameterSpecs,
+  toHfConfig,
+  type LlamaConfig,
+} from '../core/model-config';
 import { ModelFileError } from '../formats/errors';
 import { generationConfig } from './hf-export';
 import { mergeLoraWeights, type LoraWeights } from './peft-adapter';
@@ -142,11 +150,15 @@ export function exportOnnx(input: OnnxExportInput): Uint8Array {
     return bias ? g.op('Add', [y, g.init(`${name}.bias`, [outDim], w(`${name}.bias`))]) : y;
   };
   const eps = g.scalar('rms_norm_eps', config.rmsNormEps);
-  const rmsNorm = (x: string, weightName: string) => {
+  /** RMSNorm over the last axis (width C, or D for Qwen3's per-head q/k norms). */
+  const rmsNorm = (x: string, weightName: string, width = C) => {
     const ms = g.op('ReduceMean', [g.op('Mul', [x, x])], { axes: ints([-1]), keepdims: int(1) });
     const inv = g.op('Reciprocal', [g.op('Sqrt', [g.op('Add', [ms, eps])])]);
-    return g.op('Mul', [g.op('Mul', [x, inv]), g.init(weightName, [C], w(weightName))]);
+    return g.op('Mul', [g.op('Mul', [x, inv]), g.init(weightName, [width], w(weightName))]);
   };
+  // Qwen3: each head's vector (N, T, heads, D) through its norm before rotary; else unchanged.
+  const qkNorm = hasQkNorm(config);
+  const headNorm = (x: string, weightName: string) => (qkNorm ? rmsNorm(x, weightName, D) : x);
 
   const withCache = input.pastKeyValues === true;
   // Column counts as 1-element int64 tensors: T new tokens, S mask columns, P = S − T cached.
@@ -216,8 +228,10 @@ export function exportOnnx(input: OnnxExportInput): Uint8Array {
     const p = `model.layers.${l}`;
     const h = rmsNorm(x, `${p}.input_layernorm.weight`);
     const bias = config.attentionBias;
-    const q = rope(g.op('Reshape', [linear(h, `${p}.self_attn.q_proj`, H * D, C, bias), shapeQ]));
-    const k = rope(g.op('Reshape', [linear(h, `${p}.self_attn.k_proj`, Hkv * D, C, bias), shapeK]));
+    const qHeads = g.op('Reshape', [linear(h, `${p}.self_attn.q_proj`, H * D, C, bias), shapeQ]);
+    const kHeads = g.op('Reshape', [linear(h, `${p}.self_attn.k_proj`, Hkv * D, C, bias), shapeK]);
+    const q = rope(headNorm(qHeads, `${p}.self_attn.q_norm.weight`));
+    const k = rope(headNorm(kHeads, `${p}.self_attn.k_norm.weight`));
     const v = g.op('Reshape', [linear(h, `${p}.self_attn.v_proj`, Hkv * D, C, bias), shapeK]);
     // Cache layout (N, Hkv, columns, D): the new columns appended to the past ones.
     let keys = g.op('Transpose', [k], { perm: ints([0, 2, 1, 3]) }); // (N, Hkv, T, D)
