@@ -109,20 +109,21 @@ export const TASKS = {
   },
   jsonl: {
     name: 'jsonl',
-    description: 'An imported JSONL dataset ({"prompt","answer"} or {"messages":[…]} per line).',
+    description:
+      'An imported dataset: JSONL ({"prompt","answer"} or {"messages":[…]} per line), or Parquet, CSV, JSON as downloaded from the Hub (src/tasks/datasets).',
     options: [
       {
         name: 'path',
         type: 'string',
         default: JSONL_DEFAULTS.path,
-        help: 'dataset file (read by the CLI; the UI imports it)',
+        help: 'dataset file or folder of shards: .jsonl, .parquet, .csv, .json (read by the CLI; the page imports it)',
       },
       {
         name: 'checker',
         type: 'enum',
         default: JSONL_DEFAULTS.checker,
         values: JSONL_CHECKERS,
-        help: 'answer check: exact, numeric or choice',
+        help: 'answer check: exact, numeric, choice or math (LaTeX answers, docs/math-checker.md)',
       },
       {
         name: 'tolerance',
@@ -130,6 +131,12 @@ export const TASKS = {
         default: JSONL_DEFAULTS.tolerance,
         min: 0,
         help: 'absolute tolerance of the numeric checker',
+      },
+      {
+        name: 'columns',
+        type: 'string',
+        default: JSONL_DEFAULTS.columns,
+        help: "column mapping of a Parquet/CSV/JSON/JSONL file or folder read from path, e.g. 'prompt=question,answer=final' (empty: the layout's own)",
       },
     ],
     create(options, sources) {

@@ -2,18 +2,26 @@
 // {"messages": [{"role": "user", "content": "..."}, …], "answer": "..."}. In chat form a final
 // assistant turn, when present and no "answer" key is given, is the reference answer and is removed
 // from the prompt. Answers are checked with one checker for the whole dataset: exact (trimmed
-// string equality), numeric (|x − ref| ≤ tolerance) or choice (a single letter, "(B)" / "b." accepted).
-// A line without an answer is kept; its accuracy is "not applicable" (null).
+// string equality), numeric (|x − ref| ≤ tolerance), choice (a single letter, "(B)" / "b." accepted) or
+// math (LaTeX answers, math-answer.ts and docs/math-checker.md).
+// A line without an answer is kept; its accuracy is "not applicable" (null). A line {"nums": [..],
+// "target": n} (the Countdown-Tasks layout) is a countdown problem, checked by the countdown rules.
+// Any other key of a line is one of the row's own columns: kept on the problem (`columns`) and
+// passed to custom rewards under its name, as TRL passes a dataset's columns to reward functions.
+// Files in other formats (Parquet, CSV, JSON, other layouts) reach this parser through the
+// importer in src/tasks/datasets/, which writes them as lines of this form.
 // Files from any editor load: a UTF-8 byte-order mark is ignored and lines may end in \n, \r\n or a
 // bare \r (classic Mac); every skipped line is reported with its 1-based number and the reason.
 // A line longer than JSONL_LINE_LIMIT is reported by its length and never parsed or tokenised (a
 // 50 MB prompt would otherwise cost minutes of tokenising before the first step).
 
+import { countdownQuestion } from './countdown';
 import { formatPrompt } from './prompt';
 import { createRng, mixSeeds } from '../core/rng';
 import type { ChatMessage, Problem, Task } from './types';
 import { asciiTrim, choiceLetter, isNumericText, type VerifierSpec, verifyAnswer } from './verify';
 import { overLimitMessage, type SizeLimit } from '../core/limits';
+import { extractMathAnswer } from './math-answer';
 
 /** The longest line a dataset reader parses (prompt and SFT sets alike): a million characters is
  * about 250 000 tokens, past any model's context here, and tokenises in about 2 s on a CPU. */
@@ -53,16 +61,25 @@ export function lineTooLongMessage(length: number): string {
   return `${overLimitMessage('length', length, JSONL_LINE_LIMIT)} a line (skipped unread)`;
 }
 
-export type JsonlChecker = 'exact' | 'numeric' | 'choice';
-export const JSONL_CHECKERS: readonly JsonlChecker[] = ['exact', 'numeric', 'choice'];
+export type JsonlChecker = 'exact' | 'numeric' | 'choice' | 'math';
+export const JSONL_CHECKERS: readonly JsonlChecker[] = ['exact', 'numeric', 'choice', 'math'];
 
 export interface JsonlOptions {
   path: string; // where the dataset came from (file name or URL), default ''; the text is passed separately
   checker: JsonlChecker; // how answers are compared, default 'exact'
   tolerance: number; // absolute tolerance of the numeric checker, default 1e-6
+  columns: string; // column mapping of a file read from `path`, 'prompt=question,…' (src/tasks/datasets), default ''
 }
 
-export const JSONL_DEFAULTS: JsonlOptions = { path: '', checker: 'exact', tolerance: 1e-6 };
+export const JSONL_DEFAULTS: JsonlOptions = {
+  path: '',
+  checker: 'exact',
+  tolerance: 1e-6,
+  columns: '',
+};
+
+/** Keys of a line that are not the row's own columns. */
+const ROLE_KEYS = new Set(['prompt', 'messages', 'answer', 'nums', 'target']);
 
 export interface JsonlIssue {
   line: number; // 1-based
@@ -112,6 +129,12 @@ function verifierFor(answer: string | null, o: JsonlOptions): VerifierSpec | str
       if (letter === null) return `answer ${JSON.stringify(answer)} is not a single choice letter`;
       return { kind: 'choice', answer: letter };
     }
+    case 'math': {
+      // MATH solutions keep their last \boxed{} content, GSM8K answers the number after ####.
+      const extracted = extractMathAnswer(answer);
+      if (extracted === null) return `answer ${JSON.stringify(answer)} has no math answer to check`;
+      return { kind: 'math', answer: extracted };
+    }
   }
 }
 
@@ -145,6 +168,30 @@ export function parseJsonlDataset(text: string, options: Partial<JsonlOptions> =
       return;
     }
     const r = row as Record<string, unknown>;
+    const columns: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(r)) if (!ROLE_KEYS.has(k)) columns[k] = v;
+    const extra = Object.keys(columns).length > 0;
+    if ('nums' in r && 'target' in r && !('prompt' in r) && !('messages' in r)) {
+      const { nums, target } = r;
+      if (!Array.isArray(nums) || nums.length === 0 || !nums.every(Number.isSafeInteger)) {
+        issues.push({ line, message: '"nums" must be a non-empty array of integers' });
+        return;
+      }
+      if (!Number.isSafeInteger(target)) {
+        issues.push({ line, message: '"target" must be an integer' });
+        return;
+      }
+      const problem: Problem = {
+        id: `jsonl-${line}`,
+        task: 'jsonl',
+        question: countdownQuestion(nums as number[], target as number),
+        reference: null,
+        verifier: { kind: 'countdown', nums: nums as number[], target: target as number },
+      };
+      if (extra) problem.columns = columns;
+      problems.push(problem);
+      return;
+    }
     let answer = answerText(r.answer);
     if (answer === undefined) {
       issues.push({ line, message: '"answer" must be a string or a number' });
@@ -198,12 +245,15 @@ export function parseJsonlDataset(text: string, options: Partial<JsonlOptions> =
       verifier,
     };
     if (messages) problem.messages = messages;
+    if (extra) problem.columns = columns;
     problems.push(problem);
   }
 }
 
 export function validateJsonlOptions(o: JsonlOptions): void {
   if (typeof o.path !== 'string') throw new RangeError(`jsonl option 'path' must be a string`);
+  if (typeof o.columns !== 'string')
+    throw new RangeError(`jsonl option 'columns' must be a string`);
   if (!JSONL_CHECKERS.includes(o.checker)) {
     throw new RangeError(
       `jsonl option 'checker' must be one of ${JSONL_CHECKERS.join(', ')}, got ${String(o.checker)}`,

@@ -30,6 +30,9 @@ export interface Problem {
   reference: string | null;
   /** What the verifier needs (numbers and target, reference answer and checker …). */
   verifier: VerifierSpec;
+  /** A dataset row's other columns by name (JSON values), passed to custom rewards under their
+   * names as TRL passes dataset columns to reward functions; absent when the row has none. */
+  columns?: Record<string, unknown>;
 }
 
 export interface Task {
