@@ -135,7 +135,7 @@ export const AHA: Command = {
 export const PLAN: Command = {
   name: 'plan',
   summary:
-    'Prints the memory plan of a GRPO run without a GPU: `npm run plan -- <model> [flags] [options]`, <model> a local Hugging Face folder (its config.json) or a built-in config (smollm2-135m, smollm2-360m, qwen2.5-0.5b, qwen2.5-1.5b, llama-3.2-1b); bytes by category, the peak, and what to change when it does not fit. Without --gradient-accumulation-steps the plan chooses the largest micro-batch that fits.',
+    'Prints the memory plan of a GRPO run without a GPU: `npm run plan -- <model> [flags] [options]`, <model> a local Hugging Face folder (its config.json) or a built-in config (smollm2-135m, smollm2-360m, qwen2.5-0.5b, qwen2.5-1.5b, qwen3-0.6b, qwen3-1.7b, qwen3-4b, llama-3.2-1b); bytes by category, the peak, and what to change when it does not fit. Without --gradient-accumulation-steps the plan chooses the largest micro-batch that fits.',
   flags: [
     { name: 'json', value: '', help: 'print the plan as JSON', boolean: true },
     {

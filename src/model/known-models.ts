@@ -32,6 +32,24 @@ const qwen2 = (o: Record<string, unknown>) => ({
   ...o,
 });
 
+// Qwen3 sets head_dim (128) apart from hidden_size / heads, and its 8 kv-heads of 128 make the
+// KV cache 8× Qwen2.5-0.5B's per layer.
+const qwen3 = (o: Record<string, unknown>) => ({
+  architectures: ['Qwen3ForCausalLM'],
+  hidden_act: 'silu',
+  attention_bias: false,
+  head_dim: 128,
+  num_key_value_heads: 8,
+  rms_norm_eps: 1e-6,
+  rope_theta: 1_000_000,
+  tie_word_embeddings: true,
+  vocab_size: 151936,
+  max_position_embeddings: 40960,
+  bos_token_id: 151643,
+  eos_token_id: 151645,
+  ...o,
+});
+
 export const KNOWN_MODELS: readonly KnownModel[] = [
   {
     name: 'smollm2-135m',
@@ -95,6 +113,39 @@ export const KNOWN_MODELS: readonly KnownModel[] = [
       num_attention_heads: 12,
       num_key_value_heads: 2,
       max_position_embeddings: 131072,
+    }),
+  },
+  {
+    name: 'qwen3-0.6b',
+    repo: 'Qwen/Qwen3-0.6B',
+    torchDtype: 'bfloat16',
+    json: qwen3({
+      hidden_size: 1024,
+      intermediate_size: 3072,
+      num_hidden_layers: 28,
+      num_attention_heads: 16,
+    }),
+  },
+  {
+    name: 'qwen3-1.7b',
+    repo: 'Qwen/Qwen3-1.7B',
+    torchDtype: 'bfloat16',
+    json: qwen3({
+      hidden_size: 2048,
+      intermediate_size: 6144,
+      num_hidden_layers: 28,
+      num_attention_heads: 16,
+    }),
+  },
+  {
+    name: 'qwen3-4b',
+    repo: 'Qwen/Qwen3-4B',
+    torchDtype: 'bfloat16',
+    json: qwen3({
+      hidden_size: 2560,
+      intermediate_size: 9728,
+      num_hidden_layers: 36,
+      num_attention_heads: 32,
     }),
   },
   {

@@ -21,7 +21,7 @@
 // peak = run + max(sampling call, update).
 
 import { formatBytes } from '../core/format';
-import { numel, parameterSpecs, type LlamaConfig } from '../core/model-config';
+import { hasQkNorm, numel, parameterSpecs, type LlamaConfig } from '../core/model-config';
 import { gradNormPartialsLength } from '../kernels/grad-norm';
 import { GRPO_LOSS_OUT } from '../kernels/grpo-loss';
 import { loraAdapterSpecs } from '../core/lora';
@@ -261,6 +261,11 @@ export function planBuffers(
   );
   add('decoder scratch: k before and after rotary, v', 'sampling', 'run', [Rp, Hkv * D], 3);
   add('decoder scratch: attention log-sum-exp', 'sampling', 'run', [Rp, H]);
+  const qkNorm = hasQkNorm(config); // Qwen3: q/k projections kept before their per-head norms
+  if (qkNorm) {
+    add('decoder scratch: q, k before q_norm / k_norm', 'sampling', 'run', [Rp, (H + Hkv) * D]);
+    add('decoder scratch: q_norm / k_norm inverse rms', 'sampling', 'run', [Rp, H + Hkv]);
+  }
   add('decoder scratch: mlp gate, up, silu(gate)·up', 'sampling', 'run', [Rp, I], 3);
   add('decoder scratch: last column and its logits', 'sampling', 'run', [N, C + V]);
   // Sampler.generate's own buffers, freed when it returns.
@@ -294,6 +299,10 @@ export function planBuffers(
     );
     add(`${prefix}k before and after rotary, v${per}`, category, 'run', [R, Hkv * D], 3 * sets);
     add(`${prefix}attention log-sum-exp${per}`, category, 'run', [M, H, T], sets);
+    if (qkNorm) {
+      add(`${prefix}q, k before q_norm / k_norm${per}`, category, 'run', [R, (H + Hkv) * D], sets);
+      add(`${prefix}q_norm / k_norm inverse rms${per}`, category, 'run', [R, H + Hkv], sets);
+    }
     add(`${prefix}mlp gate, up, silu(gate)·up${per}`, category, 'run', [R, I], 3 * sets);
     add(`${prefix}final norm output`, category, 'run', [R, C]);
     add(`${prefix}final inverse rms`, category, 'run', [R]);

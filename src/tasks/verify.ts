@@ -5,12 +5,15 @@
 // Whitespace is the ASCII set [ \t\n\v\f\r] everywhere: JavaScript's \s and trim() and Python's \s and
 // strip() disagree on Unicode spaces, and an identical reward in both languages matters more here.
 
+import { verifyMath } from './math-answer';
+
 export type VerifierSpec =
   | { kind: 'countdown'; nums: number[]; target: number }
   | { kind: 'integer'; answer: string }
   | { kind: 'exact'; answer: string }
   | { kind: 'numeric'; answer: string; tolerance: number }
   | { kind: 'choice'; answer: string }
+  | { kind: 'math'; answer: string } // the extracted reference answer (math-answer.ts)
   | { kind: 'none' };
 
 export const ASCII_WS = ' \t\n\v\f\r';
@@ -55,6 +58,8 @@ export function verifyAnswer(answerText: string, spec: VerifierSpec): boolean | 
       const letter = choiceLetter(text);
       return letter !== null && letter === asciiTrim(spec.answer).toUpperCase();
     }
+    case 'math':
+      return verifyMath(text, spec.answer);
     case 'none':
       return null;
   }

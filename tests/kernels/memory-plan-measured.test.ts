@@ -55,6 +55,14 @@ const qwenLike: LlamaConfig = {
   attentionBias: true,
 };
 
+// Qwen3: per-head q/k norms (their inputs kept for backward), head_dim 16 ≠ hidden / heads = 8.
+const qwen3Like: LlamaConfig = {
+  ...base,
+  architecture: 'Qwen3ForCausalLM',
+  headDim: 16,
+  tieWordEmbeddings: true,
+};
+
 const lora = { usePeft: true, loraR: 4, loraAlpha: 8, loraTargetModules: ['all-linear'] };
 /** Weights whose values are all bf16 values (low 16 bits cleared): what dtype 'auto' keeps 16-bit. */
 function bf16Valued(weights: Map<string, Float32Array>): Map<string, Float32Array> {
@@ -105,6 +113,11 @@ const CASES: {
     model: qwenLike,
     overrides: { ...lora, dtype: 'auto' },
     bf16Weights: true,
+  },
+  {
+    name: 'Qwen3 (q/k norms, head_dim ≠ C/H), LoRA + bfloat16 + checkpointing, β > 0',
+    model: qwen3Like,
+    overrides: { ...lora, dtype: 'bfloat16', gradientCheckpointing: true, beta: 0.04 },
   },
 ];
 

@@ -25,6 +25,10 @@ describe('built-in models', () => {
       'smollm2-360m': 361_821_120,
       'qwen2.5-0.5b': 494_032_768,
       'qwen2.5-1.5b': 1_543_714_304,
+      // Qwen3's model cards: 0.44B / 1.4B / 3.6B non-embedding (tied: the embedding counts once).
+      'qwen3-0.6b': 596_049_920,
+      'qwen3-1.7b': 1_720_574_976,
+      'qwen3-4b': 4_022_468_096,
       'llama-3.2-1b': 1_235_814_400,
     });
   });
@@ -44,6 +48,28 @@ describe('planCommand', () => {
     const json = JSON.parse(planReportJson(r));
     expect(json.peakBytes).toBe(r.plan.peakBytes);
     expect(json.byCategory.reference).toBe(0);
+  });
+
+  it('qwen3-0.6b, the same run: under 3 GiB, its f32 KV cache (8 kv-heads of 128) the largest part after the weights', () => {
+    const r = planCommand(['qwen3-0.6b', ...ACCEPTANCE, '--json']);
+    expect(r.plan.input.config.architecture).toBe('Qwen3ForCausalLM');
+    expect([r.microBatchChosen, r.budgetBytes]).toEqual([true, 3 * GiB]);
+    expect(r.plan.peakBytes).toBeLessThan(3 * GiB);
+    expect(r.plan.fits).toBe(true);
+    // Printed for the record (docs/guide/models.md).
+    const MiB = 2 ** 20;
+    const by = r.plan.byCategory;
+    console.log(
+      `qwen3-0.6b peak ${(r.plan.peakBytes / GiB).toFixed(3)} GiB at micro-batch ${r.microBatch}: ` +
+        `weights ${(by.parameters / MiB).toFixed(0)} MiB, sampling ${(by.sampling / MiB).toFixed(0)} MiB, ` +
+        `training ${(by.training / MiB).toFixed(0)} MiB`,
+    );
+    // k and v of 8 sequences × 512 columns × 8 kv-heads × 128 × 28 layers in f32: 896 MiB.
+    const kv = r.plan.buffers.find((b) => b.name === 'kv cache (k and v, per layer)');
+    expect(kv && kv.bytes * kv.count).toBe(8 * 512 * 8 * 128 * 4 * 2 * 28);
+    // The per-head norms keep q and k before them: one shared set under checkpointing.
+    const qk = r.plan.buffers.find((b) => b.name.startsWith('q, k before q_norm / k_norm'));
+    expect(qk?.shape).toEqual([r.microBatch * 512, (16 + 8) * 128]);
   });
 
   it('smollm2-135m under 1 GiB', () => {

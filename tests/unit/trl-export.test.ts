@@ -35,6 +35,7 @@ const INT = problem({ kind: 'integer', answer: '-123456789012345678901234' });
 const EXACT = problem({ kind: 'exact', answer: 'Paris' });
 const NUM = problem({ kind: 'numeric', answer: '3.5', tolerance: 0.01 });
 const CHOICE = problem({ kind: 'choice', answer: 'B' });
+const MATH = problem({ kind: 'math', answer: '\\frac{14}{3}' });
 const NONE = problem({ kind: 'none' });
 
 const wrap = (a: string) => `<think>reasoning</think>\n<answer>${a}</answer>`;
@@ -103,6 +104,9 @@ const CASES: [string, Problem][] = [
   [wrap('B.'), CHOICE],
   [wrap('(B'), CHOICE],
   [wrap('B is right'), CHOICE],
+  [wrap('\\boxed{\\dfrac{28}{6}}'), MATH],
+  [wrap('4.67'), MATH],
+  [wrap('\\left(\\frac{14}{3}\\right)'), MATH],
   [wrap('anything'), NONE],
   ['', NONE],
 ];
@@ -141,7 +145,8 @@ describe('exported rewards.py', () => {
       accuracy: accuracy.compute({ completion, prompt: '', problem: p }),
     }));
     const script = [
-      'import json, sys',
+      'import json, os, sys',
+      'os.environ["GRPO_MATH_CHECKER"] = "rules"',
       'sys.path.insert(0, sys.argv[1])',
       'import rewards',
       'cases = json.load(sys.stdin)',

@@ -12,6 +12,7 @@ import {
   type LanguageScript,
 } from '../../rewards/language-consistency';
 import { ANSWER_PATTERN, FORMAT_PATTERN } from '../../rewards/rewards';
+import { mathPy } from './math-py';
 import { commentLines, commentText, pyStr } from './py-literal';
 import {
   COUNTDOWN_MAX_DEPTH,
@@ -36,6 +37,8 @@ export interface RewardsPyOptions {
 const BODY = String.raw`
 import bisect
 import json
+import math
+import os
 import re
 from fractions import Fraction
 
@@ -224,6 +227,8 @@ def verify_answer(answer_text, spec):
     if kind == "choice":
         letter = choice_letter(text)
         return letter is not None and letter == ascii_trim(spec["answer"]).upper()
+    if kind == "math":
+        return verify_math(text, spec["answer"])
     if kind == "none":
         return None
     raise ValueError("unknown verifier kind %r" % (kind,))
@@ -403,6 +408,7 @@ def ${c.pythonName}(completions, **kwargs):
     'semantics (src/rewards/rewards.ts, src/tasks/verify.ts). TRL calls each as f(prompts=..., completions=...,\n' +
     '**dataset_columns); the "verifier" column of train.jsonl carries what accuracy_reward needs.\n"""\n' +
     body +
+    mathPy() +
     (language?.body ?? '') +
     `\n\n# The custom rewards' JavaScript sources, id → source, as data (never executed here).\nCUSTOM_JS_SOURCES = {\n${sources}}\n` +
     stubs.join('') +

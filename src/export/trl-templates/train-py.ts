@@ -161,6 +161,7 @@ export const PINNED = {
   peft: '0.21.2',
   torch: '2.15.0',
   deepspeed: '0.19.8',
+  mathVerify: '0.9.0',
 } as const;
 
 export function requirementsTxt(options: { peft?: boolean } = {}): string {
@@ -172,6 +173,9 @@ datasets==${PINNED.datasets}
 ${options.peft ? `peft==${PINNED.peft}\n` : ''}torch==${PINNED.torch}
 # Optional, only for accelerate_zero2.yaml (DeepSpeed ZeRO-2):
 # deepspeed==${PINNED.deepspeed}
+# Optional, for datasets with the math checker: rewards.py then asks math_verify, as TRL's
+# accuracy_reward does (GRPO_MATH_CHECKER=rules keeps the playground's own rules; docs/math-checker.md):
+# math-verify[antlr4_13_2]==${PINNED.mathVerify}
 `;
 }
 

@@ -1,0 +1,84 @@
+// The exported rewards.py's math checker (its Python rules, src/export/trl-templates/math-py.ts)
+// gives the TypeScript checker's verdict on every row of tests/fixtures/math-answers.tsv, directly
+// and through accuracy_reward with the verifier JSON the export writes. Skipped only without Python.
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { rewardsPy } from '../../src/export/trl-templates/rewards-py';
+import { verifyMath } from '../../src/tasks/math-answer';
+import { readMathTable } from './math-answer-table';
+
+function findPython(): string | null {
+  for (const p of [process.env.PYTHON, 'python3', '/usr/bin/python3']) {
+    if (!p) continue;
+    try {
+      execFileSync(p, ['-c', 'pass'], { stdio: 'ignore' });
+      return p;
+    } catch {
+      // try the next one
+    }
+  }
+  return null;
+}
+
+const PYTHON = findPython();
+const dir = mkdtempSync(join(tmpdir(), 'math-py-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+describe.skipIf(PYTHON === null)('exported math checker (Python rules)', () => {
+  it('agrees with the TypeScript checker on every table row and on degenerate answers', () => {
+    writeFileSync(join(dir, 'rewards.py'), rewardsPy({ rewards: ['accuracy'], custom: [] }));
+    const rows = readMathTable().map((r) => [r.candidate, r.reference] as [string, string]);
+    // Rows past the table: bounds and Unicode, where the two languages' string models differ.
+    rows.push(
+      ['-'.repeat(999) + '5', '5'],
+      ['('.repeat(500) + '5' + ')'.repeat(499), '5'],
+      ['2^'.repeat(300) + '2', '4'],
+      ['\u{1F600}'.repeat(600), '\u{1F600}'.repeat(600)],
+      ['ANſWER IS 5', '5'],
+      ['5\u2028', '5'],
+      ['1e400', '1e400'],
+      ['10^{4096}', '10^{4096}'],
+      ['\\sqrt[3]{-27}', '-3'],
+      ['(-8)^{1/3}', '-2'],
+    );
+    const ts = rows.map(([c, r]) => verifyMath(c, r));
+    const wrap = (a: string) => `<think>x</think><answer>${a}</answer>`;
+    // accuracy_reward gets each row as a completion and the verifier JSON a dataset line exports.
+    const input = JSON.stringify({
+      rows,
+      completions: rows.map(([c]) => wrap(c)),
+      verifier: rows.map(([, r]) => JSON.stringify({ kind: 'math', answer: r })),
+    });
+    const script = [
+      'import json, os, sys',
+      'os.environ["GRPO_MATH_CHECKER"] = "rules"',
+      'sys.path.insert(0, sys.argv[1])',
+      'import rewards',
+      'data = json.load(sys.stdin)',
+      'direct = [rewards.verify_math(c, r) for c, r in data["rows"]]',
+      'acc = rewards.accuracy_reward(completions=data["completions"], verifier=data["verifier"])',
+      'print(json.dumps({"checker": rewards.MATH_CHECKER, "direct": direct, "accuracy": acc}))',
+    ].join('\n');
+    const out = JSON.parse(
+      execFileSync(PYTHON as string, ['-c', script, dir], { input, encoding: 'utf8' }),
+    ) as { checker: string; direct: boolean[]; accuracy: (number | null)[] };
+    expect(out.checker).toBe('rules');
+    const disagree = rows
+      .map(([c, r], i) => ({ c, r, ts: ts[i], py: out.direct[i] }))
+      .filter((x) => x.ts !== x.py);
+    expect(disagree).toEqual([]);
+    const expectedAccuracy = rows.map(([c], i) =>
+      // accuracy_reward reads <answer>; the ANSWER pattern ends at the first </answer>.
+      c.includes('</answer>') ? null : ts[i] ? 1 : 0,
+    );
+    out.accuracy.forEach((a, i) => {
+      if (expectedAccuracy[i] !== null)
+        expect(a, JSON.stringify(rows[i])).toBe(expectedAccuracy[i]);
+    });
+    // Both verdicts occur, so agreement is not all-false.
+    expect(new Set(ts)).toEqual(new Set([true, false]));
+  });
+});
