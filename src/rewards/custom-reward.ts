@@ -9,6 +9,9 @@
 //       // Problem (id, question, reference, verifier …), all plain data
 //       return completion.includes('<answer>') ? 1 : 0;   // a finite number, or null = not applicable
 //     }
+// A dataset row's other columns (problem.columns: MATH's `solution`, `level` …) are also fields of
+// the argument under their own names, as TRL passes dataset columns to reward functions as
+// keyword arguments: `function reward({ completion, solution })`.
 // `reward` may be declared any way (function, const arrow, async). It sees the ECMAScript
 // built-ins, console.* (captured), setTimeout/clearTimeout and queueMicrotask (within the call's
 // time limit), nothing of the host. A throw → kind 'threw'; NaN/±Infinity → 'non-finite'; a
@@ -66,6 +69,13 @@ export interface CustomRewardFunction extends RewardFunction {
   dispose(): void;
 }
 
+/** The argument the user's function gets: the input, with the problem's dataset columns beside
+ * it under their names (never shadowing completion, prompt or problem). */
+export function rewardArgument(input: RewardInput): RewardInput {
+  const columns = input.problem.columns;
+  return columns ? { ...columns, ...input } : input;
+}
+
 export function isCustomReward(fn: RewardFunction): fn is CustomRewardFunction {
   return typeof (fn as Partial<CustomRewardFunction>).computeBatch === 'function';
 }
@@ -89,11 +99,11 @@ export function createCustomRewards(
       id,
       source,
       async compute(input) {
-        const [outcome] = await get().score([input], timeoutMs);
+        const [outcome] = await get().score([rewardArgument(input)], timeoutMs);
         if ('error' in outcome) throw outcome.error;
         return outcome.value as RewardValue;
       },
-      computeBatch: (inputs) => get().score(inputs, timeoutMs),
+      computeBatch: (inputs) => get().score(inputs.map(rewardArgument), timeoutMs),
       dispose() {
         sandbox?.dispose();
         sandbox = null;
@@ -186,7 +196,7 @@ export async function tryCustomReward(
 ): Promise<TryResult[]> {
   const sandbox = sandboxFactory(source);
   try {
-    const outcomes = await sandbox.score(samples, timeoutMs);
+    const outcomes = await sandbox.score(samples.map(rewardArgument), timeoutMs);
     return outcomes.map((o) => {
       const { value, error } = describeOutcome(name, o);
       return error ? { error } : { value };
