@@ -49,6 +49,14 @@ export interface PassReport {
   gradNorm: number;
   /** The learning rate this pass's AdamW step used. */
   learningRate: number;
+  /**
+   * The pass's clip ratios and mean k3 (0 when β = 0), token-weighted over the whole batch as the
+   * first_pass/* metrics are: what Learn compares, pass by pass, with the report's log-probs.
+   */
+  clipRatioLow: number;
+  clipRatioHigh: number;
+  clipRatioRegion: number;
+  meanKl: number;
   /** TRL's loss metrics of each micro-batch, in order (docs/grpo.md §6). */
   microBatches: MicroBatchMetrics[];
   logp: Float32Array; // (N, L) the pass's log-probs (before its own optimizer step)
@@ -345,6 +353,10 @@ export class PolicyObjective {
           policyLoss: stats.loss,
           gradNorm: stats.gradNorm,
           learningRate: lr,
+          clipRatioLow: stats.clipRatioLow,
+          clipRatioHigh: stats.clipRatioHigh,
+          clipRatioRegion: stats.clipRatioRegion,
+          meanKl: stats.meanKl,
           microBatches,
           logp,
           entropy,

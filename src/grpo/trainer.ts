@@ -84,6 +84,12 @@ export interface CompletionRecord {
   counted: boolean[];
   /** … under the policy after this step's update (only with TrainerSetup.recordLogpAfterUpdate). */
   logpAfter: number[] | null;
+  /**
+   * With μ = numIterations > 1: the log-probs each later pass scored (entry k is pass k + 2's,
+   * under the weights the passes before it moved), so Learn can recompute every pass's loss and
+   * clip ratios, not only the first's. Absent at μ = 1 and in reports older than it.
+   */
+  laterPassLogp?: number[][];
 }
 
 export interface GroupRecord {
@@ -94,9 +100,28 @@ export interface GroupRecord {
   completions: CompletionRecord[];
 }
 
+/**
+ * One of the update's μ passes as the trainer computed it (docs/grpo.md §6: the logged loss is
+ * the mean of the passes', the logged clip ratios and kl average every pass's micro-batches).
+ * Token-weighted over the whole batch, like the first_pass/* metrics.
+ */
+export interface PassRecord {
+  /** The pass's policy loss, without the entropy bonus. */
+  loss: number;
+  clipRatioLow: number;
+  clipRatioHigh: number;
+  clipRatioRegion: number;
+  /** Mean k3 over the counted tokens; null when β = 0 (no reference). */
+  kl: number | null;
+  gradNorm: number;
+  learningRate: number;
+}
+
 export interface StepReport {
   step: number;
   metrics: Record<string, number>;
+  /** Each pass of the update, in order (absent in reports older than it). */
+  passes?: PassRecord[];
   groups: GroupRecord[];
   /** Why the update was skipped (non-finite loss or gradient), or null when it was applied. */
   skipped: string | null;
@@ -447,6 +472,9 @@ export class GrpoTrainer {
           refLogp: update.refLogp ? row(update.refLogp) : null,
           logpAfter: update.logpAfter ? row(update.logpAfter) : null,
           counted: row(batch.mask).map((m) => m > 0),
+          ...(update.passes.length > 1
+            ? { laterPassLogp: update.passes.slice(1).map((p) => row(p.logp)) }
+            : {}),
         };
       }),
     }));
@@ -469,7 +497,16 @@ export class GrpoTrainer {
     } else {
       this.consecutiveSkips = 0;
     }
-    return { step: this.step, metrics, groups, skipped: update.skipped };
+    const passes: PassRecord[] = update.passes.map((p) => ({
+      loss: p.policyLoss,
+      clipRatioLow: p.clipRatioLow,
+      clipRatioHigh: p.clipRatioHigh,
+      clipRatioRegion: p.clipRatioRegion,
+      kl: config.beta > 0 ? p.meanKl : null,
+      gradNorm: p.gradNorm,
+      learningRate: p.learningRate,
+    }));
+    return { step: this.step, metrics, passes, groups, skipped: update.skipped };
   }
 
   /**

@@ -11,6 +11,7 @@ import {
   recomputeAdvantages,
   stepLoss,
 } from '../../src/app/learn/derive';
+import { passChecks } from '../../src/app/learn/checks';
 import { makeTrainer } from '../support/tiny-trainer';
 
 // The trainer reduces in f32 on the GPU (advantages uploaded as f32); derive.ts works in f64.
@@ -87,6 +88,31 @@ describe('Learn mode reproduces the trainer', { timeout: 300_000 }, () => {
         }[key];
         within(mine, m[`first_pass/clip_ratio/${key}_mean`], LOSS_TOL, `clip ${key}`);
       }
+      // Every pass, not only the first: the report records each pass's numbers and the later
+      // passes' log-probs, and Learn's check of each pass against itself holds (checks.ts).
+      const passes = report.passes!;
+      expect(passes).toHaveLength(2);
+      expect(passes[0].loss).toBe(m['first_pass/loss']);
+      expect(passes[0].clipRatioRegion).toBe(m['first_pass/clip_ratio/region_mean']);
+      expect(passes[0].kl).toBe(m['first_pass/kl']);
+      // The logged loss is the mean of the two passes' (docs/grpo.md §6).
+      within((passes[0].loss + passes[1].loss) / 2, m.loss, LOSS_TOL, 'logged loss');
+      expect(allCompletions(report).every((c) => c.laterPassLogp?.length === 1)).toBe(true);
+      const checks = passChecks(report, config);
+      expect(checks.map((c) => c.name)).toEqual(['pass 1 of 2', 'pass 2 of 2']);
+      for (const pc of checks)
+        for (const l of pc.lines) {
+          expect(l.recomputed, `${pc.name} ${l.label}`).not.toBeNull();
+          expect(l.ok, `${pc.name} ${l.label}: ${l.recomputed} vs ${l.trainer}`).toBe(true);
+        }
+      console.log(
+        checks
+          .map(
+            (pc) =>
+              `${pc.name}: ${pc.lines.map((l) => `${l.key} ${l.trainer}/${l.recomputed}`).join(', ')}`,
+          )
+          .join('; '),
+      );
       trainer.destroy();
     },
   );
