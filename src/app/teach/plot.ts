@@ -75,3 +75,47 @@ export function pct(v: number | null | undefined, digits = 0): string {
   if (v === null || v === undefined || !Number.isFinite(v)) return MISSING;
   return `${(v * 100).toFixed(digits)}%`;
 }
+
+/**
+ * The value a key gives a slider handle (the ARIA slider pattern, as the explorables' draggable
+ * handles use it): ← ↓ one step down, → ↑ one up, PageDown / PageUp ten steps, Home / End the
+ * ends; null for any other key. The result is clamped to [min, max] and rounded to the step's
+ * decimals, so repeated presses do not accumulate float noise.
+ */
+export function sliderKey(
+  key: string,
+  value: number,
+  step: number,
+  min: number,
+  max: number,
+): number | null {
+  const delta: Record<string, number> = {
+    ArrowLeft: -step,
+    ArrowDown: -step,
+    ArrowRight: step,
+    ArrowUp: step,
+    PageDown: -10 * step,
+    PageUp: 10 * step,
+  };
+  let next: number;
+  if (key === 'Home') next = min;
+  else if (key === 'End') next = max;
+  else if (key in delta) next = value + delta[key];
+  else return null;
+  const decimals = Math.max(0, Math.ceil(-Math.log10(step)));
+  return Number(Math.min(max, Math.max(min, next)).toFixed(decimals));
+}
+
+/** A pointer's position in an SVG's viewBox units (the plots scale their viewBox to the width). */
+export function viewBoxPoint(
+  box: { left: number; top: number; width: number; height: number },
+  viewWidth: number,
+  viewHeight: number,
+  clientX: number,
+  clientY: number,
+): Point {
+  return {
+    x: ((clientX - box.left) / (box.width || 1)) * viewWidth,
+    y: ((clientY - box.top) / (box.height || 1)) * viewHeight,
+  };
+}

@@ -5,6 +5,8 @@
 // rewards with the edited group put in place; the mean, std and denominator shown beside them are
 // the same formula's parts. Pure: no DOM.
 import { ADVANTAGE_STD_EPS, computeAdvantages, type ScaleRewards } from '../../../grpo/advantages';
+import { rewardTotals } from '../../../rewards/rewards';
+import type { StepReport } from '../../../grpo/trainer';
 
 export interface AdvantageTable {
   /** The group's mean reward (over its scored rewards). */
@@ -68,4 +70,10 @@ export function editedAdvantages(
 export function clampReward(v: number, lo = -2, hi = 2): number {
   if (!Number.isFinite(v)) return 0;
   return Math.round(Math.min(hi, Math.max(lo, v)) * 100) / 100;
+}
+
+/** The step's reward totals, group-major, null for an unscorable completion (§1), as the trainer
+ * passes them to computeAdvantages. */
+export function stepRewardTotals(report: StepReport): (number | null)[] {
+  return rewardTotals(report.groups.flatMap((g) => g.completions.map((c) => c.reward)));
 }
