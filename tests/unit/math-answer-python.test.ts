@@ -2,12 +2,13 @@
 // gives the TypeScript checker's verdict on every row of tests/fixtures/math-answers.tsv, directly
 // and through accuracy_reward with the verifier JSON the export writes. Skipped only without Python.
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { rewardsPy } from '../../src/export/trl-templates/rewards-py';
-import { verifyMath } from '../../src/tasks/math-answer';
+import { createRng } from '../../src/core/rng';
+import { extractMathAnswer, normalizeMath, verifyMath } from '../../src/tasks/math-answer';
 import { readMathTable } from './math-answer-table';
 
 function findPython(): string | null {
@@ -24,6 +25,83 @@ function findPython(): string | null {
 }
 
 const PYTHON = findPython();
+const FUZZ_CASES = 1000;
+const FUZZ_PIECES = [
+  '1',
+  '2',
+  '0',
+  '7',
+  '12',
+  '000',
+  '.5',
+  ',',
+  '1,000',
+  '\\frac',
+  '\\dfrac12',
+  '{',
+  '}',
+  '{2}',
+  '\\sqrt',
+  '\\sqrt[3]',
+  '\\pi',
+  '(',
+  ')',
+  '[',
+  ']',
+  '\\{',
+  '\\}',
+  '-',
+  '+',
+  '/',
+  '^',
+  '^{-1}',
+  '%',
+  '\\%',
+  '$',
+  '\\$',
+  '\\boxed{',
+  '\\fbox',
+  '####',
+  'x',
+  '=',
+  'x=',
+  '\\text{cm}',
+  '\\text{(A)}',
+  'cm',
+  'in',
+  ' ',
+  '\\cup',
+  '\\infty',
+  'e3',
+  'E-2',
+  '\\left(',
+  '\\right]',
+  '\\!',
+  '\\,',
+  '{,}',
+  '^\\circ',
+  'i',
+  '\\times',
+  '10^',
+  '\\cdot',
+  '\\div',
+  'answer is',
+  'The ',
+  '&',
+  '\\\\',
+  '\\begin{pmatrix}',
+  '\\end{pmatrix}',
+  '_8',
+  'ſ',
+  'K',
+  '\u2028',
+  '\u00a0',
+  '\u{1F600}',
+  '\u2212',
+  '°',
+  'π',
+  '∞',
+];
 const dir = mkdtempSync(join(tmpdir(), 'math-py-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -44,6 +122,31 @@ describe.skipIf(PYTHON === null)('exported math checker (Python rules)', () => {
       ['\\sqrt[3]{-27}', '-3'],
       ['(-8)^{1/3}', '-2'],
     );
+    // The real references: MATH-500 solutions against their own and the next row's answer, GSM8K
+    // answers against the number after ####.
+    const fixture = (name: string) =>
+      readFileSync(join(__dirname, '..', 'fixtures', 'datasets', name), 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as Record<string, string>);
+    const math500 = fixture('math500-test-50.jsonl');
+    math500.forEach((r, i) => {
+      rows.push([r.answer, r.solution], [math500[(i + 1) % math500.length].answer, r.solution]);
+    });
+    for (const r of fixture('gsm8k-test-50.jsonl')) {
+      rows.push([/#### (.*)$/.exec(r.answer)?.[1] ?? '', r.answer]);
+    }
+    // Seeded random answers from LaTeX pieces (each against itself with one piece changed, and
+    // against another): the port must agree off the table too, where no one chose the inputs.
+    const rng = createRng(36);
+    const piece = () => rng.pick(FUZZ_PIECES);
+    const answer = () => Array.from({ length: rng.int(1, 8) }, piece);
+    for (let k = 0; k < FUZZ_CASES; k++) {
+      const a = answer();
+      const b = [...a];
+      b[rng.int(0, b.length - 1)] = piece();
+      rows.push([a.join(''), b.join('')], [a.join(''), answer().join('')]);
+    }
     const ts = rows.map(([c, r]) => verifyMath(c, r));
     const wrap = (a: string) => `<think>x</think><answer>${a}</answer>`;
     // accuracy_reward gets each row as a completion and the verifier JSON a dataset line exports.
@@ -60,16 +163,32 @@ describe.skipIf(PYTHON === null)('exported math checker (Python rules)', () => {
       'data = json.load(sys.stdin)',
       'direct = [rewards.verify_math(c, r) for c, r in data["rows"]]',
       'acc = rewards.accuracy_reward(completions=data["completions"], verifier=data["verifier"])',
-      'print(json.dumps({"checker": rewards.MATH_CHECKER, "direct": direct, "accuracy": acc}))',
+      'ext = [rewards.extract_math_answer(c) for c, _ in data["rows"]]',
+      'norm = [None if e is None else rewards.normalize_math(e) for e in ext]',
+      'print(json.dumps({"checker": rewards.MATH_CHECKER, "direct": direct, "accuracy": acc, "norm": norm}))',
     ].join('\n');
     const out = JSON.parse(
       execFileSync(PYTHON as string, ['-c', script, dir], { input, encoding: 'utf8' }),
-    ) as { checker: string; direct: boolean[]; accuracy: (number | null)[] };
+    ) as {
+      checker: string;
+      direct: boolean[];
+      accuracy: (number | null)[];
+      norm: (string | null)[];
+    };
     expect(out.checker).toBe('rules');
     const disagree = rows
       .map(([c, r], i) => ({ c, r, ts: ts[i], py: out.direct[i] }))
       .filter((x) => x.ts !== x.py);
     expect(disagree).toEqual([]);
+    // The normalised answers themselves agree, so a rule that differs shows even where both
+    // verdicts happen to be false.
+    const norm = rows.map(([c]) => {
+      const e = extractMathAnswer(c);
+      return e === null ? null : normalizeMath(e);
+    });
+    expect(out.norm.map((n, i) => (n === norm[i] ? null : [rows[i][0], norm[i], n]))).toEqual(
+      rows.map(() => null),
+    );
     const expectedAccuracy = rows.map(([c], i) =>
       // accuracy_reward reads <answer>; the ANSWER pattern ends at the first </answer>.
       c.includes('</answer>') ? null : ts[i] ? 1 : 0,

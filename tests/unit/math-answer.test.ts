@@ -1,6 +1,8 @@
 // The `math` checker (src/tasks/math-answer.ts, rules in docs/math-checker.md) against its table of
 // MATH-500 / GSM8K references and model answer forms, and wired through the JSONL task and the
 // accuracy reward as a dataset with `checker: math` uses it.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { extractMathAnswer, normalizeMath, verifyMath } from '../../src/tasks/math-answer';
 import { createJsonlTask, parseJsonlDataset } from '../../src/tasks/jsonl';
@@ -24,6 +26,36 @@ describe('math checker table', () => {
         `expected ${r.expected}`,
     );
     expect(wrong).toEqual([]);
+  });
+});
+
+describe('real references (tests/fixtures/datasets, first 50 rows of each test split)', () => {
+  const jsonl = (name: string) =>
+    readFileSync(join(__dirname, '..', 'fixtures', 'datasets', name), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, string>);
+
+  it("MATH-500: each solution's last \\boxed{} is its answer column", () => {
+    const rows = jsonl('math500-test-50.jsonl');
+    expect(rows).toHaveLength(50);
+    expect(rows.filter((r) => !verifyMath(r.answer, r.solution)).map((r) => r.answer)).toEqual([]);
+    // and not the next row's answer, where that is a different answer (5 and x=5 are one).
+    const pairs = rows
+      .map((r, i) => ({ r, next: rows[(i + 1) % 50].answer }))
+      .filter(({ r, next }) => !verifyMath(next, r.answer));
+    expect(pairs.length).toBeGreaterThan(45);
+    expect(pairs.filter(({ r, next }) => verifyMath(next, r.solution))).toEqual([]);
+  });
+
+  it('GSM8K: the number after #### with or without thousands commas', () => {
+    const rows = jsonl('gsm8k-test-50.jsonl');
+    for (const r of rows) {
+      const n = /#### (.*)$/.exec(r.answer)?.[1] as string;
+      expect(verifyMath(n, r.answer), r.answer).toBe(true);
+      expect(verifyMath(Number(n).toLocaleString('en-US'), r.answer), n).toBe(true);
+      expect(verifyMath(String(Number(n) + 1), r.answer), n).toBe(false);
+    }
   });
 });
 
