@@ -40,9 +40,20 @@ export interface Tokenizer {
   idToToken(id: number): string | null;
   tokenToId(token: string): number | null;
   /** The chat template rendered as text (no tokenization). Throws if the model has no template. */
-  applyChatTemplate(messages: ChatMessage[], options?: { addGenerationPrompt?: boolean }): string;
+  applyChatTemplate(messages: ChatMessage[], options?: ChatTemplateOptions): string;
   /** The rendered chat template tokenized without adding special tokens again (as transformers). */
-  encodeChat(messages: ChatMessage[], options?: { addGenerationPrompt?: boolean }): number[];
+  encodeChat(messages: ChatMessage[], options?: ChatTemplateOptions): number[];
+}
+
+export interface ChatTemplateOptions {
+  /** End with the assistant turn's opening (what the model continues); default false. */
+  addGenerationPrompt?: boolean;
+  /**
+   * The template variable `enable_thinking` (Qwen3's thinking switch: false makes its generation
+   * prompt end in an empty <think>\n\n</think> block). Left undefined when not given, as
+   * transformers does; templates that do not read it ignore it.
+   */
+  enableThinking?: boolean;
 }
 
 /**
@@ -182,7 +193,12 @@ interface HfTokenizer {
   ): string;
   apply_chat_template(
     messages: ChatMessage[],
-    options: { tokenize: false; add_generation_prompt?: boolean; chat_template?: string | null },
+    options: {
+      tokenize: false;
+      add_generation_prompt?: boolean;
+      chat_template?: string | null;
+      enable_thinking?: boolean;
+    },
   ): string;
   get_vocab(): Map<string, number>;
   chat_template: unknown;
@@ -255,10 +271,7 @@ export async function createTokenizer(
     typeof hf.chat_template === 'string' ||
     (typeof hf.chat_template === 'object' && hf.chat_template !== null);
 
-  const applyChatTemplate = (
-    messages: ChatMessage[],
-    opts: { addGenerationPrompt?: boolean } = {},
-  ) => {
+  const applyChatTemplate = (messages: ChatMessage[], opts: ChatTemplateOptions = {}) => {
     if (!hasChatTemplate) {
       throw new ModelFileError(
         'tokenizer_config.json',
@@ -268,6 +281,8 @@ export async function createTokenizer(
     return hf.apply_chat_template(messages, {
       tokenize: false,
       add_generation_prompt: opts.addGenerationPrompt ?? false,
+      // Passed on only when set: a template may test `enable_thinking is defined`.
+      ...(opts.enableThinking === undefined ? {} : { enable_thinking: opts.enableThinking }),
     });
   };
 
