@@ -7,6 +7,11 @@
 // Like the byte accounting of memory.ts, the counts come from wrappers installed once on the
 // device's own methods, so every caller is counted (kernel wrappers, readbacks, benchmarks' own
 // encoders) without having to remember to. Each count is a plain integer increment.
+//
+// Beside the counts, the time of each phase: wall-clock milliseconds spent in it and, of those,
+// milliseconds the CPU waited on the GPU (from a wait's call to its promise settling). They are
+// machine-dependent, so tests pin only their relations; bench:gpu prints them to tell a host-bound
+// step (wall ≫ wait) from a GPU-bound one (wait ≈ wall).
 
 /** The phases of a training step (docs/grpo.md's order), and `other` for everything else. */
 export const STEP_PHASES = [
@@ -61,10 +66,48 @@ const zero = (): PhaseCounts => ({
 
 export type CounterSnapshot = Record<CounterPhase, PhaseCounts>;
 
+/** Where a phase's time went (milliseconds). */
+export interface PhaseTime {
+  /** Wall-clock time while the phase was current. */
+  wallMs: number;
+  /** Time from a wait's call (onSubmittedWorkDone, mapAsync) to its promise settling. */
+  waitMs: number;
+}
+export type TimeSnapshot = Record<CounterPhase, PhaseTime>;
+
+const zeroTimes = (): TimeSnapshot =>
+  Object.fromEntries(COUNTER_PHASES.map((p) => [p, { wallMs: 0, waitMs: 0 }])) as TimeSnapshot;
+
 export class EngineCounters {
-  /** The phase new counts go to (the trainer sets it as a step moves on). */
-  phase: CounterPhase = 'other';
+  private currentPhase: CounterPhase = 'other';
+  private enteredAt = performance.now();
   private counts: CounterSnapshot = EngineCounters.empty();
+  private times: TimeSnapshot = zeroTimes();
+
+  /** The phase new counts go to (the trainer sets it as a step moves on). */
+  get phase(): CounterPhase {
+    return this.currentPhase;
+  }
+
+  set phase(phase: CounterPhase) {
+    const now = performance.now();
+    this.times[this.currentPhase].wallMs += now - this.enteredAt;
+    this.enteredAt = now;
+    this.currentPhase = phase;
+  }
+
+  /** Every phase's wall and wait milliseconds so far (the current phase's wall up to now). */
+  timeSnapshot(): TimeSnapshot {
+    const out = zeroTimes();
+    for (const p of COUNTER_PHASES) out[p] = { ...this.times[p] };
+    out[this.currentPhase].wallMs += performance.now() - this.enteredAt;
+    return out;
+  }
+
+  /** Adds a settled wait's milliseconds to `phase` (the phase it was called in). */
+  addWait(phase: CounterPhase, ms: number): void {
+    this.times[phase].waitMs += ms;
+  }
 
   static empty(): CounterSnapshot {
     return Object.fromEntries(COUNTER_PHASES.map((p) => [p, zero()])) as CounterSnapshot;
@@ -82,9 +125,11 @@ export class EngineCounters {
     ) as CounterSnapshot;
   }
 
-  /** Sets every count to 0 (the phase stays). */
+  /** Sets every count and time to 0 (the phase stays). */
   reset(): void {
     this.counts = EngineCounters.empty();
+    this.times = zeroTimes();
+    this.enteredAt = performance.now();
   }
 
   /** Sets the phase and returns the one it replaces (to restore it after nested work). */
@@ -100,6 +145,17 @@ export function totalCounts(snapshot: CounterSnapshot): PhaseCounts {
   const total = zero();
   for (const p of COUNTER_PHASES) for (const k of COUNT_NAMES) total[k] += snapshot[p][k];
   return total;
+}
+
+/** `after − before` of two time snapshots, phase by phase. */
+export function diffTimes(after: TimeSnapshot, before: TimeSnapshot): TimeSnapshot {
+  const out = zeroTimes();
+  for (const p of COUNTER_PHASES)
+    out[p] = {
+      wallMs: after[p].wallMs - before[p].wallMs,
+      waitMs: after[p].waitMs - before[p].waitMs,
+    };
+  return out;
 }
 
 /** `after − before`, phase by phase. */
@@ -124,6 +180,15 @@ function writeBytes(data: BufferSource | SharedArrayBuffer, dataOffset = 0, size
   return data.byteLength - dataOffset * element;
 }
 
+/** `wait`, its settling time added to the phase it was called in. */
+function timedWait<T>(tracker: EngineCounters, wait: Promise<T>): Promise<T> {
+  const phase = tracker.phase;
+  const started = performance.now();
+  const settle = () => tracker.addWait(phase, performance.now() - started);
+  wait.then(settle, settle);
+  return wait;
+}
+
 /** The device's counters, if an engine installed them (PipelineCache counts compiles there). */
 export function countersOf(device: GPUDevice): EngineCounters | undefined {
   return counters.get(device);
@@ -145,7 +210,7 @@ export function trackCounters(device: GPUDevice): EngineCounters {
   const done = queue.onSubmittedWorkDone.bind(queue);
   queue.onSubmittedWorkDone = () => {
     tracker.current.waits++;
-    return done();
+    return timedWait(tracker, done());
   };
   const write = queue.writeBuffer.bind(queue) as (...args: unknown[]) => undefined;
   queue.writeBuffer = ((
@@ -170,7 +235,7 @@ export function trackCounters(device: GPUDevice): EngineCounters {
         counts.waits++;
         counts.readbacks++;
         counts.readbackBytes += size ?? buffer.size - offset;
-        return map(mode, offset, size);
+        return timedWait(tracker, map(mode, offset, size));
       };
     }
     return buffer;

@@ -5,7 +5,12 @@
 // (every sequence runs to the end, whatever the kernels' rounding), then a checkpoint snapshot.
 // Kernel variants are fixed (barrier-free, as SwiftShader picks), since they decide the dispatches.
 import { describe, expect, it } from 'vitest';
-import { COUNTER_PHASES, type CounterSnapshot, diffCounts } from '../../src/engine/counters';
+import {
+  COUNTER_PHASES,
+  type CounterSnapshot,
+  diffCounts,
+  diffTimes,
+} from '../../src/engine/counters';
 import { GrpoTrainer, type TrainerTokenizer } from '../../src/grpo/trainer';
 import { initLlamaWeights } from '../../src/model/init';
 import { config, echoTask, modelConfig, startsWithA, tokenizer } from '../support/tiny-trainer';
@@ -60,9 +65,13 @@ describe('engine counters of a GRPO step', { timeout: 300_000 }, () => {
     });
     try {
       const before = engine.counters.snapshot();
+      const timesBefore = engine.counters.timeSnapshot();
+      const started = performance.now();
       const report = await trainer.trainStep();
       await trainer.snapshot();
+      const elapsed = performance.now() - started;
       const counts: CounterSnapshot = diffCounts(engine.counters.snapshot(), before);
+      const times = diffTimes(engine.counters.timeSnapshot(), timesBefore);
       expect(report.groups.flatMap((g) => g.completions.map((c) => c.tokens.length))).toEqual(
         Array(8).fill(DECODE_STEPS),
       );
@@ -77,6 +86,16 @@ describe('engine counters of a GRPO step', { timeout: 300_000 }, () => {
       // update's micro-batches (one per pass, for its statistics).
       expect(counts.sampling.waits).toBeLessThanOrEqual(Math.ceil(DECODE_STEPS / 8));
       expect(counts.reference.waits + counts.update.waits + counts.optimizer.waits).toBe(1);
+      // Phase times: the phases' wall times partition the step (with the checkpoint after it); a
+      // phase that waited spent part of its wall time waiting, and one that never waited none.
+      const wallSum = COUNTER_PHASES.reduce((sum, p) => sum + times[p].wallMs, 0);
+      expect(Math.abs(wallSum - elapsed)).toBeLessThan(0.01 * elapsed + 5);
+      for (const p of COUNTER_PHASES) {
+        expect(times[p].waitMs).toBeGreaterThanOrEqual(0);
+        expect(times[p].waitMs).toBeLessThanOrEqual(times[p].wallMs + 1);
+        if (counts[p].waits === 0) expect(times[p].waitMs).toBe(0);
+      }
+      expect(times.sampling.waitMs).toBeGreaterThan(0);
     } finally {
       trainer.destroy();
     }
