@@ -6,7 +6,7 @@
 // layers, less the one (R, C) buffer the recomputed layer output takes. Also: the trainer passes
 // the config option to the model and a checkpointed GRPO step updates the weights bit for bit.
 import { describe, expect, it } from 'vitest';
-import { numel, type LlamaConfig } from '../../src/core/model-config';
+import { hasQkNorm, numel, type LlamaConfig } from '../../src/core/model-config';
 import { readF32, uploadStorageBuffer } from '../../src/engine/buffers';
 import { grpoConfigArgs } from '../../src/export/trl-export';
 import { parseCliArgs, resolveConfig } from '../../src/grpo/config';
@@ -20,7 +20,7 @@ import { seededUniform, testEngine } from './harness';
 const F32 = 4;
 
 // Three layers (so that two layers' activations are saved), GQA, Qwen2's q/k/v bias, untied head.
-const config: LlamaConfig = {
+const qwen2: LlamaConfig = {
   architecture: 'Qwen2ForCausalLM',
   hiddenSize: 16,
   intermediateSize: 40,
@@ -38,6 +38,9 @@ const config: LlamaConfig = {
   eosTokenIds: [0],
 };
 // Two left-padded sequences of 7 columns; the head reads the last 5 (the "completion").
+// Qwen3's per-head q/k norms (their inputs are kept too) at the same sizes: the same matmul
+// pipelines, so the case costs little beyond its run.
+const qwen3: LlamaConfig = { ...qwen2, architecture: 'Qwen3ForCausalLM', attentionBias: false };
 const N = 2;
 const T = 7;
 const HEAD = { start: 2, count: 5 };
@@ -63,7 +66,8 @@ function layerActivationBytes(c: LlamaConfig, n: number, t: number): number {
     C + // x2: residual after attention
     C + // xn2: post_attention_layernorm output
     1 + // rstd2
-    3 * I; // gate, up, silu(gate)·up
+    3 * I + // gate, up, silu(gate)·up
+    (hasQkNorm(c) ? (H + Hkv) * D + H + Hkv : 0); // Qwen3: q, k before their norms, and rstd
   return (R * perRow + n * H * t) * F32; // + lse (N, H, T)
 }
 
@@ -76,7 +80,11 @@ interface StepResult {
 }
 
 /** One forward + backward from a fixed dLogits on a freshly loaded model, then its gradients. */
-async function step(gradientCheckpointing: boolean, lora: boolean): Promise<StepResult> {
+async function step(
+  gradientCheckpointing: boolean,
+  lora: boolean,
+  config: LlamaConfig = qwen2,
+): Promise<StepResult> {
   const engine = await testEngine();
   const { device, memory } = engine;
   const weights = initLlamaWeights(config, 3, 0.2);
@@ -155,6 +163,7 @@ function expectBitIdentical(
 }
 
 describe('activation checkpointing', () => {
+  const config = qwen2;
   const bytesPerLayer = layerActivationBytes(config, N, T);
   // What checkpointing saves: L − 1 layers' intermediates (one shared set remains), less the
   // scratch (R, C) buffer the recomputed layer writes its output to.
@@ -183,6 +192,18 @@ describe('activation checkpointing', () => {
       expect(plain.workspaceBytes - ckpt.workspaceBytes).toBe(expectedSaving);
     });
   }
+
+  it("Qwen3 (q/k norms): every gradient is bit-identical, and the saving counts the norms' inputs", async () => {
+    const plain = await step(false, false, qwen3);
+    const ckpt = await step(true, false, qwen3);
+    expect(firstBitDifference(ckpt.logits, plain.logits)).toBeNull();
+    // q_norm and k_norm are in the list, each with a non-zero gradient.
+    expect(plain.grads.has('model.layers.2.self_attn.k_norm.weight')).toBe(true);
+    expectBitIdentical(ckpt.grads, plain.grads, initLlamaWeights(qwen3, 0).size);
+    const saving =
+      (qwen3.numLayers - 1) * layerActivationBytes(qwen3, N, T) - N * T * qwen3.hiddenSize * F32;
+    expect(plain.stepPeakBytes - ckpt.stepPeakBytes).toBe(saving);
+  });
 
   it('is off by default; --gradient-checkpointing and the TRL name set it; the TRL export writes it', () => {
     expect(resolveConfig({}).gradientCheckpointing).toBe(false);
