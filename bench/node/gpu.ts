@@ -18,6 +18,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { createStorageBuffer, readF32, writeBuffer } from '../../src/engine/buffers';
+import { COUNTER_PHASES, diffTimes, type TimeSnapshot } from '../../src/engine/counters';
 import { createEngine, type Engine } from '../../src/engine/engine';
 import type { KernelTuning } from '../../src/engine/pipelines';
 import { resolveConfig } from '../../src/grpo/config';
@@ -350,6 +351,20 @@ async function reductionVariants(engine: Engine, tiny: boolean) {
 }
 
 /**
+ * Seconds per step phase, wall-clock and the part of it the CPU waited on the GPU: a phase whose
+ * wall time is far above its wait is bound by host work (encoding, uploads, JS), not by the GPU.
+ * Phases that took no time are left out.
+ */
+function phaseSeconds(times: TimeSnapshot): Record<string, { wall: number; wait: number }> {
+  const out: Record<string, { wall: number; wait: number }> = {};
+  for (const phase of COUNTER_PHASES) {
+    const { wallMs, waitMs } = times[phase];
+    if (wallMs >= 0.5) out[phase] = { wall: wallMs / 1000, wait: waitMs / 1000 };
+  }
+  return out;
+}
+
+/**
  * The aha preset trained as `npm run aha` trains one seed. `maxSeconds` stops it early (a lent GPU's
  * minutes are counted): the result then says how many steps ran and projects the whole run.
  */
@@ -375,8 +390,16 @@ async function ahaWallTime(engine: Engine, steps: number, maxSeconds: number) {
   });
   try {
     const t0 = performance.now();
+    const timesBefore = engine.counters.timeSnapshot();
     const ended = await run.runUntil(() => (performance.now() - t0) / 1000 > maxSeconds);
     const seconds = (performance.now() - t0) / 1000;
+    const phases = phaseSeconds(diffTimes(engine.counters.timeSnapshot(), timesBefore));
+    console.log(
+      `  where the time went (s, wall / of it waiting on the GPU): ` +
+        Object.entries(phases)
+          .map(([phase, t]) => `${phase} ${t.wall.toFixed(1)} / ${t.wait.toFixed(1)}`)
+          .join(', '),
+    );
     const stepTimes = run.history.map((row) => row.metrics.step_time);
     const last = run.history.at(-1)?.metrics ?? {};
     return {
@@ -388,6 +411,7 @@ async function ahaWallTime(engine: Engine, steps: number, maxSeconds: number) {
       stepSeconds: summarize(stepTimes, 's'),
       finalReward: last.reward ?? null,
       finalAccuracy: last.accuracy ?? null,
+      phaseSeconds: phases,
     };
   } finally {
     run.destroy();
