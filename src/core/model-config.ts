@@ -40,9 +40,9 @@ export type SupportedArchitecture = (typeof SUPPORTED_ARCHITECTURES)[number];
 
 /**
  * Whether attention normalises each head's query and key vector (Qwen3's q_norm, k_norm: RMSNorm
- * over D with its own weight (D) and rms_norm_eps, after the projection and before rotary;
- * docs/grpo.md, model family). Derived from the architecture, so configs stored before Qwen3
- * existed read the same.
+ * over D with its own weight (D) and rms_norm_eps, after the projection and before rotary, as
+ * transformers' Qwen3Attention; docs/guide/models.md). Derived from the architecture, so configs
+ * stored before Qwen3 existed read the same.
  */
 export const hasQkNorm = (config: Pick<LlamaConfig, 'architecture'>): boolean =>
   config.architecture === 'Qwen3ForCausalLM';
