@@ -2,7 +2,7 @@
 // gives the TypeScript checker's verdict on every row of tests/fixtures/math-answers.tsv, directly
 // and through accuracy_reward with the verifier JSON the export writes. Skipped only without Python.
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -25,7 +25,7 @@ function findPython(): string | null {
 }
 
 const PYTHON = findPython();
-const FUZZ_CASES = 1000;
+const FUZZ_CASES = 500;
 const FUZZ_PIECES = [
   '1',
   '2',
@@ -199,5 +199,72 @@ describe.skipIf(PYTHON === null)('exported math checker (Python rules)', () => {
     });
     // Both verdicts occur, so agreement is not all-false.
     expect(new Set(ts)).toEqual(new Set([true, false]));
+  });
+
+  it('asks math_verify as TRL does when it is importable (a recording stand-in of its API)', () => {
+    // math-verify is not installed here (only npm is reachable), so this checks the wiring with a
+    // stand-in that records its calls: which checker is picked, and the arguments TRL's
+    // accuracy_reward passes (boxed first, units, first_match, the main-thread timeouts).
+    writeFileSync(join(dir, 'rewards.py'), rewardsPy({ rewards: ['accuracy'], custom: [] }));
+    const stub = join(dir, 'stub');
+    mkdirSync(join(stub, 'math_verify'), { recursive: true });
+    mkdirSync(join(stub, 'latex2sympy2_extended'), { recursive: true });
+    writeFileSync(
+      join(stub, 'latex2sympy2_extended', '__init__.py'),
+      'class NormalizationConfig:\n    def __init__(self, **kw):\n        self.kw = kw\n',
+    );
+    writeFileSync(
+      join(stub, 'math_verify', '__init__.py'),
+      [
+        'CALLS = []',
+        'class LatexExtractionConfig:',
+        '    def __init__(self, **kw):',
+        '        self.kw = {k: getattr(v, "kw", v) for k, v in kw.items()}',
+        'def parse(text, extraction_config=None, extraction_mode="any_match", parsing_timeout=5):',
+        '    cfg = None if extraction_config is None else [c.kw for c in extraction_config]',
+        '    CALLS.append(["parse", text, cfg, extraction_mode, parsing_timeout])',
+        '    return [text] if "\\\\boxed" in text else []',
+        'def verify(gold, answer, timeout_seconds=5):',
+        '    CALLS.append(["verify", gold, answer, timeout_seconds])',
+        '    return gold == answer',
+      ].join('\n'),
+    );
+    const script = (env: string) =>
+      [
+        'import json, os, sys',
+        env,
+        'sys.path.insert(0, sys.argv[1])',
+        'sys.path.insert(0, sys.argv[2])',
+        'import rewards, math_verify',
+        'acc = rewards.accuracy_reward(',
+        '    completions=["<answer>\\\\boxed{5}</answer>", "<answer>x = 5</answer>"],',
+        '    verifier=[json.dumps({"kind": "math", "answer": "5"})] * 2)',
+        'print(json.dumps({"checker": rewards.MATH_CHECKER, "acc": acc, "calls": math_verify.CALLS}))',
+      ].join('\n');
+    const run = (env: string) =>
+      JSON.parse(
+        execFileSync(PYTHON as string, ['-c', script(env), dir, stub], { encoding: 'utf8' }),
+      ) as { checker: string; acc: number[]; calls: unknown[] };
+    const config = [
+      {
+        normalization_config: { units: true },
+        boxed_match_priority: 0,
+        try_extract_without_anchor: false,
+      },
+    ];
+    const picked = run('os.environ.pop("GRPO_MATH_CHECKER", None)');
+    expect(picked.checker).toBe('math_verify');
+    expect(picked.acc).toEqual([1, 0]); // the stand-in compares strings: "x = 5" is our extraction
+    expect(picked.calls).toEqual([
+      ['parse', '\\boxed{5}', null, 'any_match', 10],
+      ['parse', '\\boxed{5}', config, 'first_match', 10],
+      ['verify', ['\\boxed{5}'], ['\\boxed{5}'], 5],
+      ['parse', '\\boxed{5}', null, 'any_match', 10],
+      ['parse', 'x = 5', config, 'first_match', 10],
+      ['parse', '\\boxed{x = 5}', config, 'first_match', 10],
+      ['verify', ['\\boxed{5}'], ['\\boxed{x = 5}'], 5],
+    ]);
+    const rules = run('os.environ["GRPO_MATH_CHECKER"] = "rules"');
+    expect(rules).toEqual({ checker: 'rules', acc: [1, 1], calls: [] });
   });
 });

@@ -558,18 +558,34 @@ def verify_math_rules(candidate, reference):
 
 def verify_math_verify(candidate, reference):
     """math_verify's verdict, parsed as TRL's accuracy_reward parses (boxed first, LaTeX with
-    units); an answer it cannot find by itself is given to it as \boxed{our extraction}."""
-    gold = _mv_parse("\\boxed{" + reference + "}")
+    units); an answer it cannot find by itself is given to it as \\boxed{our extraction}."""
+    # math_verify times out with signal.alarm, which works only in the main thread (as TRL does).
+    main = threading.current_thread() is threading.main_thread()
+    parsing_timeout = 10 if main else None
+    gold = _mv_parse("\\boxed{" + reference + "}", parsing_timeout=parsing_timeout)
     if len(gold) == 0:
         return False
-    config = [_MvLatex(normalization_config=_MvNormalization(units=True), boxed_match_priority=0, try_extract_without_anchor=False)]
-    answer = _mv_parse(candidate, extraction_config=config, extraction_mode="first_match")
+    config = [
+        _MvLatex(
+            normalization_config=_MvNormalization(units=True),
+            boxed_match_priority=0,
+            try_extract_without_anchor=False,
+        )
+    ]
+    answer = _mv_parse(
+        candidate, extraction_config=config, extraction_mode="first_match", parsing_timeout=parsing_timeout
+    )
     if len(answer) == 0:
         extracted = extract_math_answer(candidate)
         if extracted is None:
             return False
-        answer = _mv_parse("\\boxed{" + extracted + "}", extraction_config=config, extraction_mode="first_match")
-    return bool(_mv_verify(gold, answer))
+        answer = _mv_parse(
+            "\\boxed{" + extracted + "}",
+            extraction_config=config,
+            extraction_mode="first_match",
+            parsing_timeout=parsing_timeout,
+        )
+    return bool(_mv_verify(gold, answer, timeout_seconds=5 if main else None))
 
 
 def verify_math(candidate, reference):

@@ -40,6 +40,7 @@ import json
 import math
 import os
 import re
+import threading
 from fractions import Fraction
 
 ASCII_WS = " \t\n\v\f\r"
