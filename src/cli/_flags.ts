@@ -76,6 +76,22 @@ export const TRAIN: Command = {
       value: 'folder',
       help: 'after training, the final model as a Hugging Face folder there (LoRA: adapters merged in, and the PEFT adapter in <folder>/adapter/)',
     },
+    {
+      name: 'dataset',
+      value: 'file|folder',
+      help: 'train on a dataset as downloaded from the Hub (.parquet, .jsonl, .json, .csv, or a folder of shards): task jsonl, its layout recognised (gsm8k, MATH, TRL prompt/solution, Countdown-Tasks)',
+    },
+    {
+      name: 'column',
+      value: 'role=column',
+      help: 'with --dataset: the column of a role (prompt, answer; nums, target), e.g. prompt=question (repeatable)',
+      repeatable: true,
+    },
+    {
+      name: 'checker',
+      value: 'name',
+      help: 'with --dataset: the answer check (default: the layout’s, else exact)',
+    },
   ],
 };
 

@@ -42,18 +42,16 @@ import {
   writeFolderAtomic,
 } from './_atomic-files';
 import { droppedText, newestCheckpoint, recoverRunFolder } from './_run-folder';
+import { readSftDataset } from './_dataset';
 import { parseRecipeState } from '../recipes/recipe-state';
-import {
-  hfFolderExtras,
-  jsonBytes,
-  loadModel,
-  readDatasetFile,
-  type LoadedModel,
-} from './_session';
+import { hfFolderExtras, jsonBytes, loadModel, type LoadedModel } from './_session';
 
-/** A recipe named on the command line: a built-in name or a JSON file. A stage's
- * `"data": {"path": "x.jsonl"}` is read here, relative to the recipe file. */
-export function readRecipe(nameOrPath: string, seed?: number): Recipe {
+/** A recipe named on the command line: a built-in name or a JSON file. An SFT stage's
+ * `"data": {"path": "x.jsonl"}` is read here, relative to the recipe file: any dataset file or
+ * folder the importer reads (src/tasks/datasets: TRL's SFT JSONL as is, gsm8k / MATH rows as
+ * prompt / completion), with `"columns": "prompt=question,completion=answer"` when its layout
+ * needs a mapping. */
+export async function readRecipe(nameOrPath: string, seed?: number): Promise<Recipe> {
   if (nameOrPath in BUILTIN_RECIPES) return builtinRecipe(nameOrPath, seed);
   const path = resolve(nameOrPath);
   if (!existsSync(path))
@@ -68,9 +66,12 @@ export function readRecipe(nameOrPath: string, seed?: number): Recipe {
   }
   const stages = Array.isArray(value?.stages) ? (value.stages as Record<string, unknown>[]) : [];
   for (const s of stages) {
-    const data = s?.data as { path?: unknown } | undefined;
-    if (data && typeof data.path === 'string')
-      s.data = { jsonl: readDatasetFile(resolve(dirname(path), data.path), 'data.path') };
+    const data = s?.data as { path?: unknown; columns?: unknown } | undefined;
+    if (data && typeof data.path === 'string') {
+      const columns = typeof data.columns === 'string' ? data.columns : '';
+      const d = await readSftDataset(resolve(dirname(path), data.path), 'data.path', columns);
+      s.data = { jsonl: d.text };
+    }
   }
   return parseRecipe(seed === undefined ? value : { ...value, seed });
 }

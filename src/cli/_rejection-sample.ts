@@ -320,7 +320,7 @@ export async function rejectionSampleFromCheckpoint(o: {
     model: { config: model.hf.config, weights: model.hf.tensors },
     tokenizer: model.tokenizer,
     config,
-    taskText: taskText(config),
+    taskText: await taskText(config),
     prompts: o.prompts,
     options,
   });

@@ -2,7 +2,7 @@
 // model and tokenizer from disk, read a task's files, open the GPU, and the model files a
 // checkpoint folder carries. (createTrainer builds a bare
 // trainer for the benchmarks; the commands train through grpo's Run.)
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { toHfConfig } from '../core/model-config';
@@ -19,8 +19,7 @@ import { folderSource } from '../formats/model-source';
 import { loadTokenizer, type Tokenizer } from '../formats/tokenizer';
 import { createTask } from '../tasks/index';
 import type { Task } from '../tasks/types';
-import { JSONL_FILE_LIMIT } from '../tasks/jsonl';
-import { overLimitMessage } from '../core/limits';
+import { datasetFiles, importOrExplain } from './_dataset';
 
 /** The repository root: the nearest folder above this module with a package.json (the bundled
  * CLI lives in dist-cli/ or dist-cli/assets/, depending on how the build splits chunks). */
@@ -75,35 +74,21 @@ export async function loadModel(model: string): Promise<LoadedModel> {
 }
 
 /**
- * A JSONL dataset file's text, its size checked against JSONL_FILE_LIMIT before it is read (the
- * readers then bound each line). `label` names where the path came from (`--data`,
- * `taskOptions.path`); an unreadable file throws with the system's code.
+ * Task 'jsonl': the dataset at taskOptions.path (relative to the config file's folder), a file or a
+ * folder of shards in any format the importer reads (src/cli/_dataset.ts), mapped with
+ * taskOptions.columns, as the task's JSONL text.
  */
-export function readDatasetFile(file: string, label: string): string {
-  try {
-    const { size } = statSync(file);
-    if (size > JSONL_FILE_LIMIT.max)
-      throw new RangeError(
-        `${label}: ${file}: ${overLimitMessage('size', size, JSONL_FILE_LIMIT)} (a JSONL dataset)`,
-      );
-    return readFileSync(file, 'utf8');
-  } catch (e) {
-    if (e instanceof RangeError) throw e;
-    throw new Error(
-      `${label}: cannot read the JSONL dataset ${file} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`,
-      { cause: e },
-    );
-  }
-}
-
-/** Task 'jsonl': the text of taskOptions.path (relative to the config file's folder). */
-export function taskText(config: Config, configDir = process.cwd()): string | undefined {
+export async function taskText(
+  config: Config,
+  configDir = process.cwd(),
+): Promise<string | undefined> {
   if (config.task !== 'jsonl') return undefined;
   const path = String(config.taskOptions.path ?? '');
-  if (!path) throw new Error("task 'jsonl' needs taskOptions.path (a JSONL file)");
+  if (!path) throw new Error("task 'jsonl' needs taskOptions.path (a dataset file or folder)");
   const file = resolve(configDir, path);
+  let files;
   try {
-    return readDatasetFile(file, 'taskOptions.path');
+    files = datasetFiles(file, 'taskOptions.path');
   } catch (e) {
     if (e instanceof RangeError) throw e;
     throw new Error(
@@ -111,10 +96,12 @@ export function taskText(config: Config, configDir = process.cwd()): string | un
       { cause: e },
     );
   }
+  const columns = String(config.taskOptions.columns ?? '');
+  return (await importOrExplain(files, 'taskOptions.path', columns, 'prompts')).text;
 }
 
-export function loadTask(config: Config, configDir = process.cwd()): Task {
-  return createTask(config.task, config.taskOptions, { text: taskText(config, configDir) });
+export async function loadTask(config: Config, configDir = process.cwd()): Promise<Task> {
+  return createTask(config.task, config.taskOptions, { text: await taskText(config, configDir) });
 }
 
 /** Built-in and custom rewards (custom JS runs in QuickJS in a worker thread, with the configured time limit). */

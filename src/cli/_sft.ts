@@ -38,7 +38,18 @@ export const SFT: Command = {
     'Supervised fine-tuning (TRL SFTTrainer semantics) on a JSONL of prompt/completion pairs, chat prompt/completion, "messages" or "text" rows; writes a run folder (config.json, metrics.jsonl, checkpoint-<step>/, final-model/).',
   flags: [
     { name: 'model', value: 'folder', help: 'a local Hugging Face model folder (or bundled)' },
-    { name: 'data', value: 'file.jsonl', help: 'the SFT dataset (TRL’s formats, one row a line)' },
+    {
+      name: 'data',
+      value: 'file|folder',
+      help: 'the SFT dataset: JSONL in TRL’s formats, or a Hub dataset (.parquet, .jsonl, .json, .csv, a folder of shards; gsm8k and MATH rows become prompt/completion)',
+    },
+    { name: 'dataset', value: 'file|folder', help: 'the same as --data' },
+    {
+      name: 'column',
+      value: 'role=column',
+      help: 'the column of a role (prompt, completion), e.g. completion=solution (repeatable)',
+      repeatable: true,
+    },
     { name: 'out', value: 'folder', help: 'run folder (default runs/sft-<date>)' },
     {
       name: 'resume',
@@ -66,6 +77,8 @@ export function sftHelp(): string {
 export interface SftArgs {
   model?: string;
   data?: string;
+  /** `--column` mappings joined with commas ('' when none). */
+  columns: string;
   out?: string;
   resume?: string;
   /** Options as given (camelCase keys, string values): resolveSftConfig parses them. */
@@ -82,6 +95,8 @@ export function parseSftArgs(argv: readonly string[]): SftArgs {
     return `--${name}${eq >= 0 ? a.slice(eq) : ''}`;
   });
   const { flags, rest } = takeCommandFlags(SFT, normalised);
+  if (flags.has('data') && flags.has('dataset'))
+    throw new Error('give the dataset once: --data or --dataset');
   if (rest.length) {
     throw new Error(
       `unknown argument '${rest[0]}' (npm run sft -- --help lists the flags and options)`,
@@ -95,7 +110,8 @@ export function parseSftArgs(argv: readonly string[]): SftArgs {
   }
   return {
     model: one('model'),
-    data: one('data'),
+    data: one('data') ?? one('dataset'),
+    columns: (flags.get('column') ?? []).join(','),
     out: one('out'),
     resume: one('resume'),
     options,
@@ -106,7 +122,13 @@ export function parseSftArgs(argv: readonly string[]): SftArgs {
 export function readSftCheckpoint(
   dir: string,
   log: (line: string) => void = (line) => console.log(line),
-): { payload: CheckpointPayload; config: SftConfig; baseModel: string; data: string } {
+): {
+  payload: CheckpointPayload;
+  config: SftConfig;
+  baseModel: string;
+  data: string;
+  columns: string;
+} {
   for (const action of recoverRunFolder(dirname(dir))) log(action);
   if (!existsSync(join(dir, 'trainer_state.json')))
     throw new Error(`--resume: ${dir} is not a checkpoint folder (it has no trainer_state.json)`);
@@ -121,6 +143,7 @@ export function readSftCheckpoint(
     config: resolveSftConfig(options),
     baseModel: String(state.baseModel),
     data: String(state.data),
+    columns: typeof state.dataColumns === 'string' ? state.dataColumns : '',
   };
 }
 
@@ -144,6 +167,8 @@ export interface SftFolderOptions {
   examples: readonly SftExample[];
   /** The data file (stored in each checkpoint, so --resume finds it). */
   dataPath: string;
+  /** The data's column mapping (--column), stored with the path so a resume maps it again. */
+  dataColumns?: string;
   runDir: string;
   resume?: { payload: CheckpointPayload; from: string } | null;
   log?: (line: string) => void;
@@ -174,7 +199,11 @@ export async function sftFolder(o: SftFolderOptions): Promise<{ checkpoints: str
       onCheckpoint: (payload) => {
         const dir = join(runDir, `checkpoint-${payload.step}`);
         const files = hfFolderExtras(model);
-        const extra = { baseModel: model.folder, data: o.dataPath };
+        const extra = {
+          baseModel: model.folder,
+          data: o.dataPath,
+          dataColumns: o.dataColumns ?? '',
+        };
         for (const [name, bytes] of checkpointToFiles(payload, extra)) files.set(name, bytes);
         writeFolderAtomic(dir, files);
         checkpoints.push(dir);

@@ -22,7 +22,7 @@ async function main(args: string[]) {
   const k = flagCount(EVAL, flags, 'k', 4);
   const jsonOut = flags.get('json')?.[0];
   const config = resolveConfig(parseCliArgs(rest));
-  const task = loadTask(config);
+  const task = await loadTask(config);
   // Only the held-out problems are used: the training stream is drawn lazily, so never built.
   const { eval: problems } = trainEvalStream(
     task,

@@ -10,6 +10,7 @@ import {
   resolveConfig,
 } from '../grpo/config';
 import { trlExportFiles } from '../export/trl-archive';
+import { readPromptDataset } from './_dataset';
 
 const USAGE = `usage: export-trl (--config <config.json> | --run <run folder>) --out <dir> [--option value …]
 
@@ -27,7 +28,7 @@ function take(argv: string[], flag: string): string | undefined {
   return value;
 }
 
-function main(args: string[]): void {
+async function main(args: string[]): Promise<void> {
   if (isHelpRequested(args)) {
     console.log(`${USAGE}\n${configHelp()}`);
     return;
@@ -50,7 +51,10 @@ function main(args: string[]): void {
   if (config.task === 'jsonl') {
     const path = String(config.taskOptions.path ?? '');
     if (!path) throw new ConfigError('taskOptions', "task 'jsonl' needs taskOptions.path");
-    sources.text = readFileSync(resolve(dirname(file), path), 'utf8');
+    // Any dataset the importer reads (Parquet, CSV, JSON, JSONL, a folder of shards), mapped.
+    const columns = String(config.taskOptions.columns ?? '');
+    const d = await readPromptDataset(resolve(dirname(file), path), 'taskOptions.path', columns);
+    sources.text = d.text;
   }
   const files = trlExportFiles(config, sources);
   mkdirSync(out, { recursive: true });
@@ -58,9 +62,7 @@ function main(args: string[]): void {
   console.log(`wrote ${[...files.keys()].join(', ')} to ${resolve(out)}`);
 }
 
-try {
-  main(process.argv.slice(2));
-} catch (e) {
+main(process.argv.slice(2)).catch((e) => {
   console.error(e instanceof ConfigError ? e.message : e);
   process.exitCode = 1;
-}
+});

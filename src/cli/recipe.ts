@@ -82,7 +82,7 @@ async function main(argv: string[]) {
   }
   const recipe = resumeDir
     ? parseRecipe(JSON.parse(readFileSync(recipeArg, 'utf8')))
-    : readRecipe(recipeArg, seedOf(flag('seed')));
+    : await readRecipe(recipeArg, seedOf(flag('seed')));
   const model = await loadModel(flag('model') ?? 'bundled');
   const engine = await openEngine();
   try {

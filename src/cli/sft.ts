@@ -12,7 +12,8 @@ import { tokenizeSftDataset } from '../train/sft';
 import { resolveSftConfig, type SftConfig } from '../train/sft-config';
 import { parseSftJsonl } from '../train/sft-data';
 import { runCommand } from './_flags';
-import { loadModel, openEngine, readDatasetFile } from './_session';
+import { loadModel, openEngine } from './_session';
+import { describeImport, readSftDataset } from './_dataset';
 import { parseSftArgs, readSftCheckpoint, sftFolder, sftHelp, sftRunDir } from './_sft';
 
 /** Options a resume may change: the run's length only (anything else would be another run). */
@@ -40,10 +41,14 @@ async function main(argv: string[]) {
     config = resolveSftConfig(args.options);
   }
   const dataPath = resolve(args.data ?? resume!.data);
-  const text = readDatasetFile(dataPath, '--data');
-  const dataset = parseSftJsonl(text);
+  // Any dataset the importer reads (src/tasks/datasets): TRL's SFT JSONL passes through unchanged.
+  const columns = resume ? resume.columns : args.columns;
+  const imported = await readSftDataset(dataPath, '--data', columns);
+  if (imported.layout !== 'sft' || imported.format !== 'jsonl')
+    for (const line of describeImport(dataPath, imported)) console.log(line);
+  const dataset = parseSftJsonl(imported.text);
   for (const issue of dataset.issues.slice(0, 10))
-    console.log(`${dataPath}:${issue.line}: skipped (${issue.message})`);
+    console.log(`${imported.origin(issue.line)}: skipped (${issue.message})`);
   if (dataset.issues.length > 10) console.log(`… ${dataset.issues.length - 10} more lines skipped`);
 
   const model = await loadModel(resume ? resume.baseModel : args.model!);
@@ -64,6 +69,7 @@ async function main(argv: string[]) {
       config,
       examples,
       dataPath,
+      dataColumns: columns,
       runDir: sftRunDir(args),
       resume: resume && { payload: resume.payload, from: args.resume! },
     });

@@ -30,6 +30,7 @@ import {
   TRAIN,
 } from './_flags';
 import { loadModel, openEngine, taskText } from './_session';
+import { datasetOverrides } from './_dataset';
 import {
   readCheckpointFolder,
   resumeTarget,
@@ -53,6 +54,15 @@ async function main(args: string[]) {
   const resumeFrom = one('resume');
   const exportTo = one('export');
   const overrides: Record<string, unknown> = parseCliArgs(rest);
+  // --dataset: task jsonl over the file or folder (read once here; resume reads taskOptions.path).
+  const dataset = resumeFrom ? null : await datasetOverrides(flags);
+  if (dataset) {
+    overrides.task = dataset.task;
+    overrides.taskOptions = {
+      ...(isRecord(overrides.taskOptions) ? overrides.taskOptions : {}),
+      ...dataset.taskOptions,
+    };
+  }
   let config: Config;
   let resume: ReturnType<typeof readCheckpointFolder> | null = null;
   let resumeDir: string | null = null;
@@ -63,6 +73,7 @@ async function main(args: string[]) {
       ...Object.keys(overrides).filter((k) => k !== 'steps'),
       ...(configPath ? ['--config'] : []),
       ...(flags.has('reward-file') ? ['--reward-file'] : []),
+      ...['dataset', 'column', 'checker'].filter((f) => flags.has(f)).map((f) => `--${f}`),
     ];
     if (extra.length)
       throw new Error(
@@ -112,7 +123,9 @@ async function main(args: string[]) {
     // Checkpoints written before trainer_state.json held the model config.
     resume.payload.modelConfig ??= model.hf.config;
   }
-  const text = taskText(config, configPath ? resolve(configPath, '..') : process.cwd());
+  const text =
+    dataset?.text ??
+    (await taskText(config, configPath ? resolve(configPath, '..') : process.cwd()));
   const engine = await openEngine();
   try {
     // On a terminal, the phase of the step under way on stderr (a log keeps only the lines).

@@ -149,7 +149,7 @@ describe('sft --help promises what sft accepts', () => {
     for (const name of mentioned.filter((n) => n !== 'help')) {
       for (const spelling of [name, name.replace(/-/g, '_')]) {
         const args = parseSftArgs([`--${spelling}`, 'x']);
-        const own = [args.model, args.data, args.out, args.resume];
+        const own = [args.model, args.data, args.out, args.resume, args.columns];
         expect([...own, ...Object.values(args.options)], spelling).toContain('x');
       }
     }
