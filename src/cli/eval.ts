@@ -39,7 +39,7 @@ async function main(args: string[]) {
       const model = GpuLlama.load(engine, loaded.hf.config, loaded.hf.tensors);
       try {
         const render = (p: (typeof problems)[number]) =>
-          renderPrompt(task, loaded.tokenizer, p, config.template);
+          renderPrompt(task, loaded.tokenizer, p, config.template, config);
         const report = await evaluate(
           {
             sampler: new Sampler(engine, model),

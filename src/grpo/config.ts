@@ -147,6 +147,13 @@ export const CONFIG_SCHEMA = {
     null,
     "'r1-zero' exports text prompts, 'chat' conversational prompts (TRL applies the tokenizer's chat template)",
   ),
+  enableThinking: field(
+    nullable(bool()),
+    null,
+    "the chat template's thinking switch (template 'chat'), passed as enable_thinking: false ends Qwen3's prompt in an empty <think></think>; null = the template's default (Qwen3: on), as in transformers",
+    null,
+    "not exported: TRL renders the chat template with its default; for false, add chat_template_kwargs={'enable_thinking': False} to GRPOConfig by hand",
+  ),
   rewards: field(
     strList(),
     ['format', 'accuracy'],

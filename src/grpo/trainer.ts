@@ -40,11 +40,11 @@ export interface TrainerTokenizer {
   decode(ids: readonly number[], options?: { skipSpecialTokens?: boolean }): string;
   encodeChat?(
     messages: { role: string; content: string }[],
-    options?: { addGenerationPrompt?: boolean },
+    options?: { addGenerationPrompt?: boolean; enableThinking?: boolean },
   ): number[];
   applyChatTemplate?(
     messages: { role: string; content: string }[],
-    options?: { addGenerationPrompt?: boolean },
+    options?: { addGenerationPrompt?: boolean; enableThinking?: boolean },
   ): string;
 }
 
@@ -136,12 +136,14 @@ export class TrainingDivergedError extends Error {
 export const MAX_CONSECUTIVE_SKIPS = 3;
 
 /** The prompt the model sees, as text and token ids: the task's R1-Zero text, or its chat
- * messages through the tokenizer's chat template (instruct models). */
+ * messages through the tokenizer's chat template (instruct models), with the config's thinking
+ * switch (`enableThinking`; null leaves the template's default). */
 export function renderPrompt(
   task: Task,
   tokenizer: TrainerTokenizer,
   problem: Problem,
   template: PromptTemplate,
+  options: { enableThinking?: boolean | null } = {},
 ): { text: string; ids: number[] } {
   const formatted = task.formatPrompt(problem, template);
   if (formatted.kind === 'text')
@@ -151,9 +153,10 @@ export function renderPrompt(
       "template 'chat' needs a tokenizer with a chat template; use template 'r1-zero' for base models",
     );
   }
+  const chat = { addGenerationPrompt: true, enableThinking: options.enableThinking ?? undefined };
   return {
-    text: tokenizer.applyChatTemplate(formatted.messages, { addGenerationPrompt: true }),
-    ids: tokenizer.encodeChat(formatted.messages, { addGenerationPrompt: true }),
+    text: tokenizer.applyChatTemplate(formatted.messages, chat),
+    ids: tokenizer.encodeChat(formatted.messages, chat),
   };
 }
 
@@ -263,7 +266,8 @@ export class GrpoTrainer {
 
   /** The prompt as text and token ids (R1-Zero template or the model's chat template). */
   renderPrompt(problem: Problem): { text: string; ids: number[] } {
-    return renderPrompt(this.setup.task, this.setup.tokenizer, problem, this.setup.config.template);
+    const { config } = this.setup;
+    return renderPrompt(this.setup.task, this.setup.tokenizer, problem, config.template, config);
   }
 
   /**

@@ -237,7 +237,7 @@ const rejectionSampleStage: StageRunner<RejectionStage> = async (ctx) => {
         generator: new Sampler(setup.engine, model),
         tokenizer: start.tokenizer,
         task: verifier,
-        renderPrompt: (p) => renderPrompt(task, start.tokenizer, p, config.template),
+        renderPrompt: (p) => renderPrompt(task, start.tokenizer, p, config.template, config),
       },
       problems,
       {

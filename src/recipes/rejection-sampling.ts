@@ -351,7 +351,7 @@ export async function rejectionSampleFromWeights(setup: RejectionRunSetup): Prom
         generator: new Sampler(engine, model),
         tokenizer,
         task: setup.scoringTask ?? task,
-        renderPrompt: (p) => renderPrompt(task, tokenizer, p, config.template),
+        renderPrompt: (p) => renderPrompt(task, tokenizer, p, config.template, config),
       },
       problems,
       options,

@@ -160,6 +160,7 @@ describe('options form', () => {
       'task',
       'taskOptions',
       'template',
+      'enableThinking',
       'rewards',
       'customRewards',
       'rewardWeights',

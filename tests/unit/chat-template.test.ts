@@ -19,6 +19,9 @@ import { writeSafetensors } from '../../src/formats/safetensors';
 import { parameterSpecs, parseHfConfig } from '../../src/core/model-config';
 import { collectCompletions } from '../../src/model/sampler';
 import { formatPrompt, R1_ZERO_SYSTEM } from '../../src/tasks/prompt';
+import type { Problem, Task } from '../../src/tasks/types';
+import { renderPrompt } from '../../src/grpo/trainer';
+import { parseCliArgs, resolveConfig } from '../../src/grpo/config';
 
 interface Golden {
   name: string;
@@ -176,6 +179,30 @@ describe('chat templates render as transformers renders them', () => {
     const tail = ['<|im_start|>', 'assistant', 'Ċ', '<think>', 'ĊĊ', '</think>', 'ĊĊ'];
     expect(ids.slice(-tail.length)).toEqual(tail.map((t) => qwen.tokenToId(t)));
     expect(qwen.tokenToId('<think>')).toBe(151667);
+  });
+});
+
+describe('the thinking switch as a run option (config enableThinking, --enable-thinking)', () => {
+  // The task side of renderPrompt is the shared formatter every built-in task uses.
+  const task = { formatPrompt } as unknown as Task;
+  const problem = { id: 'p', question: GOLDENS[0].messages[1].content } as Problem;
+  const golden = (name: string) => GOLDENS.find((g) => g.name === name)!.text;
+
+  it('reaches the chat template from the resolved config', () => {
+    const qwen3 = ours.get('qwen3')!;
+    for (const [argv, name] of [
+      [[], 'qwen3 thinking default'],
+      [['--enable-thinking=null'], 'qwen3 thinking default'],
+      [['--enable-thinking'], 'qwen3 thinking on'],
+      [['--no-enable-thinking'], 'qwen3 thinking off'],
+      [['--enable-thinking=false'], 'qwen3 thinking off'],
+    ] as const) {
+      const config = resolveConfig(parseCliArgs(['--template', 'chat', ...argv]));
+      const rendered = renderPrompt(task, qwen3, problem, config.template, config);
+      expect(rendered.text).toBe(golden(name));
+      expect(rendered.ids).toEqual(qwen3.encode(golden(name), { addSpecialTokens: false }));
+    }
+    expect(resolveConfig({}).enableThinking).toBeNull();
   });
 });
 
