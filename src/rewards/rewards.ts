@@ -9,6 +9,7 @@
 
 import type { Problem, Task } from '../tasks/types';
 import { verifyAnswer } from '../tasks/verify';
+import { promptThinkTail } from '../tasks/prompt';
 import { languageConsistencyReward, type LanguageScript } from './language-consistency';
 
 /** What a reward function sees; structured-cloneable so it can cross to a reward worker. */
@@ -62,6 +63,10 @@ export const CUSTOM_REWARD_PREFIX = 'custom:';
 // (so each tag appears exactly once, in that order, with nothing but whitespace after </answer>).
 // Leading whitespace is allowed because the R1-Zero prompt ends in "Assistant:" and the model's
 // first token usually carries the space. Tags are case-sensitive. Else 0.
+// The format reward judges the model's whole turn: when the prompt ends in think markup of the
+// chat template (an opened <think>, or Qwen3's empty block with thinking off: promptThinkTail),
+// that markup is put before the completion, unless the completion opens its own <think>, which
+// is then judged alone (one think block, never two; never rejected for the template's tag).
 // ---------------------------------------------------------------------------------------------
 const WS = '[ \\t\\n\\v\\f\\r]';
 const NO_TAG = '(?:(?!</?think>|</?answer>)[\\s\\S])*';
@@ -83,9 +88,18 @@ export function extractAnswer(completion: string): string | null {
   return last;
 }
 
+const OPENS_THINK_RE = new RegExp(`^${WS}*<think>`);
+
+/** formatOk of the model's turn: the prompt's trailing think markup, then the completion. */
+export function formatOkAfterPrompt(prompt: string, completion: string): boolean {
+  const tail = promptThinkTail(prompt);
+  if (tail === '' || OPENS_THINK_RE.test(completion)) return formatOk(completion);
+  return formatOk(tail + completion);
+}
+
 export const formatReward: RewardFunction = {
   name: 'format',
-  compute: ({ completion }) => (formatOk(completion) ? 1 : 0),
+  compute: ({ prompt, completion }) => (formatOkAfterPrompt(prompt, completion) ? 1 : 0),
 };
 
 /** 1 when the task's verifier accepts the answer, 0 when wrong or missing, null when the problem

@@ -15,6 +15,20 @@ export const R1_ZERO_TEMPLATE =
 /** The instruction part of the template (everything before "User:"), as a chat system message. */
 export const R1_ZERO_SYSTEM = R1_ZERO_TEMPLATE.slice(0, R1_ZERO_TEMPLATE.indexOf(' User:'));
 
+/**
+ * The think markup a rendered prompt ends with, which belongs to the model's turn (docs/grpo.md §1,
+ * format): an opened `<think>` (DeepSeek-R1-Distill's and TinyZero's generation prompts end in
+ * one; the model then writes its reasoning and `</think>`), or a whole `<think>…</think>` block
+ * (Qwen3's template with enable_thinking false ends in an empty one; the model writes only the
+ * answer). '' for any other prompt: the R1-Zero text and the R1 system message quote the tags in
+ * their instructions, mid-text, which does not count. Only ASCII whitespace may follow the markup.
+ */
+export function promptThinkTail(prompt: string): string {
+  // The block's content holds no think tag, so the match starts at the last <think>.
+  const m = /<think>(?:(?:(?!<\/?think>)[\s\S])*<\/think>)?[ \t\n\v\f\r]*$/.exec(prompt);
+  return m ? m[0] : '';
+}
+
 /** The template already adds ". Assistant:"; a question's own final period would double it. */
 function templateQuestion(question: string): string {
   const trimmed = question.replace(/[ \t\n\v\f\r]+$/, '');
