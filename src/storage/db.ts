@@ -34,6 +34,8 @@ export type RunStatus = 'created' | 'running' | 'paused' | 'finished' | 'failed'
 export interface RunRecord {
   id: string;
   name: string;
+  /** The user's notes on the run (free text); absent on runs stored before runs had notes. */
+  notes?: string;
   status: RunStatus;
   /** The resolved run config (JSON-serialisable), stored with every run as DESIGN.md asks. */
   config: Record<string, unknown>;
@@ -76,6 +78,10 @@ export interface MetricsRecord {
   runId: string;
   step: number;
   values: FlatMetricsRow;
+  /** When the step ended (ms since epoch), for the charts' wall-clock axis; kept outside `values`
+   * so the metric exports stay the run's metrics. Absent on rows stored before it was recorded and
+   * on rows whose time is unknown (a history restored from a checkpoint). */
+  at?: number;
 }
 
 /** One step's samples; sequence i = b·G + g (group-major), as the trainer lays them out. */

@@ -10,6 +10,7 @@ import * as ckpt from './checkpoints';
 import * as runs from './runs';
 import * as history from './run-history';
 import * as recipes from './recipe-runs';
+import * as runFile from './run-file';
 import * as transfer from './transfer';
 import * as usage from './usage';
 import * as notices from './notices';
@@ -37,6 +38,16 @@ export {
   type RunHistoryMeta,
   type RunHistorySummary,
 } from './run-history';
+export {
+  RUN_FILE_EXTENSION,
+  RUN_FILE_FORMAT,
+  RUN_FILE_VERSION,
+  parseRunFile,
+  runFileName,
+  type ParsedRunFile,
+  type RunFileDocument,
+  type RunImportResult,
+} from './run-file';
 export {
   CHECKPOINT_FILE_EXTENSION,
   EXPORT_SCHEMA_VERSION,
@@ -124,8 +135,26 @@ export class GrpoStorage {
   }
 
   // Run histories: one run's metrics as a whole (the Runs panel, CSV / JSONL, chart overlay).
-  recordRunMetrics(meta: history.RunHistoryMeta, rows: FlatMetricsRow[]): Promise<RunRecord> {
-    return history.recordRunMetrics(this.db, meta, rows, this.now);
+  recordRunMetrics(
+    meta: history.RunHistoryMeta,
+    rows: FlatMetricsRow[],
+    times?: ReadonlyMap<number, number>,
+  ): Promise<RunRecord> {
+    return history.recordRunMetrics(this.db, meta, rows, this.now, times);
+  }
+  setRunNotes(id: string, notes: string): Promise<RunRecord> {
+    return runs.setRunNotes(this.db, id, notes, this.now);
+  }
+  /** A stored run as one file (run-file.ts), with its latest checkpoint when asked and present. */
+  exportRunFile(id: string, withCheckpoint = false): Promise<runFile.ExportedRunFile> {
+    return runFile.exportRunFile(this.db, id, withCheckpoint);
+  }
+  /** Imports a run file as a new run; a rejected file writes nothing. */
+  importRunFile(
+    bytes: Uint8Array,
+    options: runFile.RunImportOptions = {},
+  ): Promise<runFile.RunImportResult> {
+    return runFile.importRunFile(this.db, bytes, { ...this.options, ...options });
   }
   listRunHistories(): Promise<history.RunHistorySummary[]> {
     return this.noting((onSkip) => history.listRunHistories(this.db, onSkip));

@@ -33,6 +33,18 @@ export interface RunHistoryMeta {
 /** A run with its whole metrics history, in step order. */
 export interface RunHistory extends RunRecord {
   rows: FlatMetricsRow[];
+  /** When each row's step ended (ms since epoch), aligned with `rows`; null where unknown. */
+  times: Array<number | null>;
+}
+
+/** A new run's name when another run already has it: the date and time as the tiebreak
+ * ('countdown · tiny · 2026-11-27 19:20'), then a counter. */
+export function untakenName(name: string, taken: ReadonlySet<string>, t: number): string {
+  if (!taken.has(name)) return name;
+  const when = new Date(t).toISOString().slice(0, 16).replace('T', ' ');
+  const dated = `${name} · ${when}`;
+  if (!taken.has(dated)) return dated;
+  for (let k = 2; ; k++) if (!taken.has(`${dated} (${k})`)) return `${dated} (${k})`;
 }
 
 /** What the Runs panel lists. */
@@ -70,13 +82,17 @@ export class RunHistoryQuotaError extends StorageError {
 /**
  * Stores `rows` of a run (replacing rows of the same steps), creates or touches its run row, and
  * deletes the run's rows after the last of `rows`: all in one transaction. `rows` may be empty
- * (then only the run row is touched). Returns the run row as stored.
+ * (then only the run row is touched). `times` gives when steps ended (ms since epoch); a row
+ * without one keeps the time its step's stored row had (a restored history re-written). A new run
+ * whose name another run has gets the date as a tiebreak (untakenName). Returns the run row as
+ * stored.
  */
 export async function recordRunMetrics(
   db: GrpoDatabase,
   meta: RunHistoryMeta,
   rows: readonly FlatMetricsRow[],
   now: () => number = Date.now,
+  times: ReadonlyMap<number, number> = new Map(),
 ): Promise<RunRecord> {
   const sorted = [...rows].sort((a, b) => a.step - b.step);
   const last = sorted.at(-1)?.step;
@@ -86,6 +102,10 @@ export async function recordRunMetrics(
       const runs = tx.objectStore('runs');
       const existing = await runs.get(meta.id);
       const t = now();
+      const name = meta.name.trim() || meta.id;
+      const taken = existing
+        ? new Set<string>()
+        : new Set((await runs.getAll()).map((r) => r.name));
       stored = existing
         ? {
             ...existing,
@@ -95,7 +115,7 @@ export async function recordRunMetrics(
           }
         : {
             id: meta.id,
-            name: meta.name.trim() || meta.id,
+            name: untakenName(name, taken, t),
             status: 'running',
             config: meta.config,
             modelConfig: meta.modelConfig ?? null,
@@ -107,7 +127,9 @@ export async function recordRunMetrics(
       await runs.put(stored);
       const metrics = tx.objectStore('metrics');
       for (const values of sorted) {
+        const at = times.get(values.step) ?? (await metrics.get([meta.id, values.step]))?.at;
         const record: MetricsRecord = { runId: meta.id, step: values.step, values };
+        if (typeof at === 'number' && Number.isFinite(at)) record.at = at;
         await metrics.put(record);
       }
       if (last !== undefined) {
@@ -173,5 +195,11 @@ export async function getRunHistory(
   const run = await tx.objectStore('runs').get(id);
   if (!run) return undefined;
   const records = await tx.objectStore('metrics').getAll(prefixRange(id));
-  return { ...run, rows: readableMetricsRows(records, id, 'reading a run history', onSkip) };
+  const rows = readableMetricsRows(records, id, 'reading a run history', onSkip);
+  const at = new Map(records.map((r) => [r.step, r.at]));
+  const times = rows.map((r) => {
+    const t = at.get(r.step);
+    return typeof t === 'number' && Number.isFinite(t) ? t : null;
+  });
+  return { ...run, rows, times };
 }

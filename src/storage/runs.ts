@@ -34,9 +34,11 @@ export interface RunSummary extends RunRecord {
   latestStep: number | null;
 }
 
-const MAX_NAME_LENGTH = 200;
+export const MAX_NAME_LENGTH = 200;
+/** The longest notes a run keeps (a paragraph or a few; a file's notes are checked against it). */
+export const MAX_NOTES_LENGTH = 10_000;
 
-function cleanName(name: string): string {
+export function cleanName(name: string): string {
   const trimmed = typeof name === 'string' ? name.trim() : '';
   if (trimmed === '' || trimmed.length > MAX_NAME_LENGTH) {
     throw new CheckpointValidationError(
@@ -44,6 +46,16 @@ function cleanName(name: string): string {
     );
   }
   return trimmed;
+}
+
+export function cleanNotes(notes: string): string {
+  if (typeof notes !== 'string' || notes.length > MAX_NOTES_LENGTH) {
+    throw new CheckpointValidationError(
+      `run notes must be text of at most ${MAX_NOTES_LENGTH} characters, got ` +
+        (typeof notes === 'string' ? `${notes.length}` : typeof notes),
+    );
+  }
+  return notes.trim();
 }
 
 export async function createRun(
@@ -94,7 +106,7 @@ export async function listRuns(db: GrpoDatabase): Promise<RunSummary[]> {
 async function updateRun(
   db: GrpoDatabase,
   id: string,
-  change: Partial<Pick<RunRecord, 'name' | 'status'>>,
+  change: Partial<Pick<RunRecord, 'name' | 'notes' | 'status'>>,
   now: () => number,
 ): Promise<RunRecord> {
   let updated: RunRecord | undefined;
@@ -114,6 +126,16 @@ export async function renameRun(
   now: () => number = Date.now,
 ): Promise<RunRecord> {
   return updateRun(db, id, { name: cleanName(name) }, now);
+}
+
+/** Sets a run's notes (empty text clears them). */
+export async function setRunNotes(
+  db: GrpoDatabase,
+  id: string,
+  notes: string,
+  now: () => number = Date.now,
+): Promise<RunRecord> {
+  return updateRun(db, id, { notes: cleanNotes(notes) }, now);
 }
 
 export async function setRunStatus(

@@ -195,7 +195,7 @@ const isPosInt = (v: unknown): v is number => Number.isSafeInteger(v) && (v as n
 const isNonNegInt = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) >= 0;
 
 /** The first problem with a manifest's model config, or null. */
-function checkLlamaConfig(c: unknown): string | null {
+export function checkLlamaConfig(c: unknown): string | null {
   if (!isObject(c)) return 'modelConfig is not an object';
   if (!SUPPORTED_ARCHITECTURES.includes(c.architecture as SupportedArchitecture)) {
     return `modelConfig.architecture ${JSON.stringify(c.architecture)} is not supported`;

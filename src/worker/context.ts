@@ -7,6 +7,7 @@
 import type { AdapterSummary } from '../engine/device';
 import { createEngine, type Engine } from '../engine/engine';
 import { resolveConfig, type Config } from '../grpo/config';
+import { defaultRunName } from '../grpo/run-name';
 import { browserSandboxFactory } from '../rewards/reward-sandbox-browser';
 import type { SandboxFactory } from '../rewards/reward-sandbox';
 import { planRunMemory, Run } from '../train/run';
@@ -271,9 +272,13 @@ export class WorkerContext {
     };
   }
 
+  /** A new run's id and default name: task · model · the options that differ from defaults
+   * (grpo/run-name.ts; storage adds the date only when another run has the name). */
   newRunIds(config: Config): { id: string; name: string } {
-    const when = new Date().toISOString().slice(0, 16).replace('T', ' ');
-    return { id: crypto.randomUUID(), name: `${config.task} · ${when}` };
+    return {
+      id: crypto.randomUUID(),
+      name: defaultRunName(config, this.model?.identity.name ?? 'model'),
+    };
   }
 
   withPieces(report: StepReport, elapsedMs: number): UiStepReport {

@@ -18,6 +18,9 @@ export class RunHistoryWriter {
   #meta: RunHistoryMeta | null = null;
   /** Rows of the current run not stored yet, by step. */
   #pending = new Map<number, StoredRow>();
+  /** When each step of the current run ended (ms since epoch), for the wall-clock axis; a row
+   * adopted from a restored history has none (storage keeps the time it stored before). */
+  #times = new Map<number, number>();
   /** A step was recorded since the run was adopted: only then is anything of it written (a
    * restored run's later stored rows are replaced only once it trains on from there). */
   #stepped = false;
@@ -35,14 +38,16 @@ export class RunHistoryWriter {
   adopt(meta: RunHistoryMeta, history: readonly MetricsRow[]): void {
     this.#meta = meta;
     this.#pending = new Map(history.map((r) => [r.step, flat(r)]));
+    this.#times = new Map();
     this.#stepped = false;
   }
 
   /** One new step of the run: stored now, with any rows still waiting. */
-  record(meta: RunHistoryMeta, row: MetricsRow): void {
+  record(meta: RunHistoryMeta, row: MetricsRow, at: number = Date.now()): void {
     if (this.#meta?.id !== meta.id) this.adopt(meta, []);
     else this.#meta = meta;
     this.#pending.set(row.step, flat(row));
+    this.#times.set(row.step, at);
     this.#stepped = true;
     void this.flush();
   }
@@ -69,7 +74,7 @@ export class RunHistoryWriter {
     if (!meta || !this.#stepped || pending.size === 0) return;
     const batch = [...pending.values()];
     try {
-      await (await this.storage()).recordRunMetrics(meta, batch);
+      await (await this.storage()).recordRunMetrics(meta, batch, this.#times);
       // Stored: forget those rows (a row of the same step that arrived meanwhile stays).
       for (const row of batch) if (pending.get(row.step) === row) pending.delete(row.step);
       this.#reported = false;

@@ -165,7 +165,7 @@ test('two steps are stored, listed after a reload, downloaded as CSV and JSONL, 
   await expect(rows).toHaveCount(1);
   const row = rows.first();
   await expect(row).toHaveAttribute('data-steps', '2');
-  const runName = (await row.locator('td').first().textContent())!.trim();
+  const runName = (await row.getByTestId('run-name').textContent())!.trim();
 
   // CSV: step, then every metric key of the two steps in first-appearance order; the values are
   // those the charts had (the shortest digits that read back as the same number).

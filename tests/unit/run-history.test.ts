@@ -145,6 +145,8 @@ describe('recording a run', () => {
         { step: 1, reward: 0.5, loss: 0.1 },
         { step: 2, reward: 0.75, kl: 0.01 },
       ],
+      // Written without step times (storage/run-history.ts): unknown, not invented.
+      times: [null, null],
     });
     expect(await s.getRunHistory('nope')).toBeUndefined();
     expect((await s.listRunHistories()).map((r) => [r.id, r.steps, r.lastStep])).toEqual([

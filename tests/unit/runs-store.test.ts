@@ -109,37 +109,53 @@ describe('run history: the worker writes, the page lists', () => {
     expect(told().length).toBe(1);
   });
 
-  it('overlays a stored run and a seed of the Aha reference; deleting the run removes it', async () => {
+  it('overlays several runs at once (a stored run, a seed of the Aha reference); deleting the run removes its overlay', async () => {
     const { runs, writer } = await store();
-    writer.record(META, row(1, 0.5));
-    writer.record(META, row(2, 1));
+    writer.record(META, row(1, 0.5), 1_000);
+    writer.record(META, row(2, 1), 61_000);
     await writer.flush();
     await runs.overlayRun('r1');
-    expect(runs.overlay).toEqual({
-      id: 'r1',
-      name: 'Countdown',
-      source: 'run',
-      rows: [
-        { step: 1, metrics: { reward: 0.5, loss: -0.5 } },
-        { step: 2, metrics: { reward: 1, loss: -1 } },
-      ],
-    });
+    expect(runs.overlays).toEqual([
+      {
+        id: 'r1',
+        name: 'Countdown',
+        source: 'run',
+        rows: [
+          { step: 1, metrics: { reward: 0.5, loss: -0.5 } },
+          { step: 2, metrics: { reward: 1, loss: -1 } },
+        ],
+        times: [1_000, 61_000],
+        createdAt: expect.any(Number),
+      },
+    ]);
     await expect(runs.overlayRun('gone')).rejects.toThrow('no longer stored');
 
     expect(await runs.ahaSeeds()).toEqual(AHA_REFERENCE.seeds.map((s) => s.seed));
     await runs.overlayAha(2);
     const seed = AHA_REFERENCE.seeds.find((s) => s.seed === 2)!;
-    expect([runs.overlay?.name, runs.overlay?.tag]).toEqual([
-      'Aha reference, seed 2',
-      'Aha seed 2',
+    expect(runs.overlays.map((o) => [o.name, o.tag])).toEqual([
+      ['Countdown', undefined],
+      ['Aha reference, seed 2', 'Aha seed 2'],
     ]);
-    expect(runs.overlay?.rows.map((r) => r.step)).toEqual(seed.steps);
-    expect(runs.overlay?.rows.map((r) => r.metrics.accuracy ?? null)).toEqual(seed.curves.accuracy);
+    const aha = runs.overlays[1];
+    expect(aha.rows.map((r) => r.step)).toEqual(seed.steps);
+    expect(aha.rows.map((r) => r.metrics.accuracy ?? null)).toEqual(seed.curves.accuracy);
+    // The live run and both overlays, each with its own legend text: the stored run of the live
+    // run's name shows its creation date (UTC) as the tiebreak.
+    const tags = runs.tags('Countdown');
+    expect([tags[0], tags[2]]).toEqual(['Countdown', 'Aha seed 2']);
+    expect(tags[1]).toMatch(/^Count… \d\d-\d\d \d\d:\d\d$/);
+    // On the wall-clock axis the stored run's rows sit at minutes since its first step.
+    runs.xAxis = 'wall';
+    expect(runs.sources('live').map((s) => s.xs)).toEqual([[0, 1], seed.steps.map(() => null)]);
 
-    await runs.overlayRun('r1');
+    await runs.overlayRun('r1'); // again: stays one overlay
+    expect(runs.overlays.map((o) => o.id)).toEqual(['aha:2', 'r1']);
     await runs.remove('r1');
-    expect(runs.overlay).toBeNull();
+    expect(runs.overlays.map((o) => o.id)).toEqual(['aha:2']);
     expect(runs.list).toEqual([]);
+    runs.clearOverlay();
+    expect(runs.overlays).toEqual([]);
   });
 });
 
@@ -165,6 +181,7 @@ describe('chart overlay series', () => {
         ],
         color: 'color-mix(in srgb, var(--series-1) 55%, transparent)',
         dashed: true,
+        dash: '5 3',
         overlay: true,
       },
     ]);
