@@ -1,8 +1,9 @@
 // Learn mode on the built app, in Chromium on SwiftShader: after one tiny step with μ = 1 Inspect's
 // Clipped mode and Learn say no token can be clipped and the movement table prints each token's decoded text beside its Δ;
 // "See it with μ = 2" asks before discarding the unsaved step, sets numIterations = 2 in the options,
-// starts a fresh run and takes its step, whose Learn page explains the passes and shows the
-// trainer's clip ratios. The Paper view draws both figures and links the four papers.
+// starts a fresh run and takes its step, whose Learn page explains the passes and sets each pass's
+// trainer values beside the same values recomputed from that pass's log-probs, every ✓ between two
+// printed numbers that agree. The Paper view draws both figures and links the four papers.
 import { expect, test } from '@playwright/test';
 import { watchErrors } from './support/watch-errors';
 
@@ -45,7 +46,18 @@ test('μ = 1 note, token text, one click to μ = 2, and the Paper figures', asyn
     expect(t).not.toMatch(/^#\d+$/);
   }
   await expect(page.getByTestId('clip-drawn-for')).toContainText('Drawn for |A| = 1');
+  await expect(page.getByTestId('update-checks').getByTestId('check-pass')).toHaveCount(0);
+  await expect(page.getByTestId('update-checks').getByTestId('check-verdict').first()).toHaveText(
+    '✓ matches the trainer',
+  );
 
+  // The μ = 2 run samples 4 completions of up to 48 tokens, so that its group's rewards differ
+  // (8-token completions never finish the format: every advantage would be 0 and every check a
+  // trivial 0 = 0). The options wait for the Reset the μ = 2 button makes.
+  await page.getByTestId('nav-train').click();
+  await page.locator('#opt-numGenerations').fill('4');
+  await page.locator('#opt-maxCompletionLength').fill('48');
+  await page.getByTestId('nav-learn').click();
   // One click to μ = 2: the unsaved step is asked about, then a fresh run takes its step.
   await page.getByTestId('try-mu2').click();
   await expect(page.getByTestId('discard-dialog')).toHaveAttribute('data-action', 'reset');
@@ -60,6 +72,44 @@ test('μ = 1 note, token text, one click to μ = 2, and the Paper figures', asyn
     /clipped\s+low \d+\.\d%, high \d+\.\d%, any \d+\.\d%/,
   );
   console.log(`μ = 2 step: ${await page.getByTestId('clip-trainer').innerText()}`);
+  // Like with like: each pass's trainer value beside the same value recomputed from that pass's
+  // log-probs, the pass named, and every ✓ between two printed numbers that agree within the
+  // stated tolerance, 10⁻⁵ + 10⁻⁴·|trainer| (plus the print's rounding).
+  const checks = page.getByTestId('update-checks').getByTestId('check-line');
+  await expect(checks).toHaveCount(4); // loss and clip ratio of pass 1 and of pass 2
+  const printed = (s: string) =>
+    s.endsWith('%') ? Number(s.slice(0, -1).replace('−', '-')) / 100 : Number(s.replace('−', '-'));
+  for (let i = 0; i < 4; i++) {
+    const row = checks.nth(i);
+    const pass = await row.getAttribute('data-pass');
+    await expect(row.getByTestId('check-pass')).toHaveText(`pass ${pass} of 2`);
+    const trainer = printed(await row.getByTestId('check-trainer').innerText());
+    const recomputed = printed(await row.getByTestId('check-recomputed').innerText());
+    const verdict = await row.getByTestId('check-verdict').innerText();
+    console.log(`μ = 2 check: ${await row.innerText()}`);
+    expect(verdict).toBe('✓ matches the trainer');
+    const slack = (await row.getAttribute('data-key')) === 'clip' ? 5e-5 : 1e-6;
+    expect(Math.abs(trainer - recomputed)).toBeLessThanOrEqual(
+      1e-5 + 1e-4 * Math.abs(trainer) + slack,
+    );
+  }
+  // Real numbers, not 0 = 0: the group's rewards differed, so the passes' losses are not 0.
+  const values = await page
+    .getByTestId('update-checks')
+    .getByTestId('check-trainer')
+    .allInnerTexts();
+  expect(
+    values.map(printed).some((v) => v !== 0),
+    `pass values ${values}`,
+  ).toBe(true);
+  await expect(page.getByTestId('logged-note')).toContainText('mean of the 2 passes');
+  await expect(page.getByTestId('loss-note')).toHaveCount(0);
+  // Inspect's Clipped marks at μ = 2 are the tokens pass 2 clipped, checked against that pass.
+  await page.getByTestId('nav-inspect').click();
+  await page.getByRole('radio', { name: 'Clipped' }).check();
+  await expect(page.getByTestId('inspect-clip-pass')).toContainText('pass 2 of 2');
+  await expect(page.getByTestId('inspect-clip-verdict')).toHaveText('✓ matches');
+  await page.getByTestId('nav-learn').click();
 
   // The Paper view: both figures, the transcript's reflection, the four links.
   await page.getByTestId('nav-paper').click();
