@@ -3,7 +3,8 @@
 // after a device loss, and the test hooks that read or break the run on purpose.
 import { resolveConfig, type ConfigInput } from '../grpo/config';
 import { scoreCompletions } from '../grpo/score-completions';
-import { runState, type WorkerContext } from './context';
+import { TrainingDivergedError } from '../grpo/trainer';
+import { message, runState, type WorkerContext } from './context';
 import type { RunState } from './protocol';
 
 export function runService(ctx: WorkerContext) {
@@ -68,8 +69,15 @@ export function runService(ctx: WorkerContext) {
           return ctx.pauseRequested;
         });
         if (end === 'finished') stopped = 'finished';
-      } catch {
+      } catch (err) {
         stopped = ctx.lost ? 'lost' : 'error';
+        // As a single Step's failure is (ctx.oneStep): the page shows why the run stopped.
+        if (!ctx.lost)
+          ctx.emit({
+            type: 'error',
+            message: message(err),
+            diverged: err instanceof TrainingDivergedError,
+          });
       }
       ctx.applyQueuedOptions(r);
       if (ctx.lost) stopped = 'lost';

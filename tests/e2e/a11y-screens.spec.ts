@@ -169,7 +169,7 @@ test('with a loaded model and one step: every view, both themes, both sizes', as
   await expect(page.getByTestId('model-loaded')).toBeVisible({ timeout: STEP_TIMEOUT });
   await page.getByTestId('step').click();
   await expect(page.getByTestId('step-counter')).toContainText('step 1', { timeout: STEP_TIMEOUT });
-  await expect(page.getByTestId('status')).toHaveText('Paused', { timeout: STEP_TIMEOUT });
+  await expect(page.getByTestId('status')).toHaveText('Ready', { timeout: STEP_TIMEOUT });
 
   // Each view's content, rendered with step 1's data; a view added later (its nav link) is
   // walked too, once its first heading shows.

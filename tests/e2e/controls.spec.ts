@@ -47,14 +47,14 @@ test('S steps; Reset with unsaved steps asks and Cancel keeps the run; Pause ans
   await page.locator('body').click({ position: { x: 5, y: 300 } });
   await page.keyboard.press('s');
   await expect(page.getByTestId('step-counter')).toContainText('step 1', { timeout: STEP_TIMEOUT });
-  await expect(page.getByTestId('status')).toHaveText('Paused');
+  await expect(page.getByTestId('status')).toHaveText('Ready');
   // In a text field S is a letter, not a step.
   await page.locator('#opt-temperature').focus();
   await expect(page.locator('#opt-temperature')).toBeFocused();
   await page.keyboard.press('s');
   await page.locator('body').click({ position: { x: 5, y: 300 } });
   await expect(page.getByTestId('chart-reward')).toHaveAttribute('data-points', '1');
-  await expect(page.getByTestId('status')).toHaveText('Paused');
+  await expect(page.getByTestId('status')).toHaveText('Ready');
   await expect(page.getByTestId('unsaved')).toContainText('1 unsaved step');
 
   // Reset would lose step 1: it asks, and Cancel (or Escape) keeps everything.

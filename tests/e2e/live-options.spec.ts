@@ -30,7 +30,7 @@ async function stepTo(page: Page, step: number) {
   await expect(page.getByTestId('step-counter')).toContainText(`step ${step}`, {
     timeout: STEP_TIMEOUT,
   });
-  await expect(page.getByTestId('status')).toHaveText('Paused', { timeout: STEP_TIMEOUT });
+  await expect(page.getByTestId('status')).toHaveText('Ready', { timeout: STEP_TIMEOUT });
 }
 
 /** Sets a number option, opening its folded group first. */

@@ -157,7 +157,7 @@ test('LoRA trains 3 steps, the adapter exports and loads back with the same log-
       await expect(page.getByTestId('step-counter')).toContainText(`step ${step}`, {
         timeout: STEP_TIMEOUT,
       });
-      await expect(page.getByTestId('status')).toHaveText('Paused', { timeout: STEP_TIMEOUT });
+      await expect(page.getByTestId('status')).toHaveText('Ready', { timeout: STEP_TIMEOUT });
       console.log(`LoRA step ${step}: ${((Date.now() - started) / 1000).toFixed(1)} s`);
     }
     const history = await page.evaluate(() =>

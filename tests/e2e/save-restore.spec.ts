@@ -56,7 +56,7 @@ async function step(page: Page, expected: number) {
   await expect(page.getByTestId('step-counter')).toContainText(`step ${expected}`, {
     timeout: STEP_TIMEOUT,
   });
-  await expect(page.getByTestId('status')).toHaveText('Paused', { timeout: STEP_TIMEOUT });
+  await expect(page.getByTestId('status')).toHaveText('Ready', { timeout: STEP_TIMEOUT });
 }
 
 /** Save now in the Checkpoints view, then back to Train; resolves once the new row is listed. */

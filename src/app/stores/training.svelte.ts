@@ -17,6 +17,10 @@ import { estimate } from '../lib/format';
 import { withOptions } from '../lib/pending';
 import { msg, type Shell } from './shell';
 
+/** The title of the options store's notice that a preset is in the form, waiting for a new run
+ * (OptionsStore.usePreset); a new run dismisses it. */
+const PRESET_PENDING = /^The '[^']+' preset is in the options$/;
+
 /** Step reports kept in memory for the inspector (the metrics history keeps every step). */
 export const MAX_REPORTS = 300;
 
@@ -50,6 +54,12 @@ export class TrainingStore {
   #pausing = $state(false);
   #activity: StepActivity | null = $state.raw(null);
   #deviceLost: DeviceLost | null = $state.raw(null);
+  /** The failure already in a banner during this Step or Run: the worker's 'error' event and the
+   * rejected call carry the same message, and it is shown once. */
+  #failureShown: string | null = null;
+  /** What last set the run going from this page: one Step, or Run (null: neither since adopted).
+   * The header says "Paused" only after a Run was stopped, not after a single Step. */
+  #lastAction: 'step' | 'run' | null = $state(null);
 
   #timing = $derived.by(() =>
     estimate(this.#stepMs, (this.#applied?.steps ?? this.shell.options.draft.steps) - this.#step),
@@ -113,6 +123,9 @@ export class TrainingStore {
   get timing() {
     return this.#timing;
   }
+  get lastAction() {
+    return this.#lastAction;
+  }
 
   /** The worker's events about the run; false for an event that is not the run's. */
   onEvent(e: TrainerEvent): boolean {
@@ -157,8 +170,7 @@ export class TrainingStore {
           );
         return true;
       case 'error':
-        this.shell.notify(
-          'error',
+        this.reportFailure(
           e.diverged ? 'Training stopped: the updates diverged' : 'Training stopped',
           e.message,
         );
@@ -190,6 +202,9 @@ export class TrainingStore {
     // A run is adopted at step 0 or at the checkpoint it was restored from: nothing to lose yet.
     shell.checkpoints.noteAdopted(run.step);
     shell.followNewRun(fresh, run.step);
+    if (!sameRun || fresh) this.#lastAction = null;
+    // A new run took the draft: a notice that a preset waits for the next run is done with.
+    if (fresh) for (const b of shell.banners) if (PRESET_PENDING.test(b.title)) shell.dismiss(b.id);
     // The worker builds a new run here: its evaluations start over.
     this.#evals = [];
     this.#bestEval = null;
@@ -271,15 +286,34 @@ export class TrainingStore {
 
   async stepOnce(): Promise<void> {
     if (!(await this.ensureConfigured())) return;
-    await this.shell.task('Step', () => this.shell.api.step(), 'The step failed');
+    this.#lastAction = 'step';
+    this.#failureShown = null;
+    await this.shell.busyWith('Step', async () => {
+      try {
+        await this.shell.api.step();
+      } catch (err) {
+        this.reportFailure('Training stopped', msg(err));
+      }
+    });
+  }
+
+  /** One banner per failure: the event and the call's rejection arrive on separate channels, in
+   * either order, with the same message. */
+  private reportFailure(title: string, message: string) {
+    const text = msg(message);
+    if (this.#failureShown === text) return;
+    this.#failureShown = text;
+    this.shell.notify('error', title, text);
   }
 
   async run(): Promise<void> {
     if (!(await this.ensureConfigured())) return;
+    this.#lastAction = 'run';
+    this.#failureShown = null;
     try {
       await this.shell.api.run();
     } catch (err) {
-      this.shell.notify('error', 'Training stopped', msg(err));
+      this.reportFailure('Training stopped', msg(err));
     }
   }
 
