@@ -143,8 +143,26 @@ export function peftAdapterConfig(
 export interface PeftExportInput {
   config: LlamaConfig;
   lora: LoraWeights;
-  /** adapter_config.json's base_model_name_or_path (the base model's folder, hub id or label). */
+  /** adapter_config.json's base_model_name_or_path (the base model's folder, hub id or label;
+   * baseModelName() turns a page's label into what PEFT expects there). */
   baseModelNameOrPath?: string | null;
+}
+
+/**
+ * What adapter_config.json's base_model_name_or_path says for a model the page or the CLI loaded:
+ * PEFT's from_pretrained loads the base from it, so a Hugging Face URL becomes its hub id
+ * ('https://huggingface.co/org/model/resolve/main/' → 'org/model'), the bundled model's label
+ * loses its '(bundled)', and a folder's name or path stays as it is.
+ */
+export function baseModelName(label: string | null | undefined): string | null {
+  const name = label?.trim();
+  if (!name) return null;
+  const hub =
+    /^https:\/\/huggingface\.co\/([\w.-]+\/[\w.-]+)(?:\/(?:resolve|tree|blob)\/[^?#]*)?\/?$/.exec(
+      name,
+    );
+  if (hub) return hub[1];
+  return name.replace(/\s+\(bundled\)$/, '');
 }
 
 /** The adapter folder's files: adapter_config.json and adapter_model.safetensors (F32). */
@@ -153,7 +171,7 @@ export function exportPeftAdapter(input: PeftExportInput): Map<string, Uint8Arra
     ...t,
     name: PEFT_KEY_PREFIX + t.name,
   }));
-  const config = peftAdapterConfig(input.lora.options, input.baseModelNameOrPath ?? null);
+  const config = peftAdapterConfig(input.lora.options, baseModelName(input.baseModelNameOrPath));
   return new Map([
     [PEFT_CONFIG_FILE, new TextEncoder().encode(JSON.stringify(config, null, 2) + '\n')],
     [

@@ -247,7 +247,8 @@ test('LoRA trains 3 steps, the adapter exports and loads back with the same log-
       .setInputFiles(mergedPaths);
     await expect(page.getByTestId('memory-plan')).toContainText('fits', { timeout: 60_000 });
     await page.getByTestId('load-model').click();
-    await expect(page.getByTestId('model-loaded')).toContainText('selected files', {
+    // Picked as files (no folder): named after its config (src/app/lib/model-name.ts).
+    await expect(page.getByTestId('model-loaded')).toContainText('LlamaForCausalLM (', {
       timeout: STEP_TIMEOUT,
     });
     const fromMerged = await logProbs(page);

@@ -8,7 +8,9 @@
 //   real, lose the GPU device through the test hook (?test-hooks=1), see the banner, resume from the
 //   checkpoint on a new device, train on;
 // - drag and drop: the bundled model's real files dropped on the model panel (a scripted
-//   DataTransfer) show the drop state, preview and load like the file inputs;
+//   DataTransfer) show the drop state, preview and load like the file inputs; picked as a directory
+//   they are named after the folder; a step of 2-token completions earns no reward, and the Train
+//   view's no-signal note says so;
 // - a model URL of another https origin (a Hugging Face /resolve/ URL, answered here by page.route)
 //   is not blocked by the production CSP (sent with the worker scripts as nginx does), an http one of
 //   another origin is, and a model too large for the device says so before anything is loaded.
@@ -263,8 +265,45 @@ test('drag and drop: the bundled model files dropped on the model panel preview 
   await expect(page.getByTestId('memory-plan')).toContainText('fits');
   await page.getByTestId('load-model').click();
   const loaded = page.getByTestId('model-loaded');
-  await expect(loaded).toContainText('4 dropped files', { timeout: STEP_TIMEOUT });
+  // Loose files, no folder and no _name_or_path in config.json: the model is called what it is.
+  await expect(loaded).toContainText('LlamaForCausalLM (', { timeout: STEP_TIMEOUT });
+  await expect(loaded).not.toContainText('dropped files');
   await shoot(page, 'model-dropped');
+
+  // Picked as a directory, the same files are called after their folder (webkitRelativePath's
+  // first segment), and the button loads them rather than "reloads" a model not loaded yet.
+  await page.locator('input[type="file"][webkitdirectory]').setInputFiles(MODEL_DIR);
+  await expect(page.getByTestId('model-name')).toHaveText('tiny-reasoner', { timeout: 60_000 });
+  await expect(page.getByTestId('model-source')).toContainText('folder tiny-reasoner (');
+  await expect(page.getByTestId('load-model')).toHaveText('Load model');
+  await page.getByTestId('load-model').click();
+  await expect(loaded).toContainText('tiny-reasoner', { timeout: STEP_TIMEOUT });
+  await expect(page.getByTestId('load-model')).toHaveText('Reload model');
+
+  // A run whose rewards are all 0 (2-token completions hold no <think>…<answer>): from its first
+  // step the Train view says so beside the charts, with the causes the numbers point at (the 3-step
+  // "stuck" form is unit-tested on metric rows: tests/unit/no-signal.test.ts).
+  const budget = page.locator('#opt-maxCompletionLength');
+  await budget.evaluate((el) => {
+    const details = el.closest('details');
+    if (details) details.open = true;
+  });
+  await budget.fill('2');
+  const note = page.getByTestId('no-signal');
+  await expect(note).toHaveCount(0);
+  await page.getByTestId('step').click();
+  await expect(page.getByTestId('step-counter')).toContainText('step 1', {
+    timeout: STEP_TIMEOUT,
+  });
+  // After a single Step the run is ready for the next one, not "Paused".
+  await expect(page.getByTestId('status')).toHaveText('Ready', { timeout: STEP_TIMEOUT });
+  await expect(note).toBeVisible();
+  await expect(note).toHaveAttribute('role', 'status');
+  await expect(note).toHaveAttribute('data-kind', 'tie');
+  await expect(note).toContainText('No signal at step 1');
+  await expect(note).toContainText('100% of the completions were cut at 2 tokens');
+  await expect(note).toContainText('The format reward never fires');
+  await expect(note).toContainText('out of the model’s reach');
 
   // The keyboard route is still there: the source radios and the choose buttons.
   await page.getByRole('radio', { name: 'Local folder' }).focus();
