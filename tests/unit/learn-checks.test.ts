@@ -9,7 +9,15 @@ import { describe, expect, it } from 'vitest';
 import { render } from 'svelte/server';
 import LearnView from '../../src/app/learn/LearnView.svelte';
 import { clipMarks, passChecks } from '../../src/app/learn/checks';
-import { clipRegime, lossNote, NEAR_ZERO_SHARE, tourUpdateText } from '../../src/app/learn/notes';
+import {
+  clipRegime,
+  groupTeachesNothing,
+  lossNote,
+  NEAR_ZERO_SHARE,
+  perTokenLoss,
+  sumIsZeroByConstruction,
+  tourUpdateText,
+} from '../../src/app/learn/notes';
 import { MATCH_TOLERANCE, matches } from '../../src/app/learn/derive';
 import { computeAdvantages } from '../../src/grpo/advantages';
 import { resolveConfig, type Config } from '../../src/grpo/config';
@@ -299,6 +307,11 @@ describe('Learn: every ✓ and every sentence, on every setting', () => {
         expect(note!.kind).toBe(s.lossType === 'grpo' ? 'near-zero' : 'not-near-zero');
     }
 
+    // The update names the run's own per-token loss; a tied group is called signal-free only
+    // when its advantages are 0; Σ A ≈ 0 "by construction" holds for group scaling.
+    expect(body).toContain(perTokenLoss(config));
+    expect(textOf(body, 'group-no-signal') !== null).toBe(s.zeroAdvantages);
+    expect(body).toContain('(≈ 0 by construction');
     // KL: its text only with β > 0; the β = 0 note names what this run's reference would be.
     const noKl = textOf(body, 'no-kl-note');
     if (s.beta > 0) expect(noKl).toBeNull();
@@ -382,6 +395,38 @@ describe('Learn: every ✓ and every sentence, on every setting', () => {
       for (const c of g.completions) c.logpAfter = c.logp.map((v) => v + 1);
     expect(clipMarks(r1, c1)).toMatchObject({ source: 'after', trainer: null });
     expect(clipMarks(r1, c1).clipped).toBeGreaterThan(0);
+  });
+
+  it('GDPO: a tied group is not called signal-free, nor its Σ A zero by construction', () => {
+    // normalize_then_sum re-normalises over the batch (docs/grpo.md §2): a tied group can get
+    // A ≠ 0 and a non-zero sum.
+    const tied = {
+      scale: 'group',
+      allEqual: true,
+      sum: 1.2,
+      rows: [0.3, 0.3, 0.3, 0.3].map((reported) => ({ reported })),
+    };
+    expect(groupTeachesNothing(tied)).toBe(false);
+    expect(
+      groupTeachesNothing({ ...tied, sum: 0, rows: tied.rows.map(() => ({ reported: 0 })) }),
+    ).toBe(true);
+    expect(
+      sumIsZeroByConstruction(
+        { ...tied, sum: 0 },
+        { multiObjectiveAggregation: 'normalize_then_sum' },
+      ),
+    ).toBe(false);
+    expect(
+      sumIsZeroByConstruction(
+        { ...tied, sum: 0 },
+        { multiObjectiveAggregation: 'sum_then_normalize' },
+      ),
+    ).toBe(true);
+    expect(sumIsZeroByConstruction(tied, {})).toBe(false);
+    expect(perTokenLoss({ lossType: 'sapo', beta: 0 })).toBe(
+      'ℓ = −A·(4/τ)·σ(τ(ρ − 1)) (β = 0: no KL term)',
+    );
+    expect(perTokenLoss({ lossType: 'dapo', beta: 0.04 })).toBe('ℓ = −min(ρA, clip(ρ)A) + β·k3');
   });
 
   it('the tour’s update stop says what the current μ, ε and β do', () => {

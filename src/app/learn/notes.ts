@@ -188,3 +188,45 @@ export function tourUpdateText(s: TourSettings | null): string {
       : ' β = 0: no KL penalty.';
   return `${head} ${clip}${kl} ${tail}`;
 }
+
+// ---------------------------------------------------------------------------------------------
+// The per-token loss and the advantages' sums (docs/grpo.md §2–§3)
+// ---------------------------------------------------------------------------------------------
+
+/** The run's per-token loss ℓ as the update section writes it (CISPO and SAPO have their own). */
+export function perTokenLoss(config: Pick<NoteConfig, 'lossType' | 'beta'>): string {
+  const kl = config.beta > 0 ? ' + β·k3' : ' (β = 0: no KL term)';
+  if (config.lossType === 'cispo') return `ℓ = −min(ρ, ε_high)·A·log π (ρ detached)${kl}`;
+  if (config.lossType === 'sapo') return `ℓ = −A·(4/τ)·σ(τ(ρ − 1))${kl}`;
+  return `ℓ = −min(ρA, clip(ρ)A)${kl}`;
+}
+
+/** What the advantage walk of one group needs for its sentences. */
+export interface GroupAdvantages {
+  scale: string;
+  allEqual: boolean;
+  sum: number;
+  rows: readonly { reported: number }[];
+}
+
+/**
+ * Whether "Σ A ≈ 0 by construction" is true of this group: the mean subtracted is the group's own
+ * ('group' and 'none', and 'batch' whose mean is still per group, docs/grpo.md §2) and no batch-wide
+ * normalisation follows (GDPO's normalize_then_sum re-normalises the sum over the batch); the
+ * numbers must agree too.
+ */
+export function sumIsZeroByConstruction(
+  walk: GroupAdvantages,
+  config: Partial<Pick<Config, 'multiObjectiveAggregation'>>,
+): boolean {
+  return config.multiObjectiveAggregation !== 'normalize_then_sum' && Math.abs(walk.sum) <= 1e-4;
+}
+
+/**
+ * Whether "every advantage of this group is exactly 0: it teaches nothing" is true: its rewards
+ * are all equal and the trainer's advantages are 0 (under GDPO a tied group can still get a
+ * non-zero advantage from the batch-wide normalisation).
+ */
+export function groupTeachesNothing(walk: GroupAdvantages): boolean {
+  return walk.allEqual && walk.rows.every((r) => r.reported === 0);
+}
