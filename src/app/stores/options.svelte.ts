@@ -1,7 +1,8 @@
 // The page's store of the run's options: the draft config the forms edit (nulls kept), the
-// imported JSONL dataset, the draft resolved against the config schema, and how it differs from
-// the run the worker holds (pending live options, options that wait for a Reset). It mirrors what
-// the run service takes (configure, applyOptions); presets and shared links write the draft.
+// imported dataset (any file the importer reads, as the jsonl task's text), the draft resolved
+// against the config schema, and how it differs from the run the worker holds (pending live
+// options, options that wait for a Reset). It mirrors what the run service takes (configure,
+// applyOptions); presets and shared links write the draft.
 import {
   configToUrlParams,
   configWarningsByKey,
@@ -15,7 +16,15 @@ import {
 import { PRESETS, type PresetName } from '../../grpo/presets';
 import { CUSTOM_REWARD_PREFIX } from '../../rewards/rewards';
 import { customRewardCode, withoutCustomRewards } from '../../rewards/reward-id';
-import { parseJsonlDataset } from '../../tasks/jsonl';
+import { JSONL_FILE_LIMIT, parseJsonlDataset, type JsonlChecker } from '../../tasks/jsonl';
+import { overLimitMessage } from '../../core/limits';
+import {
+  DatasetError,
+  formatColumnMapping,
+  importPromptDataset,
+  type ColumnRole,
+  type DatasetFile,
+} from '../../tasks/datasets';
 import { changedOptions, splitPending } from '../lib/pending';
 import { optionLabel } from '../lib/options';
 import { PLAYGROUND_DEFAULTS, msg, type JsonlImport, type Shell } from './shell';
@@ -50,7 +59,7 @@ export class OptionsStore {
 
   #configError: string | null = $derived(
     this.#resolved.error ??
-      (this.draft.task === 'jsonl' && !this.#jsonl ? 'Import a JSONL dataset first.' : null),
+      (this.draft.task === 'jsonl' && !this.#jsonl ? 'Import a dataset first.' : null),
   );
 
   private readonly shell: Shell;
@@ -142,13 +151,46 @@ export class OptionsStore {
     );
   }
 
-  importJsonl(name: string, text: string) {
+  /**
+   * Imports dataset files as the jsonl task's data: one file, or several shards of one format
+   * (.parquet, .jsonl, .json, .csv), read by the importer (src/tasks/datasets) with its layout
+   * recognised. The draft takes the file name as `path`, the user's mapping as `columns` and, on a
+   * first import, the checker the layout wants (gsm8k, MATH). Throws DatasetError for a file that
+   * cannot be read (the message names it).
+   */
+  async importDataset(files: readonly DatasetFile[], columns = ''): Promise<void> {
+    const d = await importPromptDataset(files, { columns });
+    const remap = this.#jsonl?.dataset?.files === files;
+    const name =
+      files.length === 1 ? files[0].name : `${files[0].name} (+${files.length - 1} shards)`;
     const options = this.draft.task === 'jsonl' ? this.draft.taskOptions : {};
-    const preview = parseJsonlDataset(text, {
-      checker: (options.checker as 'exact' | 'numeric' | 'choice') ?? 'exact',
+    const checker = ((!remap && d.checker) || options.checker || 'exact') as JsonlChecker;
+    this.draft.taskOptions = { ...options, path: name, checker, columns };
+    const preview = parseJsonlDataset(d.text, {
+      checker,
       tolerance: Number(options.tolerance ?? 1e-6),
     });
-    this.#jsonl = { name, text, preview };
+    this.#jsonl = { name, text: d.text, preview, dataset: { ...d, files, userColumns: columns } };
+  }
+
+  /** Picked files (File objects) imported: their total size is checked before any is read. */
+  async importFiles(picked: readonly File[]): Promise<void> {
+    const size = picked.reduce((s, f) => s + f.size, 0);
+    if (size > JSONL_FILE_LIMIT.max)
+      throw new DatasetError(
+        `${picked.length === 1 ? picked[0].name : `${picked.length} files`}: ${overLimitMessage('size', size, JSONL_FILE_LIMIT)} (a dataset)`,
+      );
+    const files = await Promise.all(
+      picked.map(async (f) => ({ name: f.name, bytes: new Uint8Array(await f.arrayBuffer()) })),
+    );
+    await this.importDataset(files);
+  }
+
+  /** The imported files read again with `role` mapped to `column` (the preview's selects). */
+  remapColumn(role: ColumnRole, column: string): Promise<void> {
+    const d = this.#jsonl?.dataset;
+    if (!d) return Promise.resolve();
+    return this.importDataset(d.files, formatColumnMapping({ ...d.mapping, [role]: column }));
   }
 
   /** The draft as a link (its config in the query, the view in the hash). */

@@ -4,6 +4,7 @@
 // (../session.svelte.ts) composes them.
 import type { ConfigInput } from '../../grpo/config';
 import type { JsonlDataset } from '../../tasks/jsonl';
+import type { DatasetFile, ImportedDataset } from '../../tasks/datasets';
 import type { Session } from '../session.svelte';
 
 /** The session as its stores see it. */
@@ -26,8 +27,13 @@ export const PLAYGROUND_DEFAULTS: Partial<ConfigInput> = {
 
 export interface JsonlImport {
   name: string;
+  /** The jsonl task's text: the file's own for native JSONL, else the rows as the importer
+   * wrote them (src/tasks/datasets). */
   text: string;
   preview: JsonlDataset;
+  /** What the importer found in the files the user picked (layout, mapping, rows), and the
+   * files, kept so a new column mapping re-reads them. */
+  dataset?: ImportedDataset & { files: readonly DatasetFile[]; userColumns: string };
 }
 
 /** An error's message as a banner shows it. */

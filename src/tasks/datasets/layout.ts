@@ -41,12 +41,13 @@ const GUESSES: Record<'prompt' | 'answer' | 'completion', readonly string[]> = {
 export function recognisePromptLayout(columns: readonly string[]): RecognisedLayout {
   if (has(columns, 'nums', 'target') && !columns.includes('prompt'))
     return { layout: 'countdown', mapping: { nums: 'nums', target: 'target' } };
+  const answer = columns.includes('answer') ? { answer: 'answer' } : {};
   if (columns.includes('messages'))
-    return { layout: 'prompt-answer', mapping: { prompt: 'messages', answer: 'answer' } };
+    return { layout: 'prompt-answer', mapping: { prompt: 'messages', ...answer } };
   if (has(columns, 'prompt', 'solution') && !columns.includes('answer'))
     return { layout: 'trl', mapping: { prompt: 'prompt', answer: 'solution' } };
   if (columns.includes('prompt'))
-    return { layout: 'prompt-answer', mapping: { prompt: 'prompt', answer: 'answer' } };
+    return { layout: 'prompt-answer', mapping: { prompt: 'prompt', ...answer } };
   if (has(columns, 'question', 'answer'))
     return { layout: 'gsm8k', mapping: { prompt: 'question', answer: 'answer' } };
   if (columns.includes('problem') && (columns.includes('answer') || columns.includes('solution')))
@@ -58,8 +59,8 @@ export function recognisePromptLayout(columns: readonly string[]): RecognisedLay
   const mapping: ColumnMapping = {};
   const prompt = guess('prompt');
   if (prompt) mapping.prompt = prompt;
-  const answer = GUESSES.answer.find((c) => columns.includes(c) && c !== prompt);
-  if (answer) mapping.answer = answer;
+  const guessed = GUESSES.answer.find((c) => columns.includes(c) && c !== prompt);
+  if (guessed) mapping.answer = guessed;
   return { layout: 'custom', mapping };
 }
 
