@@ -114,6 +114,10 @@ function jsonl(problems: readonly Problem[], config: Config): string {
     .map((p) => {
       const f = formatPrompt(p, config.template);
       return JSON.stringify({
+        // An imported dataset row's other columns, under their names: TRL passes them to the
+        // reward functions as keyword arguments, as the playground's custom rewards get them.
+        // The export's own fields below win over a column of the same name.
+        ...p.columns,
         prompt: f.kind === 'text' ? f.text : f.messages,
         // A JSON string, so that datasets infers one column type for every task's verifier.
         verifier: JSON.stringify(p.verifier),
