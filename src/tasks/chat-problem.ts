@@ -2,7 +2,8 @@
 // task's own verifier: a message that is one of the run's problems (its question, as the
 // inspector and the held-out list show it), or that states a countdown or arithmetic problem in
 // the task's own words ("Using the numbers [3, 5, 7], create an equation that equals 15",
-// "Compute 12 + 30"). Anything else is free text and is not scored.
+// "Compute 12 + 30"), also for an imported dataset in the Countdown-Tasks layout (task 'jsonl'
+// whose problems are countdown ones). Anything else is free text and is not scored.
 import type { Problem, Task } from './types';
 import { asciiTrim } from './verify';
 
@@ -28,7 +29,12 @@ export function problemForMessage(
   if (!text) return null;
   const exact = known.find((p) => normalise(p.question) === text);
   if (exact) return exact;
-  if (task.name === 'countdown') {
+  // An imported Countdown-Tasks set (src/tasks/datasets) states its problems in the same words.
+  const countdownSet =
+    task.name === 'jsonl' &&
+    known.length > 0 &&
+    known.every((p) => p.verifier.kind === 'countdown');
+  if (task.name === 'countdown' || countdownSet) {
     const m = COUNTDOWN_RE.exec(text);
     if (!m) return null;
     const nums = m[1]
@@ -45,7 +51,7 @@ export function problemForMessage(
       return null;
     return {
       id: 'chat',
-      task: 'countdown',
+      task: task.name,
       question: message,
       reference: null,
       verifier: { kind: 'countdown', nums, target },

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { problemForMessage } from '../../src/tasks/chat-problem';
 import { createCountdownTask, countdownQuestion } from '../../src/tasks/countdown';
 import { createArithmeticTask } from '../../src/tasks/arithmetic';
+import { createJsonlTask } from '../../src/tasks/jsonl';
 import type { Problem } from '../../src/tasks/types';
 
 describe('problemForMessage', () => {
@@ -25,6 +26,26 @@ describe('problemForMessage', () => {
     // The full generated wording parses the same way.
     const q = problemForMessage(countdownQuestion([2, 9, 4], 22), countdown, [])!;
     expect(q.verifier).toEqual({ kind: 'countdown', nums: [2, 9, 4], target: 22 });
+  });
+
+  it('an imported Countdown-Tasks set (task jsonl) scores countdown problems in its words', () => {
+    const set = createJsonlTask('{"nums": [3, 8, 2], "target": 22}\n');
+    const known = set.dataset.problems;
+    const p = problemForMessage(
+      'Using the numbers [5, 7, 3], create an equation that equals 8',
+      set,
+      known,
+    );
+    expect(p?.verifier).toEqual({ kind: 'countdown', nums: [5, 7, 3], target: 8 });
+    expect(p?.task).toBe('jsonl');
+    const plain = createJsonlTask('{"prompt": "2+2?", "answer": "4"}\n');
+    expect(
+      problemForMessage(
+        'Using the numbers [5, 7, 3], create an equation that equals 8',
+        plain,
+        plain.dataset.problems,
+      ),
+    ).toBeNull();
   });
 
   it('arithmetic: the reference is computed exactly', () => {
