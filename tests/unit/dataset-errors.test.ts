@@ -129,4 +129,29 @@ describe('malformed files', () => {
       },
     ]);
   });
+
+  it('fuzz: damaged Parquet, CSV and JSON files are read or refused with a DatasetError', async () => {
+    // A seeded xorshift, so a failure repeats.
+    let x = 0x2545f491;
+    const rand = (n: number) => {
+      x ^= x << 13;
+      x ^= x >>> 17;
+      x ^= x << 5;
+      return (x >>> 0) % n;
+    };
+    const dir = join(__dirname, '../fixtures/datasets');
+    for (const name of ['gsm8k-test-50.parquet', 'gsm8k-test-50.csv', 'gsm8k-test-50.jsonl']) {
+      const good = new Uint8Array(readFileSync(join(dir, name)));
+      for (let i = 0; i < 40; i++) {
+        const bytes = good.slice(0, good.length - rand(64));
+        for (let k = 0; k < 8; k++) bytes[rand(bytes.length)] = rand(256);
+        const outcome = await readTable([{ name, bytes }]).then(
+          (t) => t,
+          (e: unknown) => e,
+        );
+        if (outcome instanceof Error) expect(outcome.name, outcome.message).toBe('DatasetError');
+        else expect(Array.isArray((outcome as { rows: unknown[] }).rows)).toBe(true);
+      }
+    }
+  });
 });
