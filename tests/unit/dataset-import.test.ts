@@ -128,6 +128,21 @@ describe('MATH-500, 50 rows', () => {
   });
 });
 
+describe("the layout's checker", () => {
+  it('GSM8K and MATH-500 take the math checker; every reference passes its own check', async () => {
+    for (const files of [[file('gsm8k-test-50.parquet')], folder('math500-test-50')]) {
+      const d = await importPromptDataset(files);
+      expect(d.checker).toBe('math');
+      const task = createJsonlTask(d.text, { checker: 'math' });
+      expect(task.dataset.issues).toEqual([]);
+      const p = task.dataset.problems;
+      expect(p).toHaveLength(50);
+      expect(p.filter((x) => verifyAnswer(x.reference!, x.verifier) === true)).toHaveLength(50);
+      expect(verifyAnswer('no answer here', p[0].verifier)).toBe(false);
+    }
+  });
+});
+
 describe('layouts and mapping', () => {
   it('Countdown-Tasks (nums list<int64>, target int64) becomes countdown problems', async () => {
     const d = await importPromptDataset([file('countdown-tasks-3.parquet')]);
