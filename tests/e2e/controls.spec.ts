@@ -1,8 +1,8 @@
 // The training controls as a user drives them, in Chromium on the built app: Step is the first
 // control a keyboard reaches; S takes a step; Reset with unsaved steps asks first and Cancel keeps
 // the run (its step and its metrics); Pause shows its pending state at once (well before the step
-// under way ends) and the step's phase is shown while it runs; on a phone the controls stay at the
-// top and nothing scrolls sideways.
+// under way ends) and the step's phase is shown while it runs, uncut at 1440 px; on a phone the
+// controls stay at the top and nothing scrolls sideways.
 import { expect, test } from '@playwright/test';
 import { loadBundledModel } from './support/bundled-model';
 
@@ -84,6 +84,7 @@ test('S steps; Reset with unsaved steps asks and Cancel keeps the run; Pause ans
   await expect(page.getByTestId('step-pending')).toContainText('maxCompletionLength');
 
   // Run, then Pause: the pending state shows within the bound, long before the step ends.
+  await page.setViewportSize({ width: 1440, height: 900 });
   await page.getByTestId('run').click();
   const pause = page.getByTestId('pause');
   await expect(pause).toBeEnabled({ timeout: 60_000 });
@@ -92,6 +93,19 @@ test('S steps; Reset with unsaved steps asks and Cancel keeps the run; Pause ans
   await expect(page.getByTestId('step-phase')).toHaveText(
     /sampling \d+\/8 tokens|scoring rewards|forward \+ backward|optimizer step|scoring the updated policy|reference log-probs|saving the checkpoint/,
   );
+  // At 1440 px the status line is whole: the status, the emulation warning and the step's phase
+  // are neither cut nor ellipsized (the header's tools sit on the views row, not beside them; the
+  // pending notes give way first by design, their whole text in their title).
+  const cut = await page.getByTestId('action-bar').evaluate((bar) => {
+    const line = bar.querySelector('.state')!.getBoundingClientRect();
+    return [...bar.querySelectorAll<HTMLElement>('.state > :not(.pending, .pending-live)')]
+      .filter((el) => {
+        const r = el.getBoundingClientRect();
+        return r.right > line.right + 0.5 || el.scrollWidth > el.clientWidth + 0.5;
+      })
+      .map((el) => el.textContent);
+  });
+  expect(cut).toEqual([]);
   await page.evaluate(() => {
     const w = window as unknown as { __pause: { clicked: number; shown: number } };
     w.__pause = { clicked: NaN, shown: NaN };

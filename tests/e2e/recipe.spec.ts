@@ -75,6 +75,10 @@ test('a two-stage recipe pauses after step 3, resumes after a reload from its GR
   await expect(page.getByTestId('recipe-start')).toBeDisabled();
   await page.getByTestId('recipe-json').fill(JSON.stringify(TWO_STAGE, null, 2));
   await expect(page.getByTestId('recipe-json-ok')).toContainText('2 stages');
+  // Its GRPO stage samples one prompt a step: "1 prompt", not "1 prompts".
+  await expect(page.getByTestId('recipe-json-ok')).toContainText(
+    'aha preset, 4 completions × 1 prompt)',
+  );
 
   await page.getByTestId('recipe-pause-at').fill('3');
   await page.getByTestId('recipe-start').click();
@@ -101,6 +105,12 @@ test('a two-stage recipe pauses after step 3, resumes after a reload from its GR
       .textContent();
   const loss3 = await lossOf(3);
   expect(Number(loss3)).not.toBeNaN();
+  // Each stage's checkpoints are in the Checkpoints view's list already, with no Refresh.
+  await page.getByTestId('nav-checkpoints').click();
+  const rows = page.getByTestId('checkpoint-row');
+  await expect(rows.filter({ hasText: '· cold-start' })).toHaveCount(2);
+  await expect(rows.filter({ hasText: '· rl' })).toHaveCount(1);
+  await page.getByTestId('nav-recipes').click();
 
   // Reload: the stored recipe is offered for resume.
   // The address keeps #recipes: the view loads the model itself.
@@ -135,7 +145,11 @@ test('a two-stage recipe pauses after step 3, resumes after a reload from its GR
     [0.5, 'cold-start'],
     [2.5, 'rl'],
   ]);
-  await expect(page.getByTestId('recipe-chart-loss')).toHaveAttribute('data-points', '4');
+  // One loss line per stage, broken at the boundary: the first (SFT's) has its two steps.
+  await expect(page.getByTestId('recipe-chart-loss')).toHaveAttribute('data-points', '2');
+  await expect(page.getByTestId('recipe-chart-loss').locator('.legend')).toContainText(
+    /cold-start \(sft\).*rl \(grpo\)/,
+  );
   await expect(stage('rl')).toHaveAttribute('data-state', 'done');
   await expect(page.getByTestId('recipe-stored-run')).toHaveCount(0);
 

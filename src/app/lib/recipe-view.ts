@@ -25,6 +25,8 @@ export const BUILTIN_ORDER = [
   'distill',
 ] as const satisfies readonly (keyof typeof BUILTIN_RECIPES)[];
 
+const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
+
 /** One chart line of `key` over the timeline (steps without the metric are gaps). */
 export function timelineSeries(
   rows: readonly TimelineRow[],
@@ -37,6 +39,26 @@ export function timelineSeries(
     color,
     points: rows.map((r) => ({ x: r.step, y: r.metrics[key] ?? NaN })),
   };
+}
+
+/**
+ * `key` drawn as one line per stage that logs it ('cold-start (sft)', 'rl (grpo)'), so that no
+ * line joins the last step of one stage to the first of the next: an SFT stage's cross-entropy
+ * and a GRPO stage's policy loss are different quantities.
+ */
+export function stageSeries(
+  recipe: Recipe,
+  rows: readonly TimelineRow[],
+  key: string,
+): ChartSeries[] {
+  return recipe.stages
+    .map((stage, index) => ({
+      label: `${stage.name} (${stage.kind})`,
+      points: rows
+        .filter((r) => r.stage === index)
+        .map((r) => ({ x: r.step, y: r.metrics[key] ?? NaN })),
+    }))
+    .filter((s) => s.points.some((p) => Number.isFinite(p.y)));
 }
 
 /** The timeline step stage `index` starts after (its first step is this + 1). */
@@ -92,7 +114,7 @@ export function describeStage(recipe: Recipe, index: number): string {
   }
   if (s.kind === 'grpo') {
     const c = stageConfig(recipe, index);
-    return `GRPO, ${c.steps} steps (${s.preset ?? 'aha'} preset, ${c.numGenerations} completions × ${c.perStepPrompts} prompts), from ${from}`;
+    return `GRPO, ${c.steps} steps (${s.preset ?? 'aha'} preset, ${plural(c.numGenerations, 'completion')} × ${plural(c.perStepPrompts, 'prompt')}), from ${from}`;
   }
   return `rejection sampling: ${s.options.k} completions of each of ${s.prompts} training prompts, the verified ones kept, with ${from}`;
 }

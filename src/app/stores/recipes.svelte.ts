@@ -38,6 +38,7 @@ const msg = (err: unknown) => (err instanceof Error ? err.message : String(err))
 export class RecipeSession {
   #api: Api | null = null;
   #connected: Promise<void> | null = null;
+  #onCheckpoint: (() => void) | null = null;
 
   #runId: string | null = $state(null);
   #runName: string | null = $state(null);
@@ -111,8 +112,10 @@ export class RecipeSession {
     );
   }
 
-  /** Listens to the worker's recipe events and lists the stored runs (once). */
-  connect(api: Api): Promise<void> {
+  /** Listens to the worker's recipe events and lists the stored runs (once). `onCheckpoint` runs
+   * whenever a stage stores a checkpoint: the page's checkpoint list follows without a Refresh. */
+  connect(api: Api, onCheckpoint?: () => void): Promise<void> {
+    if (onCheckpoint) this.#onCheckpoint = onCheckpoint;
     if (this.#api === api && this.#connected) return this.#connected;
     this.#api = api;
     this.#connected = (async () => {
@@ -178,6 +181,7 @@ export class RecipeSession {
         break;
       case 'recipe-checkpoint':
         this.#lastCheckpoint = { index: e.index, step: e.step };
+        this.#onCheckpoint?.();
         break;
       case 'recipe-checkpoint-failed':
         this.#error = `A checkpoint of stage ${e.index + 1} was not saved (training goes on): ${e.message}`;
