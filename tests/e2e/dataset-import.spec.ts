@@ -4,6 +4,7 @@
 // mapping shown in selects, the checker the layout wants set, and a preview of the problems;
 // mapping the answer role to another column re-reads the files; GSM8K's CSV shows its final
 // answers ("#### 18" → 18); a malformed CSV is refused with a message naming the file and line.
+// The Recipes view's SFT stage takes the same files: GSM8K's Parquet becomes 50 examples.
 import { expect, test } from '@playwright/test';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';

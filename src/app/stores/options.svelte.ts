@@ -16,11 +16,10 @@ import {
 import { PRESETS, type PresetName } from '../../grpo/presets';
 import { CUSTOM_REWARD_PREFIX } from '../../rewards/rewards';
 import { customRewardCode, withoutCustomRewards } from '../../rewards/reward-id';
-import { JSONL_FILE_LIMIT, parseJsonlDataset, type JsonlChecker } from '../../tasks/jsonl';
-import { overLimitMessage } from '../../core/limits';
+import { parseJsonlDataset, type JsonlChecker } from '../../tasks/jsonl';
 import {
-  DatasetError,
   formatColumnMapping,
+  readPickedFiles,
   importPromptDataset,
   type ColumnRole,
   type DatasetFile,
@@ -175,15 +174,7 @@ export class OptionsStore {
 
   /** Picked files (File objects) imported: their total size is checked before any is read. */
   async importFiles(picked: readonly File[]): Promise<void> {
-    const size = picked.reduce((s, f) => s + f.size, 0);
-    if (size > JSONL_FILE_LIMIT.max)
-      throw new DatasetError(
-        `${picked.length === 1 ? picked[0].name : `${picked.length} files`}: ${overLimitMessage('size', size, JSONL_FILE_LIMIT)} (a dataset)`,
-      );
-    const files = await Promise.all(
-      picked.map(async (f) => ({ name: f.name, bytes: new Uint8Array(await f.arrayBuffer()) })),
-    );
-    await this.importDataset(files);
+    await this.importDataset(await readPickedFiles(picked));
   }
 
   /** The imported files read again with `role` mapped to `column` (the preview's selects). */

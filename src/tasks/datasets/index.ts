@@ -212,6 +212,28 @@ export function importSftDataset(
   return importDataset(files, options, 'sft');
 }
 
+/** What the page's file pickers give (a File): its name, size and bytes. */
+export interface PickedFile {
+  name: string;
+  size: number;
+  arrayBuffer(): Promise<ArrayBuffer>;
+}
+
+/**
+ * Picked files' bytes, their total size checked against the dataset bound before any is read
+ * (a DatasetError names the file, or the count of files).
+ */
+export async function readPickedFiles(picked: readonly PickedFile[]): Promise<DatasetFile[]> {
+  const size = picked.reduce((n, f) => n + f.size, 0);
+  if (size > JSONL_FILE_LIMIT.max)
+    throw new DatasetError(
+      `${picked.length === 1 ? picked[0].name : `${picked.length} files`}: ${overLimitMessage('size', size, JSONL_FILE_LIMIT)} (a dataset)`,
+    );
+  return Promise.all(
+    picked.map(async (f) => ({ name: f.name, bytes: new Uint8Array(await f.arrayBuffer()) })),
+  );
+}
+
 /** Skipped rows as one sentence: 'a.csv row 5: …; b.csv row 9: …' (the first `max`). */
 export function describeRowIssues(issues: readonly RowIssue[], max = 5): string {
   const shown = issues.slice(0, max).map((i) => `${i.file} row ${i.row}: ${i.message}`);
