@@ -53,5 +53,10 @@ test('Hub files import with their layout, a column mapping and a preview', async
   await expect(
     page.getByText('bad.csv: line 2, field 1: a quoted field is never closed'),
   ).toBeVisible();
+
+  await page.goto('/#recipes');
+  await page.getByTestId('recipe-choice-sft').check();
+  await page.getByTestId('recipe-sft-file').setInputFiles(join(DIR, 'gsm8k-test-50.parquet'));
+  await expect(page.getByTestId('recipe-sft-ok')).toContainText('50 examples');
   expect(errors).toEqual([]);
 });
