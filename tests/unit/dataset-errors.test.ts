@@ -52,6 +52,13 @@ describe('malformed files', () => {
     );
   });
 
+  it('CSV: a row count past the limit is refused as the rows are read', async () => {
+    const csv = 'n\n' + '1\n'.repeat(DATASET_ROW_LIMIT.max + 1);
+    await expect(readTable([enc('big.csv', csv)])).rejects.toThrow(
+      'big.csv: rows 1000001 is more than the limit of 1000000 rows (all files together)',
+    );
+  });
+
   it('CSV: unterminated quote, text after a quote, wrong field counts, duplicate header', async () => {
     await expect(readTable([enc('q.csv', 'prompt,answer\n"open,1\n')])).rejects.toThrow(
       'q.csv: line 2, field 1: a quoted field is never closed',

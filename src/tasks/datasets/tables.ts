@@ -365,7 +365,10 @@ function readCsv(file: DatasetFile, out: Table): void {
       continue;
     }
     cells.push({ line: row, fields: r.fields });
-    if (out.rows.length + cells.length > DATASET_ROW_LIMIT.max) checkRows(out, file.name);
+    if (out.rows.length + cells.length > DATASET_ROW_LIMIT.max)
+      throw new DatasetError(
+        `${file.name}: ${overLimitMessage('rows', out.rows.length + cells.length, DATASET_ROW_LIMIT)} (all files together)`,
+      );
   }
   const numeric = header.map((_, k) => {
     const filled = cells.map((c) => c.fields[k]).filter((v) => v !== '');
