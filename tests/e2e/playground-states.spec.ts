@@ -304,6 +304,10 @@ test('drag and drop: the bundled model files dropped on the model panel preview 
   await expect(note).toContainText('100% of the completions were cut at 2 tokens');
   await expect(note).toContainText('The format reward never fires');
   await expect(note).toContainText('out of the model’s reach');
+  // The stored run is named after the folder too (task · model · options).
+  await page.getByTestId('nav-checkpoints').click();
+  await expect(page.getByTestId('run-name').first()).toContainText('countdown · tiny-reasoner ·');
+  await page.getByTestId('nav-train').click();
 
   // The keyboard route is still there: the source radios and the choose buttons.
   await page.getByRole('radio', { name: 'Local folder' }).focus();
