@@ -240,6 +240,8 @@ export function recipeHelp(): string {
     '  "options": {SFTConfig options}}, {"kind": "grpo", "preset": "aha", "options": {config options}},',
     '  {"kind": "rejection-sample", "prompts": 64, "options": {"k": 4, "temperature": 1}} ]};',
     'each stage starts from the previous one’s weights unless "from" names "base" or an earlier stage.',
+    'An SFT stage’s "path" may be any dataset file or folder (.parquet, .jsonl, .json, .csv; gsm8k and',
+    'MATH rows become prompt / completion), with "columns": "prompt=<col>,completion=<col>" to map others.',
   ].join('\n');
 }
 
