@@ -12,10 +12,41 @@ import {
 } from '../../src/tasks/datasets';
 import { JSONL_LINE_LIMIT } from '../../src/tasks/jsonl';
 import { parquetWriteBuffer } from 'hyparquet-writer';
+import { brotliCompressSync, gzipSync } from 'node:zlib';
 
 const enc = (name: string, text: string): DatasetFile => ({
   name,
   bytes: new TextEncoder().encode(text),
+});
+
+describe('Parquet codecs', () => {
+  it('gzip and brotli pages (hyparquet-compressors) read as the snappy ones do', async () => {
+    const columnData = [
+      { name: 'question', data: ['What is 6*7?', 'What is 2+2?'], type: 'STRING' as const },
+      { name: 'answer', data: ['6*7 = 42\n#### 42', '#### 4'], type: 'STRING' as const },
+    ];
+    const texts: string[] = [];
+    for (const [codec, compress] of [
+      ['SNAPPY', undefined],
+      ['GZIP', (b: Uint8Array) => new Uint8Array(gzipSync(b))],
+      ['BROTLI', (b: Uint8Array) => new Uint8Array(brotliCompressSync(b))],
+    ] as const) {
+      const bytes = new Uint8Array(
+        parquetWriteBuffer({
+          columnData,
+          codec,
+          ...(compress ? { compressors: { [codec]: compress } } : {}),
+        }),
+      );
+      const d = await importPromptDataset([{ name: `${codec}.parquet`, bytes }]);
+      expect(d.layout).toBe('gsm8k');
+      texts.push(d.text);
+    }
+    expect(texts[0]).toBe(
+      '{"prompt":"What is 6*7?","answer":"42"}\n{"prompt":"What is 2+2?","answer":"4"}',
+    );
+    expect(texts.slice(1)).toEqual([texts[0], texts[0]]);
+  });
 });
 
 describe('malformed files', () => {
