@@ -87,6 +87,13 @@ test('the explorables start from the step, move, and pass axe at both sizes and 
   // Far right, upper half: ρ past 1 + ε_high with A > 0, so the clip holds the push at 0.
   expect(Number(await sHandle.getAttribute('aria-valuenow'))).toBeGreaterThan(1.5);
   await expect(page.getByTestId('surrogate-readout')).toContainText('clipped: no gradient');
+  // A wider ε_high unclips it; SAPO's smooth gate never clips.
+  const sReadout = page.getByTestId('surrogate-readout');
+  const rhoNow = Number(await sHandle.getAttribute('aria-valuenow'));
+  await page.getByTestId('surrogate-eps-high').fill(String(Math.ceil(rhoNow)));
+  await expect(sReadout).not.toContainText('clipped');
+  await page.getByTestId('surrogate-loss-type').selectOption('sapo');
+  await expect(page.getByTestId('surrogate-explorable')).toContainText('SAPO: a smooth gate');
 
   // The KL handle: → moves the ratio by 0.01.
   const kHandle = page.getByTestId('kl-handle');
