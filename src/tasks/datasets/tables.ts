@@ -9,8 +9,7 @@
 // reported), at most DATASET_ROW_LIMIT rows, and a Parquet file's decoded size is checked from its
 // footer before any page is decompressed. A malformed file throws a DatasetError naming the file
 // and, where it can, the row and the column; a malformed row is skipped and reported.
-import { parquetMetadata, parquetReadObjects } from 'hyparquet';
-import { compressors } from 'hyparquet-compressors';
+import type { FileMetaData } from 'hyparquet';
 import { overLimitMessage, type SizeLimit } from '../../core/limits';
 import { JSONL_FILE_LIMIT, JSONL_LINE_LIMIT, jsonlLines, lineTooLongMessage } from '../jsonl';
 
@@ -98,10 +97,23 @@ function plain(v: unknown): unknown {
   return v;
 }
 
-type ParquetMeta = ReturnType<typeof parquetMetadata>;
+type ParquetMeta = FileMetaData;
+
+/** hyparquet and its decompressors, loaded on the first Parquet file (the page's first bundle
+ * stays without them). */
+const parquetModules = () =>
+  Promise.all([import('hyparquet'), import('hyparquet-compressors')]).then(([pq, c]) => ({
+    parquetMetadata: pq.parquetMetadata,
+    parquetReadObjects: pq.parquetReadObjects,
+    compressors: c.compressors,
+  }));
+type ParquetModules = Awaited<ReturnType<typeof parquetModules>>;
 
 /** A Parquet file's footer, its decoded size checked; the file's bytes as an ArrayBuffer. */
-function parquetFooter(file: DatasetFile): { ab: ArrayBuffer; meta: ParquetMeta } {
+function parquetFooter(
+  { parquetMetadata }: ParquetModules,
+  file: DatasetFile,
+): { ab: ArrayBuffer; meta: ParquetMeta } {
   const { name, bytes } = file;
   const ab = bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength);
   let meta: ParquetMeta;
@@ -119,6 +131,7 @@ function parquetFooter(file: DatasetFile): { ab: ArrayBuffer; meta: ParquetMeta 
 }
 
 async function readParquet(
+  { parquetReadObjects, compressors }: ParquetModules,
   name: string,
   { ab, meta }: { ab: ArrayBuffer; meta: ParquetMeta },
   out: Table,
@@ -415,14 +428,15 @@ export async function readTable(files: readonly DatasetFile[]): Promise<Table> {
   const out: Table = { format, columns: [], rows: [], issues: [] };
   const sorted = [...files].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   // Parquet: every footer first, so the row count of all shards is checked before any page.
-  const footers = format === 'parquet' ? sorted.map(parquetFooter) : [];
+  const modules = format === 'parquet' ? await parquetModules() : null;
+  const footers = modules ? sorted.map((f) => parquetFooter(modules, f)) : [];
   const total = footers.reduce((s, f) => s + Number(f.meta.num_rows), 0);
   if (total > DATASET_ROW_LIMIT.max)
     throw new DatasetError(
       `${files.length === 1 ? files[0].name : `${files.length} files`}: ${overLimitMessage('rows', total, DATASET_ROW_LIMIT)} (the Parquet footers)`,
     );
   for (const [i, file] of sorted.entries()) {
-    if (format === 'parquet') await readParquet(file.name, footers[i], out);
+    if (modules) await readParquet(modules, file.name, footers[i], out);
     else if (format === 'jsonl') readJsonl(file, out);
     else if (format === 'json') readJson(file, out);
     else readCsv(file, out);
