@@ -32,35 +32,45 @@ function shortValue(value: string): string {
   return n !== 0 && Math.abs(n) < 1e-3 ? n.toExponential() : value;
 }
 
-/** The options of `config` that differ from the defaults, as 'key=value' parts in schema order. */
+/** The options of `config` that differ from the defaults, as 'key=value' parts in schema order;
+ * the task's own options that differ from its defaults by their own names ('maxNumber=10'). */
 export function changedOptionParts(config: Config): string[] {
   const parts: string[] = [];
   for (const [key, value] of configToUrlParams(config)) {
     if (LEFT_OUT.has(key)) continue;
+    if (key === 'taskOptions') {
+      for (const [k, v] of Object.entries(JSON.parse(value) as Record<string, unknown>))
+        parts.push(
+          `${k}=${cut(shortValue(typeof v === 'string' ? v : JSON.stringify(v)), VALUE_MAX)}`,
+        );
+      continue;
+    }
     parts.push(`${SHORT[key] ?? key}=${cut(shortValue(value), VALUE_MAX)}`);
   }
   return parts;
 }
 
 /**
- * 'task · model · options that differ', at most RUN_NAME_MAX characters: options that do not fit
- * are counted ('+3 more') rather than cut mid-way. `modelName` is the loaded model's name.
+ * 'task · model · options that differ', at most RUN_NAME_MAX characters: the options are taken in
+ * schema order as long as they fit (a long one is passed over for shorter ones after it), and the
+ * rest are counted ('+3 more') rather than cut mid-way. `modelName` is the loaded model's name.
  */
 export function defaultRunName(config: Config, modelName: string): string {
   const head = [config.task, cut(modelName.trim() || 'model', 32)].join(' · ');
   const parts = changedOptionParts(config);
   if (parts.length === 0) return head;
-  let shown = 0;
-  let text = '';
-  for (const [i, part] of parts.entries()) {
-    const left = parts.length - i - 1;
-    const next = text ? `${text}, ${part}` : part;
-    const more = left > 0 ? `, +${left} more` : '';
-    if (`${head} · ${next}${more}`.length > RUN_NAME_MAX) break;
-    text = next;
-    shown++;
+  const shown: string[] = [];
+  const fits = (list: string[], left: number) =>
+    `${head} · ${[...list, ...(left > 0 ? [`+${left} more`] : [])].join(', ')}`.length <=
+    RUN_NAME_MAX;
+  for (const part of parts) {
+    const left = parts.length - shown.length - 1;
+    if (fits([...shown, part], left)) shown.push(part);
   }
-  const rest = parts.length - shown;
-  const tail = rest === 0 ? text : text ? `${text}, +${rest} more` : `+${rest} options`;
-  return `${head} · ${tail}`;
+  const rest = parts.length - shown.length;
+  const tail = [
+    ...shown,
+    ...(rest > 0 ? [shown.length ? `+${rest} more` : `+${rest} options`] : []),
+  ];
+  return `${head} · ${tail.join(', ')}`;
 }

@@ -46,6 +46,16 @@ describe('default run names', () => {
       'SmolLM2-135M-Instruct',
     );
     expect(name.length).toBeLessThanOrEqual(RUN_NAME_MAX);
+    // A long option is passed over for shorter ones after it; the task's own options by name.
+    const long = defaultRunName(
+      resolveConfig({
+        taskOptions: { maxNumber: 10 },
+        rewards: ['format', 'accuracy', 'language_consistency'],
+        seed: 7,
+      }),
+      'tiny-reasoner (bundled)',
+    );
+    expect(long).toMatch(/^countdown · tiny-reasoner \(bundled\) · maxNumber=10, .*seed=7/);
     expect(name).toMatch(/^countdown · SmolLM2-135M-Instruct · maxLen=64, .*, \+\d more$/);
   });
 });
