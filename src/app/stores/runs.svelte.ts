@@ -14,6 +14,8 @@ import {
 } from '../../storage/index';
 import { parseRunFile } from '../../storage/run-file';
 import { nestMetricsRow, type FlatMetricsRow, type MetricsRow } from '../../core/metrics-row';
+import { customRewardCode, rewardIdsProblem } from '../../rewards/reward-id';
+import type { ConsentOrigin } from '../consent';
 import { distinctTags, relativeMinutes, type OverlaySource } from '../lib/overlay';
 
 /** Another run's metrics drawn dashed behind the live ones. */
@@ -246,6 +248,38 @@ export class Runs {
   /** Validates a run file without storing anything (the page asks for consent from this). */
   async parseFile(file: Blob & { name?: string }): Promise<ParsedRunFile> {
     return parseRunFile(new Uint8Array(await file.arrayBuffer()), file.name || 'run file');
+  }
+
+  /**
+   * Imports a run file as a checkpoint import does (stores/checkpoints.svelte.ts import): the file
+   * is validated on the page first; a checkpoint in it must have valid reward ids, and its custom
+   * reward code (the code its restore would run) is shown for consent through `askConsent` before
+   * anything is stored. Declining still imports the data (weights are data; the answer is
+   * remembered for the session, so restoring it leaves the code out without asking again). A run
+   * file without a checkpoint carries nothing that can run, so it asks nothing.
+   */
+  async importWithConsent(
+    file: Blob & { name?: string },
+    askConsent: (
+      origin: ConsentOrigin,
+      subject: string,
+      code: Record<string, string>,
+    ) => Promise<boolean>,
+  ): Promise<{ result: RunImportResult; allowed: boolean }> {
+    const name = file.name || 'run file';
+    const parsed = await this.parseFile(file);
+    let allowed = true;
+    const checkpoint = parsed.checkpoint;
+    if (checkpoint) {
+      const ids = rewardIdsProblem(checkpoint.manifest.config);
+      if (ids) throw new Error(`${name}: ${ids.message}`);
+      allowed = await askConsent(
+        'import',
+        `The run file '${name}'`,
+        customRewardCode(checkpoint.manifest.config),
+      );
+    }
+    return { result: await this.importFile(file), allowed };
   }
 
   /** Imports a run file as a new run (validated again, then stored; nothing on a rejection). */
