@@ -7,6 +7,7 @@
 // the regexes use the ASCII whitespace set [ \t\n\v\f\r] explicitly because JavaScript's and Python's
 // \s differ on Unicode spaces.
 
+import { lastBoxed } from '../tasks/math-answer';
 import type { Problem, Task } from '../tasks/types';
 import { verifyAnswer } from '../tasks/verify';
 import { promptThinkTail } from '../tasks/prompt';
@@ -102,6 +103,17 @@ export const formatReward: RewardFunction = {
   compute: ({ prompt, completion }) => (formatOkAfterPrompt(prompt, completion) ? 1 : 0),
 };
 
+/**
+ * What the accuracy reward checks: the last <answer>…</answer>; for a `math` problem without one,
+ * the whole completion when it has a \boxed{} (the checker takes the last), as TRL's
+ * accuracy_reward parses a completion's boxed answer with no answer tags (docs/grpo.md §1).
+ */
+export function answerText(completion: string, problem: Problem): string | null {
+  const tagged = extractAnswer(completion);
+  if (tagged !== null || problem.verifier.kind !== 'math') return tagged;
+  return lastBoxed(completion) === undefined ? null : completion;
+}
+
 /** 1 when the task's verifier accepts the answer, 0 when wrong or missing, null when the problem
  * has no reference answer. */
 export function accuracyReward(task?: Pick<Task, 'verify'>): RewardFunction {
@@ -110,7 +122,7 @@ export function accuracyReward(task?: Pick<Task, 'verify'>): RewardFunction {
     name: 'accuracy',
     compute({ completion, problem }) {
       if (problem.verifier.kind === 'none') return null;
-      const answer = extractAnswer(completion);
+      const answer = answerText(completion, problem);
       if (answer === null) return 0;
       const ok = verify(answer, problem);
       return ok === null ? null : ok ? 1 : 0;

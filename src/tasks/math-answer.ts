@@ -23,7 +23,7 @@ const WS = '[ \\t\\n\\v\\f\\r]';
 
 /** The content of the last \boxed{…} or \fbox{…} (braces matched), null when it is unclosed;
  * undefined when there is none. `\boxed 5` (no braces) takes the run up to whitespace or `$`. */
-function lastBoxed(text: string): string | null | undefined {
+export function lastBoxed(text: string): string | null | undefined {
   const re = /\\(?:boxed|fbox)(?![A-Za-z])/g;
   let start = -1;
   let end = -1;

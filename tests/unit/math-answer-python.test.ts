@@ -8,7 +8,9 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { rewardsPy } from '../../src/export/trl-templates/rewards-py';
 import { createRng } from '../../src/core/rng';
+import { accuracyReward } from '../../src/rewards/rewards';
 import { extractMathAnswer, normalizeMath, verifyMath } from '../../src/tasks/math-answer';
+import type { Problem } from '../../src/tasks/types';
 import { readMathTable } from './math-answer-table';
 
 function findPython(): string | null {
@@ -150,9 +152,12 @@ describe.skipIf(PYTHON === null)('exported math checker (Python rules)', () => {
     const ts = rows.map(([c, r]) => verifyMath(c, r));
     const wrap = (a: string) => `<think>x</think><answer>${a}</answer>`;
     // accuracy_reward gets each row as a completion and the verifier JSON a dataset line exports.
+    // And without answer tags: a math problem's accuracy then reads the completion's last \boxed{}.
+    const boxed = rows.map(([c]) => `<think>x</think> so it is \\boxed{${c}}.`);
     const input = JSON.stringify({
       rows,
       completions: rows.map(([c]) => wrap(c)),
+      boxed,
       verifier: rows.map(([, r]) => JSON.stringify({ kind: 'math', answer: r })),
     });
     const script = [
@@ -163,9 +168,10 @@ describe.skipIf(PYTHON === null)('exported math checker (Python rules)', () => {
       'data = json.load(sys.stdin)',
       'direct = [rewards.verify_math(c, r) for c, r in data["rows"]]',
       'acc = rewards.accuracy_reward(completions=data["completions"], verifier=data["verifier"])',
+      'acc_boxed = rewards.accuracy_reward(completions=data["boxed"], verifier=data["verifier"])',
       'ext = [rewards.extract_math_answer(c) for c, _ in data["rows"]]',
       'norm = [None if e is None else rewards.normalize_math(e) for e in ext]',
-      'print(json.dumps({"checker": rewards.MATH_CHECKER, "direct": direct, "accuracy": acc, "norm": norm}))',
+      'print(json.dumps({"checker": rewards.MATH_CHECKER, "direct": direct, "accuracy": acc, "accuracyBoxed": acc_boxed, "norm": norm}))',
     ].join('\n');
     const out = JSON.parse(
       execFileSync(PYTHON as string, ['-c', script, dir], { input, encoding: 'utf8' }),
@@ -173,9 +179,18 @@ describe.skipIf(PYTHON === null)('exported math checker (Python rules)', () => {
       checker: string;
       direct: boolean[];
       accuracy: (number | null)[];
+      accuracyBoxed: (number | null)[];
       norm: (string | null)[];
     };
     expect(out.checker).toBe('rules');
+    const accuracy = accuracyReward();
+    const tsBoxed = rows.map(([, r], i) => {
+      const problem = { verifier: { kind: 'math', answer: r } } as unknown as Problem;
+      return accuracy.compute({ completion: boxed[i], prompt: '', problem });
+    });
+    expect(out.accuracyBoxed).toEqual(tsBoxed);
+    // Boxed answers are found without tags (some right), not all scored 0.
+    expect(tsBoxed.filter((a) => a === 1).length).toBeGreaterThan(rows.length / 10);
     const disagree = rows
       .map(([c, r], i) => ({ c, r, ts: ts[i], py: out.direct[i] }))
       .filter((x) => x.ts !== x.py);

@@ -242,14 +242,19 @@ def format_reward(completions, **kwargs):
 
 
 def accuracy_reward(completions, verifier, **kwargs):
-    """The task's verifier on the text inside the last <answer>: 1.0 / 0.0, None without a reference."""
+    """The task's verifier on the text inside the last <answer> (a math problem without one: its
+    last \\boxed{}): 1.0 / 0.0, None without a reference."""
     out = []
     for c, v in zip(completions, verifier):
         spec = json.loads(v) if isinstance(v, str) else v
         if spec["kind"] == "none":
             out.append(None)
             continue
-        answer = extract_answer(completion_text(c))
+        text = completion_text(c)
+        answer = extract_answer(text)
+        # A math problem without <answer>: the completion's last \\boxed{} (docs/grpo.md §1).
+        if answer is None and spec["kind"] == "math" and _last_boxed(text)[0]:
+            answer = text
         if answer is None:
             out.append(0.0)
             continue
