@@ -12,6 +12,7 @@ import { expect, test, type Page } from '@playwright/test';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { unzipStored } from './support/unzip';
 import { watchErrors } from './support/watch-errors';
 
 /** Merged weights vs base + adapters: f32 rounding of two orders of the same sums (log-probs). */
@@ -58,24 +59,6 @@ const peakBytes = async (page: Page) =>
 async function planChanged(page: Page, before: number): Promise<number> {
   await expect.poll(() => peakBytes(page)).not.toBe(before);
   return peakBytes(page);
-}
-
-/** The entries of a store-method ZIP (src/formats/zip.ts writes no compression): name → bytes. */
-function unzipStored(zip: Uint8Array): Map<string, Uint8Array> {
-  const view = new DataView(zip.buffer, zip.byteOffset, zip.byteLength);
-  const files = new Map<string, Uint8Array>();
-  let at = 0;
-  while (at + 30 <= zip.length && view.getUint32(at, true) === 0x04034b50) {
-    expect(view.getUint16(at + 8, true), 'compression method').toBe(0);
-    const size = view.getUint32(at + 18, true);
-    const nameLength = view.getUint16(at + 26, true);
-    const extraLength = view.getUint16(at + 28, true);
-    const name = new TextDecoder().decode(zip.subarray(at + 30, at + 30 + nameLength));
-    const start = at + 30 + nameLength + extraLength;
-    files.set(name, zip.slice(start, start + size));
-    at = start + size;
-  }
-  return files;
 }
 
 test('the memory plan shows its LoRA / dtype / checkpointing switches before loading, and follows them', async ({

