@@ -56,7 +56,7 @@ describe('npm run sft', { timeout: 600_000 }, () => {
     const r = sft(ARGS);
     expect(r.err).toBe('');
     expect(r.status).toBe(0);
-    expect(r.out).toContain('data.jsonl:3: skipped');
+    expect(r.out).toContain('data.jsonl line 3: skipped');
     const rows = metrics(out);
     expect(rows.map((row) => row.step)).toEqual([1, 2]);
     for (const row of rows) {
