@@ -1,9 +1,9 @@
 #!/usr/bin/env node
-// `npm test`: every layer in order — lint and formatting, types (svelte-check), vitest unit tests,
-// vitest kernel tests on Node WebGPU, then the production build and Playwright end-to-end tests in
-// Chromium. A missing browser or WebGPU driver fails with how to install it; a layer is skipped only
+// `npm test`: every layer in order — lint, formatting and types (svelte-check) side by side, vitest
+// unit tests, vitest kernel tests on Node WebGPU, then the production build and Playwright
+// end-to-end tests in Chromium. A missing browser or WebGPU driver fails with how to install it; a layer is skipped only
 // when asked explicitly (SKIP_KERNELS=1, SKIP_E2E=1). Ends with one summary line of counts.
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 
 const skipKernels = process.env.SKIP_KERNELS === '1';
@@ -29,6 +29,44 @@ function run(title, command, args, countResults = () => {}) {
     process.exit(result.status || 1);
   }
   console.log(`✓ ${title} (${seconds}s)`);
+}
+
+/**
+ * Runs the static layers (lint, formatting, types) at the same time: each is one mostly
+ * single-threaded process, so side by side they take about the longest one's time instead of the
+ * sum. Each one's output is printed whole when it ends, in the order given; the first failure
+ * stops the run after all have ended.
+ */
+async function runTogether(layers) {
+  const results = await Promise.all(
+    layers.map(
+      ([title, command, args]) =>
+        new Promise((resolve) => {
+          const t0 = Date.now();
+          const child = spawn(command, args, { env: { ...process.env, FORCE_COLOR: '0' } });
+          let output = '';
+          child.stdout.on('data', (chunk) => (output += chunk));
+          child.stderr.on('data', (chunk) => (output += chunk));
+          child.on('close', (code, signal) =>
+            resolve({ title, command, args, output, code, signal, t0, t1: Date.now() }),
+          );
+        }),
+    ),
+  );
+  let failed = null;
+  for (const r of results) {
+    console.log(`\n=== ${r.title}: ${r.command} ${r.args.join(' ')}`);
+    process.stdout.write(r.output.endsWith('\n') || r.output === '' ? r.output : `${r.output}\n`);
+    const seconds = ((r.t1 - r.t0) / 1000).toFixed(1);
+    if (r.code !== 0) {
+      console.error(`\n✗ ${r.title} failed (exit ${r.code ?? r.signal}) after ${seconds}s`);
+      failed ??= r;
+    } else console.log(`✓ ${r.title} (${seconds}s)`);
+  }
+  if (failed) {
+    summarize();
+    process.exit(failed.code || 1);
+  }
 }
 
 function summarize() {
@@ -104,15 +142,14 @@ mkdirSync('test-results', { recursive: true });
 if (!skipKernels) preflightNodeWebGpu();
 if (!skipE2E) preflightChromium();
 
-run('lint', 'npx', ['eslint', '.']);
-run('format', 'npx', ['prettier', '--check', '.']);
-run('types', 'npx', [
-  'svelte-check',
-  '--tsconfig',
-  './tsconfig.json',
-  '--fail-on-warnings',
-  '--output',
-  'human',
+await runTogether([
+  ['lint', 'npx', ['eslint', '.']],
+  ['format', 'npx', ['prettier', '--check', '.']],
+  [
+    'types',
+    'npx',
+    ['svelte-check', '--tsconfig', './tsconfig.json', '--fail-on-warnings', '--output', 'human'],
+  ],
 ]);
 
 const vitestJson = 'test-results/vitest.json';
