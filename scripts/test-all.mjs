@@ -1,6 +1,6 @@
 #!/usr/bin/env node
-// `npm test`: every layer in order — lint, formatting and types (svelte-check) side by side, vitest
-// unit tests, vitest kernel tests on Node WebGPU, then the production build and Playwright
+// `npm test`: every layer — lint, formatting and types (svelte-check) side by side, then vitest
+// unit tests beside the kernel tests on Node WebGPU, then the production build and Playwright
 // end-to-end tests in Chromium. A missing browser or WebGPU driver fails with how to install it; a layer is skipped only
 // when asked explicitly (SKIP_KERNELS=1, SKIP_E2E=1). Ends with one summary line of counts.
 import { spawn, spawnSync } from 'node:child_process';
@@ -32,36 +32,54 @@ function run(title, command, args, countResults = () => {}) {
 }
 
 /**
- * Runs the static layers (lint, formatting, types) at the same time: each is one mostly
- * single-threaded process, so side by side they take about the longest one's time instead of the
- * sum. Each one's output is printed whole when it ends, in the order given; the first failure
- * stops the run after all have ended.
+ * Runs layers at the same time: the static layers (lint, formatting, types: each one mostly
+ * single-threaded process) and the unit tests beside the kernel tests (which run their files one
+ * at a time), so each group takes about its longest layer's time instead of the sum. A layer with
+ * `live` streams its output as it comes; the others' output is printed whole when they end, in the
+ * order given. Every layer's counts are read; the first failure stops the run after all end.
  */
 async function runTogether(layers) {
   const results = await Promise.all(
     layers.map(
-      ([title, command, args]) =>
+      (layer) =>
         new Promise((resolve) => {
           const t0 = Date.now();
-          const child = spawn(command, args, { env: { ...process.env, FORCE_COLOR: '0' } });
+          if (layer.live)
+            console.log(`\n=== ${layer.title}: ${layer.command} ${layer.args.join(' ')}`);
+          const child = spawn(layer.command, layer.args, {
+            env: layer.live ? process.env : { ...process.env, FORCE_COLOR: '0' },
+            stdio: layer.live ? 'inherit' : 'pipe',
+          });
           let output = '';
-          child.stdout.on('data', (chunk) => (output += chunk));
-          child.stderr.on('data', (chunk) => (output += chunk));
+          child.stdout?.on('data', (chunk) => (output += chunk));
+          child.stderr?.on('data', (chunk) => (output += chunk));
           child.on('close', (code, signal) =>
-            resolve({ title, command, args, output, code, signal, t0, t1: Date.now() }),
+            resolve({
+              ...layer,
+              output,
+              code,
+              signal,
+              seconds: ((Date.now() - t0) / 1000).toFixed(1),
+            }),
           );
         }),
     ),
   );
   let failed = null;
   for (const r of results) {
-    console.log(`\n=== ${r.title}: ${r.command} ${r.args.join(' ')}`);
-    process.stdout.write(r.output.endsWith('\n') || r.output === '' ? r.output : `${r.output}\n`);
-    const seconds = ((r.t1 - r.t0) / 1000).toFixed(1);
+    if (!r.live) {
+      console.log(`\n=== ${r.title}: ${r.command} ${r.args.join(' ')}`);
+      process.stdout.write(r.output.endsWith('\n') || r.output === '' ? r.output : `${r.output}\n`);
+    }
+    try {
+      r.countResults?.();
+    } catch (error) {
+      console.error(`(no test report from ${r.title}: ${error.message})`);
+    }
     if (r.code !== 0) {
-      console.error(`\n✗ ${r.title} failed (exit ${r.code ?? r.signal}) after ${seconds}s`);
+      console.error(`\n✗ ${r.title} failed (exit ${r.code ?? r.signal}) after ${r.seconds}s`);
       failed ??= r;
-    } else console.log(`✓ ${r.title} (${seconds}s)`);
+    } else console.log(`✓ ${r.title} (${r.seconds}s)`);
   }
   if (failed) {
     summarize();
@@ -143,34 +161,48 @@ if (!skipKernels) preflightNodeWebGpu();
 if (!skipE2E) preflightChromium();
 
 await runTogether([
-  ['lint', 'npx', ['eslint', '.']],
-  ['format', 'npx', ['prettier', '--check', '.']],
-  [
-    'types',
-    'npx',
-    ['svelte-check', '--tsconfig', './tsconfig.json', '--fail-on-warnings', '--output', 'human'],
-  ],
+  { title: 'lint', command: 'npx', args: ['eslint', '.'] },
+  { title: 'format', command: 'npx', args: ['prettier', '--check', '.'] },
+  {
+    title: 'types',
+    command: 'npx',
+    args: [
+      'svelte-check',
+      '--tsconfig',
+      './tsconfig.json',
+      '--fail-on-warnings',
+      '--output',
+      'human',
+    ],
+  },
 ]);
 
-const vitestJson = 'test-results/vitest.json';
-rmSync(vitestJson, { force: true });
-const projects = skipKernels
-  ? ['--project', 'unit']
-  : ['--project', 'unit', '--project', 'kernels'];
+/** A vitest layer: one project, its JSON report counted. */
+function vitestLayer(title, project, live) {
+  const report = `test-results/vitest-${project}.json`;
+  rmSync(report, { force: true });
+  return {
+    title,
+    command: 'npx',
+    args: [
+      'vitest',
+      'run',
+      '--project',
+      project,
+      '--reporter=default',
+      '--reporter=json',
+      `--outputFile=${report}`,
+    ],
+    live,
+    countResults: () => addVitestCounts(report),
+  };
+}
+
 if (skipKernels) console.log('\nSKIP_KERNELS=1: kernel tests skipped on request.');
-run(
-  'unit + kernel tests',
-  'npx',
-  [
-    'vitest',
-    'run',
-    ...projects,
-    '--reporter=default',
-    '--reporter=json',
-    `--outputFile=${vitestJson}`,
-  ],
-  () => addVitestCounts(vitestJson),
-);
+await runTogether([
+  ...(skipKernels ? [] : [vitestLayer('kernel tests (Node WebGPU)', 'kernels', true)]),
+  vitestLayer('unit tests', 'unit', skipKernels),
+]);
 
 if (skipE2E) {
   console.log('\nSKIP_E2E=1: end-to-end tests skipped on request.');
