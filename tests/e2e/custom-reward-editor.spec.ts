@@ -154,7 +154,13 @@ test('a custom reward typed into CodeMirror, tried on the last step and on edite
   await expect(dialog.getByTestId('editor-code-len')).toHaveAttribute('data-editor', 'codemirror');
   expect(await editorText(wideEditor)).toBe(REWARD);
   const docs = dialog.getByTestId('reward-docs');
-  for (const field of ['problem.question', 'problem.reference', 'problem.verifier', 'prompt'])
+  for (const field of [
+    'problem.question',
+    'problem.reference',
+    'problem.verifier',
+    'problem.columns',
+    'prompt',
+  ])
     await expect(docs).toContainText(field);
   const shownProblem = JSON.parse(
     (await docs.getByTestId('sample-problem').textContent()) ?? 'null',

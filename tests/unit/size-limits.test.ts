@@ -40,6 +40,8 @@ import { exportTrl, TRL_EXPORT_PROMPTS } from '../../src/export/trl-export';
 import { createTask, trainEvalProblems } from '../../src/tasks/index';
 import { resolveSftConfig, SFT_OPTIONS, trlName } from '../../src/train/sft-config';
 import { parseSftJsonl } from '../../src/train/sft-data';
+import { DATASET_ROW_LIMIT, PARQUET_DECODED_LIMIT } from '../../src/tasks/datasets/tables';
+import { overLimitMessage } from '../../src/core/limits';
 import {
   JSONL_FILE_LIMIT,
   JSONL_LINE_LIMIT,
@@ -404,10 +406,24 @@ function limitsTable(): string {
       code(`line 1: ${parseSftJsonl('x'.repeat(JSONL_LINE_LIMIT.max + 1)).issues[0].message}`),
     ],
     [
-      'a JSONL dataset file (command line)',
+      'a dataset: its file, or a folder of shards together (page and command line)',
       `${JSONL_FILE_LIMIT.max} ${JSONL_FILE_LIMIT.unit}`,
       code(
-        `--data: <file>: size <n> is more than the limit of ${JSONL_FILE_LIMIT.max} bytes (a JSONL dataset)`,
+        `--dataset: <path>: ${overLimitMessage('size', JSONL_FILE_LIMIT.max + 1, JSONL_FILE_LIMIT)} (a dataset)`,
+      ),
+    ],
+    [
+      'rows of a dataset (all its files together)',
+      `${DATASET_ROW_LIMIT.max} ${DATASET_ROW_LIMIT.unit}`,
+      code(
+        `<file>: ${overLimitMessage('rows', DATASET_ROW_LIMIT.max + 1, DATASET_ROW_LIMIT)} (all files together)`,
+      ),
+    ],
+    [
+      "a Parquet file's decoded size (from its footer, before any page is read)",
+      `${PARQUET_DECODED_LIMIT.max} ${PARQUET_DECODED_LIMIT.unit}`,
+      code(
+        `<file>: ${overLimitMessage('decoded size', PARQUET_DECODED_LIMIT.max + 1, PARQUET_DECODED_LIMIT)} (the Parquet footer's total_byte_size)`,
       ),
     ],
   );
