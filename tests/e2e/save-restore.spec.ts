@@ -59,13 +59,29 @@ async function step(page: Page, expected: number) {
   await expect(page.getByTestId('status')).toHaveText('Ready', { timeout: STEP_TIMEOUT });
 }
 
-/** Save now in the Checkpoints view, then back to Train; resolves once the new row is listed. */
+/** The step of the newest checkpoint this page saved, or null before its first save. */
+const lastSavedStep = (page: Page) =>
+  digest(page).then(
+    (d) => d.step,
+    () => null,
+  );
+
+/**
+ * Save now in the Checkpoints view, then back to Train; resolves once the new row is listed and
+ * the page holds the new checkpoint as its newest save. The row count alone is not enough: after a
+ * reload the list may still be filling in when the count is taken, so an earlier run's row at the
+ * same step could satisfy it before the save has ended (a clean-clone CI run failed that way).
+ */
 async function save(page: Page, atStep: number) {
   await page.getByTestId('nav-checkpoints').click();
   const rows = page.locator(`[data-testid="checkpoint-row"][data-step="${atStep}"]`);
   const before = await rows.count();
+  const previous = await lastSavedStep(page);
   await page.getByTestId('save-now').click();
   await expect(rows).toHaveCount(before + 1, { timeout: 60_000 });
+  // Each save here is at a later step than the page's previous one (or its first).
+  expect(previous === null || previous < atStep).toBe(true);
+  await expect.poll(() => lastSavedStep(page), { timeout: 60_000 }).toBe(atStep);
   await page.getByTestId('nav-train').click();
 }
 
