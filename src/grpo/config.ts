@@ -424,11 +424,18 @@ export const CONFIG_SCHEMA = {
     'TRL ModelConfig use_rslora: LoraConfig use_rslora in train_grpo.py',
   ),
   dtype: field(
-    oneOf(['auto', 'bfloat16', 'float16', 'float32'] as const),
+    oneOf(['auto', 'bfloat16', 'float16', 'float32', 'nf4'] as const),
     'float32',
-    "storage of frozen weights (the base under usePeft), widened to f32 in the kernels: bfloat16 / float16 halve their bytes, 'auto' keeps the checkpoint's 16-bit format when every frozen matrix holds it exactly; a full fine-tune trains every weight, so all stay float32",
+    "storage of frozen weights (the base under usePeft), widened to f32 in the kernels: bfloat16 / float16 halve their bytes, 'auto' keeps the checkpoint's 16-bit or NF4 format when every frozen matrix holds it exactly; 'nf4' (QLoRA, usePeft only) quantises each decoder projection to 4-bit NF4 in blocks of 64 with an f32 scale each, embeddings stay bfloat16; a full fine-tune trains every weight, so all stay float32",
     null,
-    'TRL ModelConfig dtype: with usePeft, model_init_kwargs={"dtype": …} in train_grpo.py; a full fine-tune trains in float32',
+    'TRL ModelConfig dtype: with usePeft, model_init_kwargs={"dtype": …} in train_grpo.py; nf4: TRL load_in_4bit with bnb_4bit_quant_type="nf4", exported as model_init_kwargs={"quantization_config": BitsAndBytesConfig(…)}; a full fine-tune trains in float32',
+  ),
+  useBnbNestedQuant: field(
+    bool(),
+    false,
+    "with dtype 'nf4': nested (double) quantisation of the block scales, as bitsandbytes' compress_statistics: the weights take the values the double-quantised model computes with (the scales are kept expanded to f32 here)",
+    null,
+    'TRL ModelConfig use_bnb_nested_quant: BitsAndBytesConfig bnb_4bit_use_double_quant in train_grpo.py',
   ),
   // --- run --------------------------------------------------------------------------------
   // A step is one sampled batch (generation round) with its μ optimizer steps; the learning-rate
@@ -769,6 +776,14 @@ function checkConfig(partial: unknown): ConfigInput {
     } catch (e) {
       throw new ConfigError('loraTargetModules', (e as Error).message);
     }
+  }
+  // A 4-bit base cannot be trained itself (PEFT/transformers refuse to fine-tune a quantised model
+  // without adapters): NF4 stores the frozen base only.
+  if (c.dtype === 'nf4' && !c.usePeft) {
+    throw new ConfigError(
+      'dtype',
+      "config 'dtype' nf4 needs usePeft (LoRA): a 4-bit base cannot be fully fine-tuned; turn LoRA on or pick another dtype",
+    );
   }
   if (c.loadBestModelAtEnd && (c.evalSteps === 0 || c.evalPrompts === 0)) {
     throw new ConfigError(

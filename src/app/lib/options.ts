@@ -85,6 +85,7 @@ export const OPTION_GROUPS: OptionGroup[] = [
       'useRslora',
       'loraDropout',
       'dtype',
+      'useBnbNestedQuant',
     ],
   },
 ];
