@@ -111,9 +111,13 @@ export function planCommand(args: readonly string[]): PlanReport {
       throw new Error(`--num-prompts must be a positive integer, got '${numPrompts}'`);
     overrides.perStepPrompts = Number(numPrompts);
   }
-  // Any LoRA option means LoRA, unless --no-use-peft says otherwise.
+  // Any LoRA option means LoRA, unless --no-use-peft says otherwise; so does a 4-bit base
+  // (--dtype nf4: QLoRA, which only LoRA can train).
   const loraKeys = ['loraR', 'loraAlpha', 'loraTargetModules', 'useRslora'];
-  if (overrides.usePeft === undefined && loraKeys.some((k) => k in overrides))
+  if (
+    overrides.usePeft === undefined &&
+    (loraKeys.some((k) => k in overrides) || overrides.dtype === 'nf4')
+  )
     overrides.usePeft = true;
   const fixedMicroBatch = 'gradientAccumulationSteps' in overrides;
   const loaded = loadModelConfig(model);
@@ -212,7 +216,7 @@ export function formatPlanReport(r: PlanReport): string {
   const what = r.model.source === 'built-in' ? 'built-in config.json numbers' : 'config.json';
   lines.push(`${r.model.name} (${what}): ${millions(r.model.parameters)} parameters`);
   const training = i.lora
-    ? `LoRA r = ${i.lora.r} (${[i.lora.targetModules].flat().join(', ')}): ${millions(r.model.trainable)} trainable, base ${i.dtype}`
+    ? `LoRA r = ${i.lora.r} (${[i.lora.targetModules].flat().join(', ')}): ${millions(r.model.trainable)} trainable, base ${i.dtype === 'nf4' ? 'nf4 (4-bit NF4 projections, scale per 64; bf16 embedding and head)' : i.dtype}`
     : `full fine-tune, float32: ${millions(r.model.trainable)} trainable`;
   lines.push(training);
   lines.push(

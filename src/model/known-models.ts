@@ -116,6 +116,20 @@ export const KNOWN_MODELS: readonly KnownModel[] = [
     }),
   },
   {
+    // Qwen/Qwen2.5-3B's config.json (model card: 3.09B parameters, 2.77B non-embedding).
+    name: 'qwen2.5-3b',
+    repo: 'Qwen/Qwen2.5-3B',
+    torchDtype: 'bfloat16',
+    json: qwen2({
+      hidden_size: 2048,
+      intermediate_size: 11008,
+      num_hidden_layers: 36,
+      num_attention_heads: 16,
+      num_key_value_heads: 2,
+      max_position_embeddings: 32768,
+    }),
+  },
+  {
     name: 'qwen3-0.6b',
     repo: 'Qwen/Qwen3-0.6B',
     torchDtype: 'bfloat16',
@@ -159,6 +173,28 @@ export const KNOWN_MODELS: readonly KnownModel[] = [
       num_attention_heads: 32,
       num_key_value_heads: 8,
       head_dim: 64,
+      vocab_size: 128256,
+      max_position_embeddings: 131072,
+      rope_theta: 500000,
+      rms_norm_eps: 1e-5,
+      tie_word_embeddings: true,
+      bos_token_id: 128000,
+      eos_token_id: 128001,
+    }),
+  },
+  {
+    // meta-llama/Llama-3.2-3B's config.json (3.21B parameters, tied); rope_scaling left out as
+    // for Llama-3.2-1B above.
+    name: 'llama-3.2-3b',
+    repo: 'meta-llama/Llama-3.2-3B',
+    torchDtype: 'bfloat16',
+    json: llama({
+      hidden_size: 3072,
+      intermediate_size: 8192,
+      num_hidden_layers: 28,
+      num_attention_heads: 24,
+      num_key_value_heads: 8,
+      head_dim: 128,
       vocab_size: 128256,
       max_position_embeddings: 131072,
       rope_theta: 500000,

@@ -51,8 +51,11 @@ export function deviceMemoryLimits(
   };
 }
 
-/** How frozen weights are stored: f32, or 16-bit packed two per u32 word. */
-export type WeightDtype = 'float32' | 'bfloat16' | 'float16';
+/**
+ * How frozen weights are stored: f32, 16-bit packed two per u32 word, or 4-bit NF4 (QLoRA: the
+ * decoder's projections only; see nf4MatrixBytes).
+ */
+export type WeightDtype = 'float32' | 'bfloat16' | 'float16' | 'nf4';
 
 /** LoRA as the plan needs it (src/ref/lora.ts LoraOptions). */
 export interface PlanLora {
@@ -158,8 +161,36 @@ function checkPositiveInt(value: number, name: string, min = 1) {
 
 const align4 = (bytes: number) => Math.max(4, Math.ceil(bytes / 4) * 4);
 
-/** Bytes per element of frozen weights stored as `dtype`. */
+/**
+ * Bytes per element of frozen weights stored as `dtype`: 4 or 2. NF4 stores only the decoder's
+ * projections in 4 bits (frozenMatrixBytes); its embedding and LM head are bf16, 2 bytes.
+ */
 export const dtypeBytes = (dtype: WeightDtype) => (dtype === 'float32' ? 4 : 2);
+
+/** NF4's block: one f32 absmax per 64 weights (bitsandbytes' blocksize, src/ref/nf4.ts). */
+const NF4_BLOCK = 64;
+
+/**
+ * Bytes of one NF4 weight of `count` elements as the engine stores it: ONE buffer holding the
+ * packed 4-bit codes (two per byte, padded to whole u32 words: ceil(count/8) words) followed by
+ * the f32 absmax of every block of 64 (ceil(count/64) words; nested statistics are expanded to
+ * f32 at load, so they cost the same).
+ */
+export const nf4MatrixBytes = (count: number) =>
+  Math.ceil(count / 8) * 4 + Math.ceil(count / NF4_BLOCK) * 4;
+
+/** The (V, C) tables that NF4 leaves 16-bit (bitsandbytes quantises only the decoder's Linear layers). */
+const NF4_SKIPPED = new Set(['model.embed_tokens.weight', 'lm_head.weight']);
+
+/**
+ * Bytes of frozen 2-D parameter `name` with `count` elements stored as `dtype`: 4 or 2 bytes a
+ * value (16-bit values packed two per word), or under NF4 the codes and block scales of a
+ * projection and bf16 for the embedding and LM head.
+ */
+export function frozenMatrixBytes(name: string, count: number, dtype: WeightDtype): number {
+  if (dtype === 'nf4') return NF4_SKIPPED.has(name) ? align4(count * 2) : nf4MatrixBytes(count);
+  return align4(count * dtypeBytes(dtype));
+}
 
 /**
  * Rows of the (rows, V) logits that go through the head at once (src/model/head-chunks.ts, the
@@ -213,13 +244,22 @@ export function planBuffers(
 
   // Weights. A full fine-tune trains every parameter in f32; under LoRA the base is frozen and
   // stored as `dtype`, and only the adapters (f32) get gradients and moments.
-  // Packed 16-bit storage covers the frozen matrices (projections, embedding, LM head); norm
-  // weights and biases stay f32 (src/model/parameters.ts).
-  const frozenBytes = lora ? dtypeBytes(input.dtype) : F32;
+  // Packed 16-bit storage covers the frozen matrices (projections, embedding, LM head); NF4 the
+  // projections (the embedding and LM head bf16); norm weights and biases stay f32
+  // (src/model/parameters.ts).
   const specs = parameterSpecs(config);
   for (const spec of specs) {
-    const bytes = spec.shape.length === 2 ? frozenBytes : F32;
-    add(spec.name, 'parameters', 'run', spec.shape, 1, bytes);
+    if (lora && spec.shape.length === 2) {
+      const bytes = frozenMatrixBytes(spec.name, numel(spec.shape), input.dtype);
+      out.push({
+        name: spec.name,
+        category: 'parameters',
+        phase: 'run',
+        shape: spec.shape,
+        bytes,
+        count: 1,
+      });
+    } else add(spec.name, 'parameters', 'run', spec.shape);
   }
   const trainable = lora
     ? loraAdapterSpecs(config, { ...lora, alpha: 1, useRslora: false, dropout: 0 })
@@ -405,6 +445,12 @@ function resolve(input: MemoryPlanInput): ResolvedPlanInput {
     throw new RangeError(`memory plan: microBatch (${microBatch}) exceeds N = B·G = ${N}`);
   }
   if (input.lora) checkPositiveInt(input.lora.r, 'lora.r');
+  if (input.dtype === 'nf4' && !input.lora) {
+    // As the config refuses it (src/grpo/config.ts): a 4-bit base cannot be fully fine-tuned.
+    throw new RangeError(
+      'memory plan: dtype nf4 needs LoRA (a 4-bit base cannot be fully fine-tuned)',
+    );
+  }
   const logitsMemoryMiB = input.logitsMemoryMiB ?? DEFAULT_LOGITS_MEMORY_BYTES / MiB;
   if (!(logitsMemoryMiB >= 0)) {
     throw new RangeError(`memory plan: logitsMemoryMiB must be ≥ 0, got ${logitsMemoryMiB}`);
@@ -493,15 +539,42 @@ function adviseChanges(
       suggestions.push(
         'train LoRA adapters (usePeft, loraR 16) on a bfloat16 base with gradient checkpointing',
       );
+    } else if (fitsWith({ lora, dtype: 'nf4' })) {
+      suggestions.push(
+        'train LoRA adapters (usePeft, loraR 16) on a 4-bit NF4 base (dtype nf4, QLoRA)',
+      );
+    } else if (fitsWith({ lora, dtype: 'nf4', gradientCheckpointing: true })) {
+      suggestions.push(
+        'train LoRA adapters (usePeft, loraR 16) on a 4-bit NF4 base (dtype nf4, QLoRA) with ' +
+          'gradient checkpointing',
+      );
     }
   } else if (input.dtype === 'float32' && fitsWith({ dtype: 'bfloat16' })) {
     suggestions.push(
       `store the frozen base as bfloat16 (dtype bfloat16): halves its ${formatBytes(t.byCategory.parameters)}`,
     );
+  } else if (input.dtype !== 'nf4' && fitsWith({ dtype: 'nf4' })) {
+    // Lossy, so only when 16-bit is not enough: about 0.5 byte a projection weight (4-bit codes
+    // and an f32 scale per 64) instead of 2 or 4.
+    const nf4 = peakOf({ ...input, dtype: 'nf4' }, maxBindingBytes);
+    suggestions.push(
+      `store the frozen base's projections as 4-bit NF4 (dtype nf4, QLoRA): peak ` +
+        `${formatBytes(nf4)} instead of ${formatBytes(t.peak)}`,
+    );
   }
   if (!input.gradientCheckpointing && fitsWith({ gradientCheckpointing: true })) {
     suggestions.push(
       "turn on gradient checkpointing: keeps each layer's input only and recomputes the layer in backward",
+    );
+  } else if (
+    input.lora &&
+    input.dtype !== 'nf4' &&
+    !input.gradientCheckpointing &&
+    !fitsWith({ dtype: 'nf4' }) &&
+    fitsWith({ dtype: 'nf4', gradientCheckpointing: true })
+  ) {
+    suggestions.push(
+      'store the frozen base as 4-bit NF4 (dtype nf4, QLoRA) and turn on gradient checkpointing',
     );
   }
   if (input.beta > 0 && !input.lora && fitsWith({ beta: 0 })) {
@@ -552,8 +625,8 @@ function adviseChanges(
   }
   if (suggestions.length === 0) {
     suggestions.push(
-      'no single change fits: combine LoRA, bfloat16, checkpointing, a smaller group and shorter ' +
-        'completions, or pick a smaller model',
+      'no single change fits: combine LoRA, a bfloat16 or NF4 base, checkpointing, a smaller ' +
+        'group and shorter completions, or pick a smaller model',
     );
   }
   return suggestions;

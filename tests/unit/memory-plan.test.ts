@@ -78,6 +78,21 @@ describe('planMemory byte counts (tiny config, by hand)', () => {
       // β > 0: the reference is the policy with its adapters off.
       expect(plan.byCategory.reference).toBe(0);
     }
+    // NF4 (QLoRA): each projection is one buffer of 4-bit codes padded to a word, ceil(n/8)
+    // words, then one f32 absmax per 64 values, ceil(n/64) words: q and o (64 values) 32 + 4,
+    // k and v (32) 16 + 4, gate, up and down (96) 48 + 8: 280 bytes a layer. The embedding and
+    // the untied LM head stay bf16 (2 · 272 · 8 · 2 bytes), the norms f32, the adapters f32.
+    const nf4 = planMemory({ ...run, beta: 0, lora, dtype: 'nf4' }, roomy);
+    expect(nf4.byCategory.parameters).toBe(2 * 280 + 2 * 272 * 8 * 2 + 4 * 40 + 4 * A);
+    expect(nf4.buffers.find((b) => b.name === 'model.layers.1.mlp.up_proj.weight')?.bytes).toBe(56);
+    expect(nf4.byCategory.gradients).toBe(4 * A);
+    // Only the weights change: activations, KV cache and optimizer are the bf16 plan's.
+    const bf16 = planMemory({ ...run, beta: 0, lora, dtype: 'bfloat16' }, roomy);
+    expect(nf4.peakBytes - bf16.peakBytes).toBe(
+      nf4.byCategory.parameters - bf16.byCategory.parameters,
+    );
+    // A 4-bit base cannot be fully fine-tuned (the config refuses it too).
+    expect(() => planMemory({ ...run, beta: 0, dtype: 'nf4' }, roomy)).toThrow(/nf4 needs LoRA/);
     // dtype only applies to frozen weights: a full fine-tune trains in f32 whatever it says.
     const full = planMemory({ ...run, beta: 0, dtype: 'bfloat16' }, roomy);
     expect(full.byCategory.parameters).toBe(4 * P);
@@ -198,6 +213,63 @@ describe('fit decisions and advice', () => {
     expect(plan.suggestions).toContain(
       `set β = 0 (no KL term): saves the reference copy (${formatBytes(reference)})`,
     );
+  });
+
+  // Projections dominate (C 64, I 256, V 32): where the weights decide the fit.
+  const wide = {
+    ...run,
+    config: parseHfConfig({
+      architectures: ['LlamaForCausalLM'],
+      hidden_size: 64,
+      intermediate_size: 256,
+      num_hidden_layers: 2,
+      num_attention_heads: 4,
+      num_key_value_heads: 2,
+      vocab_size: 32,
+      max_position_embeddings: 64,
+    }),
+    numPrompts: 1,
+    groupSize: 2,
+    beta: 0,
+  };
+  const lora16 = { r: 16, targetModules: 'all-linear' as const };
+
+  it('a full fine-tune that fits only on a 4-bit base is told to train LoRA on NF4 (QLoRA)', () => {
+    const budget = planPeakBytes({ ...wide, lora: lora16, dtype: 'nf4' });
+    // Neither LoRA on f32 or bf16 nor bf16 with checkpointing fits; NF4 without it does.
+    for (const dtype of ['float32', 'bfloat16'] as const)
+      expect(planPeakBytes({ ...wide, lora: lora16, dtype })).toBeGreaterThan(budget);
+    expect(
+      planPeakBytes({ ...wide, lora: lora16, dtype: 'bfloat16', gradientCheckpointing: true }),
+    ).toBeGreaterThan(budget);
+    const plan = planMemory(wide, { ...roomy, totalBudget: budget });
+    expect(plan.suggestions).toContain(
+      'train LoRA adapters (usePeft, loraR 16) on a 4-bit NF4 base (dtype nf4, QLoRA)',
+    );
+    const tighter = planPeakBytes({
+      ...wide,
+      lora: lora16,
+      dtype: 'nf4',
+      gradientCheckpointing: true,
+    });
+    expect(tighter).toBeLessThan(budget);
+    expect(planMemory(wide, { ...roomy, totalBudget: tighter }).suggestions).toContain(
+      'train LoRA adapters (usePeft, loraR 16) on a 4-bit NF4 base (dtype nf4, QLoRA) with gradient checkpointing',
+    );
+  });
+
+  it('LoRA on a 16-bit base that does not fit is told the NF4 peak', () => {
+    const input = { ...wide, lora: lora16, dtype: 'bfloat16' as const };
+    const nf4 = planPeakBytes({ ...input, dtype: 'nf4' });
+    const plan = planMemory(input, { ...roomy, totalBudget: nf4 });
+    expect(plan.fits).toBe(false);
+    expect(plan.suggestions).toContain(
+      `store the frozen base's projections as 4-bit NF4 (dtype nf4, QLoRA): peak ` +
+        `${formatBytes(nf4)} instead of ${formatBytes(plan.peakBytes)}`,
+    );
+    // Already NF4: no such advice.
+    const already = planMemory({ ...input, dtype: 'nf4' }, { ...roomy, totalBudget: nf4 - 1 });
+    expect(already.suggestions.some((s) => s.includes('dtype nf4'))).toBe(false);
   });
 
   it('says to pick a smaller model when the weights alone do not fit', () => {
