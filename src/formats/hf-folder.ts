@@ -18,15 +18,27 @@ import {
 } from '../core/model-config';
 import { ModelFileError, ModelSourceError } from './errors';
 import {
+  openRanged,
   parseJsonFile,
   readOptional,
   unsafeFileName,
   type ModelSource,
+  type RangedFile,
   type ReadOptions,
   type ReadProgress,
 } from './model-source';
-import { MAX_HEADER_BYTES, parseSafetensors, type SafetensorsDtype } from './safetensors';
+import {
+  decodeSafetensorsWeight,
+  MAX_HEADER_BYTES,
+  parseSafetensorsHeader,
+  safetensorsHeaderLength,
+  widenWeight,
+  type SafetensorsDtype,
+  type SafetensorsHeaderEntry,
+} from './safetensors';
 import { tokenizerIdProblem } from './tokenizer';
+import type { ParameterSpec } from '../core/model-config';
+import type { HalfTensor } from '../ref/half';
 
 /** The generation defaults a model ships with (generation_config.json), merged with config.json. */
 export interface GenerationDefaults {
@@ -54,6 +66,40 @@ export interface LoadedHfModel {
   ignoredTensors: string[];
   /** Raw bytes of the tokenizer files found (tokenizer.json always), for loadTokenizer and export. */
   tokenizerFiles: Map<string, Uint8Array>;
+}
+
+/** A weight as its file stores it: F32 as f32, F16 / BF16 as their 16-bit values. */
+export type StoredWeight = Float32Array | HalfTensor;
+
+/**
+ * The weights of an opened model folder, read one tensor at a time (streamed load): only the
+ * safetensors headers are held; read(name) reads that tensor's bytes from its shard and returns
+ * them in their stored form, after the checks the whole-folder load does (finite values). The
+ * shapes, duplicates and missing tensors are checked when the folder is opened, before any tensor
+ * byte is read. A streamed load therefore holds at most one tensor's bytes (plus what its consumer
+ * makes of it) besides the headers.
+ */
+export interface WeightReader {
+  /** parameterSpecs(config): every tensor read() gives, in Hugging Face order. */
+  readonly specs: readonly ParameterSpec[];
+  /** dtype each tensor is stored in (for the UI: 'loaded from BF16'). */
+  readonly storedDtypes: ReadonlyMap<string, SafetensorsDtype>;
+  /** Tensors in the files that the model does not use (rotary inv_freq, a tied lm_head …). */
+  readonly ignoredTensors: readonly string[];
+  /** Bytes of the largest tensor as stored (the most one read() allocates). */
+  readonly largestTensorBytes: number;
+  /** One tensor, checked, as stored (a fresh buffer of its own). */
+  read(name: string): Promise<StoredWeight>;
+  /** Releases the shard files (further reads fail). */
+  close(): Promise<void>;
+}
+
+/** A model folder opened for a streamed load: everything but the weights is read. */
+export interface OpenedHfModel extends Omit<
+  LoadedHfModel,
+  'tensors' | 'storedDtypes' | 'ignoredTensors'
+> {
+  weights: WeightReader;
 }
 
 export type LoadPhase = 'config' | 'tokenizer' | 'weights';
@@ -218,11 +264,39 @@ async function readRequired(
   }
 }
 
-/** Loads and validates a Hugging Face Llama/Qwen2 model folder. */
+/**
+ * Loads and validates a Hugging Face Llama/Qwen2 model folder, every weight widened to f32 (what
+ * the CPU reference and the exporters work on). A GPU load streams instead: openHfFolder.
+ */
 export async function loadHfFolder(
   source: ModelSource,
   options: LoadHfOptions = {},
 ): Promise<LoadedHfModel> {
+  const { weights, ...rest } = await openHfFolder(source, options);
+  try {
+    const tensors = new Map<string, Float32Array>();
+    for (const spec of weights.specs)
+      tensors.set(spec.name, widenWeight(await weights.read(spec.name)));
+    return {
+      ...rest,
+      tensors,
+      storedDtypes: new Map(weights.storedDtypes),
+      ignoredTensors: [...weights.ignoredTensors],
+    };
+  } finally {
+    await weights.close();
+  }
+}
+
+/**
+ * Opens and validates a Hugging Face Llama/Qwen2 model folder: config, generation defaults and
+ * tokenizer read, every shard's header read and checked against the config; the weights are left
+ * in their files for WeightReader.read (see there). Close the reader when done.
+ */
+export async function openHfFolder(
+  source: ModelSource,
+  options: LoadHfOptions = {},
+): Promise<OpenedHfModel> {
   const progress = (phase: LoadPhase) => (p: ReadProgress) => options.onProgress?.({ ...p, phase });
 
   const configJson = asObject(
@@ -297,82 +371,136 @@ export async function loadHfFolder(
     maxBytes: maxWeightFileBytes(config),
     maxBytesReason: `what the tensors config.json describes can take, in F32`,
   };
-  const found = new Map<string, { data: Float32Array; dtype: SafetensorsDtype; file: string }>();
+  interface Found {
+    entry: SafetensorsHeaderEntry;
+    file: string;
+    ranged: RangedFile;
+    dataStart: number;
+  }
+  const found = new Map<string, Found>();
   const ignoredTensors: string[] = [];
-  for (const shard of shardFiles) {
-    let bytes: Uint8Array;
-    try {
-      bytes = await source.read(shard, weightLimit);
-    } catch (err) {
-      if (!(err instanceof ModelSourceError && err.reason === 'missing')) throw err;
-      if (shardOf) {
+  const opened: RangedFile[] = [];
+  const closeAll = () => Promise.all(opened.map((f) => f.close().catch(() => undefined)));
+  try {
+    for (const shard of shardFiles) {
+      let ranged: RangedFile;
+      try {
+        ranged = await openRanged(source, shard, weightLimit);
+      } catch (err) {
+        if (!(err instanceof ModelSourceError && err.reason === 'missing')) throw err;
+        if (shardOf) {
+          throw new ModelFileError(
+            shard,
+            `missing from ${source.label}, but ${SAFETENSORS_INDEX_FILE} lists it as a shard`,
+          );
+        }
+        const listing = await source.list().catch(() => null);
+        const legacy = listing?.find((f) => /\.(bin|pt|pth|gguf)$/.test(f));
         throw new ModelFileError(
-          shard,
-          `missing from ${source.label}, but ${SAFETENSORS_INDEX_FILE} lists it as a shard`,
+          SAFETENSORS_FILE,
+          `missing from ${source.label}: the folder needs model.safetensors or ` +
+            `${SAFETENSORS_INDEX_FILE} with its shards` +
+            (legacy
+              ? ` (found ${legacy}; only safetensors weights can be loaded, convert it first)`
+              : ''),
         );
       }
-      const listing = await source.list().catch(() => null);
-      const legacy = listing?.find((f) => /\.(bin|pt|pth|gguf)$/.test(f));
-      throw new ModelFileError(
-        SAFETENSORS_FILE,
-        `missing from ${source.label}: the folder needs model.safetensors or ` +
-          `${SAFETENSORS_INDEX_FILE} with its shards` +
-          (legacy
-            ? ` (found ${legacy}; only safetensors weights can be loaded, convert it first)`
-            : ''),
-      );
+      opened.push(ranged);
+      // The header only: 8 bytes of length, then the JSON; the tensors stay in the file.
+      const first = await ranged.readRange(0, Math.min(8, ranged.size));
+      const headerLength = safetensorsHeaderLength(first, shard, ranged.size);
+      const headerBytes = new Uint8Array(8 + headerLength);
+      headerBytes.set(first);
+      headerBytes.set(await ranged.readRange(8, 8 + headerLength), 8);
+      const header = parseSafetensorsHeader(headerBytes, shard, ranged.size);
+      for (const [name, entry] of header.entries) {
+        const shape = wanted.get(name);
+        if (!shape) {
+          ignoredTensors.push(name);
+          continue;
+        }
+        // The bytes are trusted over weight_map, but a tensor in two shards is a broken checkpoint.
+        if (found.has(name)) {
+          throw new ModelFileError(shard, `tensor also stored in ${found.get(name)!.file}`, name);
+        }
+        if (entry.shape.length !== shape.length || entry.shape.some((d, i) => d !== shape[i])) {
+          throw new ModelFileError(
+            shard,
+            `shape ${shapeText(entry.shape)} disagrees with config.json, which implies ` +
+              `${shapeText(shape)} (${shapeReason(name, config)})`,
+            name,
+          );
+        }
+        found.set(name, { entry, file: shard, ranged, dataStart: header.dataStart });
+      }
     }
-    const parsed = parseSafetensors(bytes, shard);
-    for (const [name, tensor] of parsed.tensors) {
-      const shape = wanted.get(name);
-      if (!shape) {
-        ignoredTensors.push(name);
-        continue;
-      }
-      // The bytes are trusted over weight_map, but a tensor in two shards is a broken checkpoint.
-      if (found.has(name)) {
-        throw new ModelFileError(shard, `tensor also stored in ${found.get(name)!.file}`, name);
-      }
-      if (tensor.shape.length !== shape.length || tensor.shape.some((d, i) => d !== shape[i])) {
-        throw new ModelFileError(
-          shard,
-          `shape ${shapeText(tensor.shape)} disagrees with config.json, which implies ` +
-            `${shapeText(shape)} (${shapeReason(name, config)})`,
-          name,
-        );
-      }
-      // NaN or ±Inf weights make every forward pass NaN; say which tensor, at load.
-      let nonFinite = 0;
-      const data = tensor.data;
-      for (let i = 0; i < data.length; i++) if (!Number.isFinite(data[i])) nonFinite++;
-      if (nonFinite > 0) {
-        throw new ModelFileError(
-          shard,
-          `${nonFinite} of ${data.length} values are NaN or infinite: the checkpoint is damaged ` +
-            `(or was saved from a diverged run)`,
-          name,
-        );
-      }
-      found.set(name, { data: tensor.data, dtype: tensor.dtype, file: shard });
-    }
-  }
 
-  const tensors = new Map<string, Float32Array>();
-  const storedDtypes = new Map<string, SafetensorsDtype>();
-  for (const spec of specs) {
-    const t = found.get(spec.name);
-    if (!t) {
-      const where = shardOf?.get(spec.name) ?? shardFiles.join(', ');
-      throw new ModelFileError(
-        where,
-        `tensor missing: config.json (${config.architecture}, ${config.numLayers} layers` +
-          `${config.attentionBias ? ', q/k/v bias' : ''}${config.tieWordEmbeddings ? ', tied embeddings' : ''}) ` +
-          `needs it with shape ${shapeText(spec.shape)}`,
-        spec.name,
-      );
+    const storedDtypes = new Map<string, SafetensorsDtype>();
+    let largestTensorBytes = 0;
+    for (const spec of specs) {
+      const t = found.get(spec.name);
+      if (!t) {
+        const where = shardOf?.get(spec.name) ?? shardFiles.join(', ');
+        throw new ModelFileError(
+          where,
+          `tensor missing: config.json (${config.architecture}, ${config.numLayers} layers` +
+            `${config.attentionBias ? ', q/k/v bias' : ''}${config.tieWordEmbeddings ? ', tied embeddings' : ''}) ` +
+            `needs it with shape ${shapeText(spec.shape)}`,
+          spec.name,
+        );
+      }
+      storedDtypes.set(spec.name, t.entry.dtype);
+      const [begin, end] = t.entry.dataOffsets;
+      largestTensorBytes = Math.max(largestTensorBytes, end - begin);
     }
-    tensors.set(spec.name, t.data);
-    storedDtypes.set(spec.name, t.dtype);
+    let closed = false;
+    const weights: WeightReader = {
+      specs,
+      storedDtypes,
+      ignoredTensors,
+      largestTensorBytes,
+      async read(name) {
+        const t = found.get(name);
+        if (!t || !wanted.has(name)) throw new Error(`${name} is not a parameter of this model`);
+        if (closed) throw new Error(`${name}: the model's weight files are closed`);
+        const [begin, end] = t.entry.dataOffsets;
+        const bytes = await t.ranged.readRange(t.dataStart + begin, t.dataStart + end);
+        const data = decodeSafetensorsWeight(bytes, t.entry);
+        // NaN or ±Inf weights make every forward pass NaN; say which tensor, at load.
+        const nonFinite = countNonFinite(data);
+        if (nonFinite > 0) {
+          const count = data instanceof Float32Array ? data.length : data.bits.length;
+          throw new ModelFileError(
+            t.file,
+            `${nonFinite} of ${count} values are NaN or infinite: the checkpoint is damaged ` +
+              `(or was saved from a diverged run)`,
+            name,
+          );
+        }
+        return data;
+      },
+      async close() {
+        closed = true;
+        await closeAll();
+      },
+    };
+    return { config, configJson, generation, tokenizerFiles, weights };
+  } catch (err) {
+    await closeAll();
+    throw err;
   }
-  return { config, configJson, generation, tensors, storedDtypes, ignoredTensors, tokenizerFiles };
+}
+
+/** How many values of a stored tensor are NaN or ±Inf (16-bit values by their exponent bits). */
+function countNonFinite(data: StoredWeight): number {
+  let n = 0;
+  if (data instanceof Float32Array) {
+    for (let i = 0; i < data.length; i++) if (!Number.isFinite(data[i])) n++;
+    return n;
+  }
+  // bf16: exponent 0x7f80 all ones; f16: exponent 0x7c00 all ones (Inf or NaN either way).
+  const mask = data.format === 'bf16' ? 0x7f80 : 0x7c00;
+  const bits = data.bits;
+  for (let i = 0; i < bits.length; i++) if ((bits[i] & mask) === mask) n++;
+  return n;
 }

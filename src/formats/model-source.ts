@@ -85,6 +85,54 @@ export interface ModelSource {
   read(name: string, options?: ReadOptions): Promise<Uint8Array>;
   /** File names (relative paths) when the source can list them; null for URLs. */
   list(): Promise<string[] | null>;
+  /**
+   * The file opened for ranged reads (same checks and errors as read: name, kind, maxBytes), so a
+   * loader can take a large weight file a tensor at a time. Sources without it are read whole
+   * (openRanged falls back to read).
+   */
+  open?(name: string, options?: ReadOptions): Promise<RangedFile>;
+}
+
+/** A file read by byte ranges: what a streamed weight load holds instead of the whole file. */
+export interface RangedFile {
+  readonly size: number;
+  /** Bytes [start, end) in a new buffer of their own (start ≤ end ≤ size). */
+  readRange(start: number, end: number): Promise<Uint8Array>;
+  close(): Promise<void>;
+}
+
+/** A RangedFile over bytes already in memory (a source that can only read whole files). */
+export function bytesRangedFile(bytes: Uint8Array): RangedFile {
+  return {
+    size: bytes.byteLength,
+    async readRange(start, end) {
+      return bytes.slice(start, end);
+    },
+    async close() {},
+  };
+}
+
+/** `name` opened for ranged reads: source.open when it has one, else the whole file read once. */
+export async function openRanged(
+  source: ModelSource,
+  name: string,
+  options?: ReadOptions,
+): Promise<RangedFile> {
+  if (source.open) return source.open(name, options);
+  return bytesRangedFile(await source.read(name, options));
+}
+
+function checkRange(name: string, size: number, start: number, end: number): void {
+  if (!(Number.isSafeInteger(start) && Number.isSafeInteger(end) && 0 <= start && start <= end)) {
+    throw new RangeError(`${name}: bad byte range [${start}, ${end})`);
+  }
+  if (end > size) {
+    throw new ModelSourceError(
+      name,
+      `is ${size} bytes, shorter than the range [${start}, ${end}) read from it (did it change while loading?)`,
+      'io',
+    );
+  }
 }
 
 /** Reads a file that may legitimately be absent (generation_config.json, a shard index …). */
@@ -133,73 +181,113 @@ export function folderSource(folder: string): ModelSource {
     fs: (await import(/* @vite-ignore */ fsModule)) as typeof import('node:fs/promises'),
     path: (await import(/* @vite-ignore */ pathModule)) as typeof import('node:path'),
   });
+  /** Checks `name` as read does (inside the folder, a regular file, under maxBytes) and opens it. */
+  const openChecked = async (name: string, options: ReadOptions | undefined) => {
+    refuseUnsafe(name, `folder ${folder}`);
+    const { fs, path } = await load();
+    const full = path.join(folder, normalise(name));
+    const ioError = (err: unknown) => {
+      const code = (err as { code?: string }).code;
+      if (code === 'ENOENT' || code === 'ENOTDIR') {
+        return new ModelSourceError(name, `not found in folder ${folder}`, 'missing');
+      }
+      return new ModelSourceError(
+        name,
+        `could not read ${full}: ${err instanceof Error ? err.message : String(err)}`,
+        'io',
+      );
+    };
+    let real: string;
+    let stat: import('node:fs').Stats;
+    try {
+      real = await fs.realpath(full);
+      stat = await fs.stat(real);
+    } catch (err) {
+      throw ioError(err);
+    }
+    const root = await fs.realpath(folder).catch(() => path.resolve(folder));
+    if (!isInside(path, root, real) && !isHubCacheBlob(path, root, real)) {
+      throw new ModelSourceError(
+        name,
+        `refused: it is a link to ${real}, outside folder ${folder}; copy the file into the folder`,
+        'refused',
+      );
+    }
+    // Checked before opening: opening a FIFO blocks, and /dev/zero never ends.
+    if (!stat.isFile()) {
+      throw new ModelSourceError(
+        name,
+        `refused: ${real} is not a regular file (a folder, device, FIFO or socket)`,
+        'refused',
+      );
+    }
+    if (overLimit(stat.size, options)) throw tooLarge(name, stat.size, options);
+    let handle: import('node:fs/promises').FileHandle;
+    let size: number;
+    try {
+      handle = await fs.open(real, 'r');
+    } catch (err) {
+      throw ioError(err);
+    }
+    try {
+      // The size is re-read from the open file and is the most that is read, so a file that
+      // is swapped or grows after the check cannot make the read larger.
+      size = (await handle.stat()).size;
+      if (overLimit(size, options)) throw tooLarge(name, size, options);
+    } catch (err) {
+      await handle.close().catch(() => undefined);
+      if (err instanceof ModelSourceError) throw err;
+      throw ioError(err);
+    }
+    /** Bytes [start, end) of the open file (fewer when it shrank meanwhile). */
+    const readRange = async (start: number, end: number) => {
+      let bytes = new Uint8Array(end - start);
+      let pos = 0;
+      try {
+        while (pos < bytes.byteLength) {
+          const { bytesRead } = await handle.read(bytes, pos, bytes.byteLength - pos, start + pos);
+          if (bytesRead === 0) break;
+          pos += bytesRead;
+        }
+      } catch (err) {
+        throw ioError(err);
+      }
+      if (pos < bytes.byteLength) bytes = bytes.subarray(0, pos);
+      return bytes;
+    };
+    return { handle, size, readRange };
+  };
   return {
     label: `folder ${folder}`,
     async read(name, options) {
-      refuseUnsafe(name, `folder ${folder}`);
-      const { fs, path } = await load();
-      const full = path.join(folder, normalise(name));
-      const ioError = (err: unknown) => {
-        const code = (err as { code?: string }).code;
-        if (code === 'ENOENT' || code === 'ENOTDIR') {
-          return new ModelSourceError(name, `not found in folder ${folder}`, 'missing');
-        }
-        return new ModelSourceError(
-          name,
-          `could not read ${full}: ${err instanceof Error ? err.message : String(err)}`,
-          'io',
-        );
-      };
-      let real: string;
-      let stat: import('node:fs').Stats;
-      try {
-        real = await fs.realpath(full);
-        stat = await fs.stat(real);
-      } catch (err) {
-        throw ioError(err);
-      }
-      const root = await fs.realpath(folder).catch(() => path.resolve(folder));
-      if (!isInside(path, root, real) && !isHubCacheBlob(path, root, real)) {
-        throw new ModelSourceError(
-          name,
-          `refused: it is a link to ${real}, outside folder ${folder}; copy the file into the folder`,
-          'refused',
-        );
-      }
-      // Checked before opening: opening a FIFO blocks, and /dev/zero never ends.
-      if (!stat.isFile()) {
-        throw new ModelSourceError(
-          name,
-          `refused: ${real} is not a regular file (a folder, device, FIFO or socket)`,
-          'refused',
-        );
-      }
-      if (overLimit(stat.size, options)) throw tooLarge(name, stat.size, options);
+      const { handle, size, readRange } = await openChecked(name, options);
       let bytes: Uint8Array;
       try {
-        const handle = await fs.open(real, 'r');
-        try {
-          // The size is re-read from the open file and is the most that is read, so a file that
-          // is swapped or grows after the check cannot make the read larger.
-          const size = (await handle.stat()).size;
-          if (overLimit(size, options)) throw tooLarge(name, size, options);
-          bytes = new Uint8Array(size);
-          let pos = 0;
-          while (pos < size) {
-            const { bytesRead } = await handle.read(bytes, pos, size - pos, pos);
-            if (bytesRead === 0) break;
-            pos += bytesRead;
-          }
-          if (pos < size) bytes = bytes.subarray(0, pos);
-        } finally {
-          await handle.close();
-        }
-      } catch (err) {
-        if (err instanceof ModelSourceError) throw err;
-        throw ioError(err);
+        bytes = await readRange(0, size);
+      } finally {
+        await handle.close().catch(() => undefined);
       }
       options?.onProgress?.({ file: name, loaded: bytes.byteLength, total: bytes.byteLength });
       return bytes;
+    },
+    async open(name, options) {
+      const { handle, size, readRange } = await openChecked(name, options);
+      let loaded = 0;
+      return {
+        size,
+        async readRange(start, end) {
+          checkRange(name, size, start, end);
+          const bytes = await readRange(start, end);
+          if (bytes.byteLength < end - start)
+            checkRange(name, start + bytes.byteLength, start, end);
+          loaded += bytes.byteLength;
+          options?.onProgress?.({ file: name, loaded: Math.min(loaded, size), total: size });
+          return bytes;
+        },
+        async close() {
+          await handle.close().catch(() => undefined);
+        },
+      };
     },
     async list() {
       const { fs } = await load();
@@ -250,6 +338,8 @@ export interface NamedBlob {
   name: string;
   size: number;
   arrayBuffer(): Promise<ArrayBuffer>;
+  /** Blob.slice: a byte range read without reading the file (a streamed weight load uses it). */
+  slice?(start: number, end: number): { arrayBuffer(): Promise<ArrayBuffer> };
   webkitRelativePath?: string;
 }
 
@@ -270,28 +360,58 @@ export function filesSource(
     const p = stripTop ? paths[i].slice(paths[i].indexOf('/') + 1) : paths[i];
     byName.set(p, f);
   });
+  const find = (name: string, options: ReadOptions | undefined) => {
+    refuseUnsafe(name, `the ${label}`);
+    const file = byName.get(normalise(name));
+    if (!file) {
+      throw new ModelSourceError(
+        name,
+        `not among the ${label} (${[...byName.keys()].join(', ') || 'none'}); select the whole model folder`,
+        'missing',
+      );
+    }
+    if (overLimit(file.size, options)) throw tooLarge(name, file.size, options);
+    return file;
+  };
+  const ioError = (name: string, err: unknown) =>
+    new ModelSourceError(
+      name,
+      `could not read the file: ${err instanceof Error ? err.message : String(err)}`,
+      'io',
+    );
   return {
     label,
+    async open(name, options) {
+      const file = find(name, options);
+      if (!file.slice) return bytesRangedFile(await this.read(name, options));
+      const size = file.size;
+      let loaded = 0;
+      return {
+        size,
+        async readRange(start, end) {
+          checkRange(name, size, start, end);
+          let bytes: Uint8Array;
+          try {
+            bytes = new Uint8Array(await file.slice!(start, end).arrayBuffer());
+          } catch (err) {
+            throw ioError(name, err);
+          }
+          if (bytes.byteLength < end - start)
+            checkRange(name, start + bytes.byteLength, start, end);
+          loaded += bytes.byteLength;
+          options?.onProgress?.({ file: name, loaded: Math.min(loaded, size), total: size });
+          return bytes;
+        },
+        async close() {},
+      };
+    },
     async read(name, options) {
-      refuseUnsafe(name, `the ${label}`);
-      const file = byName.get(normalise(name));
-      if (!file) {
-        throw new ModelSourceError(
-          name,
-          `not among the ${label} (${[...byName.keys()].join(', ') || 'none'}); select the whole model folder`,
-          'missing',
-        );
-      }
-      if (overLimit(file.size, options)) throw tooLarge(name, file.size, options);
+      const file = find(name, options);
       let bytes: Uint8Array;
       try {
         bytes = new Uint8Array(await file.arrayBuffer());
       } catch (err) {
-        throw new ModelSourceError(
-          name,
-          `could not read the file: ${err instanceof Error ? err.message : String(err)}`,
-          'io',
-        );
+        throw ioError(name, err);
       }
       options?.onProgress?.({ file: name, loaded: bytes.byteLength, total: file.size });
       return bytes;
@@ -396,21 +516,124 @@ export function urlSource(base: string, options: UrlSourceOptions = {}): ModelSo
   const blobHint = /\/blob\//.test(root)
     ? ' (a Hugging Face "/blob/" URL is the web page; use "/resolve/" instead)'
     : '';
+  const urlOf = (name: string) => {
+    refuseUnsafe(name, root);
+    const rootUrl = new URL(root, globalThis.location?.href);
+    const url = new URL(normalise(name), rootUrl).href;
+    // Belt and braces after unsafeFileName: whatever the URL parser makes of the name, the file
+    // must be on the same origin and under the base path.
+    if (!url.startsWith(rootUrl.href) || new URL(url).origin !== rootUrl.origin) {
+      throw new ModelSourceError(
+        name,
+        `refused: it resolves to ${url}, outside the model's base URL ${rootUrl.href}`,
+        'refused',
+      );
+    }
+    return url;
+  };
+  const htmlError = (url: string, name: string) =>
+    new ModelSourceError(
+      url,
+      `the server returned an HTML page instead of ${name}${blobHint}; ` +
+        `the URL must point at the raw file`,
+      'html',
+    );
+  /** Bytes [start, end) by an HTTP Range request; null when the server sends the whole file. */
+  const fetchRange = async (url: string, start: number, end: number) => {
+    let response: Response;
+    try {
+      response = await doFetch(url, { headers: { range: `bytes=${start}-${end - 1}` } });
+    } catch (err) {
+      throw new ModelSourceError(
+        url,
+        `could not fetch (${err instanceof Error ? err.message : String(err)})`,
+        'network',
+      );
+    }
+    if (response.status !== 206) {
+      await response.body?.cancel().catch(() => undefined);
+      return null;
+    }
+    const total = /\/(\d+)\s*$/.exec(response.headers.get('content-range') ?? '');
+    const bytes = new Uint8Array(await response.arrayBuffer());
+    return {
+      bytes,
+      size: total ? Number(total[1]) : null,
+      contentType: response.headers.get('content-type'),
+    };
+  };
   return {
     label: root,
-    async read(name, opts) {
-      refuseUnsafe(name, root);
-      const rootUrl = new URL(root, globalThis.location?.href);
-      const url = new URL(normalise(name), rootUrl).href;
-      // Belt and braces after unsafeFileName: whatever the URL parser makes of the name, the file
-      // must be on the same origin and under the base path.
-      if (!url.startsWith(rootUrl.href) || new URL(url).origin !== rootUrl.origin) {
-        throw new ModelSourceError(
-          name,
-          `refused: it resolves to ${url}, outside the model's base URL ${rootUrl.href}`,
-          'refused',
-        );
+    /**
+     * Ranged reads: a file in the Cache is read by Blob slices; without a cache (Node, or
+     * cacheName false) a server that answers Range requests (206) is read range by range; any
+     * other case reads the whole file once as read() does (and caches it), then serves ranges
+     * from memory: the first download of a URL model with the cache on is not bounded.
+     */
+    async open(name, opts) {
+      const url = urlOf(name);
+      const cache = await openCache();
+      if (cache) {
+        const hit = await cache.match(url).catch(() => undefined);
+        if (hit && hit.status !== 404) {
+          const blob = await hit.blob();
+          if (overLimit(blob.size, opts)) throw tooLarge(name, blob.size, opts);
+          const head = new Uint8Array(await blob.slice(0, 1024).arrayBuffer());
+          if (
+            !looksLikeHtml(
+              head.subarray(0, Math.min(head.length, 8)),
+              hit.headers.get('content-type'),
+            )
+          ) {
+            return filesSource(
+              [
+                {
+                  name,
+                  size: blob.size,
+                  arrayBuffer: () => blob.arrayBuffer(),
+                  slice: (a, b) => blob.slice(a, b),
+                },
+              ],
+              root,
+            ).open!(name, opts);
+          }
+        }
+        return bytesRangedFile(await this.read(name, opts));
       }
+      const probe = await fetchRange(url, 0, 8).catch(() => null);
+      if (
+        probe === null ||
+        probe.size === null ||
+        probe.bytes.byteLength !== Math.min(8, probe.size)
+      ) {
+        return bytesRangedFile(await this.read(name, opts));
+      }
+      if (looksLikeHtml(probe.bytes, probe.contentType)) throw htmlError(url, name);
+      const size = probe.size;
+      if (overLimit(size, opts)) throw tooLarge(name, size, opts);
+      let loaded = 0;
+      return {
+        size,
+        async readRange(start, end) {
+          checkRange(name, size, start, end);
+          if (start === end) return new Uint8Array(0);
+          const got = await fetchRange(url, start, end);
+          if (got === null || got.bytes.byteLength !== end - start) {
+            throw new ModelSourceError(
+              url,
+              `the server did not answer the byte range [${start}, ${end}) it answered before (did the file change?)`,
+              'network',
+            );
+          }
+          loaded += got.bytes.byteLength;
+          opts?.onProgress?.({ file: name, loaded: Math.min(loaded, size), total: size });
+          return got.bytes;
+        },
+        async close() {},
+      };
+    },
+    async read(name, opts) {
+      const url = urlOf(name);
       const cache = await openCache();
       // A cached file is served without the network; a cached 404 (an optional file the folder
       // lacks) is only believed when the network is down, so a file added later is still found.
@@ -464,14 +687,7 @@ export function urlSource(base: string, options: UrlSourceOptions = {}): ModelSo
         );
       }
       const contentType = response.headers.get('content-type');
-      if (looksLikeHtml(bytes, contentType)) {
-        throw new ModelSourceError(
-          url,
-          `the server returned an HTML page instead of ${name}${blobHint}; ` +
-            `the URL must point at the raw file`,
-          'html',
-        );
-      }
+      if (looksLikeHtml(bytes, contentType)) throw htmlError(url, name);
       if (cache) {
         const headers = contentType ? { 'content-type': contentType } : undefined;
         // Quota errors only cost the offline copy, never the load.

@@ -10,11 +10,7 @@
 import { f32ToBf16Bits, f32ToF16Bits, type HalfTensor } from '../ref/half';
 import { ModelFileError } from './errors';
 
-/**
- * Tensor dtypes read here: the float weights, and U8 for the packed 4-bit weights and statistics of
- * a bitsandbytes checkpoint (src/formats/bnb-4bit.ts; loaders take those as raw bytes).
- */
-export type SafetensorsDtype = 'F32' | 'F16' | 'BF16' | 'U8';
+export type SafetensorsDtype = 'F32' | 'F16' | 'BF16';
 
 export interface SafetensorsTensor {
   /** The dtype stored in the file; `data` is always f32. */
@@ -48,9 +44,9 @@ export interface SafetensorsHeader {
   dataStart: number;
 }
 
-const DTYPE_BYTES: Record<SafetensorsDtype, number> = { F32: 4, F16: 2, BF16: 2, U8: 1 };
+const DTYPE_BYTES: Record<SafetensorsDtype, number> = { F32: 4, F16: 2, BF16: 2 };
 /** dtypes the format defines that we recognise but cannot load as model weights. */
-const OTHER_DTYPES = ['F64', 'F8_E4M3', 'F8_E5M2', 'I64', 'I32', 'I16', 'I8', 'BOOL'];
+const OTHER_DTYPES = ['F64', 'F8_E4M3', 'F8_E5M2', 'I64', 'I32', 'I16', 'I8', 'U8', 'BOOL'];
 
 // The reference implementation refuses headers over 100 MB; a bigger "length" is a corrupt file.
 export const MAX_HEADER_BYTES = 100_000_000;
@@ -59,27 +55,50 @@ const isNonNegInt = (v: unknown): v is number =>
   typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
 
 /**
- * Reads and validates the header only (dtype, shape, offsets against the file size) without
- * touching tensor bytes, so a loader can check shapes before converting anything.
+ * The header's length from a file's first 8 (or more) bytes, checked against the file's size:
+ * a streaming reader reads 8 bytes, then this many, then one tensor's bytes at a time.
  */
-export function parseSafetensorsHeader(bytes: Uint8Array, fileName: string): SafetensorsHeader {
-  if (bytes.byteLength < 8) {
+export function safetensorsHeaderLength(
+  first: Uint8Array,
+  fileName: string,
+  fileSize = first.byteLength,
+): number {
+  if (fileSize < 8 || first.byteLength < 8) {
     throw new ModelFileError(
       fileName,
-      `file is truncated: ${bytes.byteLength} bytes, but a safetensors file starts with an 8-byte header length`,
+      `file is truncated: ${fileSize} bytes, but a safetensors file starts with an 8-byte header length`,
     );
   }
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const view = new DataView(first.buffer, first.byteOffset, 8);
   const headerLength = Number(view.getBigUint64(0, true));
-  if (8 + headerLength > bytes.byteLength) {
+  if (8 + headerLength > fileSize) {
     throw new ModelFileError(
       fileName,
-      `header length ${headerLength} runs past the end of the file (${bytes.byteLength} bytes): ` +
+      `header length ${headerLength} runs past the end of the file (${fileSize} bytes): ` +
         `the file is truncated or not a safetensors file`,
     );
   }
   if (headerLength > MAX_HEADER_BYTES) {
     throw new ModelFileError(fileName, `header length ${headerLength} is implausibly large`);
+  }
+  return headerLength;
+}
+
+/**
+ * Reads and validates the header only (dtype, shape, offsets against the file size) without
+ * touching tensor bytes, so a loader can check shapes before converting anything. `bytes` may be
+ * the whole file or only its first 8 + header-length bytes, with `fileSize` the file's size.
+ */
+export function parseSafetensorsHeader(
+  bytes: Uint8Array,
+  fileName: string,
+  fileSize = bytes.byteLength,
+): SafetensorsHeader {
+  const headerLength = safetensorsHeaderLength(bytes, fileName, fileSize);
+  if (bytes.byteLength < 8 + headerLength) {
+    throw new RangeError(
+      `${fileName}: the header needs the file's first ${8 + headerLength} bytes`,
+    );
   }
   let header: unknown;
   try {
@@ -98,7 +117,7 @@ export function parseSafetensorsHeader(bytes: Uint8Array, fileName: string): Saf
   }
 
   const dataStart = 8 + headerLength;
-  const dataLength = bytes.byteLength - dataStart;
+  const dataLength = fileSize - dataStart;
   const metadata: Record<string, string> = {};
   const entries = new Map<string, SafetensorsHeaderEntry>();
   for (const [name, value] of Object.entries(header as Record<string, unknown>)) {
@@ -251,7 +270,6 @@ function decodeTensor(
   dtype: SafetensorsDtype,
   count: number,
 ): Float32Array {
-  if (dtype === 'U8') return Float32Array.from(bytes.subarray(start, start + count)); // exact
   if (dtype === 'F32') {
     const byteStart = bytes.byteOffset + start;
     if (byteStart % 4 === 0) return new Float32Array(bytes.buffer, byteStart, count);
@@ -268,6 +286,27 @@ function decodeTensor(
     for (let i = 0; i < count; i++) bits[i] = halves[i] << 16;
   }
   return out;
+}
+
+/**
+ * One tensor's values from its own bytes (a ranged read of [dataStart + begin, dataStart + end)),
+ * in the form it is stored: F32 as f32, F16 / BF16 as their 16-bit values (HalfTensor). A view of
+ * `bytes` when aligned, else one copy. What a streaming loader hands to the GPU upload.
+ */
+export function decodeSafetensorsWeight(
+  bytes: Uint8Array,
+  entry: Pick<SafetensorsHeaderEntry, 'dtype' | 'shape'>,
+): Float32Array | HalfTensor {
+  const count = entry.shape.reduce((a, b) => a * b, 1);
+  if (entry.dtype === 'F32') return decodeTensor(bytes, 0, 'F32', count);
+  return { format: entry.dtype === 'BF16' ? 'bf16' : 'f16', bits: readU16(bytes, 0, count) };
+}
+
+/** A tensor in its stored form widened to f32 (exact); F32 data is returned as it is. */
+export function widenWeight(data: Float32Array | HalfTensor): Float32Array {
+  if (data instanceof Float32Array) return data;
+  const bytes = new Uint8Array(data.bits.buffer, data.bits.byteOffset, data.bits.byteLength);
+  return decodeTensor(bytes, 0, data.format === 'bf16' ? 'BF16' : 'F16', data.bits.length);
 }
 
 /** Parses a whole safetensors file; F16/BF16 tensors are widened to f32. */
@@ -304,8 +343,8 @@ export function parseSafetensorsWeights(
     const count = entry.shape.reduce((a, b) => a * b, 1);
     const start = dataStart + entry.dataOffsets[0];
     const data: Float32Array | HalfTensor =
-      entry.dtype === 'F32' || entry.dtype === 'U8'
-        ? decodeTensor(bytes, start, entry.dtype, count)
+      entry.dtype === 'F32'
+        ? decodeTensor(bytes, start, 'F32', count)
         : { format: entry.dtype === 'BF16' ? 'bf16' : 'f16', bits: readU16(bytes, start, count) };
     out.set(name, { dtype: entry.dtype, shape: entry.shape, data });
   }
@@ -353,9 +392,6 @@ export function writeSafetensors(
         t.name,
       );
     }
-    if (dtype === 'U8' && !t.data.every((v) => Number.isInteger(v) && v >= 0 && v <= 255)) {
-      throw new ModelFileError(fileName, 'U8 tensors hold integers 0…255', t.name);
-    }
     const size = count * elementBytes;
     header[t.name] = { dtype, shape: t.shape, data_offsets: [offset, offset + size] };
     offset += size;
@@ -371,8 +407,6 @@ export function writeSafetensors(
     const count = t.data.length;
     if (dtype === 'F32') {
       out.set(new Uint8Array(t.data.buffer, t.data.byteOffset, count * 4), pos);
-    } else if (dtype === 'U8') {
-      out.set(t.data, pos);
     } else {
       // pos is even (header padded to 8, every tensor a whole number of 2-byte elements).
       const halves = new Uint16Array(out.buffer, pos, count);
