@@ -10,7 +10,11 @@
 import { f32ToBf16Bits, f32ToF16Bits, type HalfTensor } from '../ref/half';
 import { ModelFileError } from './errors';
 
-export type SafetensorsDtype = 'F32' | 'F16' | 'BF16';
+/**
+ * Tensor dtypes read here: the float weights, and U8 for the packed 4-bit weights and statistics of
+ * a bitsandbytes checkpoint (src/formats/bnb-4bit.ts; loaders take those as raw bytes).
+ */
+export type SafetensorsDtype = 'F32' | 'F16' | 'BF16' | 'U8';
 
 export interface SafetensorsTensor {
   /** The dtype stored in the file; `data` is always f32. */
@@ -44,9 +48,9 @@ export interface SafetensorsHeader {
   dataStart: number;
 }
 
-const DTYPE_BYTES: Record<SafetensorsDtype, number> = { F32: 4, F16: 2, BF16: 2 };
+const DTYPE_BYTES: Record<SafetensorsDtype, number> = { F32: 4, F16: 2, BF16: 2, U8: 1 };
 /** dtypes the format defines that we recognise but cannot load as model weights. */
-const OTHER_DTYPES = ['F64', 'F8_E4M3', 'F8_E5M2', 'I64', 'I32', 'I16', 'I8', 'U8', 'BOOL'];
+const OTHER_DTYPES = ['F64', 'F8_E4M3', 'F8_E5M2', 'I64', 'I32', 'I16', 'I8', 'BOOL'];
 
 // The reference implementation refuses headers over 100 MB; a bigger "length" is a corrupt file.
 export const MAX_HEADER_BYTES = 100_000_000;
@@ -270,6 +274,7 @@ function decodeTensor(
   dtype: SafetensorsDtype,
   count: number,
 ): Float32Array {
+  if (dtype === 'U8') return Float32Array.from(bytes.subarray(start, start + count)); // exact
   if (dtype === 'F32') {
     const byteStart = bytes.byteOffset + start;
     if (byteStart % 4 === 0) return new Float32Array(bytes.buffer, byteStart, count);
@@ -298,7 +303,8 @@ export function decodeSafetensorsWeight(
   entry: Pick<SafetensorsHeaderEntry, 'dtype' | 'shape'>,
 ): Float32Array | HalfTensor {
   const count = entry.shape.reduce((a, b) => a * b, 1);
-  if (entry.dtype === 'F32') return decodeTensor(bytes, 0, 'F32', count);
+  if (entry.dtype === 'F32' || entry.dtype === 'U8')
+    return decodeTensor(bytes, 0, entry.dtype, count);
   return { format: entry.dtype === 'BF16' ? 'bf16' : 'f16', bits: readU16(bytes, 0, count) };
 }
 
@@ -343,8 +349,8 @@ export function parseSafetensorsWeights(
     const count = entry.shape.reduce((a, b) => a * b, 1);
     const start = dataStart + entry.dataOffsets[0];
     const data: Float32Array | HalfTensor =
-      entry.dtype === 'F32'
-        ? decodeTensor(bytes, start, 'F32', count)
+      entry.dtype === 'F32' || entry.dtype === 'U8'
+        ? decodeTensor(bytes, start, entry.dtype, count)
         : { format: entry.dtype === 'BF16' ? 'bf16' : 'f16', bits: readU16(bytes, start, count) };
     out.set(name, { dtype: entry.dtype, shape: entry.shape, data });
   }
@@ -392,6 +398,9 @@ export function writeSafetensors(
         t.name,
       );
     }
+    if (dtype === 'U8' && !t.data.every((v) => Number.isInteger(v) && v >= 0 && v <= 255)) {
+      throw new ModelFileError(fileName, 'U8 tensors hold integers 0…255', t.name);
+    }
     const size = count * elementBytes;
     header[t.name] = { dtype, shape: t.shape, data_offsets: [offset, offset + size] };
     offset += size;
@@ -407,6 +416,8 @@ export function writeSafetensors(
     const count = t.data.length;
     if (dtype === 'F32') {
       out.set(new Uint8Array(t.data.buffer, t.data.byteOffset, count * 4), pos);
+    } else if (dtype === 'U8') {
+      out.set(t.data, pos);
     } else {
       // pos is even (header padded to 8, every tensor a whole number of 2-byte elements).
       const halves = new Uint16Array(out.buffer, pos, count);
