@@ -255,8 +255,10 @@ export function exportTrl(
               useRslora: c.useRslora,
             }
           : null,
-        // The playground's dtype is the frozen base's storage, so it carries over only with LoRA.
-        modelDtype: c.usePeft && c.dtype !== 'float32' ? c.dtype : null,
+        // The playground's dtype is the frozen base's storage, so it carries over only with LoRA;
+        // nf4 becomes a BitsAndBytesConfig (QLoRA), the others from_pretrained's dtype.
+        modelDtype: c.usePeft && c.dtype !== 'float32' && c.dtype !== 'nf4' ? c.dtype : null,
+        quantization: c.usePeft && c.dtype === 'nf4' ? { nested: c.useBnbNestedQuant } : null,
       },
       pyLiteral,
     ),
@@ -267,7 +269,10 @@ export function exportTrl(
   );
   files.set('train.jsonl', jsonl(data.trainPrompts, c));
   if (data.evalPrompts.length > 0) files.set('eval.jsonl', jsonl(data.evalPrompts, c));
-  files.set('requirements.txt', requirementsTxt({ peft: c.usePeft }));
+  files.set(
+    'requirements.txt',
+    requirementsTxt({ peft: c.usePeft, bitsandbytes: c.usePeft && c.dtype === 'nf4' }),
+  );
   files.set('accelerate_config.yaml', accelerateConfigYaml(processes));
   files.set('accelerate_zero2.yaml', accelerateZero2Yaml(processes));
   files.set('config.json', `${JSON.stringify(c, null, 2)}\n`);

@@ -338,6 +338,32 @@ describe('exported project', () => {
     const named = export_({ usePeft: true, loraTargetModules: ['q_proj', 'v_proj'] });
     expect(named.get('train_grpo.py')).toContain('target_modules=["q_proj", "v_proj"]');
     expect(named.get('train_grpo.py')).not.toContain('model_init_kwargs');
+    // dtype nf4 (QLoRA): TRL's get_quantization_config as quantization_config, bitsandbytes in
+    // the requirements; use_bnb_nested_quant is its double quantisation.
+    for (const nested of [false, true]) {
+      const qlora = export_({ usePeft: true, dtype: 'nf4', useBnbNestedQuant: nested });
+      const qpy = qlora.get('train_grpo.py')!;
+      expect(qpy).toContain('import torch\n');
+      expect(qpy).toContain('from transformers import AutoTokenizer, BitsAndBytesConfig\n');
+      expect(qpy).toContain(
+        '        model_init_kwargs={"quantization_config": BitsAndBytesConfig(load_in_4bit=True, ' +
+          `bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=${nested ? 'True' : 'False'}, ` +
+          'bnb_4bit_compute_dtype=torch.float32)},\n',
+      );
+      expect(qpy).not.toContain('"dtype": "nf4"');
+      expect(qlora.get('requirements.txt')).toMatch(/^bitsandbytes>=\d+\.\d+\.\d+$/m);
+      if (hasPython) {
+        const tmp = mkdtempSync(join(tmpdir(), 'trl-qlora-'));
+        try {
+          writeFileSync(join(tmp, 'train_grpo.py'), qpy);
+          execFileSync(PYTHON, ['-m', 'py_compile', join(tmp, 'train_grpo.py')]);
+        } finally {
+          rmSync(tmp, { recursive: true, force: true });
+        }
+      }
+    }
+    expect(lora.get('requirements.txt')).not.toContain('bitsandbytes');
+    expect(py).not.toContain('BitsAndBytesConfig');
     const full = export_({ dtype: 'bfloat16' });
     expect(full.get('train_grpo.py')).toContain('PEFT_CONFIG = None\n');
     expect(full.get('train_grpo.py')).not.toContain('peft import');

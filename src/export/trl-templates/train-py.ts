@@ -23,6 +23,23 @@ export interface TrainPyOptions {
   peft: PeftExport | null;
   /** from_pretrained's dtype for the frozen base under LoRA ('bfloat16' …); null = TRL's default. */
   modelDtype: string | null;
+  /**
+   * dtype 'nf4' under LoRA (QLoRA): the base loads 4-bit through a BitsAndBytesConfig, as TRL's
+   * get_quantization_config builds it from load_in_4bit; `nested` is use_bnb_nested_quant.
+   */
+  quantization?: { nested: boolean } | null;
+}
+
+/**
+ * BitsAndBytesConfig(...) as Python source: TRL ModelConfig's load_in_4bit with
+ * bnb_4bit_quant_type "nf4", double quantisation as use_bnb_nested_quant, and f32 compute as the
+ * playground's kernels compute (they dequantise to f32 in registers).
+ */
+export function bnbConfigPy(q: { nested: boolean }): string {
+  return (
+    'BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4", ' +
+    `bnb_4bit_use_double_quant=${q.nested ? 'True' : 'False'}, bnb_4bit_compute_dtype=torch.float32)`
+  );
 }
 
 /** PEFT LoraConfig keyword values, as the playground's LoRA options hold them. */
@@ -48,17 +65,19 @@ function loraConfigPy(p: PeftExport, literal: (v: unknown) => string): string {
 }
 
 export function trainPy(o: TrainPyOptions, literal: (v: unknown) => string): string {
-  const args = [
-    ...o.grpoArgs,
-    ...(o.modelDtype === null
+  // A 4-bit base: the BitsAndBytesConfig goes in model_init_kwargs as quantization_config, where
+  // TRL's own scripts put get_quantization_config's result.
+  const initKwargs: [string, string][] = o.quantization
+    ? [['model_init_kwargs', `{"quantization_config": ${bnbConfigPy(o.quantization)}}`]]
+    : o.modelDtype === null
       ? []
-      : ([['model_init_kwargs', literal({ dtype: o.modelDtype })]] as [string, string][])),
-  ]
-    .map(([k, v]) => `        ${k}=${v},`)
-    .join('\n');
+      : [['model_init_kwargs', literal({ dtype: o.modelDtype })]];
+  const args = [...o.grpoArgs, ...initKwargs].map(([k, v]) => `        ${k}=${v},`).join('\n');
   // LoRA runs train adapters on a frozen base, as in the playground (PEFT's LoraConfig with the
   // same r, alpha, targets and scaling); without it TRL trains every weight.
   const peftImport = o.peft ? 'from peft import LoraConfig\n' : '';
+  const torchImport = o.quantization ? 'import torch\n' : '';
+  const bnbImport = o.quantization ? ', BitsAndBytesConfig' : '';
   const peftConfig = o.peft ? loraConfigPy(o.peft, literal) : 'None';
   const evalArgs = o.hasEval
     ? `        eval_strategy="steps",
@@ -76,7 +95,7 @@ import argparse
 import os
 
 from datasets import load_dataset
-${peftImport}from transformers import AutoTokenizer
+${torchImport}${peftImport}from transformers import AutoTokenizer${bnbImport}
 from trl import GRPOConfig, GRPOTrainer
 
 from rewards import REWARD_FUNCS
@@ -162,15 +181,17 @@ export const PINNED = {
   torch: '2.15.0',
   deepspeed: '0.19.8',
   mathVerify: '0.9.0',
+  /** A lower bound, not a pin: the 4-bit loader transformers needs (NF4 bases only). */
+  bitsandbytesMin: '0.46.1',
 } as const;
 
-export function requirementsTxt(options: { peft?: boolean } = {}): string {
+export function requirementsTxt(options: { peft?: boolean; bitsandbytes?: boolean } = {}): string {
   return `# Pinned versions for the exported GRPO run.
 trl==${PINNED.trl}
 transformers==${PINNED.transformers}
 accelerate==${PINNED.accelerate}
 datasets==${PINNED.datasets}
-${options.peft ? `peft==${PINNED.peft}\n` : ''}torch==${PINNED.torch}
+${options.peft ? `peft==${PINNED.peft}\n` : ''}${options.bitsandbytes ? `# dtype nf4: the 4-bit (NF4) base is loaded through bitsandbytes (CUDA).\nbitsandbytes>=${PINNED.bitsandbytesMin}\n` : ''}torch==${PINNED.torch}
 # Optional, only for accelerate_zero2.yaml (DeepSpeed ZeRO-2):
 # deepspeed==${PINNED.deepspeed}
 # Optional, for datasets with the math checker: rewards.py then asks math_verify, as TRL's
