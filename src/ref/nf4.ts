@@ -132,10 +132,14 @@ export function quantizeNf4(values: Float32Array, blockSize = NF4_BLOCK_SIZE): N
 export function dequantizeNf4(t: Nf4Tensor): Float32Array {
   const out = new Float32Array(t.count);
   const { codes, absmax, blockSize, count } = t;
-  for (let e = 0; e < count; e++) {
-    const byte = codes[e >> 1];
-    const q = (e & 1) === 0 ? byte >> 4 : byte & 15;
-    out[e] = NF4_CODE[q] * absmax[Math.floor(e / blockSize)]; // f64 product exact; store rounds once
+  for (let b = 0, begin = 0; begin < count; b++, begin += blockSize) {
+    const scale = absmax[b];
+    const end = Math.min(begin + blockSize, count);
+    // f64 products of two f32 values are exact; the Float32Array store rounds once, as f32 does.
+    for (let e = begin; e < end; e++) {
+      const byte = codes[e >> 1];
+      out[e] = NF4_CODE[(e & 1) === 0 ? byte >> 4 : byte & 15] * scale;
+    }
   }
   return out;
 }
