@@ -8,9 +8,12 @@
 //   TM×4 register blocks, double-buffered tiles; vec4 loads when aligned; split-K with a
 //   deterministic second pass, matmul_splitk_reduce.wgsl, for few output tiles).
 // A B operand stored as 16-bit values packed two per u32 (frozen bf16 / f16 weights, bDtype) takes
-// shaders/matmul_packed16.wgsl (or matmul_gpu_packed16.wgsl), which widens it on load.
-// Fallbacks to matmul.wgsl / matmul_packed16.wgsl (staged, same bits as the GPU variants without
-// split): a packed B whose word pairs do not line up (odd K with transB, odd N without, odd strideB).
+// shaders/matmul_packed16.wgsl (or matmul_gpu_packed16.wgsl), which widens it on load; an NF4 B
+// (bDtype 'nf4': 4-bit codes and f32 block absmax in one u32 buffer, src/ref/nf4-matmul.ts
+// packNf4) takes shaders/matmul_nf4.wgsl (or matmul_gpu_nf4.wgsl), which dequantises it on load.
+// Fallbacks to matmul.wgsl / matmul_packed16.wgsl / matmul_nf4.wgsl (staged, same bits as the GPU
+// variants without split): a packed B whose word pairs do not line up (odd K with transB, odd N
+// without, odd strideB), an NF4 B whose 4-element groups do not (gpuNf4Aligned).
 // Split-K is never used for continueSum (its bits must equal one call's), when the output tiles
 // already fill the device (MATMUL_SPLIT_TARGET_WORKGROUPS), or when the partials would exceed
 // MATMUL_SPLIT_MAX_BYTES.
@@ -63,6 +66,20 @@ export const MATMUL_GPU_PARAMS = uniformLayout(
   },
 );
 
+/** The `struct Params` of shaders/matmul_nf4.wgsl: matmul.wgsl's plus where B's absmax lies. */
+export const MATMUL_NF4_PARAMS = uniformLayout('matmul_nf4', {
+  ...MATMUL_PARAMS.fields,
+  absmaxOffset: 'u32',
+  blockShift: 'u32',
+});
+
+/** The `struct Params` of shaders/matmul_gpu_nf4.wgsl: matmul_gpu.wgsl's plus B's absmax. */
+export const MATMUL_GPU_NF4_PARAMS = uniformLayout('matmul_gpu_nf4', {
+  ...MATMUL_GPU_PARAMS.fields,
+  absmaxOffset: 'u32',
+  blockShift: 'u32',
+});
+
 /** The `struct Params` of shaders/matmul_splitk_reduce.wgsl. */
 export const MATMUL_SPLITK_REDUCE_PARAMS = uniformLayout('matmul_splitk_reduce', {
   M: 'u32',
@@ -95,8 +112,18 @@ export interface MatmulArgs {
   a: GPUBuffer;
   /** op(B) is (K, N); stored (N, K) when transB. */
   b: GPUBuffer;
-  /** How b stores its values: f32 (default), or bf16 / f16 packed two per u32 (frozen weights). */
+  /**
+   * How b stores its values: f32 (default), bf16 / f16 packed two per u32, or nf4 (4-bit codes,
+   * then f32 block absmax: src/ref/nf4-matmul.ts packNf4) — frozen weights.
+   */
   bDtype?: WeightDtype;
+  /**
+   * NF4 B: elements of the whole stored tensor (its absmax words start at word ceil(bCount / 8));
+   * default (batch − 1)·strideB + K·N, i.e. K·N for one weight.
+   */
+  bCount?: number;
+  /** NF4 B: elements per absmax block, a power of two ≥ 4 (default NF4_BLOCK_SIZE, 64). */
+  bBlockSize?: number;
   /** (batch, M, N) output. */
   c: GPUBuffer;
   M: number;
@@ -148,8 +175,11 @@ export function vec4Aligned(
   );
 }
 
-/** Storage of a weight operand: f32, or 16-bit values packed two per u32 (src/ref/half.ts). */
-export type WeightDtype = 'f32' | 'bf16' | 'f16';
+/**
+ * Storage of a weight operand: f32, 16-bit values packed two per u32 (src/ref/half.ts), or NF4
+ * codes with f32 block absmax (src/ref/nf4.ts; GPU layout: src/ref/nf4-matmul.ts packNf4).
+ */
+export type WeightDtype = 'f32' | 'bf16' | 'f16' | 'nf4';
 
 /** Configuration of a matmul_gpu*.wgsl variant: threads, rows per thread, k-tile, split-K. */
 export interface GpuMatmulConfig {
@@ -216,12 +246,42 @@ export function gpuPackedAligned(
   return (transB ? K : N) % 2 === 0 && (args.strideB ?? K * N) % 2 === 0;
 }
 
+/** Whether matmul_gpu_nf4.wgsl can read this product's B: 4-element groups along B's rows. */
+export function gpuNf4Aligned(args: Pick<MatmulArgs, 'N' | 'K' | 'transB' | 'strideB'>): boolean {
+  const { N, K, transB = false } = args;
+  return (transB ? K : N) % 4 === 0 && (args.strideB ?? K * N) % 4 === 0;
+}
+
+/** The default absmax block of an NF4 B (bitsandbytes' blocksize 64; src/ref/nf4.ts NF4_BLOCK_SIZE). */
+export const MATMUL_NF4_BLOCK_SIZE = 64;
+
+/** Words of an NF4 buffer of `count` elements: the codes (padded to a word), then one per block. */
+export function nf4Words(count: number, blockSize = MATMUL_NF4_BLOCK_SIZE): number {
+  return Math.ceil(count / 8) + Math.ceil(count / blockSize);
+}
+
+/** The uniform values locating an NF4 B's absmax: its first word and log2 of its block size. */
+function nf4Uniforms(args: MatmulShape): { absmaxOffset: number; blockShift: number } {
+  const { M, N, K, batch = 1 } = args;
+  const blockSize = args.bBlockSize ?? MATMUL_NF4_BLOCK_SIZE;
+  const blockShift = Math.log2(blockSize);
+  if (!Number.isInteger(blockShift) || blockShift < 2) {
+    throw new RangeError(`matmul: NF4 block size ${blockSize} is not a power of two ≥ 4`);
+  }
+  const count = args.bCount ?? (batch - 1) * (args.strideB ?? K * N) + K * N;
+  if (M > 0 && N > 0 && K > 0 && count < (batch - 1) * (args.strideB ?? K * N) + K * N) {
+    throw new RangeError(`matmul: NF4 B of ${count} elements is smaller than the product reads`);
+  }
+  return { absmaxOffset: Math.ceil(count / 8), blockShift };
+}
+
 /** How a product is computed: which pipeline, its grid, and the split of K (1: none). */
 interface MatmulPlan {
   key: PipelineKey;
   grid: [number, number, number];
-  /** Which uniform block: matmul.wgsl's or matmul_gpu*.wgsl's. */
+  /** Which uniform block: matmul.wgsl's or matmul_gpu*.wgsl's (with B's absmax for NF4). */
   gpu: boolean;
+  nf4: boolean;
   splits: number;
   kChunk: number;
 }
@@ -275,22 +335,29 @@ export class MatmulKernel {
     const variant = this.variantFor(shape);
     const config = MATMUL_VARIANTS[variant];
     const bDtype = shape.bDtype ?? 'f32';
-    if (config.kind === 'gpu' && (bDtype === 'f32' || gpuPackedAligned(shape))) {
-      return this.gpuPlan(config, shape);
-    }
-    // staged64, emulation, or a packed B the GPU kernel cannot pair (staged: the same bits).
+    const gpuReads =
+      bDtype === 'f32' || (bDtype === 'nf4' ? gpuNf4Aligned(shape) : gpuPackedAligned(shape));
+    if (config.kind === 'gpu' && gpuReads) return this.gpuPlan(config, shape);
+    // staged64, emulation, or a packed / NF4 B the GPU kernel cannot read (staged: the same bits).
     return this.legacyPlan(shape, config.kind === 'emulation');
   }
 
   private gpuPlan(config: GpuMatmulConfig, shape: MatmulShape): MatmulPlan {
     const { M, N, batch = 1, transA = false, transB = false } = shape;
     const bDtype = shape.bDtype ?? 'f32';
-    const packed = bDtype !== 'f32';
-    const vec4 = !packed && vec4Aligned(shape);
-    const name = packed ? 'matmul_gpu_packed16' : vec4 ? 'matmul_gpu_vec4' : 'matmul_gpu';
+    const nf4 = bDtype === 'nf4';
+    const packed = bDtype === 'bf16' || bDtype === 'f16';
+    const vec4 = bDtype === 'f32' && vec4Aligned(shape);
+    const name = nf4
+      ? 'matmul_gpu_nf4'
+      : packed
+        ? 'matmul_gpu_packed16'
+        : vec4
+          ? 'matmul_gpu_vec4'
+          : 'matmul_gpu';
     const threads = config.wgX * config.wgY;
     const aVec = vec4 ? 4 : 1;
-    const bVec = vec4 ? 4 : packed ? 2 : 1;
+    const bVec = vec4 || nf4 ? 4 : packed ? 2 : 1;
     const aLoads = (config.tm * config.wgY * config.tileK) / (aVec * threads);
     const bLoads = (4 * config.wgX * config.tileK) / (bVec * threads);
     for (const loads of [aLoads, bLoads]) {
@@ -312,12 +379,13 @@ export class MatmulKernel {
       key: [name, shaderSource(name), constants],
       grid: [ceilDiv(N, 4 * config.wgX), ceilDiv(M, config.tm * config.wgY), batch * splits],
       gpu: true,
+      nf4,
       splits,
       kChunk,
     };
   }
 
-  /** matmul.wgsl / matmul_vec4.wgsl / matmul_packed16.wgsl as before the GPU variants. */
+  /** matmul.wgsl / matmul_vec4.wgsl / matmul_packed16.wgsl / matmul_nf4.wgsl (no GPU variant). */
   private legacyPlan(shape: MatmulShape, barrierFree: boolean): MatmulPlan {
     const { M, N, K, batch = 1, transA = false, transB = false } = shape;
     const wgY = M <= 4 * MATMUL_WG_Y_SHORT ? MATMUL_WG_Y_SHORT : MATMUL_WG_Y;
@@ -326,10 +394,22 @@ export class MatmulKernel {
       key,
       grid,
       gpu: false,
+      nf4: false,
       splits: 1,
       kChunk: K,
     });
     const bDtype = shape.bDtype ?? 'f32';
+    if (bDtype === 'nf4') {
+      const constants = {
+        WG_X: MATMUL_WG_X,
+        WG_Y: wgY,
+        TILE_K: MATMUL_TILE_K,
+        TRANS_A: transA,
+        TRANS_B: transB,
+        STAGE_TILES: !barrierFree,
+      };
+      return { ...plan(['matmul_nf4', shaderSource('matmul_nf4'), constants]), nf4: true };
+    }
     if (bDtype !== 'f32') {
       const constants = {
         WG_X: MATMUL_WG_X,
@@ -373,6 +453,7 @@ export class MatmulKernel {
     if (args.continueSum && (args.accumulate || (args.alpha ?? 1) !== 1)) {
       throw new RangeError('matmul: continueSum needs alpha 1 and no accumulate');
     }
+    const nf4 = plan.nf4 ? nf4Uniforms(args) : null; // checks bBlockSize before compiling
     const pipeline = this.pipelines.get(...plan.key);
     const values = {
       M,
@@ -388,13 +469,14 @@ export class MatmulKernel {
       offsetA: args.offsetA ?? 0,
       offsetC: args.offsetC ?? 0,
     };
-    const params = plan.gpu
-      ? MATMUL_GPU_PARAMS.create(this.device, {
-          ...values,
-          splits: plan.splits,
-          kChunk: plan.kChunk,
-        })
-      : MATMUL_PARAMS.create(this.device, values);
+    const split = { splits: plan.splits, kChunk: plan.kChunk };
+    const params = nf4
+      ? plan.gpu
+        ? MATMUL_GPU_NF4_PARAMS.create(this.device, { ...values, ...split, ...nf4 })
+        : MATMUL_NF4_PARAMS.create(this.device, { ...values, ...nf4 })
+      : plan.gpu
+        ? MATMUL_GPU_PARAMS.create(this.device, { ...values, ...split })
+        : MATMUL_PARAMS.create(this.device, values);
     const empty = M === 0 || N === 0 || batch === 0;
     // Split-K: the first pass writes raw partials (batch·splits, M, N) to scratch, the second
     // adds them in split order into C.
