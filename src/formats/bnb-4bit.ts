@@ -167,6 +167,16 @@ export function bnbWeightName(tensorName: string): string | null {
   return null;
 }
 
+/** The 4-bit weights among a checkpoint's tensor names: those with a quant_state entry. */
+export function bnbQuantizedWeights(names: Iterable<string>): Set<string> {
+  const out = new Set<string>();
+  for (const n of names) {
+    if (n.endsWith(`${QUANT_STATE}nf4`) || n.endsWith(`${QUANT_STATE}fp4`))
+      out.add(bnbWeightName(n)!);
+  }
+  return out;
+}
+
 /** Whether a tensor name is one of bitsandbytes' statistics entries (so the loader can group them). */
 export function isBnbComponent(tensorName: string): boolean {
   return bnbWeightName(tensorName) !== null;

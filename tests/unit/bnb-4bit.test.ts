@@ -11,6 +11,7 @@ import {
   assembleNf4Tensor,
   bnbPartsFromHeader,
   bnbQuantStateName,
+  bnbQuantizedWeights,
   bnbWeightName,
   isBnbComponent,
   parseQuantizationConfig,
@@ -18,7 +19,11 @@ import {
   type BnbQuantization,
 } from '../../src/formats/bnb-4bit';
 import { ModelFileError } from '../../src/formats/errors';
-import { parseSafetensors, parseSafetensorsHeader } from '../../src/formats/safetensors';
+import {
+  parseSafetensors,
+  parseSafetensorsHeader,
+  writeSafetensors,
+} from '../../src/formats/safetensors';
 import { dequantizeNf4 } from '../../src/ref/nf4';
 
 const DIR = join(dirname(fileURLToPath(import.meta.url)), '../fixtures/bnb4bit');
@@ -89,6 +94,41 @@ describe.each(['nf4-nested', 'nf4'])('bitsandbytes 4-bit folder %s', (folder) =>
     for (const c of components) expect(parts.has(bnbWeightName(c)!)).toBe(true);
     expect(isBnbComponent('model.layers.0.mlp.up_proj.weight')).toBe(false);
     expect(isBnbComponent('model.norm.weight')).toBe(false);
+    expect([...bnbQuantizedWeights(parts.keys())].sort()).toEqual(
+      parameterSpecs(config)
+        .map((s) => s.name)
+        .filter((n) => n.endsWith('_proj.weight'))
+        .sort(),
+    );
+  });
+});
+
+describe('safetensors U8 entries', () => {
+  it('parseSafetensors widens them exactly; writeSafetensors writes bytes 0…255', () => {
+    const bytes = new Uint8Array(readFileSync(join(DIR, 'nf4-nested/model.safetensors')));
+    const name = 'model.layers.0.self_attn.q_proj.weight';
+    const parsed = parseSafetensors(bytes, 'model.safetensors').tensors.get(name)!;
+    const raw = bnbPartsFromHeader(bytes, parseSafetensorsHeader(bytes, 'model.safetensors')).get(
+      name,
+    )!;
+    expect(parsed.dtype).toBe('U8');
+    expect(parsed.shape).toEqual([800, 1]);
+    expect(Array.from(parsed.data)).toEqual(Array.from(raw.bytes));
+    const written = writeSafetensors(
+      [{ name: 'b', shape: [3], data: Float32Array.of(0, 7, 255) }],
+      {},
+      {
+        dtype: 'U8',
+      },
+    );
+    expect(Array.from(parseSafetensors(written, 'w').tensors.get('b')!.data)).toEqual([0, 7, 255]);
+    expect(() =>
+      writeSafetensors(
+        [{ name: 'b', shape: [1], data: Float32Array.of(256) }],
+        {},
+        { dtype: 'U8' },
+      ),
+    ).toThrow(ModelFileError);
   });
 });
 
