@@ -66,7 +66,12 @@ import {
   headChunks,
   type RowChunk,
 } from './head-chunks';
-import { ParameterStore, type GpuParameter, type ParameterChunk } from './parameters';
+import {
+  ParameterStore,
+  type GpuParameter,
+  type ParameterChunk,
+  type WeightTensor,
+} from './parameters';
 
 export { planParameterChunks, type ParameterChunk } from './parameters';
 
@@ -286,7 +291,7 @@ export class GpuLlama {
   private constructor(
     private readonly engine: Engine,
     readonly config: LlamaConfig,
-    tensors: ReadonlyMap<string, Float32Array>,
+    tensors: ReadonlyMap<string, Float32Array> | null,
     maxBindingBytes: number,
     lora: GpuLoraOptions | null,
     frozenDtype: WeightDtype = 'f32',
@@ -366,7 +371,7 @@ export class GpuLlama {
   static load(
     engine: Engine,
     config: LlamaConfig,
-    tensors: ReadonlyMap<string, Float32Array>,
+    tensors: ReadonlyMap<string, Float32Array> | null,
     options: GpuLlamaOptions = {},
   ): GpuLlama {
     const limits = engine.device.limits;
@@ -376,6 +381,30 @@ export class GpuLlama {
     const model = new GpuLlama(engine, config, tensors, maxBindingBytes, lora, options.frozenDtype);
     model.gradientCheckpointing = options.gradientCheckpointing ?? false;
     model.logitsMemoryBytes = options.logitsMemoryBytes ?? DEFAULT_LOGITS_MEMORY_BYTES;
+    return model;
+  }
+
+  /**
+   * load() from a streamed weight source (src/formats/hf-folder.ts WeightReader): the buffers are
+   * allocated empty, then each tensor is read, converted to its stored format and written before
+   * the next is read, so the host never holds the whole model (ParameterStore.uploadStreamed).
+   * `onTensor` sees each tensor as read (in name order): e.g. to hash the weights on the way.
+   * The pipelines compile meanwhile.
+   */
+  static async loadStreamed(
+    engine: Engine,
+    config: LlamaConfig,
+    weights: { read(name: string): Promise<WeightTensor> },
+    options: GpuLlamaOptions = {},
+    onTensor?: (name: string, data: WeightTensor) => void | Promise<void>,
+  ): Promise<GpuLlama> {
+    const model = GpuLlama.load(engine, config, null, options);
+    try {
+      await model.parameters.uploadStreamed((name) => weights.read(name), onTensor);
+    } catch (err) {
+      model.destroy();
+      throw err;
+    }
     return model;
   }
 

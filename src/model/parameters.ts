@@ -183,7 +183,7 @@ export class ParameterStore {
   constructor(
     private readonly device: GPUDevice,
     config: LlamaConfig,
-    tensors: ReadonlyMap<string, WeightTensor>,
+    tensors: ReadonlyMap<string, WeightTensor> | null,
     maxBindingBytes: number,
     adapters: { specs: ParameterSpec[]; tensors: ReadonlyMap<string, Float32Array> } | null = null,
     frozenDtype: WeightDtype = 'f32',
@@ -210,9 +210,11 @@ export class ParameterStore {
     }
     this.trainableSpecs = adapters ? this.adapterSpecs : this.specs;
     this.trainableTensorSpecs = adapters ? this.adapterSpecs : this.tensorSpecs;
-    // Check every tensor before the first upload, so a bad model leaves nothing allocated.
-    for (const spec of [...this.tensorSpecs, ...this.adapterSpecs]) {
-      const data = tensors.get(spec.name) ?? adapters?.tensors.get(spec.name);
+    // Check every tensor before the first upload, so a bad model leaves nothing allocated. A
+    // streamed load (tensors null) gets empty base buffers that uploadStreamed fills.
+    const given = tensors ? [...this.tensorSpecs, ...this.adapterSpecs] : this.adapterSpecs;
+    for (const spec of given) {
+      const data = tensors?.get(spec.name) ?? adapters?.tensors.get(spec.name);
       if (!data) throw new Error(`missing parameter ${spec.name}`);
       if (lengthOf(data) !== numel(spec.shape)) {
         throw new Error(
@@ -220,11 +222,50 @@ export class ParameterStore {
         );
       }
     }
-    for (const spec of [...this.tensorSpecs, ...this.adapterSpecs]) {
-      const data = tensors.get(spec.name) ?? adapters!.tensors.get(spec.name)!;
+    for (const spec of given) {
+      const data = tensors?.get(spec.name) ?? adapters!.tensors.get(spec.name)!;
       this.upload(spec, data, (chunk, stored) =>
         this.params.set(chunk.key, uploadStorageBuffer(device, stored, chunk.key)),
       );
+    }
+    if (tensors) return;
+    for (const spec of this.tensorSpecs) {
+      const rowLength = numel(spec.shape) / spec.shape[0];
+      for (const chunk of this.chunks.get(spec.name)!) {
+        const bytes = storedBytes(chunk.rows * rowLength, this.dtypes.get(chunk.key)!);
+        this.params.set(chunk.key, createStorageBuffer(device, bytes, chunk.key));
+      }
+    }
+  }
+
+  /**
+   * Fills the base buffers of a store built without tensors (a streamed load, GpuLlama.
+   * loadStreamed): one tensor at a time from `read`, converted to its stored format as the
+   * constructor converts it and written to its buffers; the next tensor is read only once the
+   * queue has taken this one's bytes, so the host holds about one tensor (and its stored form) at
+   * a time. Tensors go in name order (sorted as weightsIdentity sorts them), so `onTensor` can
+   * hash the weights on the way.
+   */
+  async uploadStreamed(
+    read: (name: string) => Promise<WeightTensor>,
+    onTensor?: (name: string, data: WeightTensor) => void | Promise<void>,
+  ): Promise<void> {
+    const specs = [...this.tensorSpecs].sort((a, b) =>
+      a.name < b.name ? -1 : a.name > b.name ? 1 : 0,
+    );
+    for (const spec of specs) {
+      const data = await read(spec.name);
+      if (lengthOf(data) !== numel(spec.shape)) {
+        throw new Error(
+          `${spec.name}: ${lengthOf(data)} values, expected ${numel(spec.shape)} for shape [${spec.shape}]`,
+        );
+      }
+      this.upload(spec, data, (chunk, stored) =>
+        writeBuffer(this.device, this.params.get(chunk.key)!, stored),
+      );
+      await onTensor?.(spec.name, data);
+      // writeBuffer copies into the queue's staging memory, released once the copy has run.
+      await this.device.queue.onSubmittedWorkDone();
     }
   }
 

@@ -13,6 +13,7 @@ import { loraOptionsOf, type Config, type LiveChange } from '../grpo/config';
 import { loraAdapterSpecs } from '../core/lora';
 import type { TrainerSnapshot } from '../grpo/trainer';
 import { numel, parameterSpecs, type LlamaConfig } from '../core/model-config';
+import { Sha256 } from '../core/sha256';
 import { parseSafetensors, writeSafetensors } from '../formats/safetensors';
 import {
   checkTensorSet,
@@ -158,6 +159,31 @@ export async function weightsIdentity(
   }
   const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', joined));
   return { name, sha256: [...digest].map((b) => b.toString(16).padStart(2, '0')).join('') };
+}
+
+/**
+ * weightsIdentity fed one tensor at a time (a streamed load hashes each tensor as it is uploaded,
+ * never holding the model): add() every tensor in sorted name order (the order weightsIdentity
+ * hashes in, which ParameterStore.uploadStreamed follows), as the f32 values the Map would hold
+ * (16-bit values widened); finish() gives the same identity as weightsIdentity on those tensors.
+ */
+export function weightsIdentityHasher(name: string) {
+  const hash = new Sha256();
+  const encoder = new TextEncoder();
+  let last: string | null = null;
+  return {
+    add(key: string, data: Float32Array): void {
+      if (last !== null && !(last < key)) {
+        throw new Error(`weightsIdentityHasher: ${key} after ${last}; add tensors in sorted order`);
+      }
+      last = key;
+      hash.update(encoder.encode(`${key}:${data.length};`));
+      hash.update(new Uint8Array(data.buffer, data.byteOffset, data.byteLength));
+    },
+    finish(): Identity {
+      return { name, sha256: hash.hex() };
+    },
+  };
 }
 
 /** A run's metrics history as storage rows (one flat object per step) and back. */

@@ -1,0 +1,141 @@
+// Streamed model loading (issue #37, bounded host memory): a BF16 model of a few MB in two shards
+// on disk, one tensor (the embedding, 2 MiB) known to be the largest, opened with openHfFolder
+// and read tensor by tensor through a ModelSource that counts every byte it hands the loader.
+// The loader's live bytes peak at the largest tensor as stored plus a fixed margin (headers,
+// config.json); the same count over a source that can only read whole files exceeds that bound,
+// so the measure would catch a whole-shard read. process.memoryUsage().arrayBuffers around the
+// load is printed as a second measure. Also: the identity hashed on the way (incremental SHA-256)
+// equals weightsIdentity of the whole-model Map, so checkpoints stored against it still match.
+import { createHash } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import { afterAll, describe, expect, it } from 'vitest';
+import { numel, parameterSpecs, parseHfConfig } from '../../src/core/model-config';
+import { Sha256 } from '../../src/core/sha256';
+import { loadHfFolder, openHfFolder } from '../../src/formats/hf-folder';
+import { folderSource } from '../../src/formats/model-source';
+import { counting } from '../support/counting-source';
+import { widenWeight, writeSafetensors } from '../../src/formats/safetensors';
+import { weightsIdentity, weightsIdentityHasher } from '../../src/train/checkpoint';
+
+/** What the loader may hold besides one tensor: shard headers and config.json (a few KB here). */
+const MARGIN_BYTES = 64 * 1024;
+
+const configJson = {
+  architectures: ['LlamaForCausalLM'],
+  model_type: 'llama',
+  hidden_size: 64,
+  intermediate_size: 256,
+  num_hidden_layers: 4,
+  num_attention_heads: 4,
+  num_key_value_heads: 2,
+  vocab_size: 16384,
+  max_position_embeddings: 64,
+  rms_norm_eps: 1e-5,
+  rope_theta: 10000,
+  tie_word_embeddings: true,
+  bos_token_id: 1,
+  eos_token_id: 2,
+};
+const config = parseHfConfig(configJson);
+const EMBED = 'model.embed_tokens.weight';
+
+const dir = mkdtempSync(join(tmpdir(), 'streamed-load-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+{
+  let s = 7;
+  const weights = parameterSpecs(config).map((spec) => {
+    const data = new Float32Array(numel(spec.shape));
+    for (let i = 0; i < data.length; i++) {
+      s = (s * 1103515245 + 12345) % 2 ** 31;
+      data[i] = ((s % 255) - 127) / 64; // exact in bf16
+    }
+    return { name: spec.name, shape: spec.shape, data };
+  });
+  // Shard 0: the embedding and layers 0–1; shard 1: the rest (each well over the margin).
+  const inFirst = (name: string) => name === EMBED || /layers\.[01]\./.test(name);
+  const shards = [weights.filter((w) => inFirst(w.name)), weights.filter((w) => !inFirst(w.name))];
+  const files = ['model-00001-of-00002.safetensors', 'model-00002-of-00002.safetensors'];
+  shards.forEach((tensors, i) =>
+    writeFileSync(join(dir, files[i]), writeSafetensors(tensors, undefined, { dtype: 'BF16' })),
+  );
+  const weightMap = Object.fromEntries(shards.flatMap((t, i) => t.map((w) => [w.name, files[i]])));
+  writeFileSync(join(dir, 'config.json'), JSON.stringify(configJson));
+  writeFileSync(
+    join(dir, 'model.safetensors.index.json'),
+    JSON.stringify({ weight_map: weightMap }),
+  );
+}
+
+// A collectable heap between samples, so arrayBuffers shows what is held, not garbage.
+setFlagsFromString('--expose-gc');
+const gc = runInNewContext('gc') as () => void;
+const arrayBufferBytes = () => {
+  gc();
+  return process.memoryUsage().arrayBuffers;
+};
+
+/** Opens the folder through `meter` and reads every tensor in name order as an upload does. */
+async function streamAll(meter: ReturnType<typeof counting>, sampleArrays = true) {
+  const before = arrayBufferBytes();
+  let arrayPeak = 0;
+  const { weights } = await openHfFolder(meter.source, { requireTokenizer: false });
+  meter.releaseAll(); // headers and JSON: parsed, no longer referenced by the loader
+  const hasher = weightsIdentityHasher('m');
+  const names = weights.specs.map((s) => s.name).sort();
+  for (const name of names) {
+    const data = await weights.read(name);
+    // Sampled with the tensor held (a collection first, so garbage of earlier ones is not counted).
+    if (sampleArrays) arrayPeak = Math.max(arrayPeak, arrayBufferBytes() - before);
+    // The consumer's own work (hashing the f32 values) is not the loader's memory.
+    hasher.add(name, widenWeight(data));
+    meter.release(data instanceof Float32Array ? data.buffer : data.bits.buffer);
+  }
+  await weights.close();
+  return { weights, identity: hasher.finish(), arrayPeak };
+}
+
+describe('streamed load in bounded host memory', () => {
+  it('holds at most the largest tensor as stored plus a fixed margin', async () => {
+    const meter = counting(folderSource(dir));
+    const { weights, identity, arrayPeak } = await streamAll(meter);
+    const largest = numel([config.vocabSize, config.hiddenSize]) * 2;
+    expect(weights.largestTensorBytes).toBe(largest);
+    expect(weights.storedDtypes.get(EMBED)).toBe('BF16');
+    const totalWeightBytes = parameterSpecs(config).reduce((n, s) => n + numel(s.shape) * 2, 0);
+    // Every tensor byte was read once, and nothing more than headers besides.
+    expect(meter.handedOut).toBeGreaterThanOrEqual(totalWeightBytes);
+    expect(meter.handedOut).toBeLessThan(totalWeightBytes + MARGIN_BYTES);
+    expect(meter.peak).toBeLessThanOrEqual(largest + MARGIN_BYTES);
+
+    // The same measure over whole-file reads: the first shard alone exceeds the bound.
+    const whole = counting(folderSource(dir), false);
+    const wholeRun = await streamAll(whole, false);
+    expect(whole.peak).toBeGreaterThan(largest + MARGIN_BYTES);
+    expect(wholeRun.identity).toEqual(identity);
+
+    // The identity hashed on the way is the one the whole-model Map gives (stored checkpoints).
+    const loaded = await loadHfFolder(folderSource(dir), { requireTokenizer: false });
+    expect(identity).toEqual(await weightsIdentity('m', loaded.tensors));
+
+    console.log(
+      `streamed load: model ${totalWeightBytes} B (BF16, 2 shards), largest tensor ${largest} B; ` +
+        `loader live peak ${meter.peak} B (bound ${largest + MARGIN_BYTES}); whole-shard reads ` +
+        `peak ${whole.peak} B; process arrayBuffers peak above its start: ${arrayPeak} B`,
+    );
+  });
+
+  it('incremental SHA-256 matches node:crypto, fed in uneven pieces', () => {
+    for (const n of [0, 1, 55, 56, 63, 64, 65, 119, 120, 1000, 100_000]) {
+      const bytes = new Uint8Array(n).map((_, i) => (i * 31 + 7) & 255);
+      const hash = new Sha256();
+      for (let i = 0, step = 1; i < n; i += step, step = ((step * 3) % 97) + 1) {
+        hash.update(bytes.subarray(i, i + step));
+      }
+      expect(hash.hex(), `${n} bytes`).toBe(createHash('sha256').update(bytes).digest('hex'));
+    }
+  });
+});
