@@ -1,7 +1,7 @@
 // `npm run plan` (src/cli/_plan.ts): the built-in public models carry their config.json numbers
 // (parameter counts as published), the acceptance runs plan under their budgets with the micro-batch
 // the plan chooses, a local folder's config.json is read, and JSON and text say the same peak.
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -151,6 +151,35 @@ describe('planCommand', () => {
     const alone = planCommand(['qwen3-4b', '--dtype', 'nf4']);
     expect(alone.plan.input.lora?.r).toBeGreaterThan(0);
     expect(formatPlanReport(alone)).toContain('base nf4 (4-bit NF4 projections');
+  });
+
+  it("docs/guide/models.md's memory table is what the plan says, cell by cell", () => {
+    const guide = readFileSync(new URL('../../docs/guide/models.md', import.meta.url), 'utf8');
+    const section = guide.slice(guide.indexOf('### What fits where'));
+    const rows = section
+      .split('\n')
+      .filter((line) => /^\| [A-Z][\w.-]+ +\| +[\d.]+ GiB/.test(line))
+      .map((line) => line.split('|').map((cell) => cell.trim()));
+    // One sequence per micro-batch (8 gradient-accumulation steps), each column's options.
+    const run = ['--num-prompts', '1', '--num-generations', '8', '--max-prompt-length', '256'];
+    const common = [...run, '--max-completion-length', '256', '--gradient-accumulation-steps', '8'];
+    const columns = [
+      [],
+      ['--lora-r', '16', '--dtype', 'bf16'],
+      ['--lora-r', '16', '--dtype', 'bf16', '--gradient-checkpointing'],
+      ['--lora-r', '16', '--dtype', 'nf4', '--gradient-checkpointing'],
+    ];
+    // A row for every built-in model.
+    expect(rows.map((r) => r[1].toLowerCase()).sort()).toEqual(
+      KNOWN_MODELS.map((m) => m.name).sort(),
+    );
+    for (const row of rows) {
+      const cells = columns.map((flags) => {
+        const r = planCommand([row[1].toLowerCase(), ...flags, ...common]);
+        return `${(r.plan.peakBytes / GiB).toFixed(2)} GiB`;
+      });
+      expect([row[1], ...cells]).toEqual(row.slice(1, 6));
+    }
   });
 
   it('a budget that does not fit lists what to change, in the text too', () => {
