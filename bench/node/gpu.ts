@@ -4,10 +4,11 @@
 // working on SwiftShader (`--tiny`: small shapes, one aha step), so it never rots.
 // It writes bench/results/<date>-<gpu>.json with:
 //   1. matmul GFLOP/s at the model shapes (bundled tiny reasoner, Qwen2.5-0.5B decode / prefill /
-//      training rows) and at 4096², for every matmul variant (MATMUL_VARIANTS: the staged tiles GPUs
-//      ran before, the emulation path, the GPU kernels), each as a fraction of the device's fp32
-//      peak (GPU_PEAKS, by device name); then the load-time sweep's choice at Qwen's shapes, the
-//      reduction kernels' variants, and what one CPU wait on the GPU costs;
+//      training rows; B as f32, packed bf16 and NF4 weights) and at 4096², for every matmul variant
+//      (MATMUL_VARIANTS: the staged tiles GPUs ran before, the emulation path, the GPU kernels),
+//      each as a fraction of the device's fp32 peak (GPU_PEAKS, by device name); then the
+//      load-time sweep's choice at Qwen's shapes, the reduction kernels' variants, and what one
+//      CPU wait on the GPU costs;
 //   2. the aha preset's wall time (95 steps, the bundled model, as `npm run aha` trains one seed);
 //   3. one LoRA GRPO step at Qwen2.5-0.5B's shape (random bf16 weights, r 16 all-linear): its time,
 //      the engine's peak GPU bytes beside the memory plan, and the memory the driver reports
@@ -38,6 +39,8 @@ import { LOGPROB_GATHER_VARIANTS, runLogprobGather } from '../../src/kernels/log
 import { RMSNORM_VARIANTS, runRmsNorm } from '../../src/kernels/rmsnorm';
 import { initLlamaWeights } from '../../src/model/init';
 import { packHalfBits, toHalfBits, widenHalfBits } from '../../src/ref/half';
+import { dequantizeNf4, quantizeNf4 } from '../../src/ref/nf4';
+import { packNf4 } from '../../src/ref/nf4-matmul';
 import { nodeSandboxFactory } from '../../src/rewards/reward-sandbox-node';
 import { Run } from '../../src/train/run';
 import { loadModel } from '../../src/cli/_session';
@@ -107,7 +110,7 @@ interface MatmulCase {
 
 function matmulCases(tiny: boolean): MatmulCase[] {
   // y = x·Wᵀ with HF (out, in) weights is TRANS_B; the tied LM head too.
-  const linear = (label: string, M: number, K: number, N: number, bDtype?: 'bf16') => ({
+  const linear = (label: string, M: number, K: number, N: number, bDtype?: 'bf16' | 'nf4') => ({
     label,
     shape: { M, K, N, transB: true, ...(bDtype ? { bDtype } : {}) },
   });
@@ -116,6 +119,7 @@ function matmulCases(tiny: boolean): MatmulCase[] {
       linear('tiny-reasoner q (32×80 · 80×80ᵀ)', 32, 80, 80),
       linear('decode-like 16×96 · 256×96ᵀ', 16, 96, 256),
       linear('odd 33×97 · 65×97ᵀ bf16', 33, 97, 65, 'bf16'),
+      linear('odd 33×96 · 65×96ᵀ nf4', 33, 96, 65, 'nf4'),
       { label: 'square 128²', shape: { M: 128, K: 128, N: 128 } },
     ];
   }
@@ -123,10 +127,12 @@ function matmulCases(tiny: boolean): MatmulCase[] {
     linear('tiny-reasoner MLP up (2560×80 → 320)', 2560, 80, 320),
     linear('Qwen0.5B decode q (32 rows, 896 → 896)', 32, 896, 896),
     linear('Qwen0.5B decode MLP up (32, 896 → 4864) bf16', 32, 896, 4864, 'bf16'),
+    linear('Qwen0.5B decode MLP up (32, 896 → 4864) nf4', 32, 896, 4864, 'nf4'),
     linear('Qwen0.5B decode LM head (32, 896 → 151936) bf16', 32, 896, 151936, 'bf16'),
     linear('Qwen0.5B train MLP up (1024, 896 → 4864)', 1024, 896, 4864),
     linear('Qwen0.5B train MLP down (1024, 4864 → 896)', 1024, 4864, 896),
     linear('Qwen0.5B train MLP up bf16 (1024, 896 → 4864)', 1024, 896, 4864, 'bf16'),
+    linear('Qwen0.5B train MLP up nf4 (1024, 896 → 4864)', 1024, 896, 4864, 'nf4'),
     { label: 'square 4096² (A·B)', shape: { M: 4096, K: 4096, N: 4096 } },
     linear('square 4096² (x·Wᵀ)', 4096, 4096, 4096),
   ];
@@ -178,11 +184,18 @@ async function timeMatmul(
   const { device } = engine;
   const { M, N, K, transB = false } = c.shape;
   const bf16 = c.shape.bDtype === 'bf16';
+  const nf4 = c.shape.bDtype === 'nf4';
   const aValues = randomValues(M * K, 1);
   const bRaw = randomValues(K * N, 2);
-  // The weights as the model stores them (src/ref/half.ts): bf16 words packed two per u32.
+  // The weights as the model stores them: bf16 words packed two per u32 (src/ref/half.ts), or
+  // NF4 codes then block absmax (src/ref/nf4-matmul.ts packNf4); checked against their values.
   const bits = bf16 ? toHalfBits(bRaw, 'bf16') : null;
-  const packed = bits ? { words: packHalfBits(bits), rounded: widenHalfBits(bits, 'bf16') } : null;
+  const quantized = nf4 ? quantizeNf4(bRaw) : null;
+  const packed = bits
+    ? { words: packHalfBits(bits), rounded: widenHalfBits(bits, 'bf16') }
+    : quantized
+      ? { words: packNf4(quantized), rounded: dequantizeNf4(quantized) }
+      : null;
   const bValues = packed ? packed.rounded : bRaw;
   const a = createStorageBuffer(device, aValues.byteLength, 'bench a');
   const b = createStorageBuffer(device, packed ? packed.words.byteLength : bRaw.byteLength, 'b');
@@ -243,7 +256,7 @@ async function timeMatmul(
       M,
       N,
       K,
-      dtype: bf16 ? 'bf16 B' : 'f32',
+      dtype: bf16 ? 'bf16 B' : nf4 ? 'nf4 B' : 'f32',
       gflops: stat,
       fractionOfPeak: peakTflops ? stat.median / (peakTflops * 1000) : null,
       maxRelError,
