@@ -18,7 +18,7 @@ import { nodeSandboxFactory } from '../rewards/reward-sandbox-node';
 import { Run } from '../train/run';
 import { phaseText, type PhaseProgress } from '../grpo/step-progress';
 import type { StepReport } from '../grpo/trainer';
-import { exportHfFolder } from '../export/hf-export';
+import { exportDtypeOf, exportHfFolder } from '../export/hf-export';
 import { exportPeftAdapter, type LoraWeights } from '../export/peft-adapter';
 import { formatBytes } from '../core/format';
 import type { MemoryPlan } from '../model/memory-plan';
@@ -167,6 +167,8 @@ async function modelFolderFiles(run: Run, model: LoadedModel): Promise<Map<strin
     lora,
     tokenizerFiles: model.hf.tokenizerFiles,
     generation: model.hf.generation,
+    // An NF4 base exports its merged weights as bf16 (F32 otherwise: exact).
+    dtype: exportDtypeOf(policy.parameters.dtypes.values()),
   });
   if (lora) {
     const adapter = exportPeftAdapter({

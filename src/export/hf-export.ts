@@ -48,6 +48,16 @@ export function generationConfig(config: LlamaConfig, g: Partial<GenerationDefau
   return out;
 }
 
+/**
+ * The safetensors dtype of a model's export given how its parameters are stored (ParameterStore
+ * dtypes): BF16 from an NF4 base — its merged weights are the dequantised base plus s·B·A, written
+ * in 16 bits as PEFT's merge of a 4-bit base into a bf16 model gives them (issue #37) — else F32.
+ */
+export function exportDtypeOf(stored: Iterable<string>): SafetensorsDtype {
+  for (const dtype of stored) if (dtype === 'nf4') return 'BF16';
+  return 'F32';
+}
+
 /** The folder's files, name → bytes, in the order a listing would show them. */
 export function exportHfFolder(input: HfExportInput): Map<string, Uint8Array> {
   const { config } = input;

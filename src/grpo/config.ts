@@ -631,6 +631,10 @@ function checkValue(
   }
 }
 
+/** Why dtype 'nf4' without usePeft is refused (resolveConfig's message; the page shows it too). */
+export const NF4_NEEDS_PEFT =
+  "config 'dtype' nf4 needs usePeft (LoRA): a 4-bit base cannot be fully fine-tuned; turn LoRA on or pick another dtype";
+
 /** The LoRA settings of a config (checked: unknown target modules throw), or null without usePeft. */
 export function loraOptionsOf(
   c: Pick<
@@ -780,10 +784,7 @@ function checkConfig(partial: unknown): ConfigInput {
   // A 4-bit base cannot be trained itself (PEFT/transformers refuse to fine-tune a quantised model
   // without adapters): NF4 stores the frozen base only.
   if (c.dtype === 'nf4' && !c.usePeft) {
-    throw new ConfigError(
-      'dtype',
-      "config 'dtype' nf4 needs usePeft (LoRA): a 4-bit base cannot be fully fine-tuned; turn LoRA on or pick another dtype",
-    );
+    throw new ConfigError('dtype', NF4_NEEDS_PEFT);
   }
   if (c.loadBestModelAtEnd && (c.evalSteps === 0 || c.evalPrompts === 0)) {
     throw new ConfigError(

@@ -9,7 +9,7 @@ import type { Engine } from '../engine/engine';
 import { packBatch, type PackedBatch } from '../model/batch';
 import type { LlamaConfig } from '../core/model-config';
 import { GpuLlama } from '../model/llama';
-import { frozenDtypeOf } from '../model/parameters';
+import { frozenDtypeOf, type WeightTensor } from '../model/parameters';
 import { Sampler, type SampleResult } from '../model/sampler';
 import { GpuAdamW } from '../optim/adamw';
 import { learningRateAt, runSchedule } from '../optim/schedule';
@@ -53,8 +53,9 @@ export interface TrainerSetup {
   /** A resolved config (src/grpo/config.ts resolveConfig). */
   config: Config;
   modelConfig: LlamaConfig;
-  /** Initial weights in Hugging Face names; also the frozen reference policy when β > 0. */
-  weights: ReadonlyMap<string, Float32Array>;
+  /** Initial weights in Hugging Face names (16-bit or NF4 as a checkpoint ships them may be
+   * given); also the frozen reference policy when β > 0. */
+  weights: ReadonlyMap<string, WeightTensor>;
   tokenizer: TrainerTokenizer;
   task: Task;
   /** One per config.rewards entry, in that order. */
@@ -216,6 +217,8 @@ export class GrpoTrainer {
       lora: lora ? { ...lora, seed: config.seed } : undefined,
       // config dtype: how the frozen base is stored (a full fine-tune keeps every weight f32).
       frozenDtype: lora ? frozenDtypeOf(config.dtype, modelConfig, weights) : 'f32',
+      // dtype nf4 (QLoRA): TRL's use_bnb_nested_quant double-quantises the block scales.
+      nf4: { nested: config.useBnbNestedQuant },
       gradientCheckpointing: config.gradientCheckpointing,
       logitsMemoryBytes: config.logitsMemoryMiB * 2 ** 20,
     });

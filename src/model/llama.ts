@@ -69,6 +69,7 @@ import {
 import {
   ParameterStore,
   type GpuParameter,
+  type Nf4Options,
   type ParameterChunk,
   type WeightTensor,
 } from './parameters';
@@ -141,6 +142,8 @@ export interface GpuLlamaOptions {
    * two per u32 and widened in the kernels (src/model/parameters.ts). Default and without LoRA: f32.
    */
   frozenDtype?: WeightDtype;
+  /** With frozenDtype nf4: how projections are quantised (nested: double-quantised scales). */
+  nf4?: Nf4Options;
   /**
    * Activation checkpointing (TRL gradient_checkpointing): the training forward keeps only each
    * layer's input; backward recomputes the layer from it. Same gradients, bit for bit; one more
@@ -291,10 +294,11 @@ export class GpuLlama {
   private constructor(
     private readonly engine: Engine,
     readonly config: LlamaConfig,
-    tensors: ReadonlyMap<string, Float32Array> | null,
+    tensors: ReadonlyMap<string, WeightTensor> | null,
     maxBindingBytes: number,
     lora: GpuLoraOptions | null,
     frozenDtype: WeightDtype = 'f32',
+    nf4: Nf4Options = {},
   ) {
     let adapters: { specs: ParameterSpec[]; tensors: ReadonlyMap<string, Float32Array> } | null =
       null;
@@ -321,6 +325,7 @@ export class GpuLlama {
       maxBindingBytes,
       adapters,
       frozenDtype,
+      nf4,
     );
     const p = (name: string) => this.parameters.param(name);
     const { hiddenSize: C, intermediateSize: I, numHeads: H, numKvHeads: Hkv, headDim: D } = config;
@@ -367,18 +372,29 @@ export class GpuLlama {
     this.ready.catch(() => {});
   }
 
-  /** Uploads `tensors` (HF names, shapes as parameterSpecs) and starts compiling the pipelines. */
+  /**
+   * Uploads `tensors` (HF names, shapes as parameterSpecs; 16-bit or NF4 values as a checkpoint
+   * ships them are stored or converted as frozenDtype asks) and starts compiling the pipelines.
+   */
   static load(
     engine: Engine,
     config: LlamaConfig,
-    tensors: ReadonlyMap<string, Float32Array> | null,
+    tensors: ReadonlyMap<string, WeightTensor> | null,
     options: GpuLlamaOptions = {},
   ): GpuLlama {
     const limits = engine.device.limits;
     const maxBindingBytes =
       options.maxBindingBytes ?? Math.min(limits.maxStorageBufferBindingSize, limits.maxBufferSize);
     const lora = options.lora ?? null;
-    const model = new GpuLlama(engine, config, tensors, maxBindingBytes, lora, options.frozenDtype);
+    const model = new GpuLlama(
+      engine,
+      config,
+      tensors,
+      maxBindingBytes,
+      lora,
+      options.frozenDtype,
+      options.nf4,
+    );
     model.gradientCheckpointing = options.gradientCheckpointing ?? false;
     model.logitsMemoryBytes = options.logitsMemoryBytes ?? DEFAULT_LOGITS_MEMORY_BYTES;
     return model;

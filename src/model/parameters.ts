@@ -18,6 +18,16 @@
 // embedding_forward_packed16.wgsl). Norm weights and biases stay f32 (they are tiny and their
 // kernels read f32). Trainable tensors are always f32. Values given as f32 are rounded to nearest
 // even; 16-bit values given in the stored format are kept as they are.
+//
+// NF4 frozen weights (config dtype 'nf4', QLoRA; issue #37): with adapters, each decoder projection
+// (q/k/v/o/gate/up/down_proj) is quantised at load as bitsandbytes does (src/ref/nf4.ts: blocks of
+// 64, an f32 absmax each; with nested quantisation the absmax go through bitsandbytes' double
+// quantisation and back, so the weights are the values its double-quantised model computes with)
+// and stored in ONE buffer: the code bytes as they are (byte b in bits 8·(b & 3) of word b >> 2),
+// padded to a whole word, then the f32 absmax from word ceil(count / 8). The matmul dequantises in
+// registers (shaders/matmul_nf4.wgsl). The embedding and LM head are stored bf16 (bitsandbytes
+// leaves them 16-bit), norms and biases f32. An Nf4Tensor given as such (a pre-quantised
+// checkpoint) is stored as it is; read back, NF4 parameters are dequantised to f32.
 import { numel, parameterSpecs, type LlamaConfig, type ParameterSpec } from '../core/model-config';
 import {
   createStorageBuffer,
@@ -37,33 +47,72 @@ import {
   type HalfFormat,
   type HalfTensor,
 } from '../ref/half';
+import {
+  dequantizeAbsmaxNested,
+  dequantizeNf4,
+  NF4_BLOCK_SIZE,
+  quantizeAbsmaxNested,
+  quantizeNf4,
+  type Nf4Tensor,
+} from '../ref/nf4';
 
 const F32 = 4;
 
-/** A parameter's values: f32, or 16-bit values as a checkpoint ships them (kept when stored so). */
-export type WeightTensor = Float32Array | HalfTensor;
+/**
+ * A parameter's values: f32, 16-bit values as a checkpoint ships them (kept when stored so), or
+ * NF4 codes and block scales (a pre-quantised checkpoint; kept when stored as nf4).
+ */
+export type WeightTensor = Float32Array | HalfTensor | Nf4Tensor;
 
 /** The element count of a WeightTensor. */
-const lengthOf = (t: WeightTensor) => (t instanceof Float32Array ? t.length : t.bits.length);
+const lengthOf = (t: WeightTensor) =>
+  t instanceof Float32Array ? t.length : t.format === 'nf4' ? t.count : t.bits.length;
 
-/** Bytes of `count` values stored as `dtype` (16-bit pairs in whole u32 words). */
-export function storedBytes(count: number, dtype: WeightDtype): number {
-  return dtype === 'f32' ? count * F32 : Math.ceil(count / 2) * 4;
-}
-
-/** The config's dtype option (TRL ModelConfig's names): how frozen weights are stored. */
-export type DtypeOption = 'auto' | 'bfloat16' | 'float16' | 'float32';
+/** u32 words of an NF4 parameter of `count` elements: its codes (a word per 8), then the absmax. */
+export const nf4StoredWords = (count: number) =>
+  Math.ceil(count / 8) + Math.ceil(count / NF4_BLOCK_SIZE);
 
 /**
- * The storage of frozen matrices for config dtype `option`. 'auto' keeps the checkpoint's 16-bit
- * format: bf16 when every 2-D tensor's values are bf16 values (a BF16 checkpoint widened on load),
- * else f16 when they all are f16 values, else f32 — so 'auto' never changes a weight.
+ * Bytes of `count` values stored as `dtype`: f32, 16-bit pairs in whole u32 words, or NF4 codes
+ * padded to a word plus one f32 absmax per block of 64.
+ */
+export function storedBytes(count: number, dtype: WeightDtype): number {
+  if (dtype === 'f32') return count * F32;
+  if (dtype === 'nf4') return nf4StoredWords(count) * 4;
+  return Math.ceil(count / 2) * 4;
+}
+
+/** The config's dtype option (TRL ModelConfig's names, and QLoRA's 4-bit): frozen weights' storage. */
+export type DtypeOption = 'auto' | 'bfloat16' | 'float16' | 'float32' | 'nf4';
+
+/** Whether parameter `name` is a decoder projection: what NF4 storage quantises. */
+export function isNf4Quantised(name: string): boolean {
+  return /^model\.layers\.\d+\.(self_attn|mlp)\.(q|k|v|o|gate|up|down)_proj\.weight$/.test(name);
+}
+
+/**
+ * How parameter `spec` is stored when the frozen base's matrices are `frozen` (f32 for every
+ * parameter when nothing is frozen): 1-D tensors f32; under NF4 the projections nf4 and the
+ * embedding and LM head bf16; otherwise every matrix as `frozen`.
+ */
+export function storedDtypeOf(spec: ParameterSpec, frozen: WeightDtype): WeightDtype {
+  if (spec.shape.length !== 2) return 'f32';
+  if (frozen === 'nf4') return isNf4Quantised(spec.name) ? 'nf4' : 'bf16';
+  return frozen;
+}
+
+/**
+ * The storage of frozen matrices for config dtype `option`. 'auto' keeps the checkpoint's format:
+ * nf4 when its projections come NF4-quantised (a bitsandbytes 4-bit checkpoint), bf16 when every
+ * 2-D tensor's values are bf16 values (a BF16 checkpoint widened on load), else f16 when they all
+ * are f16 values, else f32 — so 'auto' never changes a weight.
  */
 export function frozenDtypeOf(
   option: DtypeOption,
   config: LlamaConfig,
   tensors: ReadonlyMap<string, WeightTensor>,
 ): WeightDtype {
+  if (option === 'nf4') return 'nf4';
   if (option === 'bfloat16') return 'bf16';
   if (option === 'float16') return 'f16';
   if (option === 'float32') return 'f32';
@@ -71,6 +120,7 @@ export function frozenDtypeOf(
     .filter((spec) => spec.shape.length === 2)
     .map((spec) => tensors.get(spec.name))
     .filter((t): t is WeightTensor => t !== undefined);
+  if (matrices.some((t) => !(t instanceof Float32Array) && t.format === 'nf4')) return 'nf4';
   for (const format of ['bf16', 'f16'] as const) {
     if (matrices.every((t) => holdsExactly(t, format))) return format;
   }
@@ -102,25 +152,28 @@ const SPLITTABLE = new Set(['model.embed_tokens.weight', 'lm_head.weight']);
 
 /**
  * Row chunks of every parameter under `limit` bytes per buffer (one chunk when it fits);
- * `halfMatrices`: 2-D tensors are stored as packed 16-bit values (2 bytes each).
+ * `frozen`: how the frozen matrices are stored (storedDtypeOf; `true` is bf16, packed 16-bit).
  */
 export function planParameterChunks(
   config: LlamaConfig,
   limit: number,
-  halfMatrices = false,
+  frozen: WeightDtype | boolean = 'f32',
 ): Map<string, ParameterChunk[]> {
   const out = new Map<string, ParameterChunk[]>();
+  const matrices = frozen === true ? 'bf16' : frozen === false ? 'f32' : frozen;
   for (const spec of parameterSpecs(config)) {
     const rows = spec.shape[0];
-    const valueBytes = halfMatrices && spec.shape.length === 2 ? 2 : F32;
+    const dtype = storedDtypeOf(spec, matrices);
+    const valueBytes = dtype === 'f32' ? F32 : 2;
     const rowBytes = (numel(spec.shape) / rows) * valueBytes;
-    if (storedBytes(numel(spec.shape), valueBytes === 2 ? 'bf16' : 'f32') <= limit) {
+    if (storedBytes(numel(spec.shape), dtype) <= limit) {
       out.set(spec.name, [{ key: spec.name, rowStart: 0, rows }]);
       continue;
     }
-    if (!SPLITTABLE.has(spec.name)) {
+    // An NF4 tensor's scales follow all of its codes: it is one buffer, never split.
+    if (!SPLITTABLE.has(spec.name) || dtype === 'nf4') {
       throw new RangeError(
-        `${spec.name} [${spec.shape}] needs ${rows * rowBytes} bytes, more than one buffer binding ` +
+        `${spec.name} [${spec.shape}] needs ${storedBytes(numel(spec.shape), dtype)} bytes, more than one buffer binding ` +
           `allows (${limit}); only the embedding table and the LM head are split`,
       );
     }
@@ -147,8 +200,76 @@ export interface GpuParameter {
   /** Key in ParameterStore.params / grads: the HF name, or `name[start:end]` for a chunk. */
   name: string;
   buffer: GPUBuffer;
-  /** How the buffer stores the values: f32, or bf16 / f16 packed two per u32 (frozen only). */
+  /** How the buffer stores the values: f32, bf16 / f16 packed two per u32, or nf4 (frozen only). */
   dtype: WeightDtype;
+}
+
+/** How ParameterStore quantises f32 / 16-bit weights it stores as nf4. */
+export interface Nf4Options {
+  /** bitsandbytes' double quantisation of the block scales (TRL use_bnb_nested_quant). */
+  nested?: boolean;
+}
+
+/**
+ * The NF4 tensor a parameter stored as nf4 holds: `data` as it is when already NF4 (a
+ * pre-quantised checkpoint), else quantised as bitsandbytes quantize_4bit does (nested: the
+ * absmax double-quantised and dequantised again, the values the double-quantised model uses).
+ */
+export function toNf4(data: WeightTensor, options: Nf4Options = {}): Nf4Tensor {
+  if (!(data instanceof Float32Array) && data.format === 'nf4') return data;
+  const values = data instanceof Float32Array ? data : widenHalfBits(data.bits, data.format);
+  const t = quantizeNf4(values, NF4_BLOCK_SIZE);
+  if (!options.nested) return t;
+  return { ...t, absmax: dequantizeAbsmaxNested(quantizeAbsmaxNested(t.absmax)) };
+}
+
+/** An NF4 tensor in the stored one-buffer layout: code bytes padded to a word, then the absmax. */
+export function packNf4Words(t: Nf4Tensor): Uint32Array {
+  if (t.blockSize !== NF4_BLOCK_SIZE) {
+    throw new Error(`NF4 block size ${t.blockSize}: only ${NF4_BLOCK_SIZE} is stored`);
+  }
+  const codeWords = Math.ceil(t.count / 8);
+  const words = new Uint32Array(codeWords + t.absmax.length);
+  new Uint8Array(words.buffer, 0, t.codes.length).set(t.codes);
+  words.set(new Uint32Array(t.absmax.buffer, t.absmax.byteOffset, t.absmax.length), codeWords);
+  return words;
+}
+
+/** The NF4 tensor of `count` elements held by stored words (packNf4Words' inverse). */
+export function unpackNf4Words(words: Uint32Array, count: number): Nf4Tensor {
+  const codeWords = Math.ceil(count / 8);
+  const blocks = Math.ceil(count / NF4_BLOCK_SIZE);
+  const bytes = new Uint8Array(words.buffer, words.byteOffset, codeWords * 4);
+  return {
+    format: 'nf4',
+    count,
+    blockSize: NF4_BLOCK_SIZE,
+    codes: bytes.slice(0, Math.ceil(count / 2)),
+    absmax: new Float32Array(words.slice(codeWords, codeWords + blocks).buffer),
+  };
+}
+
+/** f32 values of any WeightTensor (16-bit widened, NF4 dequantised). */
+export function toF32(data: WeightTensor): Float32Array {
+  if (data instanceof Float32Array) return data;
+  return data.format === 'nf4' ? dequantizeNf4(data) : widenHalfBits(data.bits, data.format);
+}
+
+/**
+ * One tensor (or one row chunk of it) in the format a buffer of `dtype` stores: f32 values, 16-bit
+ * values packed two per u32 (rounded to nearest even unless already in that format), or NF4 in the
+ * one-buffer layout (quantised unless already NF4). The seam every upload path goes through.
+ */
+export function storedParameter(
+  data: WeightTensor,
+  dtype: WeightDtype,
+  nf4: Nf4Options = {},
+): Float32Array | Uint32Array {
+  if (dtype === 'nf4') return packNf4Words(toNf4(data, nf4));
+  if (dtype === 'f32') return toF32(data);
+  // 16-bit values in the stored format are kept as shipped; anything else is rounded.
+  if (!(data instanceof Float32Array) && data.format === dtype) return packHalfBits(data.bits);
+  return packHalfBits(toHalfBits(toF32(data), dtype));
 }
 
 /** Parameter and gradient buffers of one model, by chunk key. */
@@ -168,7 +289,7 @@ export class ParameterStore {
   readonly chunks: Map<string, ParameterChunk[]>;
   /** LoRA adapter tensors (PEFT names, one buffer each); empty without LoRA. */
   readonly adapterSpecs: ParameterSpec[];
-  /** Storage of each parameter and chunk by key: 'f32' unless a frozen matrix is packed. */
+  /** Storage of each parameter and chunk by key: 'f32' unless a frozen matrix is packed or NF4. */
   readonly dtypes = new Map<string, WeightDtype>();
   /** The buffers that get gradients and optimizer state: the adapters with LoRA, else `specs`. */
   readonly trainableSpecs: ParameterSpec[];
@@ -178,7 +299,8 @@ export class ParameterStore {
   /**
    * Uploads `tensors` (HF names, shapes as parameterSpecs) as row chunks of ≤ maxBindingBytes,
    * and `adapters` (LoRA A/B by PEFT name, shapes as their specs) when given. `frozenDtype`: how
-   * the frozen base's matrices are stored when there are adapters (default f32; see the header).
+   * the frozen base's matrices are stored when there are adapters (default f32; see the header);
+   * `nf4`: how weights stored as nf4 are quantised.
    */
   constructor(
     private readonly device: GPUDevice,
@@ -187,13 +309,14 @@ export class ParameterStore {
     maxBindingBytes: number,
     adapters: { specs: ParameterSpec[]; tensors: ReadonlyMap<string, Float32Array> } | null = null,
     frozenDtype: WeightDtype = 'f32',
+    private readonly nf4: Nf4Options = {},
   ) {
     this.tensorSpecs = parameterSpecs(config);
     // Only frozen tensors are packed: without adapters every parameter trains in f32.
-    const half = adapters ? frozenDtype : 'f32';
-    this.chunks = planParameterChunks(config, maxBindingBytes, half !== 'f32');
+    const frozen = adapters ? frozenDtype : 'f32';
+    this.chunks = planParameterChunks(config, maxBindingBytes, frozen);
     for (const spec of this.tensorSpecs) {
-      const dtype = spec.shape.length === 2 ? half : 'f32';
+      const dtype = storedDtypeOf(spec, frozen);
       this.dtypes.set(spec.name, dtype);
       for (const chunk of this.chunks.get(spec.name)!) this.dtypes.set(chunk.key, dtype);
     }
@@ -274,23 +397,17 @@ export class ParameterStore {
     spec: ParameterSpec,
     data: WeightTensor,
     put: (chunk: ParameterChunk, stored: Float32Array | Uint32Array) => void,
+    nf4: Nf4Options = this.nf4,
   ): void {
     const dtype = this.dtypes.get(spec.name)!;
+    // NF4 values stored otherwise (dtype bfloat16 / float32 on a 4-bit checkpoint, a full
+    // fine-tune, a split table) are dequantised whole first; rows of f32 are cut from that.
+    const whole = !(data instanceof Float32Array) && data.format === 'nf4' && dtype !== 'nf4';
+    const values = whole ? toF32(data) : data;
     for (const chunk of this.chunks.get(spec.name)!) {
-      const part = rowsOf(data, spec, chunk);
-      if (dtype === 'f32') {
-        put(chunk, part instanceof Float32Array ? part : widenHalfBits(part.bits, part.format));
-        continue;
-      }
-      // 16-bit values in the stored format are kept as shipped; anything else is rounded.
-      const bits =
-        !(part instanceof Float32Array) && part.format === dtype
-          ? part.bits
-          : toHalfBits(
-              part instanceof Float32Array ? part : widenHalfBits(part.bits, part.format),
-              dtype,
-            );
-      put(chunk, packHalfBits(bits));
+      // An nf4 parameter is never split (planParameterChunks): its chunk is the whole tensor.
+      const part = dtype === 'nf4' ? values : rowsOf(values, spec, chunk);
+      put(chunk, storedParameter(part, dtype, nf4));
     }
   }
 
@@ -364,14 +481,13 @@ export class ParameterStore {
       const chunks = this.chunks.get(spec.name)!;
       if (!chunks.every((chunk) => buffers.has(chunk.key))) continue;
       const rowLength = numel(spec.shape) / spec.shape[0];
-      // Packed buffers are parameters only (gradients and moments are f32): widened on read.
+      // Packed buffers are parameters only (gradients and moments are f32): widened (16-bit) or
+      // dequantised (NF4) on read.
       const dtype = buffers === this.params ? (this.dtypes.get(spec.name) ?? 'f32') : 'f32';
       for (const chunk of chunks) {
         const count = chunk.rows * rowLength;
         parts.push({ spec, chunk, dtype });
-        // f32: 4 bytes an element; packed 16-bit: two elements a u32 word.
-        const bytes = dtype === 'f32' ? count * 4 : Math.ceil(count / 2) * 4;
-        ranges.push({ buffer: buffers.get(chunk.key)!, bytes });
+        ranges.push({ buffer: buffers.get(chunk.key)!, bytes: storedBytes(count, dtype) });
       }
     }
     const bytes = await readRanges(this.device, ranges);
@@ -384,7 +500,9 @@ export class ParameterStore {
       const part =
         dtype === 'f32'
           ? new Float32Array(bytes[i])
-          : widenHalfBits(unpackHalfBits(new Uint32Array(bytes[i]), count), dtype);
+          : dtype === 'nf4'
+            ? dequantizeNf4(unpackNf4Words(new Uint32Array(bytes[i]), count))
+            : widenHalfBits(unpackHalfBits(new Uint32Array(bytes[i]), count), dtype);
       data.set(part, chunk.rowStart * rowLength);
     });
     return out;
@@ -408,9 +526,14 @@ export class ParameterStore {
     for (const spec of specs) {
       const data = tensors.get(spec.name)!;
       if (buffers === this.params) {
-        // Parameters in their stored format (packed frozen matrices rounded to it).
-        this.upload(spec, data, (chunk, stored) =>
-          writeBuffer(this.device, buffers.get(chunk.key)!, stored),
+        // Parameters in their stored format (packed frozen matrices rounded to it; NF4 ones
+        // quantised again, plainly: values read back from NF4 storage give back the same codes
+        // and block scales, since each block's largest value is exactly its absmax).
+        this.upload(
+          spec,
+          data,
+          (chunk, stored) => writeBuffer(this.device, buffers.get(chunk.key)!, stored),
+          {},
         );
         continue;
       }
@@ -433,5 +556,6 @@ function rowsOf<T extends WeightTensor>(data: T, spec: ParameterSpec, chunk: Par
   const rowLength = numel(spec.shape) / spec.shape[0];
   const [start, end] = [chunk.rowStart * rowLength, (chunk.rowStart + chunk.rows) * rowLength];
   if (data instanceof Float32Array) return data.subarray(start, end) as T;
+  if (data.format === 'nf4') throw new Error(`${spec.name}: NF4 values are stored whole`);
   return { format: data.format, bits: data.bits.subarray(start, end) } as T;
 }

@@ -17,7 +17,7 @@ import {
   type MemoryPlanInput,
   type WeightDtype,
 } from '../model/memory-plan';
-import { frozenDtypeOf } from '../model/parameters';
+import { frozenDtypeOf, type WeightTensor } from '../model/parameters';
 import { createTask } from '../tasks/index';
 import type { Task } from '../tasks/types';
 import type { CheckpointPayload } from '../storage/checkpoints';
@@ -77,7 +77,7 @@ export function planRunMemory(
   budgetBytes = defaultMemoryBudget(limits),
   /** The weights, when known: dtype 'auto' under LoRA then keeps their 16-bit format as the
    * trainer does (frozenDtypeOf); without them 'auto' is planned as float32. */
-  weights?: ReadonlyMap<string, Float32Array>,
+  weights?: ReadonlyMap<string, WeightTensor>,
 ): MemoryPlan {
   const auto =
     weights && config.usePeft && config.dtype === 'auto'
@@ -86,7 +86,7 @@ export function planRunMemory(
   return planMemory(runPlanInput(model, config, auto), deviceMemoryLimits(limits, budgetBytes));
 }
 
-const PLAN_DTYPE = { f32: 'float32', bf16: 'bfloat16', f16: 'float16' } as const;
+const PLAN_DTYPE = { f32: 'float32', bf16: 'bfloat16', f16: 'float16', nf4: 'nf4' } as const;
 
 /**
  * What the memory plan needs of a run's config (planRunMemory; `npm run plan` too). dtype 'auto'
@@ -141,8 +141,9 @@ export interface RunHooks extends StageHooks {
 
 export interface RunModel {
   config: LlamaConfig;
-  /** The run's initial weights: also the frozen reference policy when β > 0. */
-  weights: ReadonlyMap<string, Float32Array>;
+  /** The run's initial weights (16-bit or NF4 as a checkpoint ships them may be given): also
+   * the frozen reference policy when β > 0. */
+  weights: ReadonlyMap<string, WeightTensor>;
   tokenizer: TrainerTokenizer;
 }
 
@@ -173,6 +174,26 @@ export interface RunSetup {
    * its previous run here, so a bad task or reward leaves that run in place. */
   beforeAllocate?: () => void;
   hooks?: RunHooks;
+}
+
+/**
+ * A 4-bit (NF4) checkpoint trains only under LoRA, as PEFT and transformers refuse to fine-tune a
+ * quantised model without adapters (dtype 'nf4' itself is refused so by resolveConfig).
+ */
+export function checkQuantisedBase(
+  config: Pick<Config, 'usePeft'>,
+  weights: ReadonlyMap<string, WeightTensor>,
+): void {
+  if (config.usePeft) return;
+  const quantised = [...weights].find(
+    ([, t]) => !(t instanceof Float32Array) && t.format === 'nf4',
+  );
+  if (quantised) {
+    throw new Error(
+      `This model is 4-bit (NF4) quantised (${quantised[0]}): a full fine-tune cannot train it. ` +
+        'Turn LoRA (usePeft) on to train adapters on the frozen 4-bit base.',
+    );
+  }
 }
 
 /** The options whose change rebuilds the reward functions (custom rewards in new sandboxes). */
@@ -221,6 +242,7 @@ export class Run implements TrainingStage {
     this.#config = config;
     this.sandboxFactory = setup.sandboxFactory;
     this.hooks = setup.hooks ?? {};
+    checkQuantisedBase(config, model.weights);
     this.plan = planRunMemory(
       model.config,
       config,

@@ -1,6 +1,6 @@
 // The trainer worker's export service: the current weights as a Hugging Face folder or an ONNX
 // file (a LoRA run's adapters merged in), or a LoRA run's adapter as a PEFT folder.
-import { exportHfFolder } from '../export/hf-export';
+import { exportDtypeOf, exportHfFolder } from '../export/hf-export';
 import { exportOnnx } from '../export/onnx-export';
 import { exportPeftAdapter, type LoraWeights } from '../export/peft-adapter';
 import type { WorkerContext } from './context';
@@ -38,6 +38,8 @@ export function exportService(ctx: WorkerContext) {
           lora,
           tokenizerFiles: m.hf.tokenizerFiles,
           generation: m.hf.generation,
+          // An NF4 base exports its merged weights as bf16 (F32 otherwise: exact).
+          dtype: exportDtypeOf(policy.parameters.dtypes.values()),
         }),
       );
     },

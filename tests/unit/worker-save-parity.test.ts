@@ -1,6 +1,6 @@
 // Every kind of playground run saves and resumes through the trainer worker's one checkpoint path
 // (src/worker/trainer-api.ts → src/train/checkpoint.ts → src/storage/checkpoints.ts), on fake
-// IndexedDB: full fine-tune, LoRA on an f32 base and LoRA on a bf16 base each train 2 steps, save,
+// IndexedDB: full fine-tune, LoRA on an f32, a bf16 and an NF4 base each train 2 steps, save,
 // and a FRESH worker (same database) loads the model, restores and trains step 3; its weights, AdamW
 // moments and metrics rows equal an uninterrupted 3-step run's bit for bit. Also: a checkpoint of
 // another model is refused by restoreProblem, naming both models, before anything is loaded.
@@ -47,6 +47,12 @@ const KINDS: [string, Partial<ConfigInput>][] = [
   ['full fine-tune (f32)', {}],
   ['LoRA on an f32 base', { usePeft: true, loraR: 2, loraAlpha: 4 }],
   ['LoRA on a bf16 base', { usePeft: true, loraR: 2, loraAlpha: 4, dtype: 'bfloat16' }],
+  // QLoRA (issue #37): the base quantised at load, nested scales; the fresh worker quantises the
+  // same weights again, so only the adapters and their moments need saving.
+  [
+    'LoRA on an nf4 base',
+    { usePeft: true, loraR: 2, loraAlpha: 4, dtype: 'nf4', useBnbNestedQuant: true },
+  ],
 ];
 
 describe('every playground run kind saves and resumes exactly', { timeout: 900_000 }, () => {
