@@ -25,6 +25,7 @@ import {
 import { parseSafetensors, parseSafetensorsWeights } from '../../src/formats/safetensors';
 import { decodeGrpoLossOut, GrpoLossKernel, GRPO_LOSS_OUT } from '../../src/kernels/grpo-loss';
 import { LogprobGatherBackwardKernel, LogprobGatherKernel } from '../../src/kernels/logprob';
+import { MATMUL_TILE_K } from '../../src/kernels/matmul';
 import { GpuLlama } from '../../src/model/llama';
 import {
   frozenDtypeOf,
@@ -373,6 +374,25 @@ for (const base of LORA_NF4_FIXTURE_NAMES) {
       const trainAll = new ParameterStore(engine.device, cfg, shipped, limit, null, 'nf4');
       expect([...trainAll.dtypes.values()].every((d) => d === 'f32')).toBe(true);
       expect((await trainAll.readJoined(trainAll.params)).get(name)).toEqual(dequantizeNf4(t));
+      // The (V, C) tables split into bf16 row chunks (two K tiles of rows per buffer) beside whole
+      // NF4 projections: the same values come back.
+      const tableLimit = 2 * MATMUL_TILE_K * cfg.hiddenSize * 2;
+      const split = new ParameterStore(
+        engine.device,
+        cfg,
+        fx.base.params,
+        tableLimit,
+        adapters,
+        'nf4',
+        {
+          nested,
+        },
+      );
+      expect(split.isSplit).toBe(true);
+      expect(split.chunks.get(name)!.length).toBe(1);
+      const splitBack = await split.readJoined(split.params);
+      for (const [n, want] of expected) expect(splitBack.get(n), n).toEqual(want);
+      split.destroy();
       // writeParameters of the values read back keeps the codes and scales (re-quantised plainly).
       store.writeSplit(store.params, back, 'nf4 write-back');
       const again = await readU32(engine.device, store.params.get(name)!);
