@@ -58,6 +58,13 @@ export function exportDtypeOf(stored: Iterable<string>): SafetensorsDtype {
   return 'F32';
 }
 
+const TORCH_DTYPE: Record<SafetensorsDtype, string> = {
+  F32: 'float32',
+  BF16: 'bfloat16',
+  F16: 'float16',
+  U8: 'uint8',
+};
+
 /** The folder's files, name → bytes, in the order a listing would show them. */
 export function exportHfFolder(input: HfExportInput): Map<string, Uint8Array> {
   const { config } = input;
@@ -93,7 +100,8 @@ export function exportHfFolder(input: HfExportInput): Map<string, Uint8Array> {
   }
 
   const files = new Map<string, Uint8Array>();
-  files.set('config.json', json(toHfConfig(config)));
+  // torch_dtype names the weights' stored dtype, as transformers' save_pretrained writes it.
+  files.set('config.json', json({ ...toHfConfig(config), torch_dtype: TORCH_DTYPE[dtype] }));
   files.set('generation_config.json', json(generationConfig(config, input.generation)));
   if (shards.length === 1) {
     files.set('model.safetensors', writeSafetensors(tensors, metadata, { dtype }));

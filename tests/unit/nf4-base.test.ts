@@ -77,6 +77,8 @@ describe('merged export of an NF4 base', () => {
       dtype: exportDtypeOf(dtypes),
     });
     const written = parseSafetensorsWeights(files.get('model.safetensors')!, 'model.safetensors');
+    const configJson = JSON.parse(new TextDecoder().decode(files.get('config.json')));
+    expect(configJson.torch_dtype).toBe('bfloat16');
     const s = loraScaling(lora);
     let adapted = 0;
     for (const spec of specs) {
