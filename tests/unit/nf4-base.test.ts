@@ -9,7 +9,13 @@ import { loraAdapterSpecs, loraScaling, type LoraOptions } from '../../src/core/
 import { exportDtypeOf, exportHfFolder } from '../../src/export/hf-export';
 import { parseSafetensorsWeights } from '../../src/formats/safetensors';
 import { NF4_NEEDS_PEFT, resolveConfig } from '../../src/grpo/config';
-import { isNf4Quantised, storedDtypeOf, toF32, toNf4 } from '../../src/model/parameters';
+import {
+  isNf4Quantised,
+  storedDtypeOf,
+  toF32,
+  toNf4,
+  type WeightTensor,
+} from '../../src/model/parameters';
 import { checkQuantisedBase } from '../../src/train/run';
 import { bf16BitsToF32, f32ToBf16Bits, type HalfTensor } from '../../src/ref/half';
 
@@ -123,7 +129,7 @@ describe('a 4-bit base trains adapters only', () => {
 
   it('a checkpoint holding NF4 tensors cannot be fully fine-tuned', () => {
     const q = 'model.layers.0.self_attn.q_proj.weight';
-    const weights = new Map([
+    const weights = new Map<string, WeightTensor>([
       ['model.norm.weight', new Float32Array(4)],
       [q, toNf4(seeded(128, 3, 1))],
     ]);
