@@ -26,6 +26,7 @@ await build({
         engine: 'bench/node/engine.ts',
         profile: 'bench/node/profile.ts',
         memory: 'bench/node/memory.ts',
+        nf4: 'bench/node/nf4.ts',
         counters: 'bench/node/counters.ts',
         gpu: 'bench/node/gpu.ts',
       },
@@ -38,6 +39,7 @@ await build({
 const ENTRIES = {
   '--profile': 'profile.js',
   '--memory': 'memory.js',
+  '--nf4': 'nf4.js',
   '--gpu': 'gpu.js',
   '--counters': 'counters.js',
 };

@@ -1,6 +1,7 @@
 // The memory plan against the engine's own count: real GRPO steps of a tiny random model through
 // the real trainer on Node WebGPU, for each option the plan covers (full fine-tune f32 with and
-// without the reference copy, LoRA with β = 0 and β > 0, gradient checkpointing, micro-batches),
+// without the reference copy, LoRA with β = 0 and β > 0, gradient checkpointing, micro-batches,
+// 16-bit and NF4 bases),
 // and the plan's peak (planRunMemory, what every front end shows) within 10% of the measured one.
 import { describe, expect, it } from 'vitest';
 import type { LlamaConfig } from '../../src/core/model-config';
@@ -114,6 +115,25 @@ const CASES: {
     overrides: { ...lora, dtype: 'auto' },
     bf16Weights: true,
   },
+  // NF4 (QLoRA): each projection one buffer of 4-bit codes + f32 block scales, the embedding
+  // and LM head bf16 (the plan's nf4MatrixBytes).
+  {
+    name: 'LoRA on an NF4 base (QLoRA), tied + bias',
+    model: qwenLike,
+    overrides: { ...lora, dtype: 'nf4' },
+  },
+  {
+    name: 'LoRA on an NF4 base, nested scales, checkpointing, 2 micro-batches, untied, β > 0',
+    model: base,
+    overrides: {
+      ...lora,
+      dtype: 'nf4',
+      useBnbNestedQuant: true,
+      gradientCheckpointing: true,
+      gradientAccumulationSteps: 2,
+      beta: 0.04,
+    },
+  },
   {
     name: 'Qwen3 (q/k norms, head_dim ≠ C/H), LoRA + bfloat16 + checkpointing, β > 0',
     model: qwen3Like,
@@ -146,6 +166,8 @@ describe('memory plan vs the measured peak', { timeout: 600_000 }, () => {
         task: fixedTask,
         rewardFunctions: [startsWithA],
       });
+      // The weights as stored (f32, 16-bit or NF4 buffers, adapters): the plan's byte for byte.
+      const parameterBytes = trainer.policy.parameters.parameterBytes;
       let longest = 0;
       try {
         for (let s = 0; s < 2; s++) {
@@ -162,6 +184,7 @@ describe('memory plan vs the measured peak', { timeout: 600_000 }, () => {
       expect(longest).toBe(cfg.maxCompletionLength);
       const plan = planRunMemory(model, cfg, engine.device.limits, undefined, weights);
       if (bf16Weights) expect(plan.input.dtype).toBe('bfloat16');
+      expect(parameterBytes).toBe(plan.byCategory.parameters);
       console.log(`${name}: measured ${measured} B, planned ${plan.peakBytes} B`);
       expect(Math.abs(measured - plan.peakBytes)).toBeLessThanOrEqual(0.1 * measured);
     });
