@@ -17,7 +17,7 @@ import { createTask, trainEvalStream } from '../tasks/index';
 import type { Problem, Task } from '../tasks/types';
 import type { Config } from '../grpo/config';
 import { languageConsistencyReward, type LanguageScript } from '../rewards/language-consistency';
-import { extractAnswer, formatOk } from '../rewards/rewards';
+import { extractAnswer, formatOkAfterPrompt } from '../rewards/rewards';
 import { renderPrompt, type TrainerTokenizer } from '../grpo/trainer';
 import { checkCount, overLimitMessage } from '../core/limits';
 import { REJECTION_LIMITS } from './limits';
@@ -119,8 +119,11 @@ function checkOptions(o: RejectionSamplingOptions): void {
   }
 }
 
-/** Why `completion` would be rejected, ignoring duplicates (checked against what was kept). */
+/** Why `completion` would be rejected, ignoring duplicates (checked against what was kept).
+ * `prompt` is the rendered prompt: the format check judges the model's whole turn, as the format
+ * reward does (a chat template's opened `<think>` counts; docs/grpo.md §1). */
 export function rejectReasons(
+  prompt: string,
   completion: string,
   length: number,
   finished: boolean,
@@ -133,7 +136,9 @@ export function rejectReasons(
   if (problem.verifier.kind === 'none') reasons.push('unverifiable');
   else if (answer === null) reasons.push('no-answer');
   else if (task.verify(answer, problem) !== true) reasons.push('wrong');
-  if ((options.requireFormat ?? true) && !formatOk(completion)) reasons.push('format');
+  if ((options.requireFormat ?? true) && !formatOkAfterPrompt(prompt, completion)) {
+    reasons.push('format');
+  }
   if (!finished) reasons.push('truncated');
   if (options.minLength !== undefined && length < options.minLength) reasons.push('too-short');
   if (options.maxLength !== undefined && length > options.maxLength) reasons.push('too-long');
@@ -183,6 +188,7 @@ export async function rejectionSample(
         const ids = result.completions[n];
         const completion = tokenizer.decode(ids, { skipSpecialTokens: true });
         const why = rejectReasons(
+          rendered[b].text,
           completion,
           ids.length,
           result.finished[n],

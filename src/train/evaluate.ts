@@ -2,7 +2,7 @@
 // samples, format rate, and the reflection measurements of docs/grpo.md §7 (rate, accuracy of
 // reflecting vs non-reflecting completions, lengths). The same prompts and seed give the same
 // samples, so two checkpoints are compared on exactly the same draws.
-import type { Sampler } from '../model/sampler';
+import type { Sampler, TextGenerator } from '../model/sampler';
 import type { Problem, Task } from '../tasks/types';
 import {
   reflectionMarkers,
@@ -11,7 +11,7 @@ import {
   reflects,
   type ReflectionSummary,
 } from '../rewards/reflection';
-import { extractAnswer, formatOk } from '../rewards/rewards';
+import { extractAnswer, formatOkAfterPrompt } from '../rewards/rewards';
 import type { TrainerTokenizer } from '../grpo/trainer';
 import type { Config } from '../grpo/config';
 
@@ -88,7 +88,7 @@ const withoutAnswer = ({
 });
 
 export interface EvalContext {
-  sampler: Sampler;
+  sampler: TextGenerator;
   tokenizer: TrainerTokenizer;
   task: Task;
   renderPrompt(problem: Problem): { text: string; ids: number[] };
@@ -214,6 +214,10 @@ export async function evaluate(
   const mean = (xs: number[]) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : NaN);
   // Reflection is measured on the samples (the policy's behaviour), or on greedy when k = 0.
   const greedies = items.flatMap((i) => (i.greedy ? [i.greedy] : []));
+  // Format is judged on the model's whole turn, as the trained format reward judged it: a chat
+  // template's think markup at the prompt's end counts (docs/grpo.md §1, formatOkAfterPrompt).
+  const formatted = (i: EvalItem, c: EvalCompletion) =>
+    formatOkAfterPrompt(i.prompt, c.text) ? 1 : 0;
   const measured = allSamples.length ? allSamples : greedies;
   const reflection = reflectionSummary(
     measured.map((s) => ({ completion: s.text, correct: s.correct, length: s.length })),
@@ -224,11 +228,11 @@ export async function evaluate(
     k: options.k,
     metrics: {
       greedy_accuracy: mean(greedies.map((g) => (g.correct ? 1 : 0))),
-      greedy_format_rate: mean(greedies.map((g) => (formatOk(g.text) ? 1 : 0))),
+      greedy_format_rate: mean(items.flatMap((i) => (i.greedy ? [formatted(i, i.greedy)] : []))),
       sample_accuracy: mean(allSamples.map((s) => (s.correct ? 1 : 0))),
       'pass@k': mean(items.map((i) => (i.passAtK ? 1 : 0))),
       'cons@k': mean(items.map((i) => (i.consAtK ? 1 : 0))),
-      sample_format_rate: mean(allSamples.map((s) => (formatOk(s.text) ? 1 : 0))),
+      sample_format_rate: mean(items.flatMap((i) => i.samples.map((s) => formatted(i, s)))),
       reflection_rate: reflection.reflectionRate,
       accuracy_reflecting: reflection.reflecting.accuracy,
       accuracy_not_reflecting: reflection.notReflecting.accuracy,

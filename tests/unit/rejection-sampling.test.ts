@@ -177,6 +177,42 @@ describe('rejection sampling', () => {
     expect(c.samples.map((s) => s.completion)).not.toEqual(a.samples.map((s) => s.completion));
   });
 
+  it("judges format on the model's whole turn: a prompt's opened <think> counts", async () => {
+    // A chat template that opens the think block (DeepSeek-R1-Distill's generation prompt ends in
+    // "<think>\n"): the completion writes the reasoning and closes it. The format reward the run
+    // trained on accepts that turn, so rejection sampling keeps it; the same completion after the
+    // plain R1-Zero prompt lacks its <think> and is rejected for format.
+    const p = problems[0];
+    const r = p.reference!;
+    const text = ` ${r} </think> <answer> ${r} </answer>`;
+    const generator: TextGenerator = {
+      async generate(prompts, o) {
+        const ids = [...tok.encode(text, { addSpecialTokens: false }), o.eosTokenIds[0]];
+        return {
+          completions: prompts.map(() => ids),
+          finished: prompts.map(() => true),
+          logps: prompts.map(() => new Float32Array(ids.length)),
+        };
+      },
+    };
+    const opened = (q: Problem) => {
+      const t = `${renderPrompt(task, tok, q, 'r1-zero').text}<think>\n`;
+      return { text: t, ids: tok.encode(t) };
+    };
+    const run = (renderPrompt: RejectionContext['renderPrompt']) =>
+      rejectionSample({ generator, tokenizer: tok, task, renderPrompt }, [p], {
+        ...base,
+        k: 1,
+        seed: 0,
+      });
+    const afterThink = await run(opened);
+    expect(afterThink.samples.map((s) => [s.completion, s.kept, s.reasons])).toEqual([
+      [text, true, []],
+    ]);
+    const plain = await run((q) => renderPrompt(task, tok, q, 'r1-zero'));
+    expect(plain.samples.map((s) => s.reasons)).toEqual([['format']]);
+  });
+
   it('refuses impossible options with the reason', async () => {
     await expect(rejectionSample(ctx, problems, { ...base, k: 0, seed: 0 })).rejects.toThrow(
       'rejection sampling: k must be an integer ≥ 1, got 0',
