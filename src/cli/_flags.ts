@@ -5,7 +5,14 @@
 // resources are released.
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { configHelp, ConfigError, resolveConfig, type Config, CONFIG_SCHEMA } from '../grpo/config';
+import {
+  configHelp,
+  ConfigError,
+  resolveConfig,
+  type Config,
+  CONFIG_SCHEMA,
+  MAX_STEPS,
+} from '../grpo/config';
 import { overLimitMessage, parseCount, type SizeLimit } from '../core/limits';
 
 /**
@@ -166,7 +173,7 @@ export const PLAN: Command = {
 export const RECIPE: Command = {
   name: 'recipe',
   summary:
-    'Runs a multi-stage recipe (sft | grpo | rejection-sample stages; built-in: r1-zero, r1, distill, or a JSON file) into a run folder (recipe.json, state.json, metrics.jsonl, <i>-<stage>/checkpoint-N/, final-model/); --resume continues one; --compare measures R1-Zero vs R1 vs distillation and writes docs/recipe.',
+    'Runs a multi-stage recipe (sft | grpo | rejection-sample stages; built-in: r1-zero, r1, distill, or a JSON file) into a run folder (recipe.json, state.json, metrics.jsonl, <i>-<stage>/checkpoint-N/, final-model/); --resume continues one; --compare puts the R1 paper’s three findings to the bundled models (docs/recipe/protocol.md) and writes docs/recipe.',
   flags: [
     {
       name: 'out',
@@ -183,8 +190,30 @@ export const RECIPE: Command = {
     {
       name: 'compare',
       value: '',
-      help: 'R1-Zero vs R1 vs distillation on the aha held-out prompts',
+      help: 'the R1 paper’s three findings (RL alone, cold start, distillation into a student) on the aha held-out prompts, by docs/recipe/protocol.md',
       boolean: true,
+    },
+    {
+      name: 'quick',
+      value: '',
+      help: 'with --compare: every arm shortened (2 GRPO steps, 8 held-out prompts, seed 1), a smoke run into runs/recipe-compare-quick',
+      boolean: true,
+    },
+    {
+      name: 'grpo-steps',
+      value: 'n',
+      help: 'with --compare: every GRPO arm’s steps (default 95 on the tiny reasoner, 30 on the student)',
+      count: { min: 1, limit: { max: MAX_STEPS, unit: 'steps' } },
+    },
+    {
+      name: 'student',
+      value: 'model',
+      help: 'with --compare: the student distilled into (default tiny-student; the same tokenizer)',
+    },
+    {
+      name: 'work',
+      value: 'folder',
+      help: 'with --compare: the seeds’ run folders (default runs/recipe-compare; an interrupted comparison continues from it, a finished one removes it)',
     },
     {
       name: 'seeds',
@@ -206,12 +235,12 @@ export const RECIPE: Command = {
     {
       name: 'render',
       value: 'folder',
-      help: 'rewrite a comparison’s README.md, plots and summary.json from its report.json (no training)',
+      help: 'rewrite a comparison’s README.md and plots from its findings.json (no training)',
     },
     {
       name: 'sft-learning-rate',
       value: 'lr',
-      help: 'with --compare: every SFT stage’s learning rate (default the built-in recipes’ 3e-4)',
+      help: 'with --compare: the cold start’s and the distillation’s SFT learning rate (default 3e-4)',
     },
   ],
 };
@@ -229,7 +258,7 @@ export function recipeHelp(): string {
   return [
     'usage: npm run recipe -- <recipe.json | r1-zero | r1 | distill> [--out <folder>] [--seed n]',
     '       npm run recipe -- --resume <run folder>',
-    '       npm run recipe -- --compare [--seeds 1,2,3] [--out docs/recipe]',
+    '       npm run recipe -- --compare [--seeds 1,2,3] [--out docs/recipe] [--grpo-steps n | --quick]',
     '',
     RECIPE.summary,
     '',

@@ -1,10 +1,11 @@
 // `npm run recipe -- <recipe.json | r1-zero | r1 | distill> [--out runs/x] [--seed N]`
 // `npm run recipe -- --resume <run folder>`
-// `npm run recipe -- --compare [--seeds 1,2,3] [--out docs/recipe]`
+// `npm run recipe -- --compare [--seeds 1,2,3] [--out docs/recipe] [--grpo-steps n] [--quick]`
 // Runs a multi-stage recipe (src/recipes/recipe.ts: sft | grpo | rejection-sample stages) headless on
 // Node WebGPU into a run folder (src/cli/_recipe.ts lists its files), or resumes one from its state
-// and latest checkpoint. --compare measures R1-Zero vs R1 vs distillation on the aha demo's held-out
-// prompts (src/cli/_recipe-compare.ts) and writes the report. Exits 0 when the recipe finished.
+// and latest checkpoint. --compare puts the R1 paper's three findings to the bundled models by
+// docs/recipe/protocol.md (src/cli/_recipe-compare.ts) and writes the report; --quick runs every
+// arm shortened, as a smoke run. Exits 0 when the recipe finished.
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { isHelpRequested } from '../grpo/config';
@@ -12,7 +13,13 @@ import { parseRecipe } from '../recipes/recipe-spec';
 import type { AhaPromptSet } from '../tasks/traces';
 import { flagCount, flagCounts, RECIPE, recipeHelp, runCommand, takeCommandFlags } from './_flags';
 import { recipeFolder, readRecipe } from './_recipe';
-import { compareRecipes, renderReport } from './_recipe-compare';
+import { compareFindings, renderReport } from './_recipe-compare';
+import {
+  FINDINGS_DEFAULTS,
+  QUICK,
+  QUICK_PROMPTS,
+  type FindingsOptions,
+} from '../recipes/recipe-findings';
 import { loadModel, openEngine } from './_session';
 
 function seedOf(text: string | undefined): number | undefined {
@@ -45,17 +52,36 @@ async function main(argv: string[]) {
     renderReport(resolve(render));
     return;
   }
-  if (flag('compare') !== undefined) {
+  const quick = flag('quick') !== undefined;
+  if (flag('compare') !== undefined || quick) {
     if (rest.length) throw new Error(`--compare takes no recipe (got '${rest[0]}')`);
-    await compareRecipes({
-      seeds: flagCounts(RECIPE, flags, 'seeds', [1, 2, 3]),
-      outDir: resolve(flag('out') ?? 'docs/recipe'),
+    const steps =
+      flag('grpo-steps') === undefined ? undefined : flagCount(RECIPE, flags, 'grpo-steps', 1);
+    const sftRate = positive('sft-learning-rate', flag('sft-learning-rate'));
+    const sft = (o: Record<string, unknown>) =>
+      sftRate === undefined ? o : { ...o, learningRate: sftRate };
+    // --quick: every arm end to end in a few minutes (a smoke run, not a measurement).
+    const options: Partial<FindingsOptions> = quick ? QUICK : {};
+    const { outcome } = await compareFindings({
+      seeds: flagCounts(RECIPE, flags, 'seeds', quick ? [1] : [1, 2, 3]),
+      outDir: resolve(flag('out') ?? (quick ? 'runs/recipe-compare-quick/report' : 'docs/recipe')),
+      workDir: resolve(
+        flag('work') ?? (quick ? 'runs/recipe-compare-quick/work' : 'runs/recipe-compare'),
+      ),
       model: flag('model') ?? 'bundled',
+      student: flag('student') ?? FINDINGS_DEFAULTS.student,
       command: `npm run recipe -- ${argv.join(' ')}`,
       prompts: promptSet(flag('prompts')),
       k: flag('k') === undefined ? undefined : flagCount(RECIPE, flags, 'k', 0),
-      sftLearningRate: positive('sft-learning-rate', flag('sft-learning-rate')),
+      promptLimit: quick ? QUICK_PROMPTS : undefined,
+      options: {
+        ...options,
+        ...(steps === undefined ? {} : { reasonerSteps: steps, studentSteps: steps }),
+        coldStartSft: sft(options.coldStartSft ?? FINDINGS_DEFAULTS.coldStartSft),
+        distillSft: sft(options.distillSft ?? FINDINGS_DEFAULTS.distillSft),
+      },
     });
+    if (outcome !== 'finished') process.exitCode = 1;
     return;
   }
   const resumeDir = flag('resume');

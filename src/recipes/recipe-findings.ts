@@ -40,8 +40,9 @@ export interface FindingsOptions {
 export const FINDINGS_DEFAULTS: FindingsOptions = {
   // The aha preset's own 95 steps: the aha demo moves accuracy in about that many (docs/aha).
   reasonerSteps: 95,
-  // The student's RL gets what the teacher got, as Table 6's Qwen-32B RL run had R1-Zero's recipe.
-  studentSteps: 95,
+  // As many GRPO steps as the distillation's SFT steps ("the same student steps"), which the time
+  // budget allows three times over (protocol.md, "Time budget").
+  studentSteps: 30,
   student: 'tiny-student',
   coldStartCount: 256,
   teacherPrompts: 128,
@@ -53,14 +54,28 @@ export const FINDINGS_DEFAULTS: FindingsOptions = {
     maxLength: 128,
     saveSteps: 8,
   },
+  // Up to 3 epochs over the kept samples, capped at studentSteps optimizer steps (findingsRecipe).
   distillSft: {
     learningRate: 3e-4,
-    numTrainEpochs: 2,
+    numTrainEpochs: 3,
     perDeviceTrainBatchSize: 16,
     maxLength: 128,
     saveSteps: 8,
   },
 };
+
+/** `--quick`: every arm end to end in a few minutes (2 GRPO steps an arm, a few SFT steps, a
+ * small teacher set): checks the command, measures nothing. */
+export const QUICK: Partial<FindingsOptions> = {
+  reasonerSteps: 2,
+  studentSteps: 2,
+  coldStartCount: 16,
+  teacherPrompts: 8,
+  coldStartSft: { ...FINDINGS_DEFAULTS.coldStartSft, maxSteps: 2, saveSteps: 1 },
+  distillSft: { ...FINDINGS_DEFAULTS.distillSft, maxSteps: 2, saveSteps: 1 },
+};
+/** Held-out prompts a --quick run scores. */
+export const QUICK_PROMPTS = 8;
 
 /** The recipe's stage names (each arm's weights are the end of one of them). */
 export const STAGE = {
@@ -107,7 +122,8 @@ export function findingsRecipe(seed: number, o: FindingsOptions = FINDINGS_DEFAU
         name: STAGE.studentSft,
         from: student,
         data: { stage: STAGE.teacherSamples },
-        options: o.distillSft,
+        // "The same student steps": the distillation's optimizer steps are at most the GRPO arm's.
+        options: { maxSteps: o.studentSteps, ...o.distillSft },
       },
       { kind: 'grpo', name: STAGE.studentSftRl, preset: 'aha', options: grpo(o.studentSteps) },
       {
@@ -321,12 +337,16 @@ export function stepsToReach(
   threshold = REACH_ACCURACY,
   window = REACH_WINDOW,
 ): number | null {
-  for (let i = 0; i < accuracy.length; i++) {
-    const slice = accuracy.slice(Math.max(0, i - window + 1), i + 1).filter(Number.isFinite);
-    if (slice.length && slice.reduce((a, b) => a + b, 0) / slice.length >= threshold) return i + 1;
-  }
-  return null;
+  const i = movingMean(accuracy, window).findIndex((m) => m >= threshold);
+  return i < 0 ? null : i + 1;
 }
+
+/** The moving mean of `xs` over the last `window` values (what stepsToReach reads; the plots). */
+export const movingMean = (xs: readonly number[], window = REACH_WINDOW): number[] =>
+  xs.map((_, i) => {
+    const s = xs.slice(Math.max(0, i - window + 1), i + 1).filter(Number.isFinite);
+    return s.length ? s.reduce((a, b) => a + b, 0) / s.length : NaN;
+  });
 
 /** The findings file the command writes (docs/recipe/findings.json) and the Paper view reads. */
 export interface FindingsReport {
@@ -351,6 +371,10 @@ export interface FindingsReport {
     stepsToReach: { r1Zero: number | null; coldStartRl: number | null };
     /** Teacher samples kept of sampled. */
     teacherSamples: { sampled: number; kept: number };
+    /** Seconds each stage took (evaluations apart), by stage name. */
+    stageSeconds: Record<string, number>;
+    /** Optimizer steps of the cold start and of the distillation (SFT). */
+    sftSteps: { coldStart: number; distill: number };
     /** Training accuracy by GRPO step of each GRPO stage (the plots). */
     curves: Partial<Record<ArmId, number[]>>;
   }[];

@@ -3,7 +3,8 @@
 // "See it with μ = 2" asks before discarding the unsaved step, sets numIterations = 2 in the options,
 // starts a fresh run and takes its step, whose Learn page explains the passes and sets each pass's
 // trainer values beside the same values recomputed from that pass's log-probs, every ✓ between two
-// printed numbers that agree. The Paper view draws both figures and links the four papers.
+// printed numbers that agree. The Paper view draws both figures, links the four papers and shows
+// the R1 paper's three findings beside the recipe comparison's.
 import { expect, test } from '@playwright/test';
 import { watchErrors } from './support/watch-errors';
 
@@ -116,6 +117,15 @@ test('μ = 1 note, token text, one click to μ = 2, and the Paper figures', asyn
   await expect(page.getByTestId('figure-aime')).toBeVisible();
   await expect(page.getByTestId('figure-length')).toBeVisible();
   await expect(page.getByTestId('aha-reflection')).toContainText('aha moment I can flag here');
+  // The paper's three findings beside this playground's comparison (measured, or said not to be).
+  const findings = page.getByTestId('finding-row');
+  await expect(findings).toHaveCount(3);
+  await expect(findings.nth(0)).toContainText('RL alone teaches reasoning');
+  await expect(findings.nth(1)).toContainText('A cold start helps RL');
+  await expect(findings.nth(2)).toContainText('Table 6');
+  await expect(page.getByTestId('finding-verdict').nth(2)).toHaveText(
+    /^(reproduced|not reproduced|inconclusive|not measured yet)$/,
+  );
   for (const id of ['2501.12948', '2402.03300', '2503.14476', '2503.20783']) {
     const link = page.locator(`a[href="https://arxiv.org/abs/${id}"]`);
     await expect(link).toHaveCount(1);

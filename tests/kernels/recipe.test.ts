@@ -2,14 +2,13 @@
 // on Node WebGPU with the bundled model: a two-stage recipe (SFT 2 steps → GRPO 2 steps) stopped
 // after 3 steps and resumed from its state and checkpoint logs the same timeline as one
 // uninterrupted run; a rejection-sample stage's kept set is what the next SFT stage (a student
-// from the base weights) trains on, with consistent counts and the same set for the same seed; and
-// the comparison (src/cli/_recipe-compare.ts) writes its report on shortened recipes.
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+// from the base weights) trains on, with consistent counts and the same set for the same seed (the
+// comparison, src/cli/_recipe-compare.ts, is tests/kernels/recipe-findings.test.ts).
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { recipeFolder } from '../../src/cli/_recipe';
-import { compareRecipes, renderReport } from '../../src/cli/_recipe-compare';
 import { loadModel, openEngine, type LoadedModel } from '../../src/cli/_session';
 import type { Engine } from '../../src/engine/engine';
 import { parseRecipe, type Recipe, type TimelineRow } from '../../src/recipes/recipe-spec';
@@ -229,94 +228,5 @@ describe('recipe run folder', { timeout: 900_000 }, () => {
         log: quiet,
       }),
     ).rejects.toThrow(`the model '${other}' has another tokenizer than the recipe's model`);
-  });
-
-  it('--compare writes the report: three arms per seed, every stage evaluated', async () => {
-    const out = join(work, 'compare');
-    const rl = (name: string) => ({ kind: 'grpo', name, options: { ...SMALL_RL, steps: 1 } });
-    const sft = (name: string, from: string, data: unknown) => ({
-      kind: 'sft',
-      name,
-      from,
-      data,
-      options: { ...SMALL_SFT, maxSteps: 1 },
-    });
-    const rs = (name: string) => ({
-      kind: 'rejection-sample',
-      name,
-      prompts: 4,
-      options: { k: 4 },
-    });
-    await compareRecipes({
-      seeds: [1],
-      outDir: out,
-      model: 'bundled',
-      command: 'test',
-      promptLimit: 4,
-      recipes: {
-        distill: (seed) =>
-          parseRecipe({
-            name: 'Distillation',
-            seed,
-            stages: [
-              rl('teacher-rl'),
-              rs('teacher-samples'),
-              sft('student-sft', 'base', { stage: 'teacher-samples' }),
-            ],
-          }),
-        r1: (seed) =>
-          parseRecipe({
-            name: 'R1',
-            seed,
-            stages: [
-              sft('cold-start', 'previous', { coldStart: { count: 4 } }),
-              rl('reasoning-rl'),
-              rs('rejection'),
-              sft('sft', 'cold-start', { stage: 'rejection' }),
-              rl('final-rl'),
-            ],
-          }),
-      },
-    });
-    const report = JSON.parse(readFileSync(join(out, 'report.json'), 'utf8'));
-    expect(report.heldOutPrompts).toBe(4);
-    expect(report.seeds).toHaveLength(1);
-    const seed = report.seeds[0];
-    for (const arm of ['R1-Zero', 'R1', 'Distillation']) {
-      expect(seed.arms[arm].accuracy).toBeGreaterThanOrEqual(0);
-      expect(seed.arms[arm].accuracy).toBeLessThanOrEqual(1);
-    }
-    // R1-Zero is the distillation recipe's first stage: the same evaluation.
-    expect(seed.arms['R1-Zero']).toEqual(
-      seed.stages.find((s: { stage: string }) => s.stage === 'teacher-rl').eval,
-    );
-    expect(seed.stages.map((s: { stage: string }) => s.stage)).toEqual([
-      'teacher-rl',
-      'teacher-samples',
-      'student-sft',
-      'cold-start',
-      'reasoning-rl',
-      'rejection',
-      'sft',
-      'final-rl',
-    ]);
-    expect(seed.stages.filter((s: { eval?: unknown }) => s.eval).length).toBe(6);
-    const readme = readFileSync(join(out, 'README.md'), 'utf8');
-    // --render writes the same views from report.json alone.
-    rmSync(join(out, 'README.md'));
-    renderReport(out);
-    expect(readFileSync(join(out, 'README.md'), 'utf8')).toBe(readme);
-    expect(readme).toMatch(
-      /measured on 4 completions; at the base model's rate its 95% Wilson interval is/,
-    );
-    expect(readme).toContain('| R1-Zero |');
-    expect(readme).toContain('| Distillation |');
-    expect(existsSync(join(out, 'r1-accuracy.svg'))).toBe(true);
-    expect(existsSync(join(out, 'partial.json'))).toBe(false);
-    // The app's copy: the same numbers without the timelines.
-    const summary = JSON.parse(readFileSync(join(out, 'summary.json'), 'utf8'));
-    expect(summary.seeds[0].timelines).toBeUndefined();
-    expect(summary.seeds[0].arms).toEqual(seed.arms);
-    expect(summary.base).toEqual(report.base);
   });
 });

@@ -113,6 +113,8 @@ describe('findings', () => {
       },
       stepsToReach: { r1Zero: 40, coldStartRl: 10 },
       teacherSamples: { sampled: 512, kept: 250 },
+      sftSteps: { coldStart: 16, distill: 30 },
+      stageSeconds: {},
       curves: {},
     });
     const findings = judgeFindings({ base: arm(35, 28), studentBase: arm(20, 10) }, [
