@@ -121,6 +121,12 @@ export const STATUS = {
     status: 'same',
     note: 'on prompt and completion tokens, before temperature and the filters',
   },
+  chat_template_kwargs: {
+    project: 'enableThinking',
+    default: 'null',
+    status: 'differs',
+    note: 'only its enable_thinking key (true/false); null exports None',
+  },
   delta: {
     project: 'delta',
     default: 'null',

@@ -81,6 +81,13 @@ export function pyLiteral(v: unknown): string {
  */
 const PER_OPTIMIZER_STEP = new Set(['steps', 'saveSteps', 'loggingSteps']);
 
+/** The chat template's keyword arguments of a run: enable_thinking when the config sets it. */
+export function chatTemplateKwargs(config: Pick<Config, 'enableThinking'>): {
+  enable_thinking: boolean;
+} | null {
+  return config.enableThinking === null ? null : { enable_thinking: config.enableThinking };
+}
+
 /** GRPOConfig keyword arguments for every config field with a TRL name, in schema order. */
 export function grpoConfigArgs(config: Config): [string, string][] {
   const args: [string, string][] = [];
@@ -90,6 +97,8 @@ export function grpoConfigArgs(config: Config): [string, string][] {
     // transformers ≥ 5 reads warmup_steps < 1 as a ratio (warmup_ratio was removed).
     if (row.key === 'warmupSteps' && config.warmupSteps === 0) value = config.warmupRatio;
     if (PER_OPTIMIZER_STEP.has(row.key)) value = (value as number) * config.numIterations;
+    // TRL passes chat_template_kwargs to apply_chat_template, as the playground passes the switch.
+    if (row.key === 'enableThinking') value = chatTemplateKwargs(config);
     args.push([row.trl, pyLiteral(value)]);
   }
   return args;
@@ -243,6 +252,7 @@ export function exportTrl(
         gradientAccumulationSteps: c.gradientAccumulationSteps,
         maxPromptLength: c.maxPromptLength,
         conversational: c.template === 'chat',
+        chatTemplateKwargs: pyLiteral(chatTemplateKwargs(c) ?? {}),
         hasEval: data.evalPrompts.length > 0,
         evalSteps: (c.evalSteps > 0 ? c.evalSteps : c.saveSteps) * c.numIterations,
         evalGenerations: c.evalGenerations,

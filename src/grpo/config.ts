@@ -151,8 +151,8 @@ export const CONFIG_SCHEMA = {
     nullable(bool()),
     null,
     "the chat template's thinking switch (template 'chat'), passed as enable_thinking: false ends Qwen3's prompt in an empty <think></think>; null = the template's default (Qwen3: on), as in transformers",
-    null,
-    "not exported: TRL renders the chat template with its default; for false, add chat_template_kwargs={'enable_thinking': False} to GRPOConfig by hand",
+    // Exported as chat_template_kwargs={"enable_thinking": …} (None when null): grpoConfigArgs.
+    'chat_template_kwargs',
   ),
   rewards: field(
     strList(),

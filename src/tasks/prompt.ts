@@ -15,6 +15,12 @@ export const R1_ZERO_TEMPLATE =
 /** The instruction part of the template (everything before "User:"), as a chat system message. */
 export const R1_ZERO_SYSTEM = R1_ZERO_TEMPLATE.slice(0, R1_ZERO_TEMPLATE.indexOf(' User:'));
 
+/** promptThinkTail's markup without its end anchor (the TRL export's rewards.py compiles the same
+ * text). The block's content holds no think tag, so a match starts at the last <think>. */
+export const PROMPT_THINK_TAIL_PATTERN =
+  '<think>(?:(?:(?!</?think>)[\\s\\S])*</think>)?[ \\t\\n\\v\\f\\r]*';
+const PROMPT_THINK_TAIL_RE = new RegExp(`${PROMPT_THINK_TAIL_PATTERN}$`);
+
 /**
  * The think markup a rendered prompt ends with, which belongs to the model's turn (docs/grpo.md §1,
  * format): an opened `<think>` (DeepSeek-R1-Distill's and TinyZero's generation prompts end in
@@ -24,8 +30,7 @@ export const R1_ZERO_SYSTEM = R1_ZERO_TEMPLATE.slice(0, R1_ZERO_TEMPLATE.indexOf
  * their instructions, mid-text, which does not count. Only ASCII whitespace may follow the markup.
  */
 export function promptThinkTail(prompt: string): string {
-  // The block's content holds no think tag, so the match starts at the last <think>.
-  const m = /<think>(?:(?:(?!<\/?think>)[\s\S])*<\/think>)?[ \t\n\v\f\r]*$/.exec(prompt);
+  const m = PROMPT_THINK_TAIL_RE.exec(prompt);
   return m ? m[0] : '';
 }
 

@@ -172,6 +172,50 @@ describe('exported rewards.py', () => {
     expect(new Set(expected.map((e) => e.accuracy))).toEqual(new Set([0, 1, null]));
   });
 
+  it("judges the model's whole turn after a template's think markup, as the TypeScript reward", () => {
+    // (prompt, completion): text prompts reach TRL's reward functions as they are; chat prompts
+    // as messages, which rewards.py renders with the run's tokenizer (use_chat_template). The
+    // stand-in tokenizer below renders them as Qwen3's template does with enable_thinking False
+    // (an empty think block); transformers is not installed here.
+    const QWEN3_OFF =
+      '<|im_start|>user\nq<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n';
+    const PAIRS: [string, string][] = [
+      ['Question.<think>\n', ' 2 + 2 </think> <answer> 4 </answer>'], // opened in the prompt
+      ['Question.<think>\n', '<think> x </think> <answer> 4 </answer>'], // the completion's own
+      ['Question.<think>\n', '<answer> 4 </answer>'], // no </think>
+      ['Question. Assistant:', ' 2 + 2 </think> <answer> 4 </answer>'], // no markup: judged alone
+      ['Say <think> and </think>, then answer.', '<answer> 4 </answer>'], // quoted mid-text
+      [QWEN3_OFF, '<answer> 4 </answer>'], // Qwen3's empty block
+      [QWEN3_OFF, '<think> x </think> <answer> 4 </answer>'],
+    ];
+    const expected = PAIRS.map(([prompt, completion]) =>
+      formatReward.compute({ completion, prompt, problem: NONE }),
+    );
+    expect(expected).toEqual([1, 1, 0, 0, 0, 1, 1]);
+    const script = [
+      'import json, sys',
+      'sys.path.insert(0, sys.argv[1])',
+      'import rewards',
+      'pairs = json.load(sys.stdin)',
+      'text = rewards.format_reward(prompts=[p for p, _ in pairs], completions=[c for _, c in pairs])',
+      'class Qwen3ThinkingOff:',
+      '    def apply_chat_template(self, messages, tokenize, add_generation_prompt, **kwargs):',
+      '        assert not tokenize and add_generation_prompt and kwargs == {"enable_thinking": False}',
+      `        return ${JSON.stringify(QWEN3_OFF)} if messages[-1]["content"] == "q" else "x"`,
+      'rewards.use_chat_template(Qwen3ThinkingOff(), {"enable_thinking": False})',
+      'chat = rewards.format_reward(',
+      '    prompts=[[{"role": "user", "content": "q"}]] * 2,',
+      '    completions=[[{"role": "assistant", "content": c}] for _, c in pairs[-2:]],',
+      ')',
+      'print(json.dumps([text, chat]))',
+    ].join('\n');
+    const out = execFileSync(PYTHON, ['-c', script, dir], {
+      input: JSON.stringify(PAIRS),
+      encoding: 'utf8',
+    });
+    expect(JSON.parse(out)).toEqual([expected, expected.slice(-2)]);
+  });
+
   it('lists the reward functions in config order and stubs custom JS rewards loudly', () => {
     const py = files.get('rewards.py') as string;
     expect(py).toContain('REWARD_FUNCS = [format_reward, accuracy_reward, custom_len_bonus]');
@@ -373,6 +417,41 @@ describe('exported project', () => {
       const tmp = mkdtempSync(join(tmpdir(), 'trl-lora-'));
       try {
         writeFileSync(join(tmp, 'train_grpo.py'), py);
+        execFileSync(PYTHON, ['-m', 'py_compile', join(tmp, 'train_grpo.py')]);
+      } finally {
+        rmSync(tmp, { recursive: true, force: true });
+      }
+    }
+  });
+
+  it('exports enableThinking as chat_template_kwargs, and renders chat prompts with it', () => {
+    const py = (enableThinking: boolean | null) => {
+      const config = resolveConfig({
+        template: 'chat',
+        enableThinking,
+        steps: 1,
+        perStepPrompts: 1,
+        evalPrompts: 0,
+      });
+      const p = createTask('arithmetic').generate(1, 1);
+      return exportTrl(config, { trainPrompts: p, evalPrompts: [] }).get('train_grpo.py')!;
+    };
+    for (const on of [false, true]) {
+      const text = py(on);
+      const literal = `{"enable_thinking": ${on ? 'True' : 'False'}}`;
+      expect(text).toContain(`        chat_template_kwargs=${literal},\n`);
+      expect(text).toContain(`CHAT_TEMPLATE_KWARGS = ${literal}\n`);
+    }
+    const unset = py(null);
+    expect(unset).toContain('        chat_template_kwargs=None,\n');
+    expect(unset).toContain('CHAT_TEMPLATE_KWARGS = {}\n');
+    // The prompt-length filter renders as TRL does, and the format reward gets the same renderer.
+    expect(unset).toContain('add_generation_prompt=True, **CHAT_TEMPLATE_KWARGS');
+    expect(unset).toContain('rewards.use_chat_template(tokenizer, CHAT_TEMPLATE_KWARGS)');
+    if (hasPython) {
+      const tmp = mkdtempSync(join(tmpdir(), 'trl-thinking-'));
+      try {
+        writeFileSync(join(tmp, 'train_grpo.py'), py(false));
         execFileSync(PYTHON, ['-m', 'py_compile', join(tmp, 'train_grpo.py')]);
       } finally {
         rmSync(tmp, { recursive: true, force: true });

@@ -12,6 +12,7 @@ import {
   type LanguageScript,
 } from '../../rewards/language-consistency';
 import { ANSWER_PATTERN, FORMAT_PATTERN } from '../../rewards/rewards';
+import { PROMPT_THINK_TAIL_PATTERN } from '../../tasks/prompt';
 import { mathPy } from './math-py';
 import { commentLines, commentText, pyStr } from './py-literal';
 import {
@@ -46,6 +47,8 @@ from fractions import Fraction
 ASCII_WS = " \t\n\v\f\r"
 FORMAT_RE = re.compile(__FORMAT_PATTERN__)
 ANSWER_RE = re.compile(__ANSWER_PATTERN__)
+PROMPT_THINK_TAIL_RE = re.compile(__THINK_TAIL_PATTERN__ + r"\Z")
+OPENS_THINK_RE = re.compile(r"[ \t\n\v\f\r]*<think>")
 INTEGER_RE = re.compile(r"[+-]?[0-9]+")
 NUMERIC_RE = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 CHOICE_RE = re.compile(r"(?:\(([A-Za-z])\)|([A-Za-z])\)?)\.?")
@@ -67,6 +70,43 @@ def completion_text(completion):
 
 def format_ok(text):
     return FORMAT_RE.fullmatch(text) is not None
+
+
+# (tokenizer, chat_template_kwargs) of the run, set by train_grpo.py for conversational prompts.
+_CHAT_TEMPLATE = None
+
+
+def use_chat_template(tokenizer, chat_template_kwargs):
+    """TRL passes conversational prompts to reward functions as messages; format_reward renders
+    them as the trainer does for generation (same tokenizer, same chat_template_kwargs) to see the
+    think markup the template puts at the end of the prompt."""
+    global _CHAT_TEMPLATE
+    _CHAT_TEMPLATE = (tokenizer, dict(chat_template_kwargs or {}))
+
+
+def prompt_text(prompt):
+    """The prompt as the model saw it: a text prompt as is, messages through the chat template."""
+    if isinstance(prompt, str):
+        return prompt
+    if prompt is None or _CHAT_TEMPLATE is None:
+        return ""
+    tokenizer, kwargs = _CHAT_TEMPLATE
+    return tokenizer.apply_chat_template(prompt, tokenize=False, add_generation_prompt=True, **kwargs)
+
+
+def prompt_think_tail(text):
+    """The think markup the prompt ends with (an opened <think>, or a whole block), else ""."""
+    m = PROMPT_THINK_TAIL_RE.search(text)
+    return m.group(0) if m else ""
+
+
+def format_ok_after_prompt(prompt, completion):
+    """format_ok of the model's whole turn: the prompt's trailing think markup, then the
+    completion; a completion that opens its own <think> is judged alone."""
+    tail = prompt_think_tail(prompt)
+    if tail == "" or OPENS_THINK_RE.match(completion):
+        return format_ok(completion)
+    return format_ok(tail + completion)
 
 
 def extract_answer(text):
@@ -235,10 +275,16 @@ def verify_answer(answer_text, spec):
     raise ValueError("unknown verifier kind %r" % (kind,))
 
 
-def format_reward(completions, **kwargs):
-    """1.0 when the completion is exactly <think>...</think> <answer>...</answer> (ASCII whitespace
-    around and between), each tag once; else 0.0."""
-    return [1.0 if format_ok(completion_text(c)) else 0.0 for c in completions]
+def format_reward(completions, prompts=None, **kwargs):
+    """1.0 when the model's turn (the prompt's trailing think markup, then the completion) is
+    exactly <think>...</think> <answer>...</answer> (ASCII whitespace around and between), each tag
+    once; else 0.0."""
+    if prompts is None:
+        prompts = [None] * len(completions)
+    return [
+        1.0 if format_ok_after_prompt(prompt_text(p), completion_text(c)) else 0.0
+        for p, c in zip(prompts, completions)
+    ]
 
 
 def accuracy_reward(completions, verifier, **kwargs):
@@ -405,6 +451,7 @@ def ${c.pythonName}(completions, **kwargs):
     : null;
   const body = BODY.replace('__FORMAT_PATTERN__', pyStr(FORMAT_PATTERN))
     .replace('__ANSWER_PATTERN__', pyStr(ANSWER_PATTERN))
+    .replace('__THINK_TAIL_PATTERN__', pyStr(PROMPT_THINK_TAIL_PATTERN))
     .replace('__MAX_DEPTH__', String(COUNTDOWN_MAX_DEPTH))
     .replace('__MAX_LITERAL__', String(COUNTDOWN_MAX_LITERAL_DIGITS))
     .replace('__MAX_INT_CHARS__', String(MAX_INTEGER_ANSWER_CHARS));

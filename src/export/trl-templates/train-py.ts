@@ -14,6 +14,9 @@ export interface TrainPyOptions {
   gradientAccumulationSteps: number;
   maxPromptLength: number;
   conversational: boolean;
+  /** The chat template's keyword arguments (GRPOConfig's chat_template_kwargs, {} when unset) as a
+   * Python literal: the prompt-length filter and the format reward render prompts with them. */
+  chatTemplateKwargs: string;
   hasEval: boolean;
   /** In optimizer steps (the playground's evalSteps × numIterations). */
   evalSteps: number;
@@ -98,6 +101,7 @@ from datasets import load_dataset
 ${torchImport}${peftImport}from transformers import AutoTokenizer${bnbImport}
 from trl import GRPOConfig, GRPOTrainer
 
+import rewards
 from rewards import REWARD_FUNCS
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -107,6 +111,7 @@ NUM_GENERATIONS = ${o.numGenerations}
 GRADIENT_ACCUMULATION_STEPS = ${o.gradientAccumulationSteps}
 MAX_PROMPT_LENGTH = ${o.maxPromptLength}
 CONVERSATIONAL = ${o.conversational ? 'True' : 'False'}
+CHAT_TEMPLATE_KWARGS = ${o.chatTemplateKwargs}
 HAS_EVAL = ${o.hasEval ? 'True' : 'False'}
 PEFT_CONFIG = ${peftConfig}
 
@@ -133,10 +138,14 @@ def main():
         data_files["eval"] = os.path.join(HERE, "eval.jsonl")
     dataset = load_dataset("json", data_files=data_files)
     tokenizer = AutoTokenizer.from_pretrained(args.model)
+    # The format reward sees the think markup the chat template ends a prompt with (rewards.py).
+    rewards.use_chat_template(tokenizer, CHAT_TEMPLATE_KWARGS)
 
     def prompt_fits(row):
         if CONVERSATIONAL:
-            text = tokenizer.apply_chat_template(row["prompt"], tokenize=False, add_generation_prompt=True)
+            text = tokenizer.apply_chat_template(
+                row["prompt"], tokenize=False, add_generation_prompt=True, **CHAT_TEMPLATE_KWARGS
+            )
             ids = tokenizer(text, add_special_tokens=False)["input_ids"]
         else:
             ids = tokenizer(row["prompt"])["input_ids"]
