@@ -24,6 +24,7 @@ import {
   findingsRecipe,
   judgeFindings,
   movingMean,
+  projectedSeconds,
   REACH_ACCURACY,
   REACH_WINDOW,
   STAGE,
@@ -162,6 +163,11 @@ export async function compareFindings(
     };
     const short = (e: ArmEval) =>
       `accuracy ${pct(e.accuracy)}, reflection ${pct(e.reflection)}, format ${pct(e.format)}`;
+    const projected = projectedSeconds(options, o.seeds.length, problems.length * k);
+    log(
+      `projected ${(projected / 60).toFixed(0)} min on the 2-core machine of docs/recipe/protocol.md ` +
+        `(${o.seeds.length} seed${o.seeds.length === 1 ? '' : 's'}); the running total is in brackets`,
+    );
     const base = await evaluateWeights(reasoner.hf.config, reasoner.hf.tensors);
     log(`${elapsed()} ${ARMS.base.label}: ${short(base)}`);
     const studentBase = await evaluateWeights(student.hf.config, student.hf.tensors);

@@ -77,6 +77,47 @@ export const QUICK: Partial<FindingsOptions> = {
 /** Held-out prompts a --quick run scores. */
 export const QUICK_PROMPTS = 8;
 
+/** Seconds per unit of work on the 2-core machine of protocol.md's time budget (SwiftShader), each
+ * from an earlier measurement there (the aha demo's GRPO steps, the earlier comparison's SFT steps,
+ * rejection samples and evaluations); the student's is an estimate until it is measured. */
+export const BUDGET = {
+  reasonerGrpoStep: 7.65,
+  coldStartGrpoStep: 7.9,
+  reasonerSftStep: 2.6,
+  studentSftStep: 2.2,
+  studentGrpoStep: 3.0,
+  teacherSample: 65 / 512,
+  /** One evaluation of 200 completions. */
+  evalReasoner: 12,
+  evalStudent: 6,
+};
+
+/** The projected seconds of a comparison of `seeds` seeds scoring `completions` held-out
+ * completions a model (protocol.md, "Time budget"; the command prints it as it starts). */
+export function projectedSeconds(
+  o: FindingsOptions,
+  seeds: number,
+  completions = 200,
+  b = BUDGET,
+): number {
+  const sftSteps = (sft: Record<string, unknown>, rows: number, cap?: number) => {
+    const batch = Number(sft.perDeviceTrainBatchSize ?? 8);
+    const steps = Math.ceil(rows / batch) * Number(sft.numTrainEpochs ?? 1);
+    const max = (sft.maxSteps as number | undefined) ?? cap;
+    return max === undefined ? steps : Math.min(steps, max);
+  };
+  const evals = (completions / 200) * (b.evalReasoner + b.evalStudent);
+  const perSeed =
+    o.reasonerSteps * (b.reasonerGrpoStep + b.coldStartGrpoStep) +
+    sftSteps(o.coldStartSft, o.coldStartCount) * b.reasonerSftStep +
+    o.teacherPrompts * o.teacherK * b.teacherSample +
+    // At most every sample kept: the cap is the student's steps.
+    sftSteps(o.distillSft, o.teacherPrompts * o.teacherK, o.studentSteps) * b.studentSftStep +
+    2 * o.studentSteps * b.studentGrpoStep +
+    3 * evals;
+  return seeds * perSeed + evals;
+}
+
 /** The recipe's stage names (each arm's weights are the end of one of them). */
 export const STAGE = {
   teacher: 'r1-zero',

@@ -10,6 +10,8 @@ import {
   findingsRecipe,
   findingVerdict,
   judgeFindings,
+  projectedSeconds,
+  QUICK,
   STAGE,
   stepsToReach,
   type ArmEval,
@@ -165,5 +167,16 @@ describe('findingsRecipe', () => {
     expect(steps(STAGE.coldStartRl)).toBe(FINDINGS_DEFAULTS.reasonerSteps);
     expect(steps(STAGE.studentRl)).toBe(FINDINGS_DEFAULTS.studentSteps);
     expect(steps(STAGE.studentSftRl)).toBe(FINDINGS_DEFAULTS.studentSteps);
+  });
+});
+
+describe('projectedSeconds', () => {
+  it("is protocol.md's time budget: ~95 minutes for 3 seeds with the report options", () => {
+    // Per seed: 95 × (7.65 + 7.9) + 16 × 2.6 + 512 × 65/512 + 30 × 2.2 + 2 × 30 × 3 + 3 × 18.
+    const perSeed = 95 * 15.55 + 16 * 2.6 + 65 + 30 * 2.2 + 180 + 54;
+    expect(projectedSeconds(FINDINGS_DEFAULTS, 3)).toBeCloseTo(3 * perSeed + 18, 6);
+    expect(projectedSeconds(FINDINGS_DEFAULTS, 3) / 60).toBeCloseTo(94.5, 0);
+    // --quick: a few minutes of work (2 steps an arm, 8 prompts).
+    expect(projectedSeconds({ ...FINDINGS_DEFAULTS, ...QUICK }, 1, 8) / 60).toBeLessThan(2);
   });
 });
