@@ -211,7 +211,12 @@ async function main(argv: string[]) {
     const meter = counting(folderSource(dir));
     const opened = await openHfFolder(meter.source, { requireTokenizer: false });
     meter.releaseAll(); // config and headers: read once the folder is open
-    const bufferOf = (t: StoredWeight) => (t instanceof Float32Array ? t.buffer : t.bits.buffer);
+    // The buffer the source handed out for a tensor (a pre-quantised NF4 one: its codes).
+    const bufferOf = (t: StoredWeight): ArrayBufferLike => {
+      if (t instanceof Float32Array) return t.buffer;
+      const { bits, codes } = t as { bits?: Uint16Array; codes?: Uint8Array };
+      return (bits ?? codes)!.buffer;
+    };
     const lora = { r: 16, alpha: 32, targetModules: 'all-linear' as const, useRslora: false };
     const load = await sampled(() =>
       GpuLlama.loadStreamed(
