@@ -79,7 +79,10 @@ export class CpuFallback {
     opts: { temperature: number; maxNewTokens: number; useTemplate: boolean },
   ) {
     const template = this.session.options.draft.template ?? 'r1-zero';
-    const reply = await this.run('chatting', () => this.api.chat(text, { ...opts, template }));
+    const enableThinking = this.session.options.draft.enableThinking ?? null;
+    const reply = await this.run('chatting', () =>
+      this.api.chat(text, { ...opts, template, enableThinking }),
+    );
     if (reply) this.chatLog = [...this.chatLog, { ...reply, asked: text }];
     return reply;
   }

@@ -38,18 +38,21 @@ export interface CpuApiOptions {
 const clampInt = (v: number, lo: number, hi: number) =>
   Math.min(hi, Math.max(lo, Math.floor(Number.isFinite(v) ? v : lo)));
 
-/** The prompt the model sees: the task's R1-Zero text, or chat messages through the template. */
+/** The prompt the model sees: the task's R1-Zero text, or chat messages through the template
+ * with the run's thinking switch (null: the template's default), as the GPU path's renderPrompt. */
 export function renderCpuPrompt(
   formatted: FormattedPrompt,
   tokenizer: Pick<Tokenizer, 'encode' | 'hasChatTemplate' | 'applyChatTemplate' | 'encodeChat'>,
+  enableThinking: boolean | null = null,
 ): { text: string; ids: number[] } {
   if (formatted.kind === 'text')
     return { text: formatted.text, ids: tokenizer.encode(formatted.text) };
   if (!tokenizer.hasChatTemplate)
     throw new Error("template 'chat' needs a tokenizer with a chat template; use 'r1-zero'");
+  const chat = { addGenerationPrompt: true, enableThinking: enableThinking ?? undefined };
   return {
-    text: tokenizer.applyChatTemplate(formatted.messages, { addGenerationPrompt: true }),
-    ids: tokenizer.encodeChat(formatted.messages, { addGenerationPrompt: true }),
+    text: tokenizer.applyChatTemplate(formatted.messages, chat),
+    ids: tokenizer.encodeChat(formatted.messages, chat),
   };
 }
 
@@ -87,7 +90,7 @@ async function sampleOnCpu(m: CpuModel, request: CpuSampleRequest): Promise<CpuS
   // Problems of draw d are a prefix-stable slice of the task's stream for (seed, draw).
   const problems = task.generate(config.seed + 7919 * (draw + 1), prompts);
   const rendered = problems.map((p) =>
-    renderCpuPrompt(task.formatPrompt(p, config.template), m.tokenizer),
+    renderCpuPrompt(task.formatPrompt(p, config.template), m.tokenizer, config.enableThinking),
   );
   const markers = reflectionMarkers(task.reflectionMarkers ?? []);
   const longest = Math.max(...rendered.map((r) => r.ids.length));
@@ -220,7 +223,13 @@ export function createCpuApi(options: CpuApiOptions = {}) {
     },
 
     /** One reply from the CPU model (as the GPU chat box, on the bundled weights). */
-    chat(text: string, opts: ChatOptions & { template?: Config['template'] }): Promise<ChatReply> {
+    chat(
+      text: string,
+      opts: ChatOptions & {
+        template?: Config['template'];
+        enableThinking?: Config['enableThinking'];
+      },
+    ): Promise<ChatReply> {
       return exclusive(async () => {
         const m = requireModel();
         const maxPositions = m.hf.config.maxPositions;
@@ -240,6 +249,7 @@ export function createCpuApi(options: CpuApiOptions = {}) {
               template,
             ),
             m.tokenizer,
+            opts.enableThinking ?? null,
           );
           prompt = rendered.text;
           ids = rendered.ids;

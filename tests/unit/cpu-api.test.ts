@@ -2,7 +2,10 @@
 // loaders: sampled completions are real text whose rewards are what the built-in reward functions
 // give that text, the same draw reproduces the same text, greedy decoding of the bundled model
 // writes the reward format, and the chat answers.
-import { describe, expect, it } from 'vitest';
+import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
 import { createCpuApi, renderCpuPrompt, rewardMeans } from '../../src/worker/cpu-api';
 import type { CpuGroup } from '../../src/worker/cpu-protocol';
 import { extractAnswer, formatOk } from '../../src/rewards/rewards';
@@ -107,6 +110,66 @@ describe('CPU fallback API', { timeout: 120_000 }, () => {
     await first;
   });
 });
+
+describe(
+  "CPU fallback: the chat template gets the run's thinking switch",
+  { timeout: 120_000 },
+  () => {
+    // The bundled model's folder (its weights and tokenizer) with a chat template added to its
+    // tokenizer_config.json: Qwen3's enable_thinking test in the generation prompt (an empty think
+    // block when the switch is false), after the user turn only, so that the prompt fits the
+    // model's 128 positions.
+    const TEMPLATE =
+      "{% for m in messages %}{% if m.role == 'user' %}{{ m.content }}{% endif %}{% endfor %}" +
+      '{% if add_generation_prompt %} Assistant:{% if enable_thinking is defined and enable_thinking is false %}<think>\n\n</think>\n\n{% endif %}{% endif %}';
+    const dir = mkdtempSync(join(tmpdir(), 'cpu-think-'));
+    for (const f of [
+      'config.json',
+      'generation_config.json',
+      'model.safetensors',
+      'tokenizer.json',
+    ])
+      copyFileSync(join(DIR, f), join(dir, f));
+    const tc = JSON.parse(readFileSync(join(DIR, 'tokenizer_config.json'), 'utf8'));
+    writeFileSync(
+      join(dir, 'tokenizer_config.json'),
+      JSON.stringify({ ...tc, chat_template: TEMPLATE }),
+    );
+    afterAll(() => rmSync(dir, { recursive: true, force: true }));
+    const api = createCpuApi({ modelSource: () => folderSource(dir) });
+    const EMPTY_THINK = ' Assistant:<think>\n\n</think>\n\n';
+
+    it('chat passes enableThinking to the template (false: an empty think block; null: none)', async () => {
+      await api.loadModel();
+      const ask = (enableThinking: boolean | null) =>
+        api.chat('What is 1 + 1', {
+          maxNewTokens: 1,
+          temperature: 0,
+          useTemplate: true,
+          template: 'chat',
+          enableThinking,
+        });
+      expect((await ask(false)).prompt).toBe(`What is 1 + 1${EMPTY_THINK}`);
+      expect((await ask(null)).prompt).toBe('What is 1 + 1 Assistant:');
+      expect((await ask(true)).prompt).toBe('What is 1 + 1 Assistant:');
+    });
+
+    it("sampling renders the task's prompts with the config's enableThinking", async () => {
+      const sample = (enableThinking: boolean | null) =>
+        api.sample({
+          config: { ...config, template: 'chat', enableThinking },
+          prompts: 1,
+          samples: 1,
+          maxNewTokens: 1,
+        });
+      const off = await sample(false);
+      expect(off.groups[0].prompt.endsWith(EMPTY_THINK)).toBe(true);
+      expect(off.groups[0].prompt).toContain(off.groups[0].problem.question);
+      const unset = await sample(null);
+      expect(unset.groups[0].prompt.endsWith(' Assistant:')).toBe(true);
+    });
+  },
+);
 
 describe('CPU fallback helpers', () => {
   it('renders text prompts and refuses chat without a template', () => {
