@@ -5,57 +5,25 @@
 // field, and a refused file writes nothing. Also: run notes, a stored run without notes (written
 // before runs had them) still lists and exports, and a new run whose name is taken gets the date.
 import 'fake-indexeddb/auto';
-import { afterEach, describe, expect, it } from 'vitest';
-import { parameterSpecs, type LlamaConfig } from '../../src/core/model-config';
+import { describe, expect, it } from 'vitest';
 import type { FlatMetricsRow } from '../../src/core/metrics-row';
-import {
-  GrpoStorage,
-  OPTIMIZER_EXP_AVG,
-  OPTIMIZER_EXP_AVG_SQ,
-  type CheckpointPayload,
-} from '../../src/storage';
+import type { CheckpointPayload, GrpoStorage } from '../../src/storage';
 import { parseRunFile, RUN_FILE_MAGIC } from '../../src/storage/run-file';
+import {
+  storageOpener,
+  TINY_CONFIG as CONFIG,
+  TINY_IDENTITY,
+  tinyCheckpoint,
+} from '../support/run-storage';
 
-const CONFIG: LlamaConfig = {
-  architecture: 'LlamaForCausalLM',
-  hiddenSize: 4,
-  intermediateSize: 6,
-  numLayers: 1,
-  numHeads: 2,
-  numKvHeads: 1,
-  headDim: 2,
-  vocabSize: 5,
-  maxPositions: 16,
-  ropeTheta: 10_000,
-  rmsNormEps: 1e-6,
-  tieWordEmbeddings: true,
-  attentionBias: false,
-  bosTokenId: null,
-  eosTokenIds: [1],
-};
-
-let n = 0;
-const opened: GrpoStorage[] = [];
-async function profile(now?: () => number) {
-  const s = await GrpoStorage.open({
-    indexedDB: new IDBFactory(),
-    name: `run-file-${++n}`,
-    storageManager: null,
-    ...(now ? { now } : {}),
-  });
-  opened.push(s);
-  return s;
-}
-afterEach(() => {
-  for (const s of opened.splice(0)) s.close();
-});
+const profile = storageOpener('run-file');
 
 const META = {
   id: 'r1',
   name: 'countdown · tiny · lr=3e-5',
   config: { task: 'countdown', learningRate: 3e-5, customRewards: {} },
   modelConfig: CONFIG,
-  modelIdentity: { name: 'tiny', sha256: 'ab'.repeat(32) },
+  modelIdentity: TINY_IDENTITY,
 };
 const ROWS: FlatMetricsRow[] = [
   { step: 1, reward: 0.25, loss: 0.5, kl: NaN },
@@ -75,32 +43,14 @@ async function storedRun(s: GrpoStorage) {
   await s.setRunNotes('r1', '  first try: lr too high?  ');
 }
 
+/** Step `step`'s checkpoint of the stored run: tensor k's element i is k + i/8. */
 function checkpointPayload(step: number, config: Record<string, unknown>): CheckpointPayload {
-  const specs = parameterSpecs(CONFIG);
-  const all = [
-    ...specs,
-    ...specs.map((x) => ({ ...x, name: OPTIMIZER_EXP_AVG + x.name })),
-    ...specs.map((x) => ({ ...x, name: OPTIMIZER_EXP_AVG_SQ + x.name })),
-  ];
-  return {
-    runId: 'r1',
+  return tinyCheckpoint(step, config, (k, i) => k + i / 8, {
     runName: META.name,
-    step,
-    optimizerStep: step,
-    tensors: all.map(({ name, shape }, k) => ({
-      name,
-      shape: shape.slice(),
-      data: Float32Array.from({ length: shape.reduce((a, b) => a * b, 1) }, (_, i) => k + i / 8),
-    })),
     rng: { sampler: [1, 2, 3, step] },
-    config,
-    modelConfig: CONFIG,
-    modelIdentity: META.modelIdentity,
-    referenceIdentity: null,
-    tokenizerIdentity: null,
     metricsSoFar: ROWS.slice(0, step),
     metrics: ROWS[step - 1],
-  };
+  });
 }
 
 const text = (bytes: Uint8Array) => new TextDecoder().decode(bytes);

@@ -4,48 +4,11 @@
 // declining still imports the data; a checkpoint with an invalid reward id is refused unasked with
 // nothing stored; a run file without a checkpoint has nothing that runs and asks nothing.
 import 'fake-indexeddb/auto';
-import { afterEach, describe, expect, it, vi } from 'vitest';
-import { parameterSpecs, type LlamaConfig } from '../../src/core/model-config';
-import {
-  GrpoStorage,
-  OPTIMIZER_EXP_AVG,
-  OPTIMIZER_EXP_AVG_SQ,
-  type CheckpointPayload,
-} from '../../src/storage';
+import { describe, expect, it, vi } from 'vitest';
 import { Runs } from '../../src/app/stores/runs.svelte';
+import { storageOpener, tinyCheckpoint } from '../support/run-storage';
 
-const CONFIG: LlamaConfig = {
-  architecture: 'LlamaForCausalLM',
-  hiddenSize: 4,
-  intermediateSize: 6,
-  numLayers: 1,
-  numHeads: 2,
-  numKvHeads: 1,
-  headDim: 2,
-  vocabSize: 5,
-  maxPositions: 16,
-  ropeTheta: 10_000,
-  rmsNormEps: 1e-6,
-  tieWordEmbeddings: true,
-  attentionBias: false,
-  bosTokenId: null,
-  eosTokenIds: [1],
-};
-
-let n = 0;
-const opened: GrpoStorage[] = [];
-async function open() {
-  const s = await GrpoStorage.open({
-    indexedDB: new IDBFactory(),
-    name: `consent-${++n}`,
-    storageManager: null,
-  });
-  opened.push(s);
-  return s;
-}
-afterEach(() => {
-  for (const s of opened.splice(0)) s.close();
-});
+const open = storageOpener('consent');
 
 const CODE = { len: 'return completion.length < 50 ? 1 : 0;' };
 
@@ -54,29 +17,10 @@ async function runFile(config: Record<string, unknown>, withCheckpoint: boolean)
   const s = await open();
   const meta = { id: 'r1', name: 'custom reward run', config };
   await s.recordRunMetrics(meta, [{ step: 1, reward: 1 }]);
-  const specs = parameterSpecs(CONFIG);
-  const payload: CheckpointPayload = {
-    runId: 'r1',
-    step: 1,
-    optimizerStep: 1,
-    tensors: [
-      ...specs,
-      ...specs.map((x) => ({ ...x, name: OPTIMIZER_EXP_AVG + x.name })),
-      ...specs.map((x) => ({ ...x, name: OPTIMIZER_EXP_AVG_SQ + x.name })),
-    ].map(({ name, shape }) => ({
-      name,
-      shape: shape.slice(),
-      data: new Float32Array(shape.reduce((a, b) => a * b, 1)).fill(0.5),
-    })),
-    rng: {},
-    config,
-    modelConfig: CONFIG,
-    modelIdentity: { name: 'tiny', sha256: 'ab'.repeat(32) },
-    referenceIdentity: null,
-    tokenizerIdentity: null,
+  const payload = tinyCheckpoint(1, config, () => 0.5, {
     metricsSoFar: [{ step: 1, reward: 1 }],
     metrics: { step: 1, reward: 1 },
-  };
+  });
   if (withCheckpoint) await s.saveCheckpoint(payload);
   const file = await s.exportRunFile('r1', withCheckpoint);
   return Object.assign(new Blob([file.bytes as Uint8Array<ArrayBuffer>]), { name: file.fileName });
