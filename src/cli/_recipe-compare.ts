@@ -16,7 +16,12 @@ import { join } from 'node:path';
 import { resolveConfig } from '../grpo/config';
 import { evaluate } from '../train/evaluate';
 import { PRESETS } from '../grpo/presets';
-import { recipeScoringTask, type Recipe, type RecipeState } from '../recipes/recipe-spec';
+import {
+  coldStartRows,
+  recipeScoringTask,
+  type Recipe,
+  type RecipeState,
+} from '../recipes/recipe-spec';
 import {
   ARM_IDS,
   ARMS,
@@ -107,6 +112,17 @@ export async function compareFindings(
   const engine = await openEngine();
   const reasoner = await loadModel(o.model);
   const student = await loadModel(o.student);
+  // Distillation trains the student on the teacher's text as tokens: refused now, not after the
+  // teacher's 95 steps (the recipe would refuse it at the student's first stage).
+  const probe = coldStartRows(0, 1)[0] as { prompt: string; completion: string };
+  const text = probe.prompt + probe.completion;
+  if (
+    JSON.stringify(student.tokenizer.encode(text)) !==
+    JSON.stringify(reasoner.tokenizer.encode(text))
+  )
+    throw new Error(
+      `the student '${o.student}' has another tokenizer than '${o.model}' (distillation here needs the same one)`,
+    );
   const problems = ahaPrompts(
     promptSet,
     promptSet === 'selection' ? AHA_SELECTION_PROMPTS : AHA_REPORT_PROMPTS,

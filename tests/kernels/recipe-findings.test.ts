@@ -5,8 +5,9 @@
 // the reasoner; every arm is scored on the same held-out prompts and the findings are judged. The
 // comparison is stopped mid-recipe (in the student's SFT) and run again: it continues from its run
 // folder, keeping the evaluations already done. (That a resumed recipe trains exactly as an
-// uninterrupted one is tests/kernels/recipe.test.ts's.)
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+// uninterrupted one is tests/kernels/recipe.test.ts's.) A student with another tokenizer is refused
+// before anything trains.
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -121,5 +122,34 @@ describe('recipe findings comparison', { timeout: 600_000 }, () => {
     rmSync(join(out, 'README.md'));
     renderReport(out);
     expect(readFileSync(join(out, 'README.md'), 'utf8')).toBe(readme);
+  });
+
+  it('refuses a student with another tokenizer before training anything', async () => {
+    const folder = await tinyHfFolder({ numLayers: 1, hiddenSize: 16 });
+    const other = folder.writeTo(join(work, 'other-tokenizer'));
+    const tok = JSON.parse(readFileSync(join(other, 'tokenizer.json'), 'utf8'));
+    const vocab = tok.model.vocab as Record<string, number>;
+    // Every ordinary entry's id reversed (the added tokens keep theirs): numbers encode differently.
+    const added = new Set((tok.added_tokens as { content: string }[]).map((t) => t.content));
+    const keys = Object.keys(vocab).filter((k) => !added.has(k));
+    const ids = keys.map((k) => vocab[k]).reverse();
+    keys.forEach((k, i) => (vocab[k] = ids[i]));
+    writeFileSync(join(other, 'tokenizer.json'), JSON.stringify(tok));
+    const lines: string[] = [];
+    await expect(
+      compareFindings({
+        seeds: [1],
+        outDir: join(work, 'refused', 'out'),
+        workDir: join(work, 'refused', 'work'),
+        model: 'bundled',
+        student: other,
+        command: 'test',
+        promptLimit: 1,
+        options: SHORT,
+        log: (l) => lines.push(l),
+      }),
+    ).rejects.toThrow(`the student '${other}' has another tokenizer than 'bundled'`);
+    expect(lines).toEqual([]);
+    expect(existsSync(join(work, 'refused'))).toBe(false);
   });
 });

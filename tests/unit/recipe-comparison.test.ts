@@ -69,6 +69,7 @@ describe('Paper view: the R1 paper’s three findings', () => {
     const { body } = render(RecipeComparison, { props: { report: null } });
     expect(body).toContain('On this playground’s models: the paper’s three findings');
     expect(body).toContain('Not measured yet.');
+    expect(body.replace(/\s+/g, ' ')).toContain('(about 94 minutes on a 2-core CPU)');
     expect(body.match(/data-testid="finding-row"/g)).toHaveLength(3);
     for (const f of FINDINGS) expect(body).toContain(f.title);
     expect(body).toContain('Table 6');
