@@ -39,6 +39,15 @@ import {
 import { tokenizerIdProblem } from './tokenizer';
 import type { ParameterSpec } from '../core/model-config';
 import type { HalfTensor } from '../ref/half';
+import { dequantizeNf4, type Nf4Tensor } from '../ref/nf4';
+import {
+  assembleNf4Tensor,
+  bnbQuantizedWeights,
+  bnbWeightName,
+  parseQuantizationConfig,
+  type BnbPart,
+  type BnbQuantization,
+} from './bnb-4bit';
 
 /** The generation defaults a model ships with (generation_config.json), merged with config.json. */
 export interface GenerationDefaults {
@@ -61,15 +70,21 @@ export interface LoadedHfModel {
   /** Every parameterSpecs(config) tensor, f32, in parameterSpecs order. */
   tensors: Map<string, Float32Array>;
   /** dtype each tensor was stored in (for the UI: 'loaded from BF16'). */
-  storedDtypes: Map<string, SafetensorsDtype>;
+  storedDtypes: Map<string, StoredDtype>;
   /** Tensors in the files that the model does not use (rotary inv_freq, a tied lm_head …). */
   ignoredTensors: string[];
   /** Raw bytes of the tokenizer files found (tokenizer.json always), for loadTokenizer and export. */
   tokenizerFiles: Map<string, Uint8Array>;
 }
 
-/** A weight as its file stores it: F32 as f32, F16 / BF16 as their 16-bit values. */
-export type StoredWeight = Float32Array | HalfTensor;
+/**
+ * A weight as its file stores it: F32 as f32, F16 / BF16 as their 16-bit values, a bitsandbytes
+ * 4-bit weight as NF4 codes and f32 block scales (nested statistics dequantised).
+ */
+export type StoredWeight = Float32Array | HalfTensor | Nf4Tensor;
+
+/** How a weight is stored, for the UI: a safetensors dtype, or NF4 (bitsandbytes 4-bit). */
+export type StoredDtype = SafetensorsDtype | 'NF4';
 
 /**
  * The weights of an opened model folder, read one tensor at a time (streamed load): only the
@@ -83,7 +98,9 @@ export interface WeightReader {
   /** parameterSpecs(config): every tensor read() gives, in Hugging Face order. */
   readonly specs: readonly ParameterSpec[];
   /** dtype each tensor is stored in (for the UI: 'loaded from BF16'). */
-  readonly storedDtypes: ReadonlyMap<string, SafetensorsDtype>;
+  readonly storedDtypes: ReadonlyMap<string, StoredDtype>;
+  /** The checkpoint's quantisation (bitsandbytes 4-bit NF4), or null for float weights. */
+  readonly quantization: BnbQuantization | null;
   /** Tensors in the files that the model does not use (rotary inv_freq, a tied lm_head …). */
   readonly ignoredTensors: readonly string[];
   /** Bytes of the largest tensor as stored (the most one read() allocates). */
@@ -274,9 +291,7 @@ export async function loadHfFolder(
 ): Promise<LoadedHfModel> {
   const { weights, ...rest } = await openHfFolder(source, options);
   try {
-    const tensors = new Map<string, Float32Array>();
-    for (const spec of weights.specs)
-      tensors.set(spec.name, widenWeight(await weights.read(spec.name)));
+    const tensors = await readWeights(weights, 'f32');
     return {
       ...rest,
       tensors,
@@ -286,6 +301,31 @@ export async function loadHfFolder(
   } finally {
     await weights.close();
   }
+}
+
+/**
+ * Every weight of `reader` in one Map, in parameterSpecs order: as stored ('stored': 16-bit values
+ * stay 16-bit) or widened to f32. A whole-model copy: for what needs one at once (a run's initial
+ * weights, the CPU reference); a GPU load streams (GpuLlama.loadStreamed) instead.
+ */
+export async function readWeights(
+  reader: WeightReader,
+  form: 'f32',
+): Promise<Map<string, Float32Array>>;
+export async function readWeights(
+  reader: WeightReader,
+  form: 'stored',
+): Promise<Map<string, StoredWeight>>;
+export async function readWeights(
+  reader: WeightReader,
+  form: 'f32' | 'stored',
+): Promise<Map<string, StoredWeight>> {
+  const out = new Map<string, StoredWeight>();
+  for (const spec of reader.specs) {
+    const data = await reader.read(spec.name);
+    out.set(spec.name, form === 'f32' ? storedToF32(data) : data);
+  }
+  return out;
 }
 
 /**
@@ -312,6 +352,8 @@ export async function openHfFolder(
     CONFIG_FILE,
   );
   const config = parseHfConfig(configJson, CONFIG_FILE);
+  // Other quantisation methods are refused by name here, before any weight is read.
+  const quantization = parseQuantizationConfig(configJson, CONFIG_FILE);
   const generationBytes = await readOptional(source, GENERATION_CONFIG_FILE, {
     onProgress: progress('config'),
     ...jsonLimit,
@@ -378,6 +420,8 @@ export async function openHfFolder(
     dataStart: number;
   }
   const found = new Map<string, Found>();
+  /** Every entry of every shard by name (a 4-bit weight's statistics may sit in another shard). */
+  const entries = new Map<string, Found>();
   const ignoredTensors: string[] = [];
   const opened: RangedFile[] = [];
   const closeAll = () => Promise.all(opened.map((f) => f.close().catch(() => undefined)));
@@ -414,28 +458,58 @@ export async function openHfFolder(
       headerBytes.set(await ranged.readRange(8, 8 + headerLength), 8);
       const header = parseSafetensorsHeader(headerBytes, shard, ranged.size);
       for (const [name, entry] of header.entries) {
-        const shape = wanted.get(name);
-        if (!shape) {
-          ignoredTensors.push(name);
-          continue;
-        }
         // The bytes are trusted over weight_map, but a tensor in two shards is a broken checkpoint.
-        if (found.has(name)) {
-          throw new ModelFileError(shard, `tensor also stored in ${found.get(name)!.file}`, name);
+        if (entries.has(name) && wanted.has(name)) {
+          throw new ModelFileError(shard, `tensor also stored in ${entries.get(name)!.file}`, name);
         }
-        if (entry.shape.length !== shape.length || entry.shape.some((d, i) => d !== shape[i])) {
-          throw new ModelFileError(
-            shard,
-            `shape ${shapeText(entry.shape)} disagrees with config.json, which implies ` +
-              `${shapeText(shape)} (${shapeReason(name, config)})`,
-            name,
-          );
-        }
-        found.set(name, { entry, file: shard, ranged, dataStart: header.dataStart });
+        entries.set(name, { entry, file: shard, ranged, dataStart: header.dataStart });
       }
     }
+    // bitsandbytes 4-bit weights: those with a quant_state entry; their U8 bytes and statistics
+    // are checked against the config when each is assembled (assembleNf4Tensor).
+    const quantised = bnbQuantizedWeights(entries.keys());
+    if (quantised.size > 0 && quantization === null) {
+      const [first] = quantised;
+      throw new ModelFileError(
+        entries.get(first)!.file,
+        `is stored bitsandbytes 4-bit, but config.json has no quantization_config`,
+        first,
+      );
+    }
+    for (const [name, { entry, file: shard, ranged, dataStart }] of entries) {
+      const shape = wanted.get(name);
+      if (!shape) {
+        const owner = bnbWeightName(name);
+        if (!(owner !== null && quantised.has(owner))) ignoredTensors.push(name);
+        continue;
+      }
+      if (quantised.has(name)) {
+        found.set(name, { entry, file: shard, ranged, dataStart });
+        continue;
+      }
+      if (entry.dtype === 'U8') {
+        throw new ModelFileError(
+          shard,
+          `dtype U8 is not a float weight (U8 holds a bitsandbytes 4-bit weight, which needs ` +
+            `its quant_state entry)`,
+          name,
+        );
+      }
+      if (entry.shape.length !== shape.length || entry.shape.some((d, i) => d !== shape[i])) {
+        throw new ModelFileError(
+          shard,
+          `shape ${shapeText(entry.shape)} disagrees with config.json, which implies ` +
+            `${shapeText(shape)} (${shapeReason(name, config)})`,
+          name,
+        );
+      }
+      found.set(name, { entry, file: shard, ranged, dataStart });
+    }
+    /** A 4-bit weight's entries: the weight and every statistics entry that names it. */
+    const partsOf = (name: string) =>
+      [...entries].filter(([n]) => n === name || bnbWeightName(n) === name);
 
-    const storedDtypes = new Map<string, SafetensorsDtype>();
+    const storedDtypes = new Map<string, StoredDtype>();
     let largestTensorBytes = 0;
     for (const spec of specs) {
       const t = found.get(spec.name);
@@ -449,27 +523,51 @@ export async function openHfFolder(
           spec.name,
         );
       }
-      storedDtypes.set(spec.name, t.entry.dtype);
-      const [begin, end] = t.entry.dataOffsets;
-      largestTensorBytes = Math.max(largestTensorBytes, end - begin);
+      const q = quantised.has(spec.name);
+      storedDtypes.set(spec.name, q ? 'NF4' : t.entry.dtype);
+      const bytes = (q ? partsOf(spec.name) : [[spec.name, t] as const]).reduce(
+        (sum, [, p]) => sum + p.entry.dataOffsets[1] - p.entry.dataOffsets[0],
+        0,
+      );
+      largestTensorBytes = Math.max(largestTensorBytes, bytes);
     }
     let closed = false;
     const weights: WeightReader = {
       specs,
       storedDtypes,
+      quantization,
       ignoredTensors,
       largestTensorBytes,
       async read(name) {
         const t = found.get(name);
         if (!t || !wanted.has(name)) throw new Error(`${name} is not a parameter of this model`);
         if (closed) throw new Error(`${name}: the model's weight files are closed`);
+        if (quantised.has(name)) {
+          const parts = new Map<string, BnbPart>();
+          for (const [n, p] of partsOf(name)) {
+            const [b, e] = p.entry.dataOffsets;
+            const bytes = await p.ranged.readRange(p.dataStart + b, p.dataStart + e);
+            parts.set(n, { dtype: p.entry.dtype, shape: p.entry.shape, bytes });
+          }
+          const nf4 = assembleNf4Tensor(name, parts, wanted.get(name)!, quantization!, t.file);
+          const nonFinite = countNonFinite(nf4);
+          if (nonFinite > 0) {
+            throw new ModelFileError(
+              t.file,
+              `${nonFinite} of ${nf4.count} values are NaN or infinite (their block scales are): ` +
+                `the checkpoint is damaged (or was saved from a diverged run)`,
+              name,
+            );
+          }
+          return nf4;
+        }
         const [begin, end] = t.entry.dataOffsets;
         const bytes = await t.ranged.readRange(t.dataStart + begin, t.dataStart + end);
         const data = decodeSafetensorsWeight(bytes, t.entry);
         // NaN or ±Inf weights make every forward pass NaN; say which tensor, at load.
         const nonFinite = countNonFinite(data);
         if (nonFinite > 0) {
-          const count = data instanceof Float32Array ? data.length : data.bits.length;
+          const count = data instanceof Float32Array ? data.length : lengthOf(data);
           throw new ModelFileError(
             t.file,
             `${nonFinite} of ${count} values are NaN or infinite: the checkpoint is damaged ` +
@@ -491,9 +589,30 @@ export async function openHfFolder(
   }
 }
 
+/** A stored weight's values as f32 (exact: 16-bit values widened; F32 as it is). */
+export function storedToF32(data: StoredWeight): Float32Array {
+  if (!(data instanceof Float32Array) && data.format === 'nf4') return dequantizeNf4(data);
+  return widenWeight(data);
+}
+
+const lengthOf = (data: StoredWeight) =>
+  data instanceof Float32Array
+    ? data.length
+    : data.format === 'nf4'
+      ? data.count
+      : data.bits.length;
+
 /** How many values of a stored tensor are NaN or ±Inf (16-bit values by their exponent bits). */
 function countNonFinite(data: StoredWeight): number {
   let n = 0;
+  if (!(data instanceof Float32Array) && data.format === 'nf4') {
+    // Codes are always finite; a NaN or infinite block scale makes its whole block so.
+    for (let b = 0; b < data.absmax.length; b++) {
+      if (!Number.isFinite(data.absmax[b]))
+        n += Math.min(data.blockSize, data.count - b * data.blockSize);
+    }
+    return n;
+  }
   if (data instanceof Float32Array) {
     for (let i = 0; i < data.length; i++) if (!Number.isFinite(data[i])) n++;
     return n;

@@ -573,32 +573,25 @@ export function urlSource(base: string, options: UrlSourceOptions = {}): ModelSo
     async open(name, opts) {
       const url = urlOf(name);
       const cache = await openCache();
+      /** The cached copy, read by Blob slices (a browser keeps it on disk); null when absent. */
+      const fromCache = async (c: Cache): Promise<RangedFile | null> => {
+        const hit = await c.match(url).catch(() => undefined);
+        if (!hit || hit.status === 404) return null;
+        const blob = await hit.blob();
+        if (overLimit(blob.size, opts)) throw tooLarge(name, blob.size, opts);
+        const head = new Uint8Array(await blob.slice(0, 8).arrayBuffer());
+        if (looksLikeHtml(head, hit.headers.get('content-type'))) return null;
+        const file = { name, size: blob.size, arrayBuffer: () => blob.arrayBuffer() };
+        const sliced = { ...file, slice: (a: number, b: number) => blob.slice(a, b) };
+        return filesSource([sliced], root).open!(name, opts);
+      };
       if (cache) {
-        const hit = await cache.match(url).catch(() => undefined);
-        if (hit && hit.status !== 404) {
-          const blob = await hit.blob();
-          if (overLimit(blob.size, opts)) throw tooLarge(name, blob.size, opts);
-          const head = new Uint8Array(await blob.slice(0, 1024).arrayBuffer());
-          if (
-            !looksLikeHtml(
-              head.subarray(0, Math.min(head.length, 8)),
-              hit.headers.get('content-type'),
-            )
-          ) {
-            return filesSource(
-              [
-                {
-                  name,
-                  size: blob.size,
-                  arrayBuffer: () => blob.arrayBuffer(),
-                  slice: (a, b) => blob.slice(a, b),
-                },
-              ],
-              root,
-            ).open!(name, opts);
-          }
-        }
-        return bytesRangedFile(await this.read(name, opts));
+        const cached = await fromCache(cache);
+        if (cached) return cached;
+        // Downloaded whole once into the cache (as read() does), then read from the cached copy,
+        // so the downloaded bytes are not kept; if the cache refused them, from memory.
+        const bytes = await this.read(name, opts);
+        return (await fromCache(cache).catch(() => null)) ?? bytesRangedFile(bytes);
       }
       const probe = await fetchRange(url, 0, 8).catch(() => null);
       if (

@@ -15,6 +15,7 @@ import type { TrainerSnapshot } from '../grpo/trainer';
 import { numel, parameterSpecs, type LlamaConfig } from '../core/model-config';
 import { Sha256 } from '../core/sha256';
 import { parseSafetensors, writeSafetensors } from '../formats/safetensors';
+import { storedToF32, type WeightReader } from '../formats/hf-folder';
 import {
   checkTensorSet,
   type CheckpointPayload,
@@ -184,6 +185,27 @@ export function weightsIdentityHasher(name: string) {
       return { name, sha256: hash.hex() };
     },
   };
+}
+
+/**
+ * Models whose f32 weights take at most this many bytes get their identity hashed whole by
+ * crypto.subtle (fast); larger ones tensor by tensor (weightsIdentityHasher, a plain-JS SHA-256 of
+ * about 55 MB/s in V8), so no whole-model f32 copy is made for it. The digest is the same.
+ */
+export const WHOLE_IDENTITY_MAX_BYTES = 256 * 2 ** 20;
+
+/** weightsIdentity of a model folder's weights, read from `reader` (a streamed load). */
+export async function readerIdentity(name: string, reader: WeightReader): Promise<Identity> {
+  const names = reader.specs.map((spec) => spec.name).sort();
+  const bytes = reader.specs.reduce((sum, spec) => sum + numel(spec.shape) * 4, 0);
+  if (bytes <= WHOLE_IDENTITY_MAX_BYTES) {
+    const tensors = new Map<string, Float32Array>();
+    for (const key of names) tensors.set(key, storedToF32(await reader.read(key)));
+    return weightsIdentity(name, tensors);
+  }
+  const hasher = weightsIdentityHasher(name);
+  for (const key of names) hasher.add(key, storedToF32(await reader.read(key)));
+  return hasher.finish();
 }
 
 /** A run's metrics history as storage rows (one flat object per step) and back. */

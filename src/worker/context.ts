@@ -12,7 +12,7 @@ import { browserSandboxFactory } from '../rewards/reward-sandbox-browser';
 import type { SandboxFactory } from '../rewards/reward-sandbox';
 import { planRunMemory, Run } from '../train/run';
 import { TrainingDivergedError, type StepReport } from '../grpo/trainer';
-import type { LoadedHfModel } from '../formats/hf-folder';
+import { readWeights, type OpenedHfModel } from '../formats/hf-folder';
 import { filesSource, urlSource, type ModelSource } from '../formats/model-source';
 import type { Tokenizer } from '../formats/tokenizer';
 import { parameterCount, type LlamaConfig } from '../core/model-config';
@@ -53,7 +53,11 @@ export interface TrainerApiOptions {
 
 export interface LoadedModel {
   label: string;
-  hf: LoadedHfModel;
+  /**
+   * The opened folder. Its weights stay in their files (hf.weights, a WeightReader): a run reads
+   * them when it is built, so no copy of the model is kept between runs.
+   */
+  hf: OpenedHfModel;
   tokenizer: Tokenizer;
   identity: Identity;
   /** The matmul sweep's choice, one line (describeMatmulChoice). */
@@ -215,7 +219,13 @@ export class WorkerContext {
     active.run = new Run({
       engine,
       config,
-      model: { config: m.hf.config, weights: m.hf.tensors, tokenizer: m.tokenizer },
+      model: {
+        config: m.hf.config,
+        // As stored (16-bit stays 16-bit, a 4-bit checkpoint NF4), read for the run's upload and
+        // dropped once the run is built: the run keeps only its GPU buffers.
+        weights: await readWeights(m.hf.weights, 'stored'),
+        tokenizer: m.tokenizer,
+      },
       runId: ids.id,
       runName: ids.name,
       modelIdentity: m.identity,
@@ -412,7 +422,7 @@ export function modelInfo(m: LoadedModel): ModelInfo {
     label: m.label,
     config: m.hf.config,
     parameterCount: parameterCount(m.hf.config),
-    storedDtypes: [...new Set(m.hf.storedDtypes.values())],
+    storedDtypes: [...new Set(m.hf.weights.storedDtypes.values())],
     vocabSize: m.tokenizer.vocabSize,
     hasChatTemplate: m.tokenizer.hasChatTemplate,
     sha256: m.identity.sha256,

@@ -68,7 +68,9 @@ export function evaluationService(ctx: WorkerContext) {
       }
       const current = await policy.readParameters();
       try {
-        policy.writeParameters(ctx.requireModel().hf.tensors);
+        // The base weights streamed from the model's files, a tensor at a time.
+        const { weights } = ctx.requireModel().hf;
+        await policy.parameters.uploadStreamed((name) => weights.read(name));
         before = await evaluate(evalContext, problems, evalOptions);
       } finally {
         policy.writeParameters(current);

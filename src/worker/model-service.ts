@@ -2,10 +2,10 @@
 // any weight is read (preview, plan, a timed step estimate), loading weights and tokenizer, and a
 // PEFT adapter loaded onto the base. A load or an adapter starts a new run (run-service's kind).
 import { WebGpuUnavailableError } from '../engine/errors';
-import { weightsIdentity } from '../train/checkpoint';
+import { readerIdentity } from '../train/checkpoint';
 import { resolveConfig, type ConfigInput } from '../grpo/config';
 import { estimateStep, type DeviceTiming, type StepEstimate } from '../grpo/step-estimate';
-import { CONFIG_FILE, loadHfFolder } from '../formats/hf-folder';
+import { CONFIG_FILE, openHfFolder } from '../formats/hf-folder';
 import { parseJsonFile, type ReadProgress } from '../formats/model-source';
 import { loadTokenizer } from '../formats/tokenizer';
 import {
@@ -110,25 +110,35 @@ export function modelService(ctx: WorkerContext) {
       const previous = ctx.status;
       ctx.setStatus('loading');
       try {
-        const hf = await loadHfFolder(source, {
+        const label = choice.kind === 'bundled' ? 'tiny-reasoner (bundled)' : source.label;
+        const hf = await openHfFolder(source, {
           onProgress: (p: ReadProgress & { phase: string }) =>
             ctx.emit({ type: 'load-progress', ...p }),
         });
-        const plan = await ctx.planFor(hf.config, resolved);
-        if (!plan.fits) throw new Error(`The model does not fit: ${plan.message}`);
-        const tokenizer = await loadTokenizer(hf.tokenizerFiles, {
-          eosTokenIds: hf.generation.eosTokenIds,
-        });
-        const label = choice.kind === 'bundled' ? 'tiny-reasoner (bundled)' : source.label;
+        let identity;
+        let tokenizer;
+        try {
+          // Reads every tensor once (checked: finite values) before the current model is let go.
+          identity = await readerIdentity(label, hf.weights);
+          const plan = await ctx.planFor(hf.config, resolved);
+          if (!plan.fits) throw new Error(`The model does not fit: ${plan.message}`);
+          tokenizer = await loadTokenizer(hf.tokenizerFiles, {
+            eosTokenIds: hf.generation.eosTokenIds,
+          });
+        } catch (err) {
+          await hf.weights.close();
+          throw err;
+        }
         // Matmul variants timed on this GPU for this model's products (cached per adapter)
         // before the model's pipelines are prepared; skipped on software adapters.
         const sweep = await sweepMatmulForModel(await ctx.getEngine(), hf.config);
         ctx.disposeRun();
+        await ctx.model?.hf.weights.close();
         ctx.model = {
           label,
           hf,
           tokenizer,
-          identity: await weightsIdentity(label, hf.tensors),
+          identity,
           matmul: describeMatmulChoice(sweep),
         };
         ctx.lost = false;

@@ -12,6 +12,7 @@
 // the recipe's progress through its own listener (RecipeEvent), apart from the playground run's.
 import type { Engine } from '../engine/engine';
 import type { LlamaConfig } from '../core/model-config';
+import { readWeights, type WeightReader } from '../formats/hf-folder';
 import { parseRecipeState } from '../recipes/recipe-state';
 import { RecipeRun } from '../recipes/recipe';
 import {
@@ -41,7 +42,7 @@ export interface RecipeContext {
   /** The loaded base model, or null. */
   model(): {
     label: string;
-    hf: { config: LlamaConfig; tensors: ReadonlyMap<string, Float32Array> };
+    hf: { config: LlamaConfig; weights: WeightReader };
     tokenizer: TrainerTokenizer;
     identity: Identity;
   } | null;
@@ -322,7 +323,8 @@ class RecipeRunner {
       runId: a.runId,
       base: {
         config: m.hf.config,
-        weights: m.hf.tensors,
+        // The recipe restarts stages from the base: it keeps the weights while it runs.
+        weights: await readWeights(m.hf.weights, 'f32'),
         tokenizer: m.tokenizer,
         identity: m.identity,
       },

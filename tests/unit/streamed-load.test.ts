@@ -6,19 +6,27 @@
 // so the measure would catch a whole-shard read. process.memoryUsage().arrayBuffers around the
 // load is printed as a second measure. Also: the identity hashed on the way (incremental SHA-256)
 // equals weightsIdentity of the whole-model Map, so checkpoints stored against it still match.
+// bitsandbytes 4-bit folders (tests/fixtures/bnb4bit, make_bnb_folder.py): the reader gives NF4
+// tensors whose dequantised values are the fixture's (bitsandbytes') bit for bit; a GPTQ folder is
+// refused by name before any weight byte is read.
 import { createHash } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { afterAll, describe, expect, it } from 'vitest';
 import { numel, parameterSpecs, parseHfConfig } from '../../src/core/model-config';
 import { Sha256 } from '../../src/core/sha256';
-import { loadHfFolder, openHfFolder } from '../../src/formats/hf-folder';
+import { ModelFileError } from '../../src/formats/errors';
+import { loadHfFolder, openHfFolder, readWeights, storedToF32 } from '../../src/formats/hf-folder';
 import { folderSource } from '../../src/formats/model-source';
 import { counting } from '../support/counting-source';
-import { widenWeight, writeSafetensors } from '../../src/formats/safetensors';
+import { parseSafetensors, writeSafetensors } from '../../src/formats/safetensors';
+import type { HalfTensor } from '../../src/ref/half';
+import { frozenDtypeOf } from '../../src/model/parameters';
+import { checkQuantisedBase } from '../../src/train/run';
 import { weightsIdentity, weightsIdentityHasher } from '../../src/train/checkpoint';
 
 /** What the loader may hold besides one tensor: shard headers and config.json (a few KB here). */
@@ -91,8 +99,9 @@ async function streamAll(meter: ReturnType<typeof counting>, sampleArrays = true
     // Sampled with the tensor held (a collection first, so garbage of earlier ones is not counted).
     if (sampleArrays) arrayPeak = Math.max(arrayPeak, arrayBufferBytes() - before);
     // The consumer's own work (hashing the f32 values) is not the loader's memory.
-    hasher.add(name, widenWeight(data));
-    meter.release(data instanceof Float32Array ? data.buffer : data.bits.buffer);
+    hasher.add(name, storedToF32(data));
+    // The buffer the source handed out (bf16 here: its 16-bit values).
+    meter.release(data instanceof Float32Array ? data.buffer : (data as HalfTensor).bits.buffer);
   }
   await weights.close();
   return { weights, identity: hasher.finish(), arrayPeak };
@@ -137,5 +146,54 @@ describe('streamed load in bounded host memory', () => {
       }
       expect(hash.hex(), `${n} bytes`).toBe(createHash('sha256').update(bytes).digest('hex'));
     }
+  });
+});
+
+describe('bitsandbytes 4-bit folders through the streamed loader', () => {
+  const fixtures = join(dirname(fileURLToPath(import.meta.url)), '../fixtures/bnb4bit');
+
+  for (const name of ['nf4', 'nf4-nested']) {
+    it(`${name}: projections read as NF4, dequantised bit for bit as bitsandbytes`, async () => {
+      const folder = join(fixtures, name);
+      const { config, weights } = await openHfFolder(folderSource(folder));
+      expect(weights.quantization?.method).toBe('bitsandbytes-nf4');
+      expect(weights.quantization?.nested).toBe(name === 'nf4-nested');
+      const expected = parseSafetensors(
+        new Uint8Array(readFileSync(join(folder, 'expected_dequantized.safetensors'))),
+        'expected_dequantized.safetensors',
+      ).tensors;
+      expect(expected.size).toBe(7 * config.numLayers);
+      for (const [key, want] of expected) {
+        expect(weights.storedDtypes.get(key)).toBe('NF4');
+        const t = await weights.read(key);
+        expect(!(t instanceof Float32Array) && t.format).toBe('nf4');
+        expect(storedToF32(t)).toEqual(want.data);
+      }
+      // The statistics entries are part of their weights, not unused tensors.
+      expect(weights.ignoredTensors).toEqual([]);
+      // A run's weights as stored: dtype 'auto' keeps NF4, and a full fine-tune is refused.
+      const stored = await readWeights(weights, 'stored');
+      expect(frozenDtypeOf('auto', config, stored)).toBe('nf4');
+      expect(() => checkQuantisedBase({ usePeft: false }, stored)).toThrow(/usePeft/);
+      await weights.close();
+      // The f32 load (CPU reference, exports) gets the dequantised values.
+      const loaded = await loadHfFolder(folderSource(folder));
+      for (const [key, want] of expected) expect(loaded.tensors.get(key)).toEqual(want.data);
+      expect(loaded.storedDtypes.get('model.layers.0.self_attn.q_proj.weight')).toBe('NF4');
+    });
+  }
+
+  it('another quantisation config is refused by name before any weight byte is read', async () => {
+    const meter = counting(folderSource(join(fixtures, 'gptq')));
+    const err = await openHfFolder(meter.source).then(
+      () => null,
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(ModelFileError);
+    expect((err as Error).message).toMatch(
+      /^config\.json: quantization_config\.quant_method 'gptq' \(GPTQ\) is not supported/,
+    );
+    // Only config.json was read.
+    expect(meter.handedOut).toBe(readFileSync(join(fixtures, 'gptq/config.json')).byteLength);
   });
 });
