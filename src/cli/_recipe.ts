@@ -21,7 +21,8 @@ import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import type { Engine } from '../engine/engine';
 import { toHfConfig } from '../core/model-config';
-import { exportHfFolder } from '../export/hf-export';
+import { exportDtypeOf, exportHfFolder } from '../export/hf-export';
+import type { SafetensorsDtype } from '../formats/safetensors';
 import { checkpointFromFiles, checkpointToFiles, weightsIdentity } from '../train/checkpoint';
 import { RecipeRun, type RecipeHooks } from '../recipes/recipe';
 import {
@@ -29,6 +30,7 @@ import {
   BUILTIN_RECIPES,
   parseRecipe,
   recipeScoringTask,
+  stageConfig,
   type Recipe,
   type RecipeState,
 } from '../recipes/recipe-spec';
@@ -169,6 +171,27 @@ function reconcileMetrics(
   ].filter(Boolean);
   writeFileAtomic(path, expected);
   log(`metrics.jsonl: ${changes.join(', ') || 'rewritten from the state'}`);
+}
+
+/**
+ * The dtype of the recipe's final-model/ folder, as `npm run train -- --export` picks it
+ * (exportDtypeOf): BF16 when the stage whose weights end the recipe trained on an NF4 base (its
+ * dequantised base with the adapters merged in), F32 otherwise. A rejection-sample stage passes
+ * its start weights through, so the stage behind them decides; the base or a student model given
+ * by `from` is exported exactly (F32).
+ */
+export function finalModelDtype(recipe: Recipe): SafetensorsDtype {
+  let i = recipe.stages.length - 1;
+  while (i >= 0) {
+    const stage = recipe.stages[i];
+    if (stage.kind === 'grpo') return exportDtypeOf([stageConfig(recipe, i).dtype]);
+    if (stage.kind === 'sft') return 'F32';
+    const from = stage.from ?? 'previous';
+    // A stage starts from an earlier one (parseRecipe refuses the rest); -1: base or a model.
+    const j = from === 'previous' ? i - 1 : recipe.stages.findIndex((s) => s.name === from);
+    i = j < i ? j : -1;
+  }
+  return 'F32';
 }
 
 export interface RecipeFolderOptions {
@@ -332,9 +355,11 @@ export async function recipeFolder(
             join(runDir, 'final-model'),
             exportHfFolder({
               config: info.config,
+              // A LoRA stage's end weights have its adapters merged in (Run.readWeights).
               tensors: new Map(info.weights),
               tokenizerFiles: model.hf.tokenizerFiles,
               generation: model.hf.generation,
+              dtype: finalModelDtype(recipe),
             }),
           );
           log(`final model: ${join(runDir, 'final-model')}`);

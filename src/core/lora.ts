@@ -139,3 +139,45 @@ export function initLoraAdapters(
   }
   return out;
 }
+
+/**
+ * The base weights with every adapter merged in: W + s·B·A for each adapted projection (a new
+ * array), every other tensor passed through as given. Sums in f64, one rounding to f32 per weight.
+ * What a LoRA run has trained, as one model: the exported folder (src/export/peft-adapter.ts
+ * mergeLoraWeights checks a file's tensors first) and a recipe stage's end weights (Run).
+ */
+export function mergeLoraAdapters(
+  config: LlamaConfig,
+  base: ReadonlyMap<string, Float32Array>,
+  options: LoraOptions,
+  adapters: ReadonlyMap<string, Float32Array>,
+): Map<string, Float32Array> {
+  const { r } = options;
+  const s = loraScaling(options);
+  const out = new Map(base);
+  for (let l = 0; l < config.numLayers; l++) {
+    for (const projection of loraTargets(options.targetModules)) {
+      const path = projectionPath(l, projection);
+      const [inDim, outDim] = projectionDims(config, projection);
+      const name = `${path}.weight`;
+      const W = base.get(name); // (out, in)
+      const A = adapters.get(loraAName(path)); // (r, in)
+      const B = adapters.get(loraBName(path)); // (out, r)
+      if (W?.length !== inDim * outDim || A?.length !== r * inDim || B?.length !== outDim * r)
+        throw new Error(`mergeLoraAdapters: ${name} or its adapters missing or of the wrong size`);
+      const merged = new Float32Array(W.length); // (out, in)
+      const row = new Float64Array(inDim);
+      for (let o = 0; o < outDim; o++) {
+        row.fill(0);
+        for (let k = 0; k < r; k++) {
+          const b = B[o * r + k];
+          if (b === 0) continue;
+          for (let i = 0; i < inDim; i++) row[i] += b * A[k * inDim + i];
+        }
+        for (let i = 0; i < inDim; i++) merged[o * inDim + i] = W[o * inDim + i] + s * row[i];
+      }
+      out.set(name, merged);
+    }
+  }
+  return out;
+}

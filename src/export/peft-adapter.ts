@@ -23,10 +23,8 @@ import {
   LORA_ALPHA_MAX,
   LORA_PROJECTIONS,
   loraAdapterSpecs,
-  loraAName,
-  loraBName,
-  loraScaling,
   loraTargets,
+  mergeLoraAdapters,
   projectionDims,
   projectionPath,
   type LoraOptions,
@@ -64,42 +62,25 @@ function checkedAdapters(config: LlamaConfig, lora: LoraWeights, file: string) {
 
 /**
  * The base weights with every adapter merged in: W + s·B·A for each adapted projection (a new
- * array), every other tensor passed through as given. Sums in f64, one rounding to f32 per weight.
+ * array), every other tensor passed through as given (core/lora.ts mergeLoraAdapters), after
+ * checking a file's adapters and the base's weights, with the tensor's name in the error.
  */
 export function mergeLoraWeights(
   config: LlamaConfig,
   base: ReadonlyMap<string, Float32Array>,
   lora: LoraWeights,
 ): Map<string, Float32Array> {
-  const { r } = lora.options;
-  const s = loraScaling(lora.options);
   checkedAdapters(config, lora, 'merged model'); // every A and B present, of its size
-  const out = new Map(base);
   for (let l = 0; l < config.numLayers; l++) {
     for (const projection of loraTargets(lora.options.targetModules)) {
-      const path = projectionPath(l, projection);
       const [inDim, outDim] = projectionDims(config, projection);
-      const name = `${path}.weight`;
+      const name = `${projectionPath(l, projection)}.weight`;
       const W = base.get(name);
       if (!W || W.length !== inDim * outDim)
         throw new ModelFileError('merged model', 'base weight missing or of the wrong size', name);
-      const A = lora.adapters.get(loraAName(path))!; // (r, in)
-      const B = lora.adapters.get(loraBName(path))!; // (out, r)
-      const merged = new Float32Array(W.length); // (out, in)
-      const row = new Float64Array(inDim);
-      for (let o = 0; o < outDim; o++) {
-        row.fill(0);
-        for (let k = 0; k < r; k++) {
-          const b = B[o * r + k];
-          if (b === 0) continue;
-          for (let i = 0; i < inDim; i++) row[i] += b * A[k * inDim + i];
-        }
-        for (let i = 0; i < inDim; i++) merged[o * inDim + i] = W[o * inDim + i] + s * row[i];
-      }
-      out.set(name, merged);
     }
   }
-  return out;
+  return mergeLoraAdapters(config, base, lora.options, lora.adapters);
 }
 
 /**

@@ -22,6 +22,7 @@ import { createTask } from '../tasks/index';
 import type { Task } from '../tasks/types';
 import type { CheckpointPayload } from '../storage/checkpoints';
 import type { Identity } from '../storage/db';
+import { mergeLoraAdapters } from '../core/lora';
 import {
   fromStoredMetrics,
   liveChangesOf,
@@ -452,9 +453,14 @@ export class Run implements TrainingStage {
     await this.hooks.onCheckpoint(await this.snapshot(), { automatic });
   }
 
-  /** The policy's parameters now (a recipe stage's end weights). */
-  readWeights(): Promise<Map<string, Float32Array>> {
-    return this.trainer.policy.readParameters();
+  /** The model the run has trained (a recipe stage's end weights): the policy's parameters, with
+   * a LoRA run's adapters merged in (W + s·B·A, as the exported model), since the base alone is
+   * the frozen start and the next stage, the comparison and the final model need the training. */
+  async readWeights(): Promise<Map<string, Float32Array>> {
+    const policy = this.trainer.policy;
+    const base = await policy.readParameters();
+    if (!policy.lora) return base;
+    return mergeLoraAdapters(policy.config, base, policy.lora, await policy.readAdapters());
   }
 
   /** Frees the GPU buffers and the custom rewards' sandboxes. */

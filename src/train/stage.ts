@@ -48,8 +48,8 @@ export interface TrainingStage {
   /** Hands snapshot() to the onCheckpoint hook the stage was built with (none: nothing is read).
    * `automatic` tells the hook whether the save policy or a caller asked. */
   save(automatic?: boolean): Promise<void>;
-  /** The policy's parameters now (GpuLlama.readParameters, by Hugging Face name): what the stage
-   * ends with, and the next recipe stage starts from. */
+  /** The policy's parameters now (GpuLlama.readParameters, by Hugging Face name; a LoRA run's
+   * adapters merged in): what the stage ends with, and the next recipe stage starts from. */
   readWeights(): Promise<Map<string, Float32Array>>;
   /** Frees the stage's GPU buffers (and any sandboxes); the stage is unusable after. */
   destroy(): void;

@@ -6,6 +6,7 @@
 // for bit. A stage refuses the other kind's checkpoint.
 import { describe, expect, it } from 'vitest';
 import { resolveConfig } from '../../src/grpo/config';
+import { mergeLoraWeights } from '../../src/export/peft-adapter';
 import { nodeSandboxFactory } from '../../src/rewards/reward-sandbox-node';
 import type { MetricsRow } from '../../src/core/metrics-row';
 import { Run } from '../../src/train/run';
@@ -176,6 +177,58 @@ describe('TrainingStage', { timeout: 600_000 }, () => {
 
   it('SftRun: save half way, restore into a fresh run, finish = the uninterrupted run', async () => {
     saved.sft = await saveRestoreEqualsStraight((await make()).sft);
+  });
+
+  it('a LoRA GRPO Run ends with its adapters merged into the weights it hands on', async () => {
+    // readWeights is what a recipe stage ends with: the next stage's start, the comparison's
+    // weights and the final model. The frozen base alone would drop the training.
+    const engine = await testEngine();
+    const { config: modelConfig } = await tinyHfFolder();
+    const weights = initLlamaWeights(modelConfig, 5);
+    const run = new Run({
+      engine,
+      runId: 'stage-grpo-lora',
+      modelIdentity: { name: 'tiny-random', sha256: '' },
+      config: resolveConfig({
+        task: 'countdown',
+        taskOptions: { numbers: 3, maxNumber: 10, maxTarget: 100 },
+        rewards: ['custom:len'],
+        customRewards: {
+          len: 'function reward({ completion }) { return completion.length / 10; }',
+        },
+        perStepPrompts: 2,
+        numGenerations: 2,
+        maxPromptLength: 120,
+        maxCompletionLength: 4,
+        learningRate: 1e-2,
+        steps: 1,
+        saveSteps: 50,
+        seed: 11,
+        usePeft: true,
+        loraR: 2,
+        loraAlpha: 4,
+        loraTargetModules: ['q_proj', 'v_proj'],
+      }),
+      model: { config: modelConfig, weights, tokenizer: await loadTokenizer(tokenizerFiles) },
+      sandboxFactory: nodeSandboxFactory(),
+    });
+    try {
+      await run.step();
+      const policy = run.trainer.policy;
+      const base = await policy.readParameters();
+      const adapters = await policy.readAdapters();
+      const ended = await run.readWeights();
+      const merged = mergeLoraWeights(modelConfig, base, { options: policy.lora!, adapters });
+      expect([...ended.keys()]).toEqual([...merged.keys()]);
+      for (const [name, w] of merged) expect(ended.get(name), name).toEqual(w);
+      // The step moved the adapters (B starts at 0), so the merged projections differ from the
+      // frozen base, which is the start unchanged.
+      const q = 'model.layers.0.self_attn.q_proj.weight';
+      expect(ended.get(q)).not.toEqual(base.get(q));
+      expect(base.get(q)).toEqual(weights.get(q));
+    } finally {
+      run.destroy();
+    }
   });
 
   it("a stage refuses the other kind's checkpoint", async () => {

@@ -1,0 +1,45 @@
+// The dtype of a recipe's final-model/ folder (src/cli/_recipe.ts finalModelDtype), as
+// `npm run train -- --export` picks it: BF16 when the weights that end the recipe were trained
+// on an NF4 base (dequantised, adapters merged in), F32 otherwise; a rejection-sample stage
+// passes its start weights through, so the stage behind it decides.
+import { describe, expect, it } from 'vitest';
+import { finalModelDtype } from '../../src/cli/_recipe';
+import { parseRecipe } from '../../src/recipes/recipe-spec';
+
+const NF4 = { usePeft: true, dtype: 'nf4' };
+const grpo = (name: string, options: object = {}, from?: string) => ({
+  kind: 'grpo',
+  name,
+  options: { steps: 1, ...options },
+  ...(from ? { from } : {}),
+});
+const rejection = (name: string, from?: string) => ({
+  kind: 'rejection-sample',
+  name,
+  prompts: 2,
+  options: { k: 1 },
+  ...(from ? { from } : {}),
+});
+const sft = (name: string) => ({
+  kind: 'sft',
+  name,
+  data: { coldStart: { count: 2 } },
+  options: { maxSteps: 1 },
+});
+const dtype = (...stages: object[]) => finalModelDtype(parseRecipe({ name: 'r', stages }));
+
+describe('finalModelDtype', () => {
+  it('is BF16 after an NF4 (QLoRA) stage, F32 after a float32 or LoRA-only one', () => {
+    expect(dtype(grpo('rl', NF4))).toBe('BF16');
+    expect(dtype(grpo('rl'))).toBe('F32');
+    expect(dtype(grpo('rl', { usePeft: true, dtype: 'bfloat16' }))).toBe('F32');
+    expect(dtype(grpo('rl', NF4), sft('sft'))).toBe('F32');
+  });
+
+  it('looks through rejection-sample stages to the stage whose weights they pass on', () => {
+    expect(dtype(grpo('rl', NF4), rejection('rs'))).toBe('BF16');
+    expect(dtype(grpo('a', NF4), grpo('b'), rejection('rs', 'a'))).toBe('BF16');
+    expect(dtype(grpo('a', NF4), rejection('rs', 'base'))).toBe('F32');
+    expect(dtype(rejection('rs'))).toBe('F32');
+  });
+});
