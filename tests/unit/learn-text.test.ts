@@ -3,7 +3,6 @@
 // stand-in session that records what the real Session's reset and step would be asked to do.
 import { describe, expect, it } from 'vitest';
 import {
-  canClip,
   computesKl,
   largestMoves,
   tokenTexts,
@@ -78,12 +77,6 @@ describe('token text', () => {
 });
 
 describe('what the run can show', () => {
-  it('clips only with more than one pass over the batch', () => {
-    expect(canClip({ numIterations: 1 })).toBe(false);
-    expect(canClip({ numIterations: 2 })).toBe(true);
-    expect(canClip({ numIterations: 4 })).toBe(true);
-  });
-
   it('computes KL only with β > 0', () => {
     expect(computesKl({ beta: 0 })).toBe(false);
     expect(computesKl({ beta: 0.001 })).toBe(true);

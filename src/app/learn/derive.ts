@@ -650,16 +650,6 @@ export function largestMoves(completions: readonly CompletionWithPieces[], k: nu
     .map(({ r }) => r);
 }
 
-/**
- * Whether the clip can cut any token's gradient in this run (docs/grpo.md §3). With μ =
- * numIterations = 1 the only pass's old log-prob is the current one, detached: ρ = 1 exactly for
- * every token, inside [1 − ε_low, 1 + ε_high] whatever ε is, so nothing is ever clipped. With μ > 1
- * the later passes score the batch with weights the earlier passes moved, and ρ leaves 1.
- */
-export function canClip(config: Pick<LearnConfig, 'numIterations'>): boolean {
-  return config.numIterations > 1;
-}
-
 /** Whether the run computes KL at all: with β = 0 the reference model is neither loaded nor scored. */
 export function computesKl(config: Pick<LearnConfig, 'beta'>): boolean {
   return config.beta > 0;
