@@ -10,6 +10,8 @@
 // tensors whose dequantised values are the fixture's (bitsandbytes') bit for bit; a GPTQ folder is
 // refused by name before any weight byte is read.
 import { createHash } from 'node:crypto';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -21,7 +23,7 @@ import { numel, parameterSpecs, parseHfConfig } from '../../src/core/model-confi
 import { Sha256 } from '../../src/core/sha256';
 import { ModelFileError } from '../../src/formats/errors';
 import { loadHfFolder, openHfFolder, readWeights, storedToF32 } from '../../src/formats/hf-folder';
-import { folderSource } from '../../src/formats/model-source';
+import { folderSource, urlSource } from '../../src/formats/model-source';
 import { counting } from '../support/counting-source';
 import { parseSafetensors, writeSafetensors } from '../../src/formats/safetensors';
 import type { HalfTensor } from '../../src/ref/half';
@@ -135,6 +137,47 @@ describe('streamed load in bounded host memory', () => {
         `loader live peak ${meter.peak} B (bound ${largest + MARGIN_BYTES}); whole-shard reads ` +
         `peak ${whole.peak} B; process arrayBuffers peak above its start: ${arrayPeak} B`,
     );
+  });
+
+  it('reads a URL model by HTTP Range requests when the server answers them', async () => {
+    // A local server with byte ranges (206 + Content-Range), as the Hugging Face hub serves files.
+    const answers: number[] = [];
+    const server = createServer((req, res) => {
+      const name = decodeURIComponent(new URL(req.url!, 'http://x').pathname.slice(1));
+      let bytes: Buffer;
+      try {
+        bytes = readFileSync(join(dir, name));
+      } catch {
+        res.writeHead(404).end();
+        return;
+      }
+      const range = /^bytes=(\d+)-(\d+)$/.exec(req.headers.range ?? '');
+      if (!range) {
+        answers.push(200);
+        res.writeHead(200, { 'content-length': String(bytes.length) }).end(bytes);
+        return;
+      }
+      const [start, end] = [Number(range[1]), Math.min(Number(range[2]), bytes.length - 1)];
+      answers.push(206);
+      res.writeHead(206, { 'content-range': `bytes ${start}-${end}/${bytes.length}` });
+      res.end(bytes.subarray(start, end + 1));
+    });
+    await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
+    try {
+      const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+      const meter = counting(urlSource(base, { cacheName: false }));
+      const { weights, identity } = await streamAll(meter, false);
+      expect(meter.peak).toBeLessThanOrEqual(weights.largestTensorBytes + MARGIN_BYTES);
+      const loaded = await loadHfFolder(folderSource(dir), { requireTokenizer: false });
+      expect(identity).toEqual(await weightsIdentity('m', loaded.tensors));
+      // Only the JSON files came whole; every weight byte came by range.
+      expect(answers.filter((a) => a === 200).length).toBeLessThanOrEqual(3);
+      expect(answers.filter((a) => a === 206).length).toBeGreaterThan(
+        parameterSpecs(config).length,
+      );
+    } finally {
+      await new Promise<void>((ok) => server.close(() => ok()));
+    }
   });
 
   it('incremental SHA-256 matches node:crypto, fed in uneven pieces', () => {
