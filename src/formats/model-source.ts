@@ -574,7 +574,7 @@ export function urlSource(base: string, options: UrlSourceOptions = {}): ModelSo
       const url = urlOf(name);
       const cache = await openCache();
       /** The cached copy, read by Blob slices (a browser keeps it on disk); null when absent. */
-      const fromCache = async (c: Cache): Promise<RangedFile | null> => {
+      const fromCache = async (c: Cache, progress = opts): Promise<RangedFile | null> => {
         const hit = await c.match(url).catch(() => undefined);
         if (!hit || hit.status === 404) return null;
         const blob = await hit.blob();
@@ -583,15 +583,17 @@ export function urlSource(base: string, options: UrlSourceOptions = {}): ModelSo
         if (looksLikeHtml(head, hit.headers.get('content-type'))) return null;
         const file = { name, size: blob.size, arrayBuffer: () => blob.arrayBuffer() };
         const sliced = { ...file, slice: (a: number, b: number) => blob.slice(a, b) };
-        return filesSource([sliced], root).open!(name, opts);
+        return filesSource([sliced], root).open!(name, progress);
       };
       if (cache) {
         const cached = await fromCache(cache);
         if (cached) return cached;
-        // Downloaded whole once into the cache (as read() does), then read from the cached copy,
-        // so the downloaded bytes are not kept; if the cache refused them, from memory.
+        // Downloaded whole once into the cache (as read() does, with its progress), then read from
+        // the cached copy, so the downloaded bytes are not kept; if the cache refused them, from
+        // memory. The download already reported the file's bytes: the reads report nothing more.
         const bytes = await this.read(name, opts);
-        return (await fromCache(cache).catch(() => null)) ?? bytesRangedFile(bytes);
+        const quiet = { ...opts, onProgress: undefined };
+        return (await fromCache(cache, quiet).catch(() => null)) ?? bytesRangedFile(bytes);
       }
       const probe = await fetchRange(url, 0, 8).catch(() => null);
       if (
