@@ -6,6 +6,13 @@ import { existsSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { toHfConfig } from '../core/model-config';
+import {
+  BUNDLED_MODELS,
+  DEFAULT_BUNDLED,
+  bundledPath,
+  isBundledName,
+  type BundledName,
+} from '../core/bundled-models';
 import { createEngine, type Engine } from '../engine/engine';
 import { describeMatmulChoice, sweepMatmulForModel } from '../kernels/matmul-sweep';
 import { generationConfig } from '../export/hf-export';
@@ -29,15 +36,24 @@ export const REPO_ROOT = (() => {
   return dir;
 })();
 
-/** The model shipped with the app, used when config.model is 'bundled'. */
-export const BUNDLED_MODEL_DIR = resolve(REPO_ROOT, 'public/models/tiny-reasoner');
+/** A model shipped with the app: its folder under public/models/. */
+export function bundledModelDir(name: BundledName = DEFAULT_BUNDLED): string {
+  return resolve(REPO_ROOT, 'public', bundledPath(name));
+}
 
+/** The model shipped with the app, used when config.model is 'bundled'. */
+export const BUNDLED_MODEL_DIR = bundledModelDir();
+
+/** A --model value's folder: 'bundled' (the default bundled model) or a bundled model's name
+ * ('tiny-student') is the shipped folder, whatever the working folder holds ('./tiny-student'
+ * names a local folder of that name); anything else is a local Hugging Face folder. */
 export function modelFolder(model: string): string {
   if (model === 'bundled') return BUNDLED_MODEL_DIR;
+  if (isBundledName(model)) return bundledModelDir(model);
   const folder = resolve(model);
   if (!existsSync(folder)) {
     throw new Error(
-      `model folder '${model}' does not exist (the command line loads local Hugging Face folders; 'bundled' is the shipped model)`,
+      `model folder '${model}' does not exist (the command line loads local Hugging Face folders; 'bundled' is the shipped model, ${BUNDLED_MODELS.map((n) => `'${n}'`).join(' and ')} the bundled ones by name)`,
     );
   }
   return folder;

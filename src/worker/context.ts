@@ -16,6 +16,7 @@ import { readWeights, type OpenedHfModel } from '../formats/hf-folder';
 import { filesSource, urlSource, type ModelSource } from '../formats/model-source';
 import type { Tokenizer } from '../formats/tokenizer';
 import { parameterCount, type LlamaConfig } from '../core/model-config';
+import { DEFAULT_BUNDLED, type BundledName } from '../core/bundled-models';
 import type { MemoryPlan } from '../model/memory-plan';
 import type { CheckpointPayload } from '../storage/checkpoints';
 import { GrpoStorage } from '../storage/index';
@@ -43,8 +44,9 @@ export interface TrainerApiOptions {
   /** Where custom reward code runs (default: QuickJS in a module worker per source, nested in this worker). */
   sandboxFactory?: () => SandboxFactory;
   openStorage?: () => Promise<GrpoStorage>;
-  /** URL of the bundled model folder (default /models/tiny-reasoner/ under the app's base). */
-  bundledUrl?: string;
+  /** URL of the folder holding the bundled model folders (default models/ under the app's base):
+   * a bundled choice loads <modelsUrl><name>/. */
+  modelsUrl?: string;
   /** Overrides how a ModelChoice becomes a ModelSource (tests). */
   modelSource?: (choice: ModelChoice) => ModelSource;
   /** GPU bytes a run may plan for (WebGPU reports no free memory); default 4 × maxBufferSize. */
@@ -156,7 +158,7 @@ export class WorkerContext {
 
   sourceFor(choice: ModelChoice): ModelSource {
     if (this.options.modelSource) return this.options.modelSource(choice);
-    if (choice.kind === 'bundled') return urlSource(this.bundledUrl());
+    if (choice.kind === 'bundled') return urlSource(this.bundledUrl(choice.name));
     if (choice.kind === 'url') return urlSource(choice.url);
     const paths = choice.paths;
     const files =
@@ -171,11 +173,11 @@ export class WorkerContext {
     return filesSource(files, choice.label ?? `${choice.files.length} selected files`);
   }
 
-  private bundledUrl(): string {
-    return (
-      this.options.bundledUrl ??
-      `${(import.meta.env?.BASE_URL as string | undefined) ?? '/'}models/tiny-reasoner/`
-    );
+  private bundledUrl(name?: BundledName): string {
+    const models =
+      this.options.modelsUrl ??
+      `${(import.meta.env?.BASE_URL as string | undefined) ?? '/'}models/`;
+    return `${models.endsWith('/') ? models : `${models}/`}${name ?? DEFAULT_BUNDLED}/`;
   }
 
   async planFor(config: LlamaConfig, c: Config): Promise<PlanSummary> {

@@ -15,6 +15,7 @@ import {
   PEFT_WEIGHTS_FILE,
 } from '../export/peft-adapter';
 import { parameterCount, parseHfConfig, type LlamaConfig } from '../core/model-config';
+import { bundledLabel } from '../core/bundled-models';
 import { describeMatmulChoice, sweepMatmulForModel } from '../kernels/matmul-sweep';
 import { message, modelInfo, type AdapterProbe, type WorkerContext } from './context';
 import { timeDevice } from './warmup';
@@ -60,7 +61,7 @@ export function modelService(ctx: WorkerContext) {
       const json = parseJsonFile(await source.read(CONFIG_FILE), CONFIG_FILE);
       const llama = parseHfConfig(json, CONFIG_FILE);
       return {
-        label: source.label,
+        label: choice.kind === 'bundled' ? bundledLabel(choice.name) : source.label,
         config: llama,
         parameterCount: parameterCount(llama),
         plan: await ctx.planFor(llama, resolveConfig(config)),
@@ -110,7 +111,7 @@ export function modelService(ctx: WorkerContext) {
       const previous = ctx.status;
       ctx.setStatus('loading');
       try {
-        const label = choice.kind === 'bundled' ? 'tiny-reasoner (bundled)' : source.label;
+        const label = choice.kind === 'bundled' ? bundledLabel(choice.name) : source.label;
         const hf = await openHfFolder(source, {
           onProgress: (p: ReadProgress & { phase: string }) =>
             ctx.emit({ type: 'load-progress', ...p }),

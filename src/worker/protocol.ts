@@ -10,11 +10,13 @@ import type { LlamaConfig } from '../core/model-config';
 import type { MemoryCategory } from '../model/memory-plan';
 import type { DeletionCandidate } from '../storage/errors';
 import type { MetricsRow } from './types';
+import type { BundledName } from '../core/bundled-models';
 
 /** Where the model comes from. Files cross to the worker as File objects (structured clone);
- * dropped files carry their paths inside the drop (`paths[i]` for `files[i]`, lib/drop.ts). */
+ * dropped files carry their paths inside the drop (`paths[i]` for `files[i]`, lib/drop.ts). A
+ * bundled model without a name is the default one (core/bundled-models.ts). */
 export type ModelChoice =
-  | { kind: 'bundled' }
+  | { kind: 'bundled'; name?: BundledName }
   | { kind: 'url'; url: string }
   | { kind: 'files'; files: File[]; paths?: string[]; label?: string };
 

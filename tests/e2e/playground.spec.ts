@@ -1,7 +1,8 @@
 // The playground UI's acceptance run in Debian Chromium with WebGPU on SwiftShader, against
 // the built app (vite preview): first visit installs the service worker; then offline: load the
-// bundled model, add a custom reward that throws, run 3 steps (charts show 3 points, the inspector
-// shows groups whose advantages sum to ~0 and the reward's error, a checkpoint is saved), reload
+// bundled tiny student from the model panel (its name and size shown), then the tiny reasoner,
+// add a custom reward that throws, run 3 steps (charts show 3 points, the inspector shows groups
+// whose advantages sum to ~0 and the reward's error, a checkpoint is saved), reload
 // (still offline), restore, one more step continues from step 3. The longest main-thread task while
 // training is measured with PerformanceObserver('longtask') and printed. Screenshots of every main
 // view go to test-results/screenshots/. No request may leave the page's origin.
@@ -71,7 +72,28 @@ test('offline: load, train 3 steps, inspect, checkpoint, reload, restore, contin
     .toBe(true);
   await context.setOffline(true);
 
+  // The second bundled model, the tiny student (issue #38), is precached too: picked in the model
+  // panel, it previews and loads offline under its own name; then the tiny reasoner, for the run.
+  const panel = page.getByTestId('model-panel');
+  await panel.getByLabel('Bundled tiny student').check();
+  await expect(page.getByTestId('model-name')).toHaveText('tiny-student (bundled)', {
+    timeout: 60_000,
+  });
+  await expect(page.getByTestId('model-preview')).toContainText(
+    '114.1 k parameters · 4 layers · C 48',
+  );
   await loadBundledModel(page);
+  await expect(page.getByTestId('model-loaded')).toContainText('tiny-student (bundled)');
+  await panel.getByLabel('Bundled tiny reasoner').check();
+  await expect(page.getByTestId('model-name')).toHaveText('tiny-reasoner (bundled)', {
+    timeout: 60_000,
+  });
+  await expect(page.getByTestId('model-preview')).toContainText('354.1 k parameters');
+  await loadBundledModel(page);
+  // The badge stays from the student's load until the reasoner's replaces it.
+  await expect(page.getByTestId('model-loaded')).toContainText('tiny-reasoner (bundled)', {
+    timeout: STEP_TIMEOUT,
+  });
 
   // A custom reward that throws on every completion.
   await page.getByLabel('New custom reward id').fill('boom');

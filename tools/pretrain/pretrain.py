@@ -77,6 +77,7 @@ TRAIN = {
     "grad_clip": 1.0,
 }
 
+DEFAULT_NAME = "tiny-reasoner"  # the shipped reasoner; --name tiny-student for the smaller student
 TEMPERATURE = 1.0
 MAX_NEW_TOKENS = 64  # replaced by the corpus's maxCompletionTokens (the demo's completion limit)
 EVAL_SEED = 4321
@@ -591,6 +592,8 @@ def main():
     ap.add_argument("--lr", type=float, default=TRAIN["lr"])
     ap.add_argument("--threads", type=int, default=1,
                     help="torch threads: results are reproducible for a given count, not across counts")
+    ap.add_argument("--name", default=DEFAULT_NAME,
+                    help="the model's name, for its card (tiny-student: the smaller second bundled model)")
     ap.add_argument("--card-only", action="store_true",
                     help="rewrite the model card from run.json and config.json, without training")
     args = ap.parse_args()
@@ -598,7 +601,8 @@ def main():
         with open(args.run_out) as f:
             run = json.load(f)
         with open(os.path.join(args.out, "config.json")) as f:
-            write_card(args.out, json.load(f), run, args.samples_out)
+            cfg = json.load(f)
+        write_card(args.out, cfg, run, args.samples_out, args.name, command_line(args, cfg, run))
         return
 
     # One thread by default: other work shares the cores, and the thread count fixes the reduction order.
@@ -718,11 +722,64 @@ def main():
     with open(args.run_out, "w") as f:
         json.dump(run, f, indent=1)
         f.write("\n")
-    write_card(args.out, cfg, run, args.samples_out)
+    write_card(args.out, cfg, run, args.samples_out, args.name, command_line(args, cfg, run))
     print(f"done in {total_seconds:.0f} s", file=sys.stderr)
 
 
-def write_card(out, cfg, run, samples_path):
+def repo_path(path):
+    """A path as the card quotes it: relative to the repository, or absolute outside it."""
+    rel = os.path.relpath(os.path.abspath(path), ROOT)
+    return os.path.abspath(path) if rel.startswith("..") else rel
+
+
+def command_line(args, cfg, run):
+    """The pretrain.py command that makes this model: the flags whose values differ from the
+    defaults (the shipped model's command is the bare one), the size from its config and steps and
+    learning rate from its run (so --card-only writes the command of the run it reads). Paths are
+    relative to the repository."""
+    defaults = {"--data": os.path.join(HERE, "data"), "--out": os.path.join(ROOT, "public", "models", DEFAULT_NAME),
+                "--samples-out": os.path.join(HERE, "eval_samples.jsonl"), "--run-out": os.path.join(HERE, "run.json")}
+    given = {"--data": args.data, "--out": args.out, "--samples-out": args.samples_out, "--run-out": args.run_out}
+    parts = ["/usr/bin/python3 tools/pretrain/pretrain.py"]
+    if args.name != DEFAULT_NAME:
+        parts.append(f"--name {args.name}")
+    for flag, key in (("--hidden-size", "hidden_size"), ("--intermediate-size", "intermediate_size"),
+                      ("--layers", "num_hidden_layers"), ("--heads", "num_attention_heads")):
+        if cfg[key] != CONFIG[key]:
+            parts.append(f"{flag} {cfg[key]}")
+    if run["train"]["steps"] != TRAIN["steps"]:
+        parts.append(f"--steps {run['train']['steps']}")
+    if run["train"]["lr"] != TRAIN["lr"]:
+        parts.append(f"--lr {run['train']['lr']:g}")
+    for flag, path in given.items():
+        if os.path.abspath(path) != os.path.abspath(defaults[flag]):
+            parts.append(f"{flag} {repo_path(path)}")
+    return " ".join(parts)
+
+
+def intro(name, run):
+    """The card's opening paragraph: the shipped reasoner's, or the student's with its size against
+    the reasoner's (tools/pretrain/run.json)."""
+    if name == DEFAULT_NAME:
+        return (f"The bundled default model of GRPO Playground: a {run['parameters']:,}-parameter Llama-family decoder\n"
+                "pretrained on synthetic Countdown search traces.")
+    teacher = None
+    teacher_run = os.path.join(HERE, "run.json")
+    if os.path.exists(teacher_run):
+        with open(teacher_run) as f:
+            teacher = json.load(f)["parameters"]
+    size = (f" ({run['parameters'] / teacher:.0%} of the tiny reasoner's {teacher:,})" if teacher else "")
+    return (f"The second bundled model of GRPO Playground, the **student**: a {run['parameters']:,}-parameter\n"
+            f"Llama-family decoder{size}, pretrained like the tiny reasoner\n"
+            "(public/models/tiny-reasoner) on the same synthetic Countdown search traces, with the same tokenizer\n"
+            "and script, so that the reasoner can be distilled into it and the R1 paper's distillation\n"
+            "findings measured in miniature.")
+
+
+def write_card(out, cfg, run, samples_path, name=None, command=None):
+    name = name or DEFAULT_NAME
+    command = command or "/usr/bin/python3 tools/pretrain/pretrain.py"
+    samples_rel = repo_path(samples_path)
     m, g, c = run["eval"]["sampled"], run["eval"]["greedy"], run["corpus"]
     d = try_diagnostics(samples_path)
     mix = c["mix"]
@@ -769,7 +826,7 @@ def write_card(out, cfg, run, samples_path):
                    if whole else "digits (a number is one token per digit)")
     fw, bw = d["forward"], d["backward"]
     diagnosis = (
-        f"Where its tries go wrong (sampled, tools/pretrain/eval_samples.jsonl). Forward guesses "
+        f"Where its tries go wrong (sampled, {samples_rel}). Forward guesses "
         f"({fw['tries']} tries \"a op b = x, x op c = v\"): both steps' arithmetic true in {pct(fw['arithmetic'])}, "
         f"the prompt's numbers used in {pct(fw['numbers'])}; the first step leaves the target one operation "
         f"away in {pct(fw['reachable'])}, and then the second step takes that operation in {pct(fw['aimed'])} "
@@ -783,10 +840,9 @@ def write_card(out, cfg, run, samples_path):
             f"other two numbers gives y in {pct(bw['reachable'])}, and the try takes it in {pct(bw['aimed'])} "
             f"of those.")
 
-    text = f"""# tiny-reasoner
+    text = f"""# {name}
 
-The bundled default model of GRPO Playground: a {run['parameters']:,}-parameter Llama-family decoder
-pretrained on synthetic Countdown search traces. It is built so that GRPO with rule rewards (format +
+{intro(name, run)} It is built so that GRPO with rule rewards (format +
 accuracy) can select one behaviour, **careful work**: it sometimes works backward from the target,
 checks each step against what it needs and, on a mismatch, says "wait" and tries another step. In
 the pretraining corpus the careful traces are right far more often; whether that holds for this
@@ -843,7 +899,7 @@ Example (careful): `{careful_example}`
 
 ## Training
 
-`/usr/bin/python3 tools/pretrain/pretrain.py` (python3-torch {run['torch_version']}, CPU, 1 thread,
+`{command}` (python3-torch {run['torch_version']}, CPU, 1 thread,
 deterministic): AdamW (lr {run['train']['lr']}, betas {tuple(run['train']['betas'])}, weight decay
 {run['train']['weight_decay']}, warmup {run['train']['warmup_steps']}, cosine to
 {run['train']['min_lr_ratio']}×), batch {run['train']['batch_size']}, {run['train']['steps']} steps,
@@ -857,7 +913,7 @@ gradient clip {run['train']['grad_clip']}, cross-entropy on completion tokens on
 {run['eval']['prompts']} held-out Countdown prompts (distinct problems, none in the corpus), sampled
 the way the GRPO demo samples: temperature {TEMPERATURE}, no top-k / top-p, at most {run['eval']['max_new_tokens']}
 new tokens, seed {run['eval']['seed']}. Reflection = a docs/grpo.md §7 marker (or a Countdown marker) in
-the think text. Samples: tools/pretrain/eval_samples.jsonl.
+the think text. Samples: {samples_rel}.
 
 | metric | sampled (T = 1) | greedy |
 |---|---|---|

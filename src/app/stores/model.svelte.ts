@@ -1,10 +1,11 @@
 // The page's store of the model service (src/worker/model-service.ts): the GPU adapter probe, the
-// model chosen (bundled, folder, URL) with its config and memory plan before any weight is read,
+// model chosen (a bundled one, folder, URL) with its config and memory plan before any weight is read,
 // loading it (progress), and a PEFT adapter loaded onto it. A load or an adapter starts a new run,
 // which the training store adopts. Local files get a name here (lib/model-name.ts: the folder's,
 // else config.json's _name_or_path, else architecture and size), which the worker keeps as the
 // model's label: the name on the page, in run names, checkpoints and adapter_config.json.
 import { draftFromConfig } from '../../grpo/config';
+import { DEFAULT_BUNDLED } from '../../core/bundled-models';
 import type { ModelChoice, ModelInfo, ModelPreview } from '../../worker/protocol';
 import type { AdapterProbe } from '../../worker/trainer-api';
 import { describeChosen, describedName, folderName, nameFromConfig } from '../lib/model-name';
@@ -33,7 +34,8 @@ async function readChosenConfig(choice: FilesChoice): Promise<unknown> {
 /** The same model source: a load of `a` after `b` reloads the same files. */
 function sameChoice(a: ModelChoice, b: ModelChoice | null): boolean {
   if (!b || a.kind !== b.kind) return false;
-  if (a.kind === 'bundled') return true;
+  if (a.kind === 'bundled')
+    return b.kind === 'bundled' && (a.name ?? DEFAULT_BUNDLED) === (b.name ?? DEFAULT_BUNDLED);
   if (a.kind === 'url') return b.kind === 'url' && a.url === b.url;
   return (
     b.kind === 'files' &&
