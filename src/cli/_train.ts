@@ -27,6 +27,8 @@ import type { Identity } from '../storage/db';
 import { appendLine, isDiskFull, writeFileAtomic, writeFolderAtomic } from './_atomic-files';
 import { cutStepLogsLogged, newestCheckpoint, recoverRunFolder, STEP_LOGS } from './_run-folder';
 import { hfFolderExtras, type LoadedModel } from './_session';
+import { openHfFolder, readWeights, type StoredWeight } from '../formats/hf-folder';
+import { folderSource } from '../formats/model-source';
 import { trainedLine } from './_flags';
 
 /** "custom:len failed on 3/8 (threw: TypeError: …)" per reward with errors in this step, or ''. */
@@ -228,6 +230,21 @@ export function terminalStatus(
   };
 }
 
+/**
+ * The weights a run starts from: the model's f32 tensors, except for a bitsandbytes 4-bit
+ * checkpoint, whose weights are read again as stored (NF4), so that dtype 'auto' keeps the 4-bit
+ * base and a full fine-tune is refused (Run: checkQuantisedBase), as in the page.
+ */
+async function runWeights(model: LoadedModel): Promise<ReadonlyMap<string, StoredWeight>> {
+  if (![...model.hf.storedDtypes.values()].includes('NF4')) return model.hf.tensors;
+  const { weights } = await openHfFolder(folderSource(model.folder), { requireTokenizer: false });
+  try {
+    return await readWeights(weights, 'stored');
+  } finally {
+    await weights.close();
+  }
+}
+
 /** Trains `config` into run folder `runDir`; returns the memory plan and the checkpoint folders. */
 export async function trainFolder(o: TrainFolderOptions): Promise<{
   plan: MemoryPlan;
@@ -241,7 +258,11 @@ export async function trainFolder(o: TrainFolderOptions): Promise<{
   const run = new Run({
     engine: o.engine,
     config,
-    model: { config: model.hf.config, weights: model.hf.tensors, tokenizer: model.tokenizer },
+    model: {
+      config: model.hf.config,
+      weights: await runWeights(model),
+      tokenizer: model.tokenizer,
+    },
     runId: o.resume?.payload.runId || runDir,
     runName: runDir,
     modelIdentity: o.identity,

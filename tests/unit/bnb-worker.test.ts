@@ -3,12 +3,17 @@
 // page uses it (issue #37 acceptance): it loads as NF4 (config dtype 'auto' keeps the 4-bit base), a full
 // fine-tune is refused with a message naming usePeft, two LoRA steps train with a finite loss, and
 // the Hugging Face export writes the merged weights as BF16 (dequantised base + B·A, as PEFT's merge).
+// The command line's train path refuses a full fine-tune of it the same way.
 import 'fake-indexeddb/auto';
 import { IDBFactory } from 'fake-indexeddb';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { loadModel } from '../../src/cli/_session';
+import { trainFolder } from '../../src/cli/_train';
+import { resolveConfig } from '../../src/grpo/config';
 import { folderSource } from '../../src/formats/model-source';
 import { parseSafetensors } from '../../src/formats/safetensors';
 import { nodeSandboxFactory } from '../../src/rewards/reward-sandbox-node';
@@ -29,8 +34,8 @@ describe('a bitsandbytes 4-bit folder in the trainer worker', { timeout: 600_000
       modelSource: () => folderSource(FOLDER),
     });
     const events = listen(api);
-    // Short chat prompts with their own system turn: the fixture's tokenizer is per character
-    // and its context 128 positions (the default system prompt alone would not fit).
+    // Short chat prompts with their own system turn: the fixture's tokenizer is per character,
+    // so a short prompt keeps the steps fast (the default system prompt is ~300 tokens).
     const text = ['1+1', '2+2', '3+1', '2+3'].map((q, i) =>
       JSON.stringify({
         messages: [
@@ -77,5 +82,24 @@ describe('a bitsandbytes 4-bit folder in the trainer worker', { timeout: 600_000
     for (let i = 0; i < base.length; i++) moved = Math.max(moved, Math.abs(merged[i] - base[i]));
     expect(moved).toBeGreaterThan(0);
     expect(moved).toBeLessThan(1);
+  });
+
+  it('the command line trains on it as stored: a full fine-tune is refused', async () => {
+    const model = await loadModel(FOLDER);
+    expect(model.hf.storedDtypes.get(Q)).toBe('NF4');
+    const runDir = mkdtempSync(join(tmpdir(), 'bnb-cli-'));
+    try {
+      const run = trainFolder({
+        engine: await testEngine(),
+        model,
+        identity: { name: 'm', sha256: '' },
+        config: resolveConfig(tinyRunConfig({ usePeft: false })),
+        runDir,
+        log: () => {},
+      });
+      await expect(run).rejects.toThrow(/4-bit \(NF4\) quantised.*usePeft/);
+    } finally {
+      rmSync(runDir, { recursive: true, force: true });
+    }
   });
 });
