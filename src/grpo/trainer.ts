@@ -8,8 +8,8 @@
 import type { Engine } from '../engine/engine';
 import { packBatch, type PackedBatch } from '../model/batch';
 import type { LlamaConfig } from '../core/model-config';
-import { GpuLlama } from '../model/llama';
-import { frozenDtypeOf, type WeightTensor } from '../model/parameters';
+import { GpuLlama, type GpuLlamaOptions } from '../model/llama';
+import { frozenDtypeOf, isStreamed, type WeightSource } from '../model/parameters';
 import { Sampler, type SampleResult } from '../model/sampler';
 import { GpuAdamW } from '../optim/adamw';
 import { learningRateAt, runSchedule } from '../optim/schedule';
@@ -54,8 +54,9 @@ export interface TrainerSetup {
   config: Config;
   modelConfig: LlamaConfig;
   /** Initial weights in Hugging Face names (16-bit or NF4 as a checkpoint ships them may be
-   * given); also the frozen reference policy when β > 0. */
-  weights: ReadonlyMap<string, WeightTensor>;
+   * given); also the frozen reference policy when β > 0. A reader (streamed) is read tensor by
+   * tensor into the GPU: build the trainer with GrpoTrainer.create then. */
+  weights: WeightSource;
   tokenizer: TrainerTokenizer;
   task: Task;
   /** One per config.rewards entry, in that order. */
@@ -174,6 +175,51 @@ export interface TrainerSnapshot {
   optimizer: Map<string, Float32Array>;
 }
 
+/** The checks a trainer's setup must pass before any GPU buffer is allocated. */
+function checkSetup({ config, rewardFunctions }: TrainerSetup): void {
+  if (config.numGenerations < 2)
+    throw new Error('numGenerations must be ≥ 2: GRPO compares completions within a group');
+  const N = config.perStepPrompts * config.numGenerations;
+  if (N % config.gradientAccumulationSteps !== 0) {
+    throw new Error(
+      `gradientAccumulationSteps (${config.gradientAccumulationSteps}) must divide B·G = ${N}`,
+    );
+  }
+  if (rewardFunctions.length !== config.rewards.length) {
+    throw new Error(
+      `${config.rewards.length} rewards configured but ${rewardFunctions.length} functions given`,
+    );
+  }
+}
+
+/**
+ * How the policy and the reference copy load. LoRA (usePeft): adapters initialised as PEFT does
+ * from the run's seed, base frozen; the reference policy is then the policy with its adapters off,
+ * so no second copy is loaded (reference null). A full fine-tune with β > 0 loads a frozen copy.
+ */
+function modelOptions({ config, modelConfig, weights }: TrainerSetup): {
+  policy: GpuLlamaOptions;
+  reference: GpuLlamaOptions | null;
+} {
+  const lora = loraOptionsOf(config);
+  // The reference copy only scores: checkpointed, its forward keeps layer inputs only.
+  const checkpointing = {
+    gradientCheckpointing: config.gradientCheckpointing,
+    logitsMemoryBytes: config.logitsMemoryMiB * 2 ** 20,
+  };
+  return {
+    policy: {
+      lora: lora ? { ...lora, seed: config.seed } : undefined,
+      // config dtype: how the frozen base is stored (a full fine-tune keeps every weight f32).
+      frozenDtype: lora ? frozenDtypeOf(config.dtype, modelConfig, weights) : 'f32',
+      // dtype nf4 (QLoRA): TRL's use_bnb_nested_quant double-quantises the block scales.
+      nf4: { nested: config.useBnbNestedQuant },
+      ...checkpointing,
+    },
+    reference: config.beta > 0 && !lora ? checkpointing : null,
+  };
+}
+
 export class GrpoTrainer {
   readonly policy: GpuLlama;
   private readonly reference: GpuLlama | null;
@@ -194,41 +240,62 @@ export class GrpoTrainer {
    * policy with its adapters off); without one β can only stay 0 (applyConfig). */
   readonly hasReference: boolean;
 
+  /**
+   * Builds the trainer; with streamed weights (a reader) the policy and, for a full fine-tune with
+   * β > 0, the reference copy are each uploaded tensor by tensor (GpuLlama.loadStreamed), so the
+   * host holds one tensor at a time, never the whole model. A Map of weights builds as the
+   * constructor does.
+   */
+  static async create(setup: TrainerSetup): Promise<GrpoTrainer> {
+    const { weights } = setup;
+    if (!isStreamed(weights)) return new GrpoTrainer(setup);
+    checkSetup(setup);
+    const options = modelOptions(setup);
+    const policy = await GpuLlama.loadStreamed(
+      setup.engine,
+      setup.modelConfig,
+      weights,
+      options.policy,
+    );
+    let reference: GpuLlama | null = null;
+    try {
+      if (options.reference) {
+        reference = await GpuLlama.loadStreamed(
+          setup.engine,
+          setup.modelConfig,
+          weights,
+          options.reference,
+        );
+      }
+      return new GrpoTrainer(setup, { policy, reference });
+    } catch (err) {
+      policy.destroy();
+      reference?.destroy();
+      throw err;
+    }
+  }
+
   // Not readonly: applyConfig swaps in a new config and reward functions between steps.
-  constructor(private setup: TrainerSetup) {
+  /** `models`: the policy and reference already built (GrpoTrainer.create); else both are loaded
+   * from setup.weights, which must then be a Map. */
+  constructor(
+    private setup: TrainerSetup,
+    models?: { policy: GpuLlama; reference: GpuLlama | null },
+  ) {
     const { engine, config, modelConfig, weights } = setup;
-    if (config.numGenerations < 2)
-      throw new Error('numGenerations must be ≥ 2: GRPO compares completions within a group');
-    const N = config.perStepPrompts * config.numGenerations;
-    if (N % config.gradientAccumulationSteps !== 0) {
-      throw new Error(
-        `gradientAccumulationSteps (${config.gradientAccumulationSteps}) must divide B·G = ${N}`,
-      );
-    }
-    if (setup.rewardFunctions.length !== config.rewards.length) {
-      throw new Error(
-        `${config.rewards.length} rewards configured but ${setup.rewardFunctions.length} functions given`,
-      );
-    }
-    // LoRA (usePeft): adapters initialised as PEFT does from the run's seed, base frozen; the
-    // reference policy is then the policy with its adapters off, so no second copy is loaded.
+    checkSetup(setup);
     const lora = loraOptionsOf(config);
-    this.policy = GpuLlama.load(engine, modelConfig, weights, {
-      lora: lora ? { ...lora, seed: config.seed } : undefined,
-      // config dtype: how the frozen base is stored (a full fine-tune keeps every weight f32).
-      frozenDtype: lora ? frozenDtypeOf(config.dtype, modelConfig, weights) : 'f32',
-      // dtype nf4 (QLoRA): TRL's use_bnb_nested_quant double-quantises the block scales.
-      nf4: { nested: config.useBnbNestedQuant },
-      gradientCheckpointing: config.gradientCheckpointing,
-      logitsMemoryBytes: config.logitsMemoryMiB * 2 ** 20,
-    });
-    // The reference copy only scores: checkpointed, its forward keeps layer inputs only.
-    const checkpointing = {
-      gradientCheckpointing: config.gradientCheckpointing,
-      logitsMemoryBytes: config.logitsMemoryMiB * 2 ** 20,
-    };
-    this.reference =
-      config.beta > 0 && !lora ? GpuLlama.load(engine, modelConfig, weights, checkpointing) : null;
+    if (models) {
+      this.policy = models.policy;
+      this.reference = models.reference;
+    } else {
+      if (isStreamed(weights)) throw new Error('streamed weights build with GrpoTrainer.create');
+      const options = modelOptions(setup);
+      this.policy = GpuLlama.load(engine, modelConfig, weights, options.policy);
+      this.reference = options.reference
+        ? GpuLlama.load(engine, modelConfig, weights, options.reference)
+        : null;
+    }
     this.sampler = new Sampler(engine, this.policy);
     this.optimizer = new GpuAdamW(engine, this.policy, {
       beta1: config.adamBeta1,

@@ -102,29 +102,70 @@ export function storedDtypeOf(spec: ParameterSpec, frozen: WeightDtype): WeightD
 }
 
 /**
- * The storage of frozen matrices for config dtype `option`. 'auto' keeps the checkpoint's format:
- * nf4 when its projections come NF4-quantised (a bitsandbytes 4-bit checkpoint), bf16 when every
- * 2-D tensor's values are bf16 values (a BF16 checkpoint widened on load), else f16 when they all
- * are f16 values, else f32 — so 'auto' never changes a weight.
+ * Weights read one tensor at a time (src/formats/hf-folder.ts WeightReader): a load streams them
+ * into the GPU (GpuLlama.loadStreamed), so the host never holds the whole model.
+ */
+export interface StreamedWeights {
+  /** Each tensor's dtype as stored in the checkpoint ('F32', 'BF16', 'F16', 'NF4' …). */
+  readonly storedDtypes: ReadonlyMap<string, string>;
+  /** One tensor in its stored form (a fresh buffer of its own). */
+  read(name: string): Promise<WeightTensor>;
+}
+
+/** A model's initial weights: all on the host, or read tensor by tensor (streamed). */
+export type WeightSource = ReadonlyMap<string, WeightTensor> | StreamedWeights;
+
+/** Whether `weights` are read tensor by tensor (a reader) rather than held in a Map. */
+export function isStreamed(weights: WeightSource): weights is StreamedWeights {
+  return typeof (weights as Partial<StreamedWeights>).read === 'function';
+}
+
+/** The checkpoint format of `weights`' 2-D tensors (not pre-quantised): bf16 / f16 when every
+ * matrix is, else f32. A reader says it from its stored
+ * dtypes; a Map from its values (a BF16 checkpoint widened on load is still all bf16 values). */
+function checkpointFormatOf(config: LlamaConfig, weights: WeightSource): WeightDtype {
+  const matrices = parameterSpecs(config).filter((spec) => spec.shape.length === 2);
+  if (isStreamed(weights)) {
+    const stored = matrices
+      .map((spec) => weights.storedDtypes.get(spec.name))
+      .filter((d): d is string => d !== undefined);
+    if (stored.length > 0 && stored.every((d) => d === 'BF16')) return 'bf16';
+    if (stored.length > 0 && stored.every((d) => d === 'F16')) return 'f16';
+    return 'f32';
+  }
+  const tensors = matrices
+    .map((spec) => weights.get(spec.name))
+    .filter((t): t is WeightTensor => t !== undefined);
+  for (const format of ['bf16', 'f16'] as const) {
+    if (tensors.every((t) => holdsExactly(t, format))) return format;
+  }
+  return 'f32';
+}
+
+/** Whether `weights` hold a pre-quantised (bitsandbytes 4-bit NF4) checkpoint's projections. */
+export function isPrequantised(weights: WeightSource): boolean {
+  if (isStreamed(weights)) return [...weights.storedDtypes.values()].includes('NF4');
+  return [...weights.values()].some((t) => !(t instanceof Float32Array) && t.format === 'nf4');
+}
+
+/**
+ * The storage of frozen matrices for config dtype `option`. A pre-quantised (bitsandbytes 4-bit)
+ * checkpoint keeps its NF4 projections whatever `option` says, as transformers does (its
+ * torch_dtype applies only to the unquantised tensors; here those, the embedding and LM head, are
+ * stored bf16 as under dtype nf4). Otherwise 'auto' keeps the checkpoint's format (bf16 when every
+ * 2-D tensor is bf16, f16 when every one is f16, else f32), so 'auto' never changes a weight.
  */
 export function frozenDtypeOf(
   option: DtypeOption,
   config: LlamaConfig,
-  tensors: ReadonlyMap<string, WeightTensor>,
+  weights: WeightSource,
 ): WeightDtype {
+  if (isPrequantised(weights)) return 'nf4';
   if (option === 'nf4') return 'nf4';
   if (option === 'bfloat16') return 'bf16';
   if (option === 'float16') return 'f16';
   if (option === 'float32') return 'f32';
-  const matrices = parameterSpecs(config)
-    .filter((spec) => spec.shape.length === 2)
-    .map((spec) => tensors.get(spec.name))
-    .filter((t): t is WeightTensor => t !== undefined);
-  if (matrices.some((t) => !(t instanceof Float32Array) && t.format === 'nf4')) return 'nf4';
-  for (const format of ['bf16', 'f16'] as const) {
-    if (matrices.every((t) => holdsExactly(t, format))) return format;
-  }
-  return 'f32';
+  return checkpointFormatOf(config, weights);
 }
 
 /** Whether every value of `t` is a `format` value (16-bit values count in their own format). */

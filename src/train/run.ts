@@ -17,7 +17,7 @@ import {
   type MemoryPlanInput,
   type WeightDtype,
 } from '../model/memory-plan';
-import { frozenDtypeOf, type WeightTensor } from '../model/parameters';
+import { frozenDtypeOf, isPrequantised, isStreamed, type WeightSource } from '../model/parameters';
 import { createTask } from '../tasks/index';
 import type { Task } from '../tasks/types';
 import type { CheckpointPayload } from '../storage/checkpoints';
@@ -50,7 +50,12 @@ import type { SandboxFactory } from '../rewards/reward-sandbox';
 import { createRewardFunctions, type RewardFunction } from '../rewards/rewards';
 import { stepUntil, type StageHooks, type TrainingStage } from './stage';
 import { StepProgress, type PhaseProgress } from '../grpo/step-progress';
-import { GrpoTrainer, type StepReport, type TrainerTokenizer } from '../grpo/trainer';
+import {
+  GrpoTrainer,
+  type StepReport,
+  type TrainerSetup,
+  type TrainerTokenizer,
+} from '../grpo/trainer';
 
 /** One row of the metrics history: the step number and that step's docs/grpo.md §6 metrics. */
 
@@ -76,15 +81,19 @@ export function planRunMemory(
   config: Config,
   limits: Pick<GPUSupportedLimits, 'maxBufferSize' | 'maxStorageBufferBindingSize'>,
   budgetBytes = defaultMemoryBudget(limits),
-  /** The weights, when known: dtype 'auto' under LoRA then keeps their 16-bit format as the
-   * trainer does (frozenDtypeOf); without them 'auto' is planned as float32. */
-  weights?: ReadonlyMap<string, WeightTensor>,
+  /** The weights (a Map or a reader), when known: under LoRA the base is then planned as the
+   * trainer stores it (frozenDtypeOf): 'auto' keeps their 16-bit format, and a pre-quantised
+   * (bitsandbytes) checkpoint stays NF4 whatever dtype says; without them 'auto' is planned as
+   * float32. */
+  weights?: WeightSource,
 ): MemoryPlan {
-  const auto =
-    weights && config.usePeft && config.dtype === 'auto'
-      ? PLAN_DTYPE[frozenDtypeOf('auto', model, weights)]
-      : undefined;
-  return planMemory(runPlanInput(model, config, auto), deviceMemoryLimits(limits, budgetBytes));
+  const frozen =
+    weights && config.usePeft ? PLAN_DTYPE[frozenDtypeOf(config.dtype, model, weights)] : undefined;
+  const input = runPlanInput(model, config, frozen);
+  return planMemory(
+    frozen ? { ...input, dtype: frozen } : input,
+    deviceMemoryLimits(limits, budgetBytes),
+  );
 }
 
 const PLAN_DTYPE = { f32: 'float32', bf16: 'bfloat16', f16: 'float16', nf4: 'nf4' } as const;
@@ -143,8 +152,9 @@ export interface RunHooks extends StageHooks {
 export interface RunModel {
   config: LlamaConfig;
   /** The run's initial weights (16-bit or NF4 as a checkpoint ships them may be given): also
-   * the frozen reference policy when β > 0. */
-  weights: ReadonlyMap<string, WeightTensor>;
+   * the frozen reference policy when β > 0. A reader (src/formats/hf-folder.ts WeightReader) is
+   * streamed into the GPU tensor by tensor: build the run with Run.create then. */
+  weights: WeightSource;
   tokenizer: TrainerTokenizer;
 }
 
@@ -181,14 +191,11 @@ export interface RunSetup {
  * A 4-bit (NF4) checkpoint trains only under LoRA, as PEFT and transformers refuse to fine-tune a
  * quantised model without adapters (dtype 'nf4' itself is refused so by resolveConfig).
  */
-export function checkQuantisedBase(
-  config: Pick<Config, 'usePeft'>,
-  weights: ReadonlyMap<string, WeightTensor>,
-): void {
-  if (config.usePeft) return;
-  const quantised = [...weights].find(
-    ([, t]) => !(t instanceof Float32Array) && t.format === 'nf4',
-  );
+export function checkQuantisedBase(config: Pick<Config, 'usePeft'>, weights: WeightSource): void {
+  if (config.usePeft || !isPrequantised(weights)) return;
+  const quantised = isStreamed(weights)
+    ? [...weights.storedDtypes].find(([, d]) => d === 'NF4')
+    : [...weights].find(([, t]) => !(t instanceof Float32Array) && t.format === 'nf4');
   if (quantised) {
     throw new Error(
       `This model is 4-bit (NF4) quantised (${quantised[0]}): a full fine-tune cannot train it. ` +
@@ -196,6 +203,9 @@ export function checkQuantisedBase(
     );
   }
 }
+
+/** Run.create's mark for a constructor that leaves the trainer to it. */
+const STREAMED = Symbol('streamed');
 
 /** The options whose change rebuilds the reward functions (custom rewards in new sandboxes). */
 const REWARD_KEYS: readonly ConfigKey[] = ['rewards', 'customRewards', 'rewardTimeoutMs'];
@@ -205,9 +215,10 @@ export class Run implements TrainingStage {
   /** The run's display name (renaming a run changes it). */
   name: string | undefined;
   readonly task: Task;
-  readonly trainer: GrpoTrainer;
-  readonly evals: EvalDuringTraining;
-  readonly evalContext: EvalContext;
+  // Set once the trainer is built: in the constructor, or after it by Run.create (streamed).
+  trainer!: GrpoTrainer;
+  evals!: EvalDuringTraining;
+  evalContext!: EvalContext;
   readonly plan: MemoryPlan;
   /** Every completed step's metrics (restore() keeps those up to the checkpoint). */
   history: MetricsRow[] = [];
@@ -221,11 +232,12 @@ export class Run implements TrainingStage {
   #stepping = false;
   private readonly scoring: Task;
   private readonly sandboxFactory: SandboxFactory;
-  private readonly model: RunModel;
+  private readonly model: Pick<RunModel, 'config' | 'tokenizer'>;
   private readonly modelIdentity: Identity | null;
   private readonly progress = new StepProgress((p) => this.hooks.onProgress?.(p));
 
-  constructor(setup: RunSetup) {
+  /** `deferred` (Run.create only): stop before the trainer, which create builds by streaming. */
+  constructor(setup: RunSetup, deferred?: typeof STREAMED) {
     const { config, model } = setup;
     // Every GPU submission of the run passes its label to the step's progress (a wrapper: the
     // engine itself may be shared with other work, chat or tests).
@@ -238,7 +250,8 @@ export class Run implements TrainingStage {
     };
     this.id = setup.runId;
     this.name = setup.runName;
-    this.model = model;
+    // Only what the run reads later: not the weights, so a Map given here is free once uploaded.
+    this.model = { config: model.config, tokenizer: model.tokenizer };
     this.modelIdentity = setup.modelIdentity ?? null;
     this.#config = config;
     this.sandboxFactory = setup.sandboxFactory;
@@ -255,26 +268,58 @@ export class Run implements TrainingStage {
     this.task = createTask(config.task, config.taskOptions, { text: setup.taskText });
     this.scoring = setup.scoringTask ?? this.task;
     this.#rewards = this.buildRewards(config);
+    this.#engine = engine;
     try {
       setup.beforeAllocate?.();
-      this.trainer = new GrpoTrainer({
-        engine,
-        config,
-        modelConfig: model.config,
-        weights: model.weights,
-        tokenizer: model.tokenizer,
-        task: this.task,
-        rewardFunctions: this.#rewards,
-        recordLogpAfterUpdate: setup.recordLogpAfterUpdate,
-      });
+      if (deferred === STREAMED) return;
+      if (isStreamed(model.weights))
+        throw new Error('a streamed model builds its run with Run.create');
+      this.attach(new GrpoTrainer(this.trainerSetup(engine, setup)));
     } catch (err) {
       disposeCustomRewards(this.#rewards);
       throw err;
     }
+  }
+
+  /**
+   * Builds a run. With a reader for weights (the page's loaded model, the command line) the
+   * policy, and a full fine-tune's reference copy with β > 0, are uploaded tensor by tensor
+   * (GrpoTrainer.create → GpuLlama.loadStreamed) after beforeAllocate has freed the previous run,
+   * so the host holds at most one tensor as stored; a Map of weights builds as the constructor.
+   */
+  static async create(setup: RunSetup): Promise<Run> {
+    if (!isStreamed(setup.model.weights)) return new Run(setup);
+    const run = new Run(setup, STREAMED);
+    try {
+      run.attach(await GrpoTrainer.create(run.trainerSetup(run.#engine!, setup)));
+    } catch (err) {
+      disposeCustomRewards(run.#rewards);
+      throw err;
+    }
+    return run;
+  }
+
+  #engine: Engine | null = null;
+
+  private trainerSetup(engine: Engine, setup: RunSetup): TrainerSetup {
+    return {
+      engine,
+      config: setup.config,
+      modelConfig: setup.model.config,
+      weights: setup.model.weights,
+      tokenizer: setup.model.tokenizer,
+      task: this.task,
+      rewardFunctions: this.#rewards,
+      recordLogpAfterUpdate: setup.recordLogpAfterUpdate,
+    };
+  }
+
+  private attach(trainer: GrpoTrainer): void {
+    this.trainer = trainer;
     this.trainer.onPhase = (phase) =>
       this.progress.trainer(phase, this.stepCount + 1, this.#config);
-    this.evalContext = trainerEvalContext(this.trainer, model.tokenizer, this.scoring);
-    this.evals = new EvalDuringTraining(this.trainer, this.evalContext, config);
+    this.evalContext = trainerEvalContext(this.trainer, this.model.tokenizer, this.scoring);
+    this.evals = new EvalDuringTraining(this.trainer, this.evalContext, this.#config);
   }
 
   /** The config in force: the one the run was built with and any live changes since. */

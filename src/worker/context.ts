@@ -12,7 +12,7 @@ import { browserSandboxFactory } from '../rewards/reward-sandbox-browser';
 import type { SandboxFactory } from '../rewards/reward-sandbox';
 import { planRunMemory, Run } from '../train/run';
 import { TrainingDivergedError, type StepReport } from '../grpo/trainer';
-import { readWeights, type OpenedHfModel } from '../formats/hf-folder';
+import { type OpenedHfModel } from '../formats/hf-folder';
 import { filesSource, urlSource, type ModelSource } from '../formats/model-source';
 import type { Tokenizer } from '../formats/tokenizer';
 import { parameterCount, type LlamaConfig } from '../core/model-config';
@@ -218,14 +218,15 @@ export class WorkerContext {
     const m = this.requireModel();
     const engine = await this.getEngine();
     const active = { lastCheckpoint: null } as ActiveRun;
-    active.run = new Run({
+    active.run = await Run.create({
       engine,
       config,
       model: {
         config: m.hf.config,
-        // As stored (16-bit stays 16-bit, a 4-bit checkpoint NF4), read for the run's upload and
-        // dropped once the run is built: the run keeps only its GPU buffers.
-        weights: await readWeights(m.hf.weights, 'stored'),
+        // The reader: the run streams the weights into the GPU tensor by tensor, as stored (16-bit
+        // stays 16-bit, a 4-bit checkpoint NF4), after beforeAllocate has freed the previous run,
+        // so the host holds one tensor at a time, never the whole model.
+        weights: m.hf.weights,
         tokenizer: m.tokenizer,
       },
       runId: ids.id,

@@ -323,7 +323,8 @@ class RecipeRunner {
       runId: a.runId,
       base: {
         config: m.hf.config,
-        // The recipe restarts stages from the base: it keeps the weights while it runs.
+        // The recipe restarts stages from the base and reads f32 weights between stages: it keeps
+        // the whole model on the host while it runs (a small model's path, not streamed).
         weights: await readWeights(m.hf.weights, 'f32'),
         tokenizer: m.tokenizer,
         identity: m.identity,
