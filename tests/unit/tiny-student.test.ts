@@ -1,195 +1,30 @@
-// The second bundled model, the tiny student (public/models/tiny-student, issue #38), loaded with the
-// app's own loaders: its config and size (a third of the tiny reasoner's or less), the same tokenizer
-// as the reasoner and the corpus, the shipped weights greedy-decoding held-out prompts exactly as
-// PyTorch did in tools/pretrain/pretrain.py (the app's f64 CPU reference model against the script's
-// greedy samples), and the base rates of its run.json (and model card) re-scored from the script's
-// samples with the project's reward code.
-import { readFileSync, statSync } from 'node:fs';
-import { beforeAll, describe, expect, it } from 'vitest';
-import { reflectionMarkers, reflects, thinkText } from '../../src/rewards/reflection';
-import { extractAnswer, formatOk } from '../../src/rewards/rewards';
-import { loadHfFolder, type LoadedHfModel } from '../../src/formats/hf-folder';
+// The second bundled model, the tiny student (public/models/tiny-student, issue #38): the checks every
+// bundled model passes (tests/support/bundled-model.ts: config, size, tokenizer, greedy decoding
+// exactly as PyTorch did in tools/pretrain/pretrain.py, and the base rates of its run.json and model
+// card re-scored from the script's samples with the project's reward code), and what makes it the
+// student: a third of the tiny reasoner's size or less, with the reasoner's own tokenizer files.
+import { expect, it } from 'vitest';
+import { loadHfFolder } from '../../src/formats/hf-folder';
 import { folderSource } from '../../src/formats/model-source';
-import { loadTokenizer, type Tokenizer } from '../../src/formats/tokenizer';
 import { parameterCount } from '../../src/core/model-config';
-import { RefLlama } from '../../src/ref/llama';
-import {
-  COUNTDOWN_REFLECTION_MARKERS,
-  countdownQuestion,
-  createCountdownTask,
-} from '../../src/tasks/countdown';
-import {
-  isHeldOut,
-  promptText,
-  tinyTokenizerFiles,
-  DEFAULT_TRACE_MIX,
-  TINY_COUNTDOWN_OPTIONS,
-} from '../../src/tasks/traces';
-import type { Problem } from '../../src/tasks/types';
-import { verifyCountdown } from '../../src/tasks/verify';
+import { describeBundledModel } from '../support/bundled-model';
 
-const DIR = 'public/models/tiny-student';
-const TEACHER_DIR = 'public/models/tiny-reasoner';
-const SAMPLES = 'tools/pretrain/student/eval_samples.jsonl';
-const RUN = 'tools/pretrain/student/run.json';
-/** Completions the reference model greedy-decodes here and compares with the script's greedy ones. */
-const GREEDY_PROMPTS = 6;
-
-interface SampleRow {
-  id: string;
-  mode: 'sampled' | 'greedy';
-  nums: number[];
-  target: number;
-  completion: string;
-  tokens: number;
-  finished: boolean;
-  format: boolean;
-  correct: boolean;
-  reflects: boolean;
-}
-
-const countdown = createCountdownTask(TINY_COUNTDOWN_OPTIONS);
-const problemOf = (row: SampleRow): Problem => ({
-  id: row.id,
-  task: 'countdown',
-  question: countdownQuestion(row.nums, row.target),
-  reference: null,
-  verifier: { kind: 'countdown', nums: row.nums, target: row.target },
-});
-/** Python's json writes NaN for the accuracy of an empty group (e.g. no greedy reflection). */
-const readRun = () => JSON.parse(readFileSync(RUN, 'utf8').replace(/\bNaN\b/g, 'null'));
-
-/** Greedy decoding with the f64 CPU reference model and its KV cache; stops after EOS. */
-function greedyDecode(model: RefLlama, prompt: number[], eos: number[], maxNew: number): number[] {
-  const V = model.config.vocabSize;
-  const argmax = (logits: Float64Array) => {
-    let best = 0;
-    for (let v = 1; v < V; v++) if (logits[v] > logits[best]) best = v;
-    return best;
-  };
-  const { logits, kv } = model.prefill(
-    Uint32Array.from(prompt),
-    1,
-    prompt.length,
-    new Uint32Array(1),
-    prompt.length + maxNew,
-  );
-  const out = [argmax(logits)];
-  while (out.length < maxNew && !eos.includes(out[out.length - 1])) {
-    out.push(argmax(model.decodeStep(kv, Uint32Array.of(out[out.length - 1]))));
-  }
-  return out;
-}
-
-describe('tiny-student model folder', () => {
-  let loaded: LoadedHfModel;
-  let tok: Tokenizer;
-  let samples: SampleRow[];
-
-  beforeAll(async () => {
-    loaded = await loadHfFolder(folderSource(DIR));
-    tok = await loadTokenizer(loaded.tokenizerFiles, {
-      eosTokenIds: loaded.generation.eosTokenIds,
+describeBundledModel({
+  name: 'tiny-student',
+  pretrainDir: 'tools/pretrain/student',
+  hiddenSize: 48,
+  intermediateSize: 96,
+  numHeads: 4,
+  headDim: 12,
+  parameters: 114_144,
+  maxBytes: 1024 * 1024,
+  extra: (model) => {
+    it('is a third of the reasoner’s size or less, with the reasoner’s tokenizer files', async () => {
+      const loaded = model();
+      const teacher = await loadHfFolder(folderSource('public/models/tiny-reasoner'));
+      expect(parameterCount(loaded.config)).toBeLessThanOrEqual(parameterCount(teacher.config) / 3);
+      for (const name of ['tokenizer.json', 'tokenizer_config.json'])
+        expect(loaded.tokenizerFiles.get(name)).toEqual(teacher.tokenizerFiles.get(name));
     });
-    samples = readFileSync(SAMPLES, 'utf8')
-      .split('\n')
-      .filter((l) => l.trim())
-      .map((l) => JSON.parse(l) as SampleRow);
-  });
-
-  it('has the documented config, a third of the reasoner’s size or less', async () => {
-    const c = loaded.config;
-    expect(c).toMatchObject({
-      architecture: 'LlamaForCausalLM',
-      hiddenSize: 48,
-      intermediateSize: 96,
-      numLayers: 4,
-      numHeads: 4,
-      numKvHeads: 4,
-      headDim: 12,
-      tieWordEmbeddings: true,
-      attentionBias: false,
-      bosTokenId: 1,
-      eosTokenIds: [2],
-    });
-    expect(c.vocabSize).toBe(tok.vocabSize);
-    const n = parameterCount(c);
-    expect(n).toBe(4 * (4 * 48 * 48 + 3 * 48 * 96 + 2 * 48) + 48 + c.vocabSize * 48);
-    expect(n).toBe(114_144);
-    expect(readRun().parameters).toBe(n);
-    const teacher = await loadHfFolder(folderSource(TEACHER_DIR));
-    expect(n).toBeLessThanOrEqual(parameterCount(teacher.config) / 3);
-    expect(statSync(`${DIR}/model.safetensors`).size).toBeLessThan(1024 * 1024);
-    expect([...loaded.storedDtypes.values()].every((d) => d === 'F32')).toBe(true);
-    expect(loaded.generation).toMatchObject({
-      temperature: 1,
-      maxNewTokens: DEFAULT_TRACE_MIX.maxCompletionTokens,
-    });
-    for (const t of loaded.tensors.values()) expect(t.every(Number.isFinite)).toBe(true);
-    // The same tokenizer files as the reasoner and the corpus.
-    for (const name of ['tokenizer.json', 'tokenizer_config.json'])
-      expect(loaded.tokenizerFiles.get(name)).toEqual(teacher.tokenizerFiles.get(name));
-    const files = tinyTokenizerFiles();
-    expect(
-      JSON.parse(new TextDecoder().decode(loaded.tokenizerFiles.get('tokenizer.json'))),
-    ).toEqual(files.tokenizerJson);
-  });
-
-  it('greedy-decodes held-out prompts as the PyTorch script did', () => {
-    const model = new RefLlama(loaded.config, loaded.tensors);
-    const maxNewTokens: number = readRun().eval.max_new_tokens;
-    expect(maxNewTokens).toBe(DEFAULT_TRACE_MIX.maxCompletionTokens);
-    const greedy = samples.filter((s) => s.mode === 'greedy').slice(0, GREEDY_PROMPTS);
-    expect(greedy).toHaveLength(GREEDY_PROMPTS);
-    for (const row of greedy) {
-      const problem = problemOf(row);
-      expect(isHeldOut(problem)).toBe(true);
-      const ids = greedyDecode(
-        model,
-        tok.encode(promptText(countdown, problem)),
-        tok.eosTokenIds,
-        maxNewTokens,
-      );
-      const completion = tok.decode(ids, { skipSpecialTokens: true });
-      expect(completion).toBe(row.completion);
-      expect(ids.length).toBe(row.tokens);
-      expect(formatOk(completion), completion).toBe(true);
-    }
-  });
-
-  it('base rates in run.json and the model card re-score from the samples with the project reward code', () => {
-    const markers = reflectionMarkers(COUNTDOWN_REFLECTION_MARKERS);
-    const run = readRun();
-    const card = readFileSync(`${DIR}/README.md`, 'utf8');
-    expect(card).toMatch(/^# tiny-student\n/);
-    const pct = (x: number) => `${(100 * x).toFixed(1)}%`;
-    for (const mode of ['sampled', 'greedy'] as const) {
-      const rows = samples.filter((s) => s.mode === mode);
-      expect(rows).toHaveLength(run.eval.prompts);
-      let right = 0;
-      let refl = 0;
-      let reflRight = 0;
-      let formatted = 0;
-      for (const s of rows) {
-        expect(isHeldOut(problemOf(s))).toBe(true);
-        const answer = extractAnswer(s.completion);
-        const correct = answer !== null && verifyCountdown(answer, s.nums, s.target).ok;
-        const r = reflects(thinkText(s.completion), markers);
-        const format = formatOk(s.completion);
-        expect([format, correct, r]).toEqual([s.format, s.correct, s.reflects]);
-        right += correct ? 1 : 0;
-        refl += r ? 1 : 0;
-        reflRight += r && correct ? 1 : 0;
-        formatted += format ? 1 : 0;
-      }
-      const m = run.eval[mode];
-      expect(m.accuracy).toBeCloseTo(right / rows.length, 12);
-      expect(m.reflection_rate).toBeCloseTo(refl / rows.length, 12);
-      expect(m.format_rate).toBeCloseTo(formatted / rows.length, 12);
-      if (refl > 0) expect(m.reflecting.accuracy).toBeCloseTo(reflRight / refl, 12);
-      // The card's table states these numbers (sampled | greedy columns).
-      expect(card).toContain(pct(right / rows.length));
-      expect(card).toContain(pct(refl / rows.length));
-    }
-  });
+  },
 });
