@@ -7,13 +7,13 @@
 // folder, keeping the evaluations already done. (That a resumed recipe trains exactly as an
 // uninterrupted one is tests/kernels/recipe.test.ts's.) A student with another tokenizer is refused
 // before anything trains.
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { compareFindings, renderReport } from '../../src/cli/_recipe-compare';
 import type { FindingsOptions } from '../../src/recipes/recipe-findings';
-import { tinyHfFolder } from '../support/tiny-hf-model';
+import { reverseVocabulary, tinyHfFolder } from '../support/tiny-hf-model';
 
 const work = mkdtempSync(join(tmpdir(), 'grpo-findings-'));
 const SFT = { perDeviceTrainBatchSize: 4, learningRate: 3e-4, maxLength: 128, saveSteps: 1 };
@@ -126,15 +126,7 @@ describe('recipe findings comparison', { timeout: 600_000 }, () => {
 
   it('refuses a student with another tokenizer before training anything', async () => {
     const folder = await tinyHfFolder({ numLayers: 1, hiddenSize: 16 });
-    const other = folder.writeTo(join(work, 'other-tokenizer'));
-    const tok = JSON.parse(readFileSync(join(other, 'tokenizer.json'), 'utf8'));
-    const vocab = tok.model.vocab as Record<string, number>;
-    // Every ordinary entry's id reversed (the added tokens keep theirs): numbers encode differently.
-    const added = new Set((tok.added_tokens as { content: string }[]).map((t) => t.content));
-    const keys = Object.keys(vocab).filter((k) => !added.has(k));
-    const ids = keys.map((k) => vocab[k]).reverse();
-    keys.forEach((k, i) => (vocab[k] = ids[i]));
-    writeFileSync(join(other, 'tokenizer.json'), JSON.stringify(tok));
+    const other = reverseVocabulary(folder.writeTo(join(work, 'other-tokenizer')));
     const lines: string[] = [];
     await expect(
       compareFindings({

@@ -4,7 +4,7 @@
 // uninterrupted run; a rejection-sample stage's kept set is what the next SFT stage (a student
 // from the base weights) trains on, with consistent counts and the same set for the same seed (the
 // comparison, src/cli/_recipe-compare.ts, is tests/kernels/recipe-findings.test.ts).
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -12,7 +12,7 @@ import { recipeFolder } from '../../src/cli/_recipe';
 import { loadModel, openEngine, type LoadedModel } from '../../src/cli/_session';
 import type { Engine } from '../../src/engine/engine';
 import { parseRecipe, type Recipe, type TimelineRow } from '../../src/recipes/recipe-spec';
-import { tinyHfFolder } from '../support/tiny-hf-model';
+import { reverseVocabulary, tinyHfFolder } from '../support/tiny-hf-model';
 
 const work = mkdtempSync(join(tmpdir(), 'grpo-recipe-'));
 const SMALL_RL = {
@@ -210,15 +210,7 @@ describe('recipe run folder', { timeout: 900_000 }, () => {
 
     // The same folder with two vocabulary entries swapped: another tokenizer.
     const other = join(work, 'other-tokenizer');
-    student.writeTo(other);
-    const tok = JSON.parse(readFileSync(join(other, 'tokenizer.json'), 'utf8'));
-    const vocab = tok.model.vocab as Record<string, number>;
-    // Every ordinary entry's id reversed (the added tokens keep theirs): numbers encode differently.
-    const added = new Set((tok.added_tokens as { content: string }[]).map((t) => t.content));
-    const keys = Object.keys(vocab).filter((k) => !added.has(k));
-    const ids = keys.map((k) => vocab[k]).reverse();
-    keys.forEach((k, i) => (vocab[k] = ids[i]));
-    writeFileSync(join(other, 'tokenizer.json'), JSON.stringify(tok));
+    reverseVocabulary(student.writeTo(other));
     await expect(
       recipeFolder({
         engine,

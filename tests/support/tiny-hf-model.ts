@@ -1,7 +1,7 @@
 // A tiny random Llama as a Hugging Face folder (config, safetensors, the bundled model's word-level
 // tokenizer, so R1-Zero prompts are a few dozen tokens and steps are fast): as in-memory files for
 // the worker API (a ModelSource of blobs) and written to disk for the command line.
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { exportHfFolder } from '../../src/export/hf-export';
 import { loadTokenizer } from '../../src/formats/tokenizer';
@@ -56,4 +56,19 @@ export async function tinyHfFolder(overrides: Partial<LlamaConfig> = {}) {
       return dir;
     },
   };
+}
+
+/**
+ * Gives the folder at `dir` another tokenizer: every ordinary entry's id in tokenizer.json reversed
+ * (the added tokens keep theirs), so numbers encode differently. Returns `dir`.
+ */
+export function reverseVocabulary(dir: string): string {
+  const tok = JSON.parse(readFileSync(join(dir, 'tokenizer.json'), 'utf8'));
+  const vocab = tok.model.vocab as Record<string, number>;
+  const added = new Set((tok.added_tokens as { content: string }[]).map((t) => t.content));
+  const keys = Object.keys(vocab).filter((k) => !added.has(k));
+  const ids = keys.map((k) => vocab[k]).reverse();
+  keys.forEach((k, i) => (vocab[k] = ids[i]));
+  writeFileSync(join(dir, 'tokenizer.json'), JSON.stringify(tok));
+  return dir;
 }
