@@ -10,22 +10,9 @@ import {
   FINDINGS,
   FINDINGS_DEFAULTS,
   judgeFindings,
-  type ArmEval,
   type FindingsReport,
 } from '../../src/recipes/recipe-findings';
-
-const arm = (correct: number, reflecting = 50): ArmEval => ({
-  n: 200,
-  correct,
-  accuracy: correct / 200,
-  reflecting,
-  reflection: reflecting / 200,
-  format: 1,
-  languageConsistency: 1,
-  length: 40,
-  accuracyReflecting: NaN,
-  accuracyNotReflecting: NaN,
-});
+import { armEval as arm } from '../support/arm-eval';
 
 function fixture(): FindingsReport {
   const perSeed = [1, 2].map((seed) => ({

@@ -14,9 +14,9 @@ import {
   QUICK,
   STAGE,
   stepsToReach,
-  type ArmEval,
 } from '../../src/recipes/recipe-findings';
 import { wilsonInterval } from '../../src/core/wilson';
+import { armEval as arm } from '../support/arm-eval';
 
 const c = { better: 'coldStartRl', worse: 'r1Zero', metric: 'accuracy' } as const;
 const n = (hits: number, total = 200) => ({ hits, n: total });
@@ -91,18 +91,6 @@ describe('findings', () => {
   });
 
   it('judges the three findings from measured arms', () => {
-    const arm = (correct: number, reflecting: number): ArmEval => ({
-      n: 200,
-      correct,
-      accuracy: correct / 200,
-      reflecting,
-      reflection: reflecting / 200,
-      format: 1,
-      languageConsistency: 1,
-      length: 40,
-      accuracyReflecting: NaN,
-      accuracyNotReflecting: NaN,
-    });
     const seed = (s: number) => ({
       seed: s,
       seconds: 1,
