@@ -7,11 +7,11 @@
 // "4 selected files").
 import { readFileSync } from 'node:fs';
 import { expect, test } from '@playwright/test';
+import { loadLocalFolder, readHistory, takeSteps } from './support/local-folder';
 import { writeRandomHfFolder, type RandomHfFolder } from './support/random-hf-folder';
 import { unzipStored } from './support/unzip';
 import { watchErrors } from './support/watch-errors';
 
-const STEP_TIMEOUT = 120_000;
 // GSM8K's questions in the R1-Zero template are ~200 Qwen tokens: room for them, tiny sampling.
 const TINY_RUN =
   'test-hooks=1&perStepPrompts=1&numGenerations=2&maxCompletionLength=8&evalPrompts=1&maxPromptLength=384&usePeft=true&loraR=2&loraAlpha=4';
@@ -55,13 +55,7 @@ test('a Qwen3 folder trains two LoRA steps on GSM8K Parquet with the math checke
   test.setTimeout(300_000);
   const errors = watchErrors(page);
   await page.goto(`/?${TINY_RUN}#train`);
-  await page.getByRole('radio', { name: 'Local folder' }).check();
-  await page.locator('input[type="file"][webkitdirectory]').setInputFiles(folder.dir);
-  await expect(page.getByTestId('model-name')).toHaveText('tiny-qwen3', { timeout: 60_000 });
-  await page.getByTestId('load-model').click();
-  await expect(page.getByTestId('model-loaded')).toContainText('tiny-qwen3', {
-    timeout: STEP_TIMEOUT,
-  });
+  await loadLocalFolder(page, folder.dir, 'tiny-qwen3');
 
   await page.locator('#task-select').selectOption('jsonl');
   await page
@@ -73,15 +67,8 @@ test('a Qwen3 folder trains two LoRA steps on GSM8K Parquet with the math checke
   await page.locator('#task-checker').selectOption('math');
   await expect(page.locator('#task-checker')).toHaveValue('math');
 
-  for (const n of [1, 2]) {
-    await page.getByTestId('step').click();
-    await expect(page.getByTestId('step-counter')).toContainText(`step ${n}`, {
-      timeout: STEP_TIMEOUT,
-    });
-  }
-  const history = (await page.evaluate(() =>
-    (globalThis as unknown as { __grpoTest: { history: () => unknown } }).__grpoTest.history(),
-  )) as { metrics: Record<string, number> }[];
+  await takeSteps(page, 2);
+  const history = await readHistory(page);
   expect(history).toHaveLength(2);
   for (const row of history) {
     // Every completion got an accuracy verdict (0 for a random model, but not null: the GSM8K

@@ -3,10 +3,10 @@
 // and Inspect's token strips keep each word's leading space. Before the fix every token was decoded
 // alone, SentencePiece's decoder dropped its "▁" space, and the strips read "theysawittogether".
 import { expect, test } from '@playwright/test';
+import { loadLocalFolder, takeSteps } from './support/local-folder';
 import { writeRandomHfFolder, type RandomHfFolder } from './support/random-hf-folder';
 import { watchErrors } from './support/watch-errors';
 
-const STEP_TIMEOUT = 120_000;
 // A small run; the R1-Zero prompt is 166 Llama 2 tokens, past the default maxPromptLength.
 const TINY_RUN =
   'perStepPrompts=1&numGenerations=2&maxCompletionLength=8&evalPrompts=1&maxPromptLength=256';
@@ -44,17 +44,8 @@ test('a SentencePiece model: token strips keep the spaces', async ({ page }) => 
   test.setTimeout(300_000);
   const errors = watchErrors(page);
   await page.goto(`/?${TINY_RUN}#train`);
-  await page.getByRole('radio', { name: 'Local folder' }).check();
-  await page.locator('input[type="file"][webkitdirectory]').setInputFiles(folder.dir);
-  await expect(page.getByTestId('model-name')).toHaveText('tiny-llama2-tokenizer', {
-    timeout: 60_000,
-  });
-  await page.getByTestId('load-model').click();
-  await expect(page.getByTestId('model-loaded')).toContainText('tiny-llama2-tokenizer', {
-    timeout: STEP_TIMEOUT,
-  });
-  await page.getByTestId('step').click();
-  await expect(page.getByTestId('step-counter')).toContainText('step 1', { timeout: STEP_TIMEOUT });
+  await loadLocalFolder(page, folder.dir, 'tiny-llama2-tokenizer');
+  await takeSteps(page, 1);
 
   await page.getByTestId('nav-inspect').click();
   const strips = page.getByTestId('tokens');
