@@ -19,6 +19,7 @@ import {
   type BnbQuantization,
 } from '../../src/formats/bnb-4bit';
 import { ModelFileError } from '../../src/formats/errors';
+import { modelFileErrorOf as errorOf } from '../support/model-file-error';
 import {
   parseSafetensors,
   parseSafetensorsHeader,
@@ -30,16 +31,6 @@ const DIR = join(dirname(fileURLToPath(import.meta.url)), '../fixtures/bnb4bit')
 const readJson = (path: string) =>
   JSON.parse(readFileSync(join(DIR, path), 'utf8')) as Record<string, unknown>;
 const bits = (a: Float32Array) => Array.from(new Uint32Array(a.buffer, a.byteOffset, a.length));
-
-function errorOf(fn: () => unknown): ModelFileError {
-  try {
-    fn();
-  } catch (err) {
-    expect(err).toBeInstanceOf(ModelFileError);
-    return err as ModelFileError;
-  }
-  throw new Error('expected a ModelFileError');
-}
 
 function loadFolder(folder: string) {
   const configJson = readJson(`${folder}/config.json`);

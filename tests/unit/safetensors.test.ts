@@ -7,7 +7,7 @@ import {
   parseSafetensors,
   writeSafetensors,
 } from '../../src/formats/safetensors';
-import { ModelFileError } from '../../src/formats/errors';
+import { modelFileErrorOf as errorOf } from '../support/model-file-error';
 
 /** A safetensors file from a header object and raw data bytes, exactly as the spec lays it out. */
 function rawFile(header: unknown, data: Uint8Array, pad = true): Uint8Array {
@@ -33,16 +33,6 @@ function f32Bytes(values: number[]): Uint8Array {
   const view = new DataView(out.buffer);
   values.forEach((v, i) => view.setFloat32(i * 4, v, true));
   return out;
-}
-
-function errorOf(fn: () => unknown): ModelFileError {
-  try {
-    fn();
-  } catch (err) {
-    expect(err).toBeInstanceOf(ModelFileError);
-    return err as ModelFileError;
-  }
-  throw new Error('expected a ModelFileError');
 }
 
 describe('parseSafetensors on files built from the spec', () => {
