@@ -8,38 +8,27 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import {
-  numel,
-  parameterSpecs,
-  parseHfConfig,
-  type LlamaConfig,
-} from '../../src/core/model-config';
+import { parseHfConfig, type LlamaConfig } from '../../src/core/model-config';
 import { loadHfFolder, openHfFolder } from '../../src/formats/hf-folder';
 import { folderSource } from '../../src/formats/model-source';
 import { widenWeight, writeSafetensors } from '../../src/formats/safetensors';
 import { GpuLlama } from '../../src/model/llama';
 import { weightsIdentity, weightsIdentityHasher } from '../../src/train/checkpoint';
 import { counting } from '../support/counting-source';
+import { lcgWeights, tinyLlamaConfigJson } from '../support/llama-fixture';
 import { testEngine } from './harness';
 
 const MARGIN_BYTES = 64 * 1024;
 
-const configJson = {
-  architectures: ['LlamaForCausalLM'],
-  model_type: 'llama',
-  hidden_size: 16,
-  intermediate_size: 32,
-  num_hidden_layers: 2,
-  num_attention_heads: 2,
-  num_key_value_heads: 1,
-  vocab_size: 512,
-  max_position_embeddings: 64,
-  rms_norm_eps: 1e-5,
-  rope_theta: 10000,
-  tie_word_embeddings: false,
-  bos_token_id: 1,
-  eos_token_id: 2,
-};
+const configJson = tinyLlamaConfigJson({
+  hidden: 16,
+  intermediate: 32,
+  layers: 2,
+  heads: 2,
+  kvHeads: 1,
+  vocab: 512,
+  tied: false,
+});
 
 const dir = mkdtempSync(join(tmpdir(), 'streamed-gpu-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -47,15 +36,7 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 function writeFolder(): LlamaConfig {
   writeFileSync(join(dir, 'config.json'), JSON.stringify(configJson));
   const c = parseHfConfig(configJson);
-  let s = 3;
-  const tensors = parameterSpecs(c).map((spec) => {
-    const data = new Float32Array(numel(spec.shape));
-    for (let i = 0; i < data.length; i++) {
-      s = (s * 1103515245 + 12345) % 2 ** 31;
-      data[i] = ((s % 255) - 127) / 256;
-    }
-    return { name: spec.name, shape: spec.shape, data };
-  });
+  const tensors = lcgWeights(c, 3, 256);
   writeFileSync(
     join(dir, 'model.safetensors'),
     writeSafetensors(tensors, undefined, { dtype: 'BF16' }),

@@ -25,27 +25,21 @@ import {
 } from '../../src/formats/model-source';
 import { writeSafetensors, type SafetensorsDtype } from '../../src/formats/safetensors';
 import { ModelFileError, ModelSourceError } from '../../src/formats/errors';
-import { ModelConfigError, parameterSpecs, parseHfConfig } from '../../src/core/model-config';
+import { ModelConfigError, parseHfConfig } from '../../src/core/model-config';
+import { lcgWeights, tinyLlamaConfigJson } from '../support/llama-fixture';
 
 const enc = new TextEncoder();
 const json = (v: unknown) => enc.encode(JSON.stringify(v));
 
-const llamaConfigJson = {
-  architectures: ['LlamaForCausalLM'],
-  model_type: 'llama',
-  hidden_size: 8,
-  intermediate_size: 12,
-  num_hidden_layers: 2,
-  num_attention_heads: 2,
-  num_key_value_heads: 1,
-  vocab_size: 272,
-  max_position_embeddings: 64,
-  rms_norm_eps: 1e-5,
-  rope_theta: 10000,
-  tie_word_embeddings: false,
-  bos_token_id: 1,
-  eos_token_id: 2,
-};
+const llamaConfigJson = tinyLlamaConfigJson({
+  hidden: 8,
+  intermediate: 12,
+  layers: 2,
+  heads: 2,
+  kvHeads: 1,
+  vocab: 272,
+  tied: false,
+});
 const qwenConfigJson = {
   ...llamaConfigJson,
   architectures: ['Qwen2ForCausalLM'],
@@ -55,16 +49,7 @@ const qwenConfigJson = {
 
 /** Values k/64 with |k| < 1024 are exact in F32, F16 and BF16, so every dtype must load them exactly. */
 function weightsFor(configJson: Record<string, unknown>, seed = 1) {
-  let s = seed;
-  return parameterSpecs(parseHfConfig(configJson)).map((spec) => {
-    const n = spec.shape.reduce((a, b) => a * b, 1);
-    const data = new Float32Array(n);
-    for (let i = 0; i < n; i++) {
-      s = (s * 1103515245 + 12345) % 2 ** 31;
-      data[i] = ((s % 255) - 127) / 64;
-    }
-    return { name: spec.name, shape: spec.shape, data };
-  });
+  return lcgWeights(parseHfConfig(configJson), seed);
 }
 
 const tokenizerDir = 'tests/fixtures/tiny-tokenizer';
