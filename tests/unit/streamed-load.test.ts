@@ -34,6 +34,7 @@ import { testEngine } from '../kernels/harness';
 import { tinyHfFolder } from '../support/tiny-hf-model';
 import { tinyRunConfig } from '../support/worker-steps';
 import { counting } from '../support/counting-source';
+import { lcgWeights, tinyLlamaConfigJson } from '../support/llama-fixture';
 import { parseSafetensors, writeSafetensors } from '../../src/formats/safetensors';
 import type { HalfTensor } from '../../src/ref/half';
 import { frozenDtypeOf } from '../../src/model/parameters';
@@ -43,37 +44,22 @@ import { weightsIdentity, weightsIdentityHasher } from '../../src/train/checkpoi
 /** What the loader may hold besides one tensor: shard headers and config.json (a few KB here). */
 const MARGIN_BYTES = 64 * 1024;
 
-const configJson = {
-  architectures: ['LlamaForCausalLM'],
-  model_type: 'llama',
-  hidden_size: 64,
-  intermediate_size: 256,
-  num_hidden_layers: 4,
-  num_attention_heads: 4,
-  num_key_value_heads: 2,
-  vocab_size: 16384,
-  max_position_embeddings: 64,
-  rms_norm_eps: 1e-5,
-  rope_theta: 10000,
-  tie_word_embeddings: true,
-  bos_token_id: 1,
-  eos_token_id: 2,
-};
+const configJson = tinyLlamaConfigJson({
+  hidden: 64,
+  intermediate: 256,
+  layers: 4,
+  heads: 4,
+  kvHeads: 2,
+  vocab: 16384,
+  tied: true,
+});
 const config = parseHfConfig(configJson);
 const EMBED = 'model.embed_tokens.weight';
 
 const dir = mkdtempSync(join(tmpdir(), 'streamed-load-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 {
-  let s = 7;
-  const weights = parameterSpecs(config).map((spec) => {
-    const data = new Float32Array(numel(spec.shape));
-    for (let i = 0; i < data.length; i++) {
-      s = (s * 1103515245 + 12345) % 2 ** 31;
-      data[i] = ((s % 255) - 127) / 64; // exact in bf16
-    }
-    return { name: spec.name, shape: spec.shape, data };
-  });
+  const weights = lcgWeights(config, 7); // exact in bf16
   // Shard 0: the embedding and layers 0–1; shard 1: the rest (each well over the margin).
   const inFirst = (name: string) => name === EMBED || /layers\.[01]\./.test(name);
   const shards = [weights.filter((w) => inFirst(w.name)), weights.filter((w) => !inFirst(w.name))];
