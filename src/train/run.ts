@@ -83,12 +83,17 @@ export function planRunMemory(
   budgetBytes = defaultMemoryBudget(limits),
   /** The weights (a Map or a reader), when known: under LoRA the base is then planned as the
    * trainer stores it (frozenDtypeOf): 'auto' keeps their 16-bit format, and a pre-quantised
-   * (bitsandbytes) checkpoint stays NF4 whatever dtype says; without them 'auto' is planned as
-   * float32. */
-  weights?: WeightSource,
+   * (bitsandbytes) checkpoint stays NF4 whatever dtype says; 'prequantised' says the latter from
+   * config.json's quantization_config before any weight is read. Without them 'auto' is planned
+   * as float32. */
+  weights?: WeightSource | 'prequantised',
 ): MemoryPlan {
   const frozen =
-    weights && config.usePeft ? PLAN_DTYPE[frozenDtypeOf(config.dtype, model, weights)] : undefined;
+    !weights || !config.usePeft
+      ? undefined
+      : weights === 'prequantised'
+        ? 'nf4'
+        : PLAN_DTYPE[frozenDtypeOf(config.dtype, model, weights)];
   const input = runPlanInput(model, config, frozen);
   return planMemory(
     frozen ? { ...input, dtype: frozen } : input,

@@ -180,9 +180,15 @@ export class WorkerContext {
     return `${models.endsWith('/') ? models : `${models}/`}${name ?? DEFAULT_BUNDLED}/`;
   }
 
-  async planFor(config: LlamaConfig, c: Config): Promise<PlanSummary> {
+  /** The memory plan of `c` on a model of `config`; `weights` (the reader, or 'prequantised'
+   * from config.json) plan the frozen base as the run stores it (planRunMemory). */
+  async planFor(
+    config: LlamaConfig,
+    c: Config,
+    weights?: Parameters<typeof planRunMemory>[4],
+  ): Promise<PlanSummary> {
     const limits = (await this.getEngine()).device.limits;
-    return planSummary(planRunMemory(config, c, limits, this.options.budgetBytes));
+    return planSummary(planRunMemory(config, c, limits, this.options.budgetBytes, weights));
   }
 
   requireRun(): ActiveRun {

@@ -6,6 +6,7 @@ import { readerIdentity } from '../train/checkpoint';
 import { resolveConfig, type ConfigInput } from '../grpo/config';
 import { estimateStep, type DeviceTiming, type StepEstimate } from '../grpo/step-estimate';
 import { CONFIG_FILE, openHfFolder } from '../formats/hf-folder';
+import { parseQuantizationConfig } from '../formats/bnb-4bit';
 import { parseJsonFile, type ReadProgress } from '../formats/model-source';
 import { loadTokenizer } from '../formats/tokenizer';
 import {
@@ -27,6 +28,17 @@ import type {
   RunState,
   TrainerStatus,
 } from './protocol';
+
+/** Whether config.json declares a bitsandbytes 4-bit checkpoint (its projections stay NF4). Another
+ * quantisation is refused by name when the model loads (openHfFolder), not in the preview. */
+function isPrequantisedConfig(json: unknown): boolean {
+  if (typeof json !== 'object' || json === null) return false;
+  try {
+    return parseQuantizationConfig(json as Record<string, unknown>, CONFIG_FILE) !== null;
+  } catch {
+    return false;
+  }
+}
 
 export function modelService(ctx: WorkerContext) {
   return {
@@ -60,11 +72,17 @@ export function modelService(ctx: WorkerContext) {
       const source = ctx.sourceFor(choice);
       const json = parseJsonFile(await source.read(CONFIG_FILE), CONFIG_FILE);
       const llama = parseHfConfig(json, CONFIG_FILE);
+      const prequantised = isPrequantisedConfig(json);
       return {
         label: choice.kind === 'bundled' ? bundledLabel(choice.name) : source.label,
         config: llama,
         parameterCount: parameterCount(llama),
-        plan: await ctx.planFor(llama, resolveConfig(config)),
+        prequantised,
+        plan: await ctx.planFor(
+          llama,
+          resolveConfig(config),
+          prequantised ? 'prequantised' : undefined,
+        ),
       };
     },
 
@@ -95,8 +113,13 @@ export function modelService(ctx: WorkerContext) {
 
     /** The memory plan of `config` on a model of `llama` (a previewed config.json): the page
      * re-plans with it as the options change, before any weight is read. */
-    async planMemory(llama: LlamaConfig, config: Partial<ConfigInput>): Promise<PlanSummary> {
-      return ctx.planFor(llama, resolveConfig(config));
+    async planMemory(
+      llama: LlamaConfig,
+      config: Partial<ConfigInput>,
+      /** config.json's quantization_config is bitsandbytes 4-bit (ModelPreview.prequantised). */
+      prequantised = false,
+    ): Promise<PlanSummary> {
+      return ctx.planFor(llama, resolveConfig(config), prequantised ? 'prequantised' : undefined);
     },
 
     /** Loads weights and tokenizer (progress events), then builds a run with `config`. */
@@ -121,7 +144,7 @@ export function modelService(ctx: WorkerContext) {
         try {
           // Reads every tensor once (checked: finite values) before the current model is let go.
           identity = await readerIdentity(label, hf.weights);
-          const plan = await ctx.planFor(hf.config, resolved);
+          const plan = await ctx.planFor(hf.config, resolved, hf.weights);
           if (!plan.fits) throw new Error(`The model does not fit: ${plan.message}`);
           tokenizer = await loadTokenizer(hf.tokenizerFiles, {
             eosTokenIds: hf.generation.eosTokenIds,

@@ -35,6 +35,9 @@ export interface ModelPreview {
   label: string;
   config: LlamaConfig;
   parameterCount: number;
+  /** config.json declares a bitsandbytes 4-bit checkpoint: its projections stay NF4 (LoRA on a
+   * 4-bit base) whatever dtype says, and the plan counts them so. */
+  prequantised?: boolean;
   plan: PlanSummary;
 }
 

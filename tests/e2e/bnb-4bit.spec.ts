@@ -6,16 +6,20 @@
 import { readFileSync } from 'node:fs';
 import { expect, test } from '@playwright/test';
 import { parseSafetensorsHeader } from '../../src/formats/safetensors';
+import { BNB_NF4_PEAK_BYTES, BNB_RUN_OPTIONS } from './support/bnb-plan';
+import { pickLocalFolder, readHistory, takeSteps } from './support/local-folder';
 import { unzipStored } from './support/unzip';
 import { watchErrors } from './support/watch-errors';
 
 const STEP_TIMEOUT = 120_000;
 const NF4_FOLDER = 'tests/fixtures/bnb4bit/nf4-nested';
 const GPTQ_FOLDER = 'tests/fixtures/bnb4bit/gptq';
-// dtype 'auto' keeps the checkpoint's 4-bit base (float32 or bfloat16 would dequantise it); the
-// byte-level test tokenizer spells a Countdown prompt in ~550 tokens.
-const TINY_RUN =
-  'test-hooks=1&perStepPrompts=1&numGenerations=2&maxCompletionLength=4&maxPromptLength=640&evalPrompts=1&usePeft=true&loraR=2&loraAlpha=4&dtype=auto';
+// No dtype: the default (float32) keeps the checkpoint's 4-bit base, as transformers keeps a
+// bnb-4bit model 4-bit whatever torch_dtype says. The byte-level test tokenizer spells a Countdown
+// prompt in ~550 tokens.
+const TINY_RUN = `test-hooks=1&${Object.entries(BNB_RUN_OPTIONS)
+  .map(([k, v]) => `${k}=${v}`)
+  .join('&')}`;
 
 test.use({ serviceWorkers: 'block', actionTimeout: 60_000 });
 
@@ -25,33 +29,30 @@ test('a bitsandbytes 4-bit folder trains two LoRA steps and exports a BF16 merge
   test.setTimeout(300_000);
   const errors = watchErrors(page);
   await page.goto(`/?${TINY_RUN}#train`);
-  await page.getByRole('radio', { name: 'Local folder' }).check();
-  const folderInput = page.locator('input[type="file"][webkitdirectory]');
 
   // Another quantisation method: refused when loading, with its name and what does load.
-  await folderInput.setInputFiles(GPTQ_FOLDER);
-  await expect(page.getByTestId('model-name')).toHaveText('gptq', { timeout: 60_000 });
+  await pickLocalFolder(page, GPTQ_FOLDER, 'gptq');
   await page.getByTestId('load-model').click();
   const refusal = page.getByRole('alert').filter({ hasText: /gptq/i });
   await expect(refusal).toBeVisible({ timeout: STEP_TIMEOUT });
   await expect(refusal).toContainText(/bitsandbytes/i);
 
-  await folderInput.setInputFiles(NF4_FOLDER);
-  await expect(page.getByTestId('model-name')).toHaveText('nf4-nested', { timeout: 60_000 });
+  // The plan counts the 4-bit base before any weight is read (config.json's quantization_config):
+  // the unit-level plan's number (tests/unit/nf4-base.test.ts checks it against planRunMemory; a
+  // dequantised float32 base would plan more).
+  await pickLocalFolder(page, NF4_FOLDER, 'nf4-nested');
+  const nf4Peak = BNB_NF4_PEAK_BYTES;
+  const plan = page.getByTestId('memory-plan');
+  await expect(plan).toHaveAttribute('data-peak-bytes', String(nf4Peak), { timeout: 60_000 });
   await page.getByTestId('load-model').click();
   await expect(page.getByTestId('model-loaded')).toContainText('nf4-nested', {
     timeout: STEP_TIMEOUT,
   });
-
-  for (const n of [1, 2]) {
-    await page.getByTestId('step').click();
-    await expect(page.getByTestId('step-counter')).toContainText(`step ${n}`, {
-      timeout: STEP_TIMEOUT,
-    });
-  }
-  const history = (await page.evaluate(() =>
-    (globalThis as unknown as { __grpoTest: { history: () => unknown } }).__grpoTest.history(),
-  )) as { metrics: Record<string, number> }[];
+  await expect(page.getByTestId('model-stored')).toHaveText('4-bit (bitsandbytes NF4) checkpoint');
+  // The run built on the loaded weights plans the same 4-bit base.
+  await expect(plan).toHaveAttribute('data-peak-bytes', String(nf4Peak));
+  await takeSteps(page, 2);
+  const history = await readHistory(page);
   expect(history).toHaveLength(2);
   for (const row of history) expect(Number.isFinite(row.metrics.loss)).toBe(true);
 

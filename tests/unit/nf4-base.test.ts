@@ -3,6 +3,8 @@
 // as PEFT's merge of a 4-bit base into a bf16 model gives it, the other tensors bf16 of what the
 // run read back; an f32 / bf16-stored base keeps the exact F32 export. Refusals: dtype nf4 without
 // LoRA (resolveConfig) and a pre-quantised checkpoint's full fine-tune (Run's checkQuantisedBase).
+// A pre-quantised checkpoint keeps its NF4 base whatever dtype says, in storage and in the plan.
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { numel, parameterSpecs, parseHfConfig } from '../../src/core/model-config';
 import { loraAdapterSpecs, loraScaling, type LoraOptions } from '../../src/core/lora';
@@ -10,13 +12,15 @@ import { exportDtypeOf, exportHfFolder } from '../../src/export/hf-export';
 import { parseSafetensorsWeights } from '../../src/formats/safetensors';
 import { NF4_NEEDS_PEFT, resolveConfig } from '../../src/grpo/config';
 import {
+  frozenDtypeOf,
   isNf4Quantised,
   storedDtypeOf,
   toF32,
   toNf4,
   type WeightTensor,
 } from '../../src/model/parameters';
-import { checkQuantisedBase } from '../../src/train/run';
+import { checkQuantisedBase, planRunMemory } from '../../src/train/run';
+import { BNB_NF4_PEAK_BYTES, BNB_RUN_OPTIONS } from '../e2e/support/bnb-plan';
 import { bf16BitsToF32, f32ToBf16Bits, type HalfTensor } from '../../src/ref/half';
 
 const config = parseHfConfig({
@@ -139,5 +143,44 @@ describe('a 4-bit base trains adapters only', () => {
     expect(() => checkQuantisedBase({ usePeft: true }, weights)).not.toThrow();
     const plain = new Map([[q, seeded(128, 3, 1)]]);
     expect(() => checkQuantisedBase({ usePeft: false }, plain)).not.toThrow();
+  });
+});
+
+describe('a pre-quantised (bitsandbytes 4-bit) checkpoint stays 4-bit whatever dtype says', () => {
+  const q = 'model.layers.0.self_attn.q_proj.weight';
+  const nf4Map = new Map<string, WeightTensor>([[q, toNf4(seeded(128, 3, 1))]]);
+  const reader = {
+    storedDtypes: new Map([
+      [q, 'NF4'],
+      ['model.embed_tokens.weight', 'BF16'],
+    ]),
+    read: () => Promise.reject(new Error('not read: the stored dtypes decide')),
+  };
+  const bf16Reader = { ...reader, storedDtypes: new Map([[q, 'BF16']]) };
+
+  it('frozenDtypeOf keeps nf4 for every dtype; a reader says auto from its stored dtypes', () => {
+    for (const option of ['auto', 'float32', 'bfloat16', 'float16', 'nf4'] as const) {
+      expect(frozenDtypeOf(option, config, nf4Map)).toBe('nf4');
+      expect(frozenDtypeOf(option, config, reader)).toBe('nf4');
+    }
+    expect(frozenDtypeOf('auto', config, bf16Reader)).toBe('bf16');
+    expect(frozenDtypeOf('float32', config, bf16Reader)).toBe('f32');
+    expect(() => checkQuantisedBase({ usePeft: false }, reader)).toThrow(`(${q})`);
+  });
+
+  it("the page's plan of the bnb-4bit fixture (default dtype) is the NF4 plan the e2e spec expects", () => {
+    const model = parseHfConfig(
+      JSON.parse(readFileSync('tests/fixtures/bnb4bit/nf4-nested/config.json', 'utf8')),
+      'config.json',
+    );
+    const run = resolveConfig(BNB_RUN_OPTIONS);
+    expect(run.dtype).toBe('float32');
+    const limits = { maxBufferSize: 2 ** 28, maxStorageBufferBindingSize: 2 ** 27 };
+    const plan = (w?: 'prequantised') => planRunMemory(model, run, limits, undefined, w);
+    expect(plan('prequantised').peakBytes).toBe(BNB_NF4_PEAK_BYTES);
+    expect(plan('prequantised').peakBytes).toBe(
+      planRunMemory(model, resolveConfig({ ...BNB_RUN_OPTIONS, dtype: 'nf4' }), limits).peakBytes,
+    );
+    expect(plan().peakBytes).toBeGreaterThan(BNB_NF4_PEAK_BYTES);
   });
 });

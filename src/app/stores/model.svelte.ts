@@ -163,7 +163,11 @@ export class ModelStore {
     if (!preview || !this.shell.options.resolved) return;
     const request = ++this.#planRequest;
     try {
-      const plan = await this.shell.api.planMemory(preview.config, this.shell.options.forWorker());
+      const plan = await this.shell.api.planMemory(
+        preview.config,
+        this.shell.options.forWorker(),
+        preview.prequantised ?? false,
+      );
       const now = this.#preview;
       if (request === this.#planRequest && now?.config === preview.config)
         this.#preview = { ...now, plan };
