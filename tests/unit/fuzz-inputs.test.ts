@@ -19,6 +19,7 @@ import { parseSafetensors, writeSafetensors } from '../../src/formats/safetensor
 import { CheckpointImportError, GrpoStorage, type CheckpointTensor } from '../../src/storage';
 import { decodeCheckpointFile, encodeCheckpointFile } from '../../src/storage/transfer';
 import { createJsonlTask, parseJsonlDataset } from '../../src/tasks/jsonl';
+import { TINY_CONFIG } from '../support/run-storage';
 
 // Bounded: a fixed seed so a failure reproduces, and a time cap so a slow machine stays fast.
 const RUNS = { seed: 42, numRuns: 300, interruptAfterTimeLimit: 20_000 } as const;
@@ -260,23 +261,7 @@ describe('fuzz: JSONL reader', () => {
 
 // ---- checkpoint import ----------------------------------------------------------------------
 
-const MODEL: LlamaConfig = {
-  architecture: 'LlamaForCausalLM',
-  hiddenSize: 4,
-  intermediateSize: 6,
-  numLayers: 1,
-  numHeads: 2,
-  numKvHeads: 1,
-  headDim: 2,
-  vocabSize: 5,
-  maxPositions: 8,
-  ropeTheta: 10000,
-  rmsNormEps: 1e-6,
-  tieWordEmbeddings: true,
-  attentionBias: false,
-  bosTokenId: null,
-  eosTokenIds: [1],
-};
+const MODEL: LlamaConfig = { ...TINY_CONFIG, maxPositions: 8 };
 
 describe('fuzz: checkpoint import (fake-indexeddb)', () => {
   let storage: GrpoStorage;
