@@ -91,6 +91,23 @@ async function saveRestoreEqualsStraight(make: StageFactory): Promise<Checkpoint
   return payload;
 }
 
+/** The GRPO runs' shared options: tiny Countdown groups and a reward that varies across a group. */
+const TINY_GRPO = {
+  task: 'countdown',
+  taskOptions: { numbers: 3, maxNumber: 10, maxTarget: 100 },
+  rewards: ['custom:len'],
+  customRewards: {
+    len: 'function reward({ completion }) { return completion.length / 10; }',
+  },
+  perStepPrompts: 2,
+  numGenerations: 2,
+  maxPromptLength: 120,
+  maxCompletionLength: 4,
+  learningRate: 1e-2,
+  saveSteps: 50,
+  seed: 11,
+};
+
 async function factories() {
   const engine = await testEngine();
   const { config: modelConfig } = await tinyHfFolder();
@@ -101,26 +118,9 @@ async function factories() {
       engine,
       runId: 'stage-grpo',
       modelIdentity: { name: 'tiny-random', sha256: '' },
-      // β > 0 and a reward that varies across a group, so the update, the moments and the
-      // reference all carry state a restore must bring back.
-      config: resolveConfig({
-        task: 'countdown',
-        taskOptions: { numbers: 3, maxNumber: 10, maxTarget: 100 },
-        rewards: ['custom:len'],
-        customRewards: {
-          len: 'function reward({ completion }) { return completion.length / 10; }',
-        },
-        perStepPrompts: 2,
-        numGenerations: 2,
-        maxPromptLength: 120,
-        maxCompletionLength: 4,
-        learningRate: 1e-2,
-        lrScheduler: 'cosine',
-        beta: 0.04,
-        steps: 4,
-        saveSteps: 50,
-        seed: 11,
-      }),
+      // β > 0, so the update, the moments and the reference all carry state a restore must
+      // bring back.
+      config: resolveConfig({ ...TINY_GRPO, lrScheduler: 'cosine', beta: 0.04, steps: 4 }),
       model: { config: modelConfig, weights, tokenizer },
       sandboxFactory: nodeSandboxFactory(),
       hooks,
@@ -190,20 +190,8 @@ describe('TrainingStage', { timeout: 600_000 }, () => {
       runId: 'stage-grpo-lora',
       modelIdentity: { name: 'tiny-random', sha256: '' },
       config: resolveConfig({
-        task: 'countdown',
-        taskOptions: { numbers: 3, maxNumber: 10, maxTarget: 100 },
-        rewards: ['custom:len'],
-        customRewards: {
-          len: 'function reward({ completion }) { return completion.length / 10; }',
-        },
-        perStepPrompts: 2,
-        numGenerations: 2,
-        maxPromptLength: 120,
-        maxCompletionLength: 4,
-        learningRate: 1e-2,
+        ...TINY_GRPO,
         steps: 1,
-        saveSteps: 50,
-        seed: 11,
         usePeft: true,
         loraR: 2,
         loraAlpha: 4,
