@@ -20,6 +20,20 @@ const llama = (o: Record<string, unknown>) => ({
   hidden_act: 'silu',
   ...o,
 });
+// Llama 3.2 1B and 3B: one tokenizer and context, the same MLP width, 8 kv-heads, tied embeddings.
+const llama32 = (o: Record<string, unknown>) =>
+  llama({
+    intermediate_size: 8192,
+    num_key_value_heads: 8,
+    vocab_size: 128256,
+    max_position_embeddings: 131072,
+    rope_theta: 500000,
+    rms_norm_eps: 1e-5,
+    tie_word_embeddings: true,
+    bos_token_id: 128000,
+    eos_token_id: 128001,
+    ...o,
+  });
 const qwen2 = (o: Record<string, unknown>) => ({
   architectures: ['Qwen2ForCausalLM'],
   hidden_act: 'silu',
@@ -166,20 +180,11 @@ export const KNOWN_MODELS: readonly KnownModel[] = [
     name: 'llama-3.2-1b',
     repo: 'meta-llama/Llama-3.2-1B',
     torchDtype: 'bfloat16',
-    json: llama({
+    json: llama32({
       hidden_size: 2048,
-      intermediate_size: 8192,
       num_hidden_layers: 16,
       num_attention_heads: 32,
-      num_key_value_heads: 8,
       head_dim: 64,
-      vocab_size: 128256,
-      max_position_embeddings: 131072,
-      rope_theta: 500000,
-      rms_norm_eps: 1e-5,
-      tie_word_embeddings: true,
-      bos_token_id: 128000,
-      eos_token_id: 128001,
     }),
   },
   {
@@ -188,20 +193,11 @@ export const KNOWN_MODELS: readonly KnownModel[] = [
     name: 'llama-3.2-3b',
     repo: 'meta-llama/Llama-3.2-3B',
     torchDtype: 'bfloat16',
-    json: llama({
+    json: llama32({
       hidden_size: 3072,
-      intermediate_size: 8192,
       num_hidden_layers: 28,
       num_attention_heads: 24,
-      num_key_value_heads: 8,
       head_dim: 128,
-      vocab_size: 128256,
-      max_position_embeddings: 131072,
-      rope_theta: 500000,
-      rms_norm_eps: 1e-5,
-      tie_word_embeddings: true,
-      bos_token_id: 128000,
-      eos_token_id: 128001,
     }),
   },
 ];
