@@ -398,35 +398,8 @@ export class MatmulKernel {
       splits: 1,
       kChunk: K,
     });
-    const bDtype = shape.bDtype ?? 'f32';
-    if (bDtype === 'nf4') {
-      const constants = {
-        WG_X: MATMUL_WG_X,
-        WG_Y: wgY,
-        TILE_K: MATMUL_TILE_K,
-        TRANS_A: transA,
-        TRANS_B: transB,
-        STAGE_TILES: !barrierFree,
-      };
-      return { ...plan(['matmul_nf4', shaderSource('matmul_nf4'), constants]), nf4: true };
-    }
-    if (bDtype !== 'f32') {
-      const constants = {
-        WG_X: MATMUL_WG_X,
-        WG_Y: wgY,
-        TILE_K: MATMUL_TILE_K,
-        TRANS_A: transA,
-        TRANS_B: transB,
-        STAGE_TILES: !barrierFree,
-        HALF_BF16: bDtype === 'bf16',
-      };
-      return plan(['matmul_packed16', shaderSource('matmul_packed16'), constants]);
-    }
-    if (barrierFree && this.pipelines.tuning.vectorLoads && vec4Aligned(shape)) {
-      const constants = { WG_X: MATMUL_WG_X, WG_Y: wgY, TRANS_A: transA, TRANS_B: transB };
-      return plan(['matmul_vec4', shaderSource('matmul_vec4'), constants]);
-    }
-    const constants = {
+    // The tiled shaders' constants (matmul, matmul_nf4, and matmul_packed16 with HALF_BF16 added).
+    const tiled = {
       WG_X: MATMUL_WG_X,
       WG_Y: wgY,
       TILE_K: MATMUL_TILE_K,
@@ -434,7 +407,19 @@ export class MatmulKernel {
       TRANS_B: transB,
       STAGE_TILES: !barrierFree,
     };
-    return plan(['matmul', shaderSource('matmul'), constants]);
+    const bDtype = shape.bDtype ?? 'f32';
+    if (bDtype === 'nf4') {
+      return { ...plan(['matmul_nf4', shaderSource('matmul_nf4'), tiled]), nf4: true };
+    }
+    if (bDtype !== 'f32') {
+      const constants = { ...tiled, HALF_BF16: bDtype === 'bf16' };
+      return plan(['matmul_packed16', shaderSource('matmul_packed16'), constants]);
+    }
+    if (barrierFree && this.pipelines.tuning.vectorLoads && vec4Aligned(shape)) {
+      const constants = { WG_X: MATMUL_WG_X, WG_Y: wgY, TRANS_A: transA, TRANS_B: transB };
+      return plan(['matmul_vec4', shaderSource('matmul_vec4'), constants]);
+    }
+    return plan(['matmul', shaderSource('matmul'), tiled]);
   }
 
   encode(encoder: GPUCommandEncoder, args: MatmulArgs): void {
