@@ -21,7 +21,12 @@ import { nodeSandboxFactory } from '../rewards/reward-sandbox-node';
 import { createRewardFunctions, type RewardFunction } from '../rewards/rewards';
 import type { Config } from '../grpo/config';
 import { GrpoTrainer } from '../grpo/trainer';
-import { loadHfFolder, type LoadedHfModel } from '../formats/hf-folder';
+import {
+  loadHfFolder,
+  openHfFolder,
+  type LoadedHfModel,
+  type OpenedHfModel,
+} from '../formats/hf-folder';
 import { folderSource } from '../formats/model-source';
 import { loadTokenizer, type Tokenizer } from '../formats/tokenizer';
 import { createTask } from '../tasks/index';
@@ -71,12 +76,46 @@ export const jsonBytes = (value: unknown): Uint8Array =>
 
 /** A Hugging Face folder's files other than the weights (config, generation config, tokenizer,
  * as exportHfFolder writes them), so that a checkpoint folder loads in PyTorch as a model. */
-export function hfFolderExtras(model: LoadedModel): Map<string, Uint8Array> {
+export function hfFolderExtras(model: ModelFolder): Map<string, Uint8Array> {
   return new Map([
     ['config.json', jsonBytes(toHfConfig(model.hf.config))],
     ['generation_config.json', jsonBytes(generationConfig(model.hf.config, model.hf.generation))],
     ...model.hf.tokenizerFiles,
   ]);
+}
+
+/**
+ * A model folder opened for a streamed load (train): config, tokenizer and a WeightReader; its
+ * weights are read tensor by tensor as the run uploads them (Run.create), never all at once.
+ * Commands that need every weight on the host (eval, sft, recipes, export) use loadModel.
+ */
+export interface OpenedModel {
+  folder: string;
+  hf: OpenedHfModel;
+  tokenizer: Tokenizer;
+}
+
+/** What the train loop reads of a model besides its weights (a LoadedModel or an OpenedModel). */
+export interface ModelFolder {
+  folder: string;
+  hf: Pick<LoadedHfModel, 'config' | 'tokenizerFiles' | 'generation'>;
+  tokenizer: Tokenizer;
+}
+
+/** Opens `model` (a folder or bundled name) for a streamed load; close hf.weights when done. */
+export async function openModel(model: string): Promise<OpenedModel> {
+  const folder = modelFolder(model);
+  const hf = await openHfFolder(folderSource(folder));
+  try {
+    await tuneMatmul(openedEngine, (loadedConfig = hf.config));
+    const tokenizer = await loadTokenizer(hf.tokenizerFiles, {
+      eosTokenIds: hf.generation.eosTokenIds,
+    });
+    return { folder, hf, tokenizer };
+  } catch (err) {
+    await hf.weights.close();
+    throw err;
+  }
 }
 
 export async function loadModel(model: string): Promise<LoadedModel> {

@@ -26,7 +26,7 @@ import type { CheckpointPayload } from '../storage/checkpoints';
 import type { Identity } from '../storage/db';
 import { appendLine, isDiskFull, writeFileAtomic, writeFolderAtomic } from './_atomic-files';
 import { cutStepLogsLogged, newestCheckpoint, recoverRunFolder, STEP_LOGS } from './_run-folder';
-import { hfFolderExtras, type LoadedModel } from './_session';
+import { hfFolderExtras, type LoadedModel, type ModelFolder, type OpenedModel } from './_session';
 import { openHfFolder, readWeights, type StoredWeight } from '../formats/hf-folder';
 import { folderSource } from '../formats/model-source';
 import { trainedLine } from './_flags';
@@ -158,7 +158,7 @@ export function storedConfig(runDir: string): Config {
  * run's folder holds the merged weights (W + s·B·A: the trained model, loadable without PEFT) and,
  * under `adapter/`, the PEFT adapter folder (`PeftModel.from_pretrained(base, <folder>/adapter)`).
  */
-async function modelFolderFiles(run: Run, model: LoadedModel): Promise<Map<string, Uint8Array>> {
+async function modelFolderFiles(run: Run, model: ModelFolder): Promise<Map<string, Uint8Array>> {
   const policy = run.trainer.policy;
   const lora: LoraWeights | null = policy.lora
     ? { options: policy.lora, adapters: await policy.readAdapters() }
@@ -188,7 +188,9 @@ export const ADAPTER_FOLDER = 'adapter';
 
 export interface TrainFolderOptions {
   engine: Engine;
-  model: LoadedModel;
+  /** An opened model (`train`: its weights stream into the run tensor by tensor, as stored), or
+   * one loaded whole (tests; the weights are then given as the Map). */
+  model: LoadedModel | OpenedModel;
   /** weightsIdentity of the model's weights: each checkpoint's base model. */
   identity: Identity;
   config: Config;
@@ -231,11 +233,15 @@ export function terminalStatus(
 }
 
 /**
- * The weights a run starts from: the model's f32 tensors, except for a bitsandbytes 4-bit
- * checkpoint, whose weights are read again as stored (NF4), so that dtype 'auto' keeps the 4-bit
- * base and a full fine-tune is refused (Run: checkQuantisedBase), as in the page.
+ * The weights a run starts from: an opened model's reader (streamed as stored: a bitsandbytes
+ * 4-bit checkpoint stays NF4, 16-bit stays 16-bit); a loaded model's f32 tensors, except for a
+ * bitsandbytes 4-bit checkpoint, whose weights are read again as stored (NF4), so that its base
+ * stays 4-bit and a full fine-tune is refused (Run: checkQuantisedBase), as in the page.
  */
-async function runWeights(model: LoadedModel): Promise<ReadonlyMap<string, StoredWeight>> {
+async function runWeights(
+  model: LoadedModel | OpenedModel,
+): Promise<ReadonlyMap<string, StoredWeight> | OpenedModel['hf']['weights']> {
+  if ('weights' in model.hf) return model.hf.weights;
   if (![...model.hf.storedDtypes.values()].includes('NF4')) return model.hf.tensors;
   const { weights } = await openHfFolder(folderSource(model.folder), { requireTokenizer: false });
   try {
@@ -255,7 +261,7 @@ export async function trainFolder(o: TrainFolderOptions): Promise<{
   const checkpoints: string[] = [];
   const append = (file: string, row: unknown) =>
     appendLine(join(runDir, file), JSON.stringify(row));
-  const run = new Run({
+  const run = await Run.create({
     engine: o.engine,
     config,
     model: {

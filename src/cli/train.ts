@@ -11,7 +11,7 @@
 // flag table.
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { checkBaseModel, weightsIdentity } from '../train/checkpoint';
+import { checkBaseModel, readerIdentity } from '../train/checkpoint';
 import {
   configWarnings,
   flagName,
@@ -29,7 +29,7 @@ import {
   takeCommandFlags,
   TRAIN,
 } from './_flags';
-import { loadModel, openEngine, taskText } from './_session';
+import { openEngine, openModel, taskText } from './_session';
 import { datasetOverrides } from './_dataset';
 import {
   readCheckpointFolder,
@@ -116,37 +116,43 @@ async function main(args: string[]) {
     out ?? resumeDir ?? join('runs', new Date().toISOString().replace(/[:.]/g, '-')),
   );
 
-  const model = await loadModel(resume ? resume.baseModel : config.model);
-  const identity = await weightsIdentity(model.folder, model.hf.tensors);
-  if (resume) {
-    checkBaseModel(resume.payload, identity);
-    // Checkpoints written before trainer_state.json held the model config.
-    resume.payload.modelConfig ??= model.hf.config;
-  }
-  const text =
-    dataset?.text ??
-    (await taskText(config, configPath ? resolve(configPath, '..') : process.cwd()));
-  const engine = await openEngine();
+  // Opened, not loaded: the run streams the weights into the GPU tensor by tensor as stored, so
+  // the command never holds the whole model widened to f32 (the identity reads each tensor once).
+  const model = await openModel(resume ? resume.baseModel : config.model);
   try {
-    // On a terminal, the phase of the step under way on stderr (a log keeps only the lines).
-    const status = process.stderr.isTTY ? terminalStatus(process.stderr, config.steps) : null;
-    // trainFolder disposes its run (GPU buffers, reward sandboxes) in its own finally.
-    await trainFolder({
-      log: status?.log,
-      progress: status?.progress,
-      engine,
-      model,
-      identity,
-      config,
-      runDir,
-      taskText: text,
-      resume: resume && { payload: resume.payload, from: resumedFrom! },
-      exportDir: exportTo ? resolve(exportTo) : null,
-    });
+    const identity = await readerIdentity(model.folder, model.hf.weights);
+    if (resume) {
+      checkBaseModel(resume.payload, identity);
+      // Checkpoints written before trainer_state.json held the model config.
+      resume.payload.modelConfig ??= model.hf.config;
+    }
+    const text =
+      dataset?.text ??
+      (await taskText(config, configPath ? resolve(configPath, '..') : process.cwd()));
+    const engine = await openEngine();
+    try {
+      // On a terminal, the phase of the step under way on stderr (a log keeps only the lines).
+      const status = process.stderr.isTTY ? terminalStatus(process.stderr, config.steps) : null;
+      // trainFolder disposes its run (GPU buffers, reward sandboxes) in its own finally.
+      await trainFolder({
+        log: status?.log,
+        progress: status?.progress,
+        engine,
+        model,
+        identity,
+        config,
+        runDir,
+        taskText: text,
+        resume: resume && { payload: resume.payload, from: resumedFrom! },
+        exportDir: exportTo ? resolve(exportTo) : null,
+      });
+    } finally {
+      engine.destroy();
+    }
+    if (!existsSync(join(runDir, 'metrics.jsonl'))) throw new Error('no step was run');
   } finally {
-    engine.destroy();
+    await model.hf.weights.close();
   }
-  if (!existsSync(join(runDir, 'metrics.jsonl'))) throw new Error('no step was run');
 }
 
 runCommand(() => main(process.argv.slice(2)));
