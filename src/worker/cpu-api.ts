@@ -172,6 +172,8 @@ export function createCpuApi(options: CpuApiOptions = {}) {
 
   async function load(): Promise<CpuModelInfo> {
     const source = options.modelSource ? options.modelSource() : urlSource(bundledUrl);
+    // The whole model in f32 on the host, not streamed: the CPU reference computes on these
+    // arrays (a small model's path; the GPU worker streams instead, docs/guide/models.md).
     const hf = await loadHfFolder(source, {
       onProgress: (p: ReadProgress & { phase: string }) => emit({ type: 'load-progress', ...p }),
     });
