@@ -20,15 +20,7 @@ import { testEngine } from './harness';
 
 const MARGIN_BYTES = 64 * 1024;
 
-const configJson = tinyLlamaConfigJson({
-  hidden: 16,
-  intermediate: 32,
-  layers: 2,
-  heads: 2,
-  kvHeads: 1,
-  vocab: 512,
-  tied: false,
-});
+const configJson = tinyLlamaConfigJson({ hidden: 16, intermediate: 32, vocab: 512 });
 
 const dir = mkdtempSync(join(tmpdir(), 'streamed-gpu-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

@@ -7,15 +7,20 @@ import { numel, parameterSpecs, type LlamaConfig } from '../../src/core/model-co
 export interface LlamaSizes {
   hidden: number;
   intermediate: number;
-  layers: number;
-  heads: number;
-  kvHeads: number;
   vocab: number;
-  tied: boolean;
+  /** 2 unless given. */
+  layers?: number;
+  /** 2 unless given. */
+  heads?: number;
+  /** 1 unless given (grouped-query attention). */
+  kvHeads?: number;
+  /** Untied unless given. */
+  tied?: boolean;
 }
 
 /** config.json of a LlamaForCausalLM with these sizes. */
-export function tinyLlamaConfigJson(s: LlamaSizes) {
+export function tinyLlamaConfigJson(sizes: LlamaSizes) {
+  const s = { layers: 2, heads: 2, kvHeads: 1, tied: false, ...sizes };
   return {
     architectures: ['LlamaForCausalLM'],
     model_type: 'llama',

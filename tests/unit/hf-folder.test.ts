@@ -31,15 +31,7 @@ import { lcgWeights, tinyLlamaConfigJson } from '../support/llama-fixture';
 const enc = new TextEncoder();
 const json = (v: unknown) => enc.encode(JSON.stringify(v));
 
-const llamaConfigJson = tinyLlamaConfigJson({
-  hidden: 8,
-  intermediate: 12,
-  layers: 2,
-  heads: 2,
-  kvHeads: 1,
-  vocab: 272,
-  tied: false,
-});
+const llamaConfigJson = tinyLlamaConfigJson({ hidden: 8, intermediate: 12, vocab: 272 });
 const qwenConfigJson = {
   ...llamaConfigJson,
   architectures: ['Qwen2ForCausalLM'],
