@@ -9,6 +9,10 @@
 // bitsandbytes 4-bit folders (tests/fixtures/bnb4bit, make_bnb_folder.py): the reader gives NF4
 // tensors whose dequantised values are the fixture's (bitsandbytes') bit for bit; a GPTQ folder is
 // refused by name before any weight byte is read.
+// Building a training run streams too: through the trainer worker API (createTrainerApi) and the
+// command line's trainFolder on an opened folder, over a source whose handed-out buffers are held
+// only by WeakRefs (collected before each read), the live bytes while the run is built stay under
+// the largest tensor + the margin; a whole-model Map anywhere (the earlier readWeights) fails it.
 import { createHash } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -26,13 +30,15 @@ import { Sha256 } from '../../src/core/sha256';
 import { ModelFileError } from '../../src/formats/errors';
 import { loadHfFolder, openHfFolder, readWeights, storedToF32 } from '../../src/formats/hf-folder';
 import { folderSource, urlSource, type ModelSource } from '../../src/formats/model-source';
-import type { ConfigInput } from '../../src/grpo/config';
+import { resolveConfig, type ConfigInput } from '../../src/grpo/config';
 import { nodeSandboxFactory } from '../../src/rewards/reward-sandbox-node';
 import { GrpoStorage } from '../../src/storage/index';
 import { createTrainerApi } from '../../src/worker/trainer-api';
 import { testEngine } from '../kernels/harness';
 import { tinyHfFolder } from '../support/tiny-hf-model';
 import { tinyRunConfig } from '../support/worker-steps';
+import { trainFolder } from '../../src/cli/_train';
+import { loadTokenizer } from '../../src/formats/tokenizer';
 import { counting } from '../support/counting-source';
 import { lcgWeights, tinyLlamaConfigJson } from '../support/llama-fixture';
 import { parseSafetensors, writeSafetensors } from '../../src/formats/safetensors';
@@ -292,6 +298,46 @@ describe('the trainer worker loads a model and builds its run in bounded host me
     ['a full fine-tune with beta > 0', { beta: 0.04 }],
     ['LoRA with dtype auto', { usePeft: true, loraR: 2, loraAlpha: 4, beta: 0.04 }],
   ];
+  it(
+    'the command line (trainFolder on an opened folder) builds and trains in the same bound',
+    {
+      timeout: 120_000,
+    },
+    async () => {
+      const folder = await tinyHfFolder({ ...overrides, headDim: 16, numKvHeads: 2 });
+      const at = folder.writeTo(mkdtempSync(join(tmpdir(), 'streamed-cli-')));
+      const runDir = mkdtempSync(join(tmpdir(), 'streamed-cli-run-'));
+      try {
+        const meter = reachable(folderSource(at));
+        // What `npm run train` does (src/cli/_session.ts openModel): the folder opened, not loaded.
+        const hf = await openHfFolder(meter.source);
+        const tokenizer = await loadTokenizer(hf.tokenizerFiles, {
+          eosTokenIds: hf.generation.eosTokenIds,
+        });
+        const largest = hf.weights.largestTensorBytes;
+        meter.restart();
+        await trainFolder({
+          engine: await testEngine(),
+          model: { folder: at, hf, tokenizer },
+          identity: { name: 'm', sha256: '' },
+          config: resolveConfig(tinyRunConfig({ steps: 1, beta: 0.04 })),
+          runDir,
+          log: () => {},
+        });
+        await hf.weights.close();
+        console.log(
+          `command line run (full fine-tune, beta 0.04, 1 step): live peak ${meter.peak} B ` +
+            `(largest tensor ${largest} B, bound ${largest + MARGIN_BYTES})`,
+        );
+        expect(meter.peak).toBeGreaterThanOrEqual(largest);
+        expect(meter.peak).toBeLessThanOrEqual(largest + MARGIN_BYTES);
+      } finally {
+        rmSync(at, { recursive: true, force: true });
+        rmSync(runDir, { recursive: true, force: true });
+      }
+    },
+  );
+
   it.each(cases)(
     '%s: the live bytes stay under the largest tensor + margin',
     { timeout: 120_000 },
