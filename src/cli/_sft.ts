@@ -18,7 +18,7 @@ import type { Identity } from '../storage/db';
 import { takeCommandFlags, trainedLine, type Command } from './_flags';
 import { appendLine, writeFileAtomic, writeFolderAtomic } from './_atomic-files';
 import { cutStepLogsLogged, recoverRunFolder } from './_run-folder';
-import { hfFolderExtras, type LoadedModel } from './_session';
+import { hfFolderExtras, type LoadedModel, type OpenedModel } from './_session';
 
 const kebab = (key: string) => key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
 
@@ -161,7 +161,9 @@ export function sftStepLine(report: SftStepReport, steps: number): string {
 
 export interface SftFolderOptions {
   engine: Engine;
-  model: LoadedModel;
+  /** An opened model (`sft`: its weights stream into the GPU tensor by tensor), or one loaded
+   * whole (its f32 Map). */
+  model: LoadedModel | OpenedModel;
   identity: Identity;
   config: SftConfig;
   examples: readonly SftExample[];
@@ -179,13 +181,16 @@ export async function sftFolder(o: SftFolderOptions): Promise<{ checkpoints: str
   const { config, model, runDir } = o;
   const log = o.log ?? ((line: string) => console.log(line));
   const checkpoints: string[] = [];
-  const run = new SftRun({
+  const run = await SftRun.create({
     engine: o.engine,
     runId: o.resume?.payload.runId || runDir,
     runName: runDir,
     modelIdentity: o.identity,
     config,
-    model: { config: model.hf.config, weights: model.hf.tensors },
+    model: {
+      config: model.hf.config,
+      weights: 'weights' in model.hf ? model.hf.weights : model.hf.tensors,
+    },
     examples: o.examples,
     padTokenId: model.tokenizer.padTokenId,
     hooks: {

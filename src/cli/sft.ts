@@ -6,13 +6,13 @@
 // Exits 0 when the run finished, 1 with a message otherwise. This file reads argv, the data and the
 // model; _sft.ts holds the flag table and runs the loop and the folder.
 import { resolve } from 'node:path';
-import { checkBaseModel, weightsIdentity } from '../train/checkpoint';
+import { checkBaseModel, readerIdentity } from '../train/checkpoint';
 import { isHelpRequested } from '../grpo/config';
 import { tokenizeSftDataset } from '../train/sft';
 import { resolveSftConfig, type SftConfig } from '../train/sft-config';
 import { parseSftJsonl } from '../train/sft-data';
 import { runCommand } from './_flags';
-import { loadModel, openEngine } from './_session';
+import { openEngine, openModel } from './_session';
 import { describeImport, readSftDataset } from './_dataset';
 import { parseSftArgs, readSftCheckpoint, sftFolder, sftHelp, sftRunDir } from './_sft';
 
@@ -51,30 +51,35 @@ async function main(argv: string[]) {
     console.log(`${imported.origin(issue.line)}: skipped (${issue.message})`);
   if (dataset.issues.length > 10) console.log(`… ${dataset.issues.length - 10} more lines skipped`);
 
-  const model = await loadModel(resume ? resume.baseModel : args.model!);
-  const identity = await weightsIdentity(model.folder, model.hf.tensors);
-  if (resume) checkBaseModel(resume.payload, identity);
-  const { examples, dropped } = tokenizeSftDataset(dataset.rows, model.tokenizer, config);
-  if (dropped.length)
-    console.log(
-      `${dropped.length} row${dropped.length === 1 ? '' : 's'} kept no loss token after max_length ${config.maxLength} (lines ${dropped.slice(0, 5).join(', ')}${dropped.length > 5 ? ', …' : ''}): skipped`,
-    );
-  if (examples.length === 0) throw new Error(`${dataPath}: no example to train on`);
-  const engine = await openEngine();
+  // Opened, not loaded: the policy streams into the GPU tensor by tensor (SftRun.create).
+  const model = await openModel(resume ? resume.baseModel : args.model!);
   try {
-    await sftFolder({
-      engine,
-      model,
-      identity,
-      config,
-      examples,
-      dataPath,
-      dataColumns: columns,
-      runDir: sftRunDir(args),
-      resume: resume && { payload: resume.payload, from: args.resume! },
-    });
+    const identity = await readerIdentity(model.folder, model.hf.weights);
+    if (resume) checkBaseModel(resume.payload, identity);
+    const { examples, dropped } = tokenizeSftDataset(dataset.rows, model.tokenizer, config);
+    if (dropped.length)
+      console.log(
+        `${dropped.length} row${dropped.length === 1 ? '' : 's'} kept no loss token after max_length ${config.maxLength} (lines ${dropped.slice(0, 5).join(', ')}${dropped.length > 5 ? ', …' : ''}): skipped`,
+      );
+    if (examples.length === 0) throw new Error(`${dataPath}: no example to train on`);
+    const engine = await openEngine();
+    try {
+      await sftFolder({
+        engine,
+        model,
+        identity,
+        config,
+        examples,
+        dataPath,
+        dataColumns: columns,
+        runDir: sftRunDir(args),
+        resume: resume && { payload: resume.payload, from: args.resume! },
+      });
+    } finally {
+      engine.destroy();
+    }
   } finally {
-    engine.destroy();
+    await model.hf.weights.close();
   }
 }
 

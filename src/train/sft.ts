@@ -23,6 +23,7 @@ import { mixSeeds, mulberry32, seed32 } from '../core/rng';
 import { numel, parameterSpecs, type LlamaConfig } from '../core/model-config';
 import { packBatch, type PackedBatch } from '../model/batch';
 import { GpuLlama } from '../model/llama';
+import { isStreamed, type StreamedWeights } from '../model/parameters';
 import { EXP_AVG_PREFIX, EXP_AVG_SQ_PREFIX, GpuAdamW } from '../optim/adamw';
 import { learningRateAt, runSchedule } from '../optim/schedule';
 import type { CheckpointPayload, CheckpointTensor } from '../storage/checkpoints';
@@ -127,7 +128,9 @@ export interface SftSetup {
   /** The initial weights' identity: a checkpoint's base model. */
   modelIdentity?: Identity;
   config: SftConfig;
-  model: { config: LlamaConfig; weights: ReadonlyMap<string, Float32Array> };
+  /** The initial weights: a Map, or a reader streamed into the GPU tensor by tensor (SftRun.create;
+   * a 16-bit tensor is widened to f32 on its way, one at a time). */
+  model: { config: LlamaConfig; weights: ReadonlyMap<string, Float32Array> | StreamedWeights };
   examples: readonly SftExample[];
   padTokenId: number;
   hooks?: SftHooks;
@@ -135,6 +138,10 @@ export interface SftSetup {
 
 /** The checkpoint's `rng` record keys of the SFT loop's state. */
 const STATE_KEYS = ['sft.epoch', 'sft.cursor', 'sft.numTokens', 'sft.consecutiveSkips'] as const;
+
+function checkExamples(examples: readonly SftExample[]): void {
+  if (examples.length === 0) throw new Error('SFT: the dataset has no example with a loss token');
+}
 
 export class SftRun implements TrainingStage {
   readonly config: SftConfig;
@@ -155,14 +162,39 @@ export class SftRun implements TrainingStage {
   private readonly objective: PolicyObjective;
   private readonly dataHash: number;
 
-  constructor(private readonly setup: SftSetup) {
+  /**
+   * Builds the run; with a reader for weights (the command line) the policy is uploaded tensor by
+   * tensor (GpuLlama.loadStreamed), so the host never holds the whole model. A Map of weights
+   * (recipes, which read f32 weights between stages) builds as the constructor does.
+   */
+  static async create(setup: SftSetup): Promise<SftRun> {
+    const { weights } = setup.model;
+    if (!isStreamed(weights)) return new SftRun(setup);
+    checkExamples(setup.examples);
+    const policy = await GpuLlama.loadStreamed(setup.engine, setup.model.config, weights);
+    try {
+      return new SftRun(setup, policy);
+    } catch (err) {
+      policy.destroy();
+      throw err;
+    }
+  }
+
+  /** `policy`: already built (SftRun.create); else loaded from setup.model.weights, a Map. */
+  constructor(
+    private readonly setup: SftSetup,
+    policy?: GpuLlama,
+  ) {
     const { engine, config, model, examples } = setup;
-    if (examples.length === 0) throw new Error('SFT: the dataset has no example with a loss token');
+    checkExamples(examples);
     this.config = config;
     this.hooks = setup.hooks ?? {};
     this.totalSteps = sftTotalSteps(config, examples.length);
     this.dataHash = sftDataHash(examples);
-    this.policy = GpuLlama.load(engine, model.config, model.weights);
+    if (policy) this.policy = policy;
+    else if (isStreamed(model.weights))
+      throw new Error('SFT: streamed weights build with SftRun.create');
+    else this.policy = GpuLlama.load(engine, model.config, model.weights);
     this.optimizer = new GpuAdamW(engine, this.policy, {
       beta1: config.adamBeta1,
       beta2: config.adamBeta2,
