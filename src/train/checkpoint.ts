@@ -189,16 +189,26 @@ export function weightsIdentityHasher(name: string) {
 
 /**
  * Models whose f32 weights take at most this many bytes get their identity hashed whole by
- * crypto.subtle (fast); larger ones tensor by tensor (weightsIdentityHasher, a plain-JS SHA-256 of
- * about 55 MB/s in V8), so no whole-model f32 copy is made for it. The digest is the same.
+ * crypto.subtle (fast: about 0.1 s for 64 MiB); larger ones tensor by tensor (weightsIdentityHasher,
+ * a plain-JS SHA-256 of about 55 MB/s in V8), so no whole-model f32 copy is made for them. The
+ * digest is the same. The whole hash holds the f32 tensors and their concatenation, so a load holds
+ * at most the largest tensor plus twice this window (the fixed margin of docs/guide/models.md's
+ * streamed load): small models load fast, and 3–4B ones never make a whole-model copy.
  */
-export const WHOLE_IDENTITY_MAX_BYTES = 256 * 2 ** 20;
+export const WHOLE_IDENTITY_MAX_BYTES = 64 * 2 ** 20;
 
-/** weightsIdentity of a model folder's weights, read from `reader` (a streamed load). */
-export async function readerIdentity(name: string, reader: WeightReader): Promise<Identity> {
+/**
+ * weightsIdentity of a model folder's weights, read from `reader` (a streamed load); models above
+ * `wholeMaxBytes` of f32 weights are hashed tensor by tensor (default WHOLE_IDENTITY_MAX_BYTES).
+ */
+export async function readerIdentity(
+  name: string,
+  reader: WeightReader,
+  wholeMaxBytes = WHOLE_IDENTITY_MAX_BYTES,
+): Promise<Identity> {
   const names = reader.specs.map((spec) => spec.name).sort();
   const bytes = reader.specs.reduce((sum, spec) => sum + numel(spec.shape) * 4, 0);
-  if (bytes <= WHOLE_IDENTITY_MAX_BYTES) {
+  if (bytes <= wholeMaxBytes) {
     const tensors = new Map<string, Float32Array>();
     for (const key of names) tensors.set(key, storedToF32(await reader.read(key)));
     return weightsIdentity(name, tensors);

@@ -40,6 +40,7 @@ import { tinyRunConfig } from '../support/worker-steps';
 import { trainFolder } from '../../src/cli/_train';
 import { loadTokenizer } from '../../src/formats/tokenizer';
 import { counting } from '../support/counting-source';
+import { readerIdentity, WHOLE_IDENTITY_MAX_BYTES } from '../../src/train/checkpoint';
 import { lcgWeights, tinyLlamaConfigJson } from '../support/llama-fixture';
 import { parseSafetensors, writeSafetensors } from '../../src/formats/safetensors';
 import type { HalfTensor } from '../../src/ref/half';
@@ -338,6 +339,35 @@ describe('the trainer worker loads a model and builds its run in bounded host me
     },
   );
 
+  it('the identity of a model above the whole-hash window is hashed tensor by tensor, in the bound', async () => {
+    const folder = await tinyHfFolder({ ...overrides, headDim: 16, numKvHeads: 2 });
+    const at = folder.writeTo(mkdtempSync(join(tmpdir(), 'streamed-identity-')));
+    try {
+      const meter = reachable(folderSource(at));
+      const hf = await openHfFolder(meter.source);
+      const largest = hf.weights.largestTensorBytes;
+      // A window of 0 bytes: every model is "above" it, as a 3-4B model is above the default.
+      meter.restart();
+      const streamed = await readerIdentity('m', hf.weights, 0);
+      const streamedPeak = meter.peak;
+      // The default window takes this small model whole: the meter sees the whole model held.
+      meter.restart();
+      const whole = await readerIdentity('m', hf.weights);
+      const wholePeak = meter.peak;
+      await hf.weights.close();
+      console.log(
+        `identity: tensor by tensor live peak ${streamedPeak} B, whole ${wholePeak} B (largest ` +
+          `tensor ${largest} B, bound ${largest + MARGIN_BYTES}; whole-hash window ` +
+          `${WHOLE_IDENTITY_MAX_BYTES} B)`,
+      );
+      expect(streamed).toEqual(whole);
+      expect(streamedPeak).toBeLessThanOrEqual(largest + MARGIN_BYTES);
+      expect(wholePeak).toBeGreaterThan(largest + MARGIN_BYTES);
+    } finally {
+      rmSync(at, { recursive: true, force: true });
+    }
+  });
+
   it.each(cases)(
     '%s: the live bytes stay under the largest tensor + margin',
     { timeout: 120_000 },
@@ -358,8 +388,9 @@ describe('the trainer worker loads a model and builds its run in bounded host me
           modelSource: () => meter.source,
         });
         // The load: the identity is hashed from the whole f32 Map for a model this small
-        // (src/train/checkpoint.ts readerIdentity: crypto.subtle up to 256 MiB), so its peak is
-        // printed, not bounded; once loaded, the worker holds the reader, not the weights.
+        // (src/train/checkpoint.ts readerIdentity: crypto.subtle up to WHOLE_IDENTITY_MAX_BYTES,
+        // the fixed margin; the next test bounds the tensor-by-tensor hash), so its peak is
+        // printed here; once loaded, the worker holds the reader, not the weights.
         const loaded = await api.loadModel({ kind: 'bundled' }, tinyRunConfig(options));
         expect(loaded.run.step).toBe(0);
         const loadPeak = meter.peak;
