@@ -22,8 +22,14 @@ import { PLAN, takeCommandFlags } from './_flags';
 
 const GiB = 2 ** 30;
 
-/** Budgets tried in order when --budget is not given: common GPU memory sizes, in GiB. */
-export const STANDARD_BUDGETS_GIB = [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 80] as const;
+/**
+ * Budgets tried in order when --budget is not given, in GiB: half-GiB steps up to 4 GiB, then
+ * common GPU memory sizes. A browser tab shares a small GPU with the desktop and other tabs, so
+ * the plan does not claim a whole further GiB there only to take more sequences at a time.
+ */
+export const STANDARD_BUDGETS_GIB = [
+  0.5, 1, 1.5, 2, 2.5, 3, 3.5, 4, 6, 8, 12, 16, 24, 32, 48, 80,
+] as const;
 
 /**
  * Per-buffer limits assumed without a device: what desktop browsers grant on a discrete GPU
@@ -233,7 +239,7 @@ export function formatPlanReport(r: PlanReport): string {
   }
   lines.push(`  ${'peak'.padEnd(11)} ${formatBytes(plan.peakBytes).padStart(10)}`);
   lines.push('');
-  const budget = `${formatBytes(r.budgetBytes)}${r.budgetChosen ? ' (the smallest common GPU size it fits)' : ''}`;
+  const budget = `${formatBytes(r.budgetBytes)}${r.budgetChosen ? ' (the smallest budget step it fits)' : ''}`;
   if (plan.fits) {
     lines.push(`Fits in ${budget}: ${formatBytes(r.budgetBytes - plan.peakBytes)} to spare.`);
   } else {
