@@ -182,6 +182,25 @@ describe('planCommand', () => {
     }
   });
 
+  it("README.md's memory table (bf16 and NF4 bases) is what the plan says, cell by cell", () => {
+    const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+    const rows = readme
+      .split('\n')
+      .filter((line) => /^\| [A-Z][\w.-]+ +\| +[\d.]+ GiB/.test(line))
+      .map((line) => line.split('|').map((cell) => cell.trim()));
+    expect(rows.length).toBeGreaterThanOrEqual(5);
+    const common = ['--num-prompts', '1', '--num-generations', '8', '--max-prompt-length', '256'];
+    const run = [...common, '--max-completion-length', '256', '--gradient-accumulation-steps', '8'];
+    const lora = ['--lora-r', '16', '--gradient-checkpointing'];
+    for (const row of rows) {
+      const cells = ['bf16', 'nf4'].map((dtype) => {
+        const r = planCommand([row[1].toLowerCase(), ...lora, '--dtype', dtype, ...run]);
+        return `${(r.plan.peakBytes / GiB).toFixed(2)} GiB`;
+      });
+      expect([row[1], ...cells]).toEqual(row.slice(1, 4));
+    }
+  });
+
   it('a budget that does not fit lists what to change, in the text too', () => {
     const r = planCommand(['qwen2.5-0.5b', '--budget', '2']);
     expect(r.plan.input.lora).toBeNull();
