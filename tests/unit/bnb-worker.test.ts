@@ -3,7 +3,8 @@
 // page uses it (issue #37 acceptance): it loads as NF4 (config dtype 'auto' keeps the 4-bit base), a full
 // fine-tune is refused with a message naming usePeft, two LoRA steps train with a finite loss, and
 // the Hugging Face export writes the merged weights as BF16 (dequantised base + B·A, as PEFT's merge).
-// The command line's train path refuses a full fine-tune of it the same way.
+// The command line's train path (the folder opened as `npm run train` opens it) refuses a full
+// fine-tune of it the same way, and trains 2 LoRA steps on it and exports the merged model as BF16.
 import 'fake-indexeddb/auto';
 import { IDBFactory } from 'fake-indexeddb';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -11,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { loadModel } from '../../src/cli/_session';
+import { loadModel, openModel } from '../../src/cli/_session';
 import { trainFolder } from '../../src/cli/_train';
 import { resolveConfig } from '../../src/grpo/config';
 import { folderSource } from '../../src/formats/model-source';
@@ -82,6 +83,44 @@ describe('a bitsandbytes 4-bit folder in the trainer worker', { timeout: 600_000
     for (let i = 0; i < base.length; i++) moved = Math.max(moved, Math.abs(merged[i] - base[i]));
     expect(moved).toBeGreaterThan(0);
     expect(moved).toBeLessThan(1);
+  });
+
+  it('the command line trains 2 LoRA steps on it as stored and exports the merged model as BF16', async () => {
+    const model = await openModel(FOLDER);
+    expect(model.hf.weights.storedDtypes.get(Q)).toBe('NF4');
+    const runDir = mkdtempSync(join(tmpdir(), 'bnb-cli-lora-'));
+    const exportDir = join(runDir, 'export');
+    try {
+      await trainFolder({
+        engine: await testEngine(),
+        model,
+        identity: { name: 'm', sha256: '' },
+        // The byte-level test tokenizer spells a Countdown prompt in ~550 tokens.
+        config: resolveConfig(
+          tinyRunConfig({
+            ...{ usePeft: true, loraR: 2, loraAlpha: 4, steps: 2, maxPromptLength: 640 },
+            ...{ perStepPrompts: 1, numGenerations: 2, evalPrompts: 0 },
+          }),
+        ),
+        runDir,
+        exportDir,
+        log: () => {},
+      });
+      const metrics = readFileSync(join(runDir, 'metrics.jsonl'), 'utf8').trim().split('\n');
+      expect(metrics).toHaveLength(2);
+      for (const line of metrics) expect(Number.isFinite(JSON.parse(line).loss)).toBe(true);
+      const exported = parseSafetensors(
+        new Uint8Array(readFileSync(join(exportDir, 'model.safetensors'))),
+        'model.safetensors',
+      ).tensors;
+      expect(exported.get(Q)!.dtype).toBe('BF16');
+      expect(JSON.parse(readFileSync(join(exportDir, 'config.json'), 'utf8')).torch_dtype).toBe(
+        'bfloat16',
+      );
+    } finally {
+      await model.hf.weights.close();
+      rmSync(runDir, { recursive: true, force: true });
+    }
   });
 
   it('the command line trains on it as stored: a full fine-tune is refused', async () => {
