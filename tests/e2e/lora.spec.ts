@@ -1,7 +1,7 @@
 // LoRA in the browser, end to end, on the built app in Chromium (WebGPU on SwiftShader):
 // 1. Before loading, the memory plan has its switches beside it (LoRA on/off and rank, dtype,
 //    gradient checkpointing); each edits the same draft as the Trainer options form and the plan's
-//    numbers follow at once.
+//    numbers follow at once (a 4-bit nf4 base below bf16, and refused by name without LoRA).
 // 2. The bundled model trains with LoRA for 3 steps (the logged reward is not the same every step),
 //    the adapter is exported as the Checkpoints view downloads it (a PEFT folder in a .zip), loaded
 //    back through the model panel, and fixed completions get the same log-probs, bit for bit, as
@@ -114,8 +114,18 @@ test('the memory plan shows its LoRA / dtype / checkpointing switches before loa
   await dtype.selectOption('bfloat16');
   const bf16 = await planChanged(page, f32);
   expect(bf16).toBeLessThan(f32);
+  // 4-bit NF4 projections (QLoRA) take less again; without LoRA the page says why it cannot be.
+  await dtype.selectOption('nf4');
+  const nf4 = await planChanged(page, bf16);
+  expect(nf4).toBeLessThan(bf16);
+  await expect(page.getByTestId('nf4-needs-lora')).toHaveCount(0);
+  await page.locator('#plan-usePeft').uncheck();
+  await expect(page.getByTestId('nf4-needs-lora')).toContainText('needs usePeft (LoRA)');
+  await page.locator('#plan-usePeft').check();
+  await expect(page.getByTestId('nf4-needs-lora')).toHaveCount(0);
+  expect(await peakBytes(page)).toBe(nf4);
   console.log(
-    `plan peak bytes: full ${full}, LoRA r16 ${lora16}, r4 ${lora4}, r4 + checkpointing ${checkpointed}, r4 float32 ${f32}, r4 bfloat16 ${bf16}`,
+    `plan peak bytes: full ${full}, LoRA r16 ${lora16}, r4 ${lora4}, r4 + checkpointing ${checkpointed}, r4 float32 ${f32}, r4 bfloat16 ${bf16}, r4 nf4 ${nf4}`,
   );
   expect(errors).toEqual([]);
 });
