@@ -10,10 +10,19 @@ const PORT = Number(process.env.E2E_PORT ?? 4173);
 // Several builds side by side (one per working copy or helper): E2E_DIST names the build folder
 // `vite build --outDir` wrote, and the results go to a folder of the same suffix.
 const DIST = process.env.E2E_DIST ?? 'dist';
-const SUFFIX = DIST === 'dist' ? '' : `-${DIST.replace(/[^\w-]/g, '_')}`;
+// E2E_RESULTS names a second run on the same build (npm test runs some specs in another lane):
+// its own results folder and report.
+const SUFFIX =
+  (DIST === 'dist' ? '' : `-${DIST.replace(/[^\w-]/g, '_')}`) +
+  (process.env.E2E_RESULTS ? `-${process.env.E2E_RESULTS.replace(/[^\w-]/g, '_')}` : '');
 
 export default defineConfig({
   testDir: 'tests/e2e',
+  // E2E_IGNORE: spec files (comma-separated names) this run leaves to another (npm test's lanes).
+  testIgnore: (process.env.E2E_IGNORE ?? '')
+    .split(',')
+    .filter(Boolean)
+    .map((spec) => `**/${spec}`),
   outputDir: `test-results/e2e${SUFFIX}`,
   timeout: 120_000,
   workers: 1,

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
-// `npm test`: every layer — lint, formatting and types (svelte-check) side by side, then vitest
-// unit tests beside the kernel tests on Node WebGPU, then the production build and Playwright
-// end-to-end tests in Chromium. A missing browser or WebGPU driver fails with how to install it; a layer is skipped only
+// `npm test`: every layer — lint, formatting and types (svelte-check) side by side, then the kernel
+// tests on Node WebGPU beside one lane of the vitest unit tests, the production build and the
+// Playwright end-to-end tests in Chromium. A missing browser or WebGPU driver fails with how to install it; a layer is skipped only
 // when asked explicitly (SKIP_KERNELS=1, SKIP_E2E=1). Ends with one summary line of counts.
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
@@ -11,26 +11,6 @@ const skipE2E = process.env.SKIP_E2E === '1';
 const started = Date.now();
 const totals = { passed: 0, failed: 0, skipped: 0 };
 
-// `countResults` reads the layer's JSON report before deciding, so the summary line counts the
-// failing layer's tests too, not only those of the layers that passed.
-function run(title, command, args, countResults = () => {}) {
-  console.log(`\n=== ${title}: ${command} ${args.join(' ')}`);
-  const t0 = Date.now();
-  const result = spawnSync(command, args, { stdio: 'inherit', env: process.env });
-  const seconds = ((Date.now() - t0) / 1000).toFixed(1);
-  try {
-    countResults();
-  } catch (error) {
-    console.error(`(no test report from ${title}: ${error.message})`);
-  }
-  if (result.status !== 0) {
-    console.error(`\n✗ ${title} failed (exit ${result.status ?? result.signal}) after ${seconds}s`);
-    summarize();
-    process.exit(result.status || 1);
-  }
-  console.log(`✓ ${title} (${seconds}s)`);
-}
-
 /**
  * Runs layers at the same time: the static layers (lint, formatting, types: each one mostly
  * single-threaded process) and the unit tests beside the kernel tests (which run their files one
@@ -39,32 +19,7 @@ function run(title, command, args, countResults = () => {}) {
  * order given. Every layer's counts are read; the first failure stops the run after all end.
  */
 async function runTogether(layers) {
-  const results = await Promise.all(
-    layers.map(
-      (layer) =>
-        new Promise((resolve) => {
-          const t0 = Date.now();
-          if (layer.live)
-            console.log(`\n=== ${layer.title}: ${layer.command} ${layer.args.join(' ')}`);
-          const child = spawn(layer.command, layer.args, {
-            env: layer.live ? process.env : { ...process.env, FORCE_COLOR: '0' },
-            stdio: layer.live ? 'inherit' : 'pipe',
-          });
-          let output = '';
-          child.stdout?.on('data', (chunk) => (output += chunk));
-          child.stderr?.on('data', (chunk) => (output += chunk));
-          child.on('close', (code, signal) =>
-            resolve({
-              ...layer,
-              output,
-              code,
-              signal,
-              seconds: ((Date.now() - t0) / 1000).toFixed(1),
-            }),
-          );
-        }),
-    ),
-  );
+  const results = (await Promise.all(layers.map((layer) => runLane(layer)))).flat();
   let failed = null;
   for (const r of results) {
     if (!r.live) {
@@ -85,6 +40,59 @@ async function runTogether(layers) {
     summarize();
     process.exit(failed.code || 1);
   }
+}
+
+/**
+ * One lane of runTogether: a layer, or `{ lane: [layers] }` run one after another (a later layer
+ * starts only when the earlier ones passed; the layers not run are told so through `after`).
+ * Resolves to the results of the layers that ran.
+ */
+async function runLane(layer) {
+  if (!layer.lane) return [await runLayer(layer)];
+  const results = [];
+  for (const [i, step] of layer.lane.entries()) {
+    const result = await runLayer(step);
+    results.push(result);
+    if (result.code !== 0) {
+      for (const rest of layer.lane.slice(i + 1)) rest.after?.(false);
+      break;
+    }
+  }
+  return results;
+}
+
+/**
+ * Runs one layer's command: `waitFor` (a promise of another lane's layer passing) first, `env`
+ * added to the environment, `after(passed)` called when it ends.
+ */
+async function runLayer(layer) {
+  if (layer.waitFor && !(await layer.waitFor)) {
+    console.log(`\n(${layer.title}: not run, the layer it needs failed)`);
+    return { ...layer, output: '', code: 0, signal: null, seconds: '0.0', countResults: null };
+  }
+  const result = await new Promise((resolve) => {
+    const t0 = Date.now();
+    layer.before?.();
+    if (layer.live) console.log(`\n=== ${layer.title}: ${layer.command} ${layer.args.join(' ')}`);
+    const child = spawn(layer.command, layer.args, {
+      env: { ...process.env, ...(layer.live ? {} : { FORCE_COLOR: '0' }), ...layer.env },
+      stdio: layer.live ? 'inherit' : 'pipe',
+    });
+    let output = '';
+    child.stdout?.on('data', (chunk) => (output += chunk));
+    child.stderr?.on('data', (chunk) => (output += chunk));
+    child.on('close', (code, signal) =>
+      resolve({
+        ...layer,
+        output,
+        code,
+        signal,
+        seconds: ((Date.now() - t0) / 1000).toFixed(1),
+      }),
+    );
+  });
+  layer.after?.(result.code === 0);
+  return result;
 }
 
 function summarize() {
@@ -199,19 +207,59 @@ function vitestLayer(title, project, live) {
 }
 
 if (skipKernels) console.log('\nSKIP_KERNELS=1: kernel tests skipped on request.');
-await runTogether([
-  ...(skipKernels ? [] : [vitestLayer('kernel tests (Node WebGPU)', 'kernels', true)]),
-  vitestLayer('unit tests', 'unit', skipKernels),
-]);
-
-if (skipE2E) {
-  console.log('\nSKIP_E2E=1: end-to-end tests skipped on request.');
+if (skipE2E) console.log('\nSKIP_E2E=1: end-to-end tests skipped on request.');
+const e2eJson = 'test-results/e2e-results.json';
+// The kernel tests run their files one at a time and take long; beside them, one lane runs the
+// unit tests, the build and most end-to-end specs. The kernel lane then runs the specs in
+// E2E_OTHER_LANE (about 3 minutes, on their own port and report) once the build is there, so the
+// two lanes end together (TEST_LANES=serial: kernels and unit tests side by side, then the build
+// and every e2e spec alone, as before).
+const E2E_OTHER_LANE = ['a11y-screens.spec.ts', 'storage.spec.ts', 'recipe.spec.ts'];
+const otherLaneJson = 'test-results/e2e-results-other-lane.json';
+let buildDone;
+const built = new Promise((resolve) => (buildDone = resolve));
+const e2eLayer = (title, env, json) => ({
+  title,
+  command: 'npx',
+  args: ['playwright', 'test'],
+  env,
+  live: true,
+  before: () => rmSync(json, { force: true }),
+  countResults: () => addPlaywrightCounts(json),
+});
+const buildLayer = {
+  title: 'build',
+  command: 'npx',
+  args: ['vite', 'build'],
+  after: (ok) => buildDone(ok),
+};
+const kernelLayer = skipKernels ? [] : [vitestLayer('kernel tests (Node WebGPU)', 'kernels', true)];
+if (process.env.TEST_LANES === 'serial') {
+  await runTogether([...kernelLayer, vitestLayer('unit tests', 'unit', skipKernels)]);
+  if (!skipE2E) {
+    await runTogether([buildLayer]);
+    await runTogether([e2eLayer('end-to-end tests (Chromium)', {}, e2eJson)]);
+  }
 } else {
-  run('build', 'npx', ['vite', 'build']);
-  const e2eJson = 'test-results/e2e-results.json';
-  rmSync(e2eJson, { force: true });
-  run('end-to-end tests (Chromium)', 'npx', ['playwright', 'test'], () =>
-    addPlaywrightCounts(e2eJson),
+  const unitLayer = vitestLayer('unit tests', 'unit', skipKernels);
+  const mainE2E = e2eLayer(
+    'end-to-end tests (Chromium)',
+    { E2E_IGNORE: E2E_OTHER_LANE.join(',') },
+    e2eJson,
   );
+  const otherE2E = {
+    ...e2eLayer(
+      `end-to-end tests, second lane (${E2E_OTHER_LANE.join(', ')})`,
+      { E2E_RESULTS: 'other-lane', E2E_PORT: '4174' },
+      otherLaneJson,
+    ),
+    args: ['playwright', 'test', ...E2E_OTHER_LANE.map((spec) => `tests/e2e/${spec}`)],
+    waitFor: built,
+  };
+  if (skipE2E) buildDone(false);
+  await runTogether([
+    { lane: [...kernelLayer, ...(skipE2E ? [] : [otherE2E])] },
+    { lane: [unitLayer, ...(skipE2E ? [] : [buildLayer, mainE2E])] },
+  ]);
 }
 summarize();
