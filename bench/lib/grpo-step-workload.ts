@@ -124,7 +124,9 @@ export async function runSteps(
     trainer.destroy();
   }
   const measured = engine.memory.peakBytes - before;
-  const plan = planRunMemory(config, cfg, engine.device.limits);
+  // With the engine's kernels: on a GPU its split-K and row-split partials count (memory-plan.ts).
+  const { tuning } = engine.pipelines;
+  const plan = planRunMemory(config, cfg, engine.device.limits, undefined, undefined, tuning);
   const tokensPerStep = cfg.perStepPrompts * cfg.numGenerations * columns;
   return {
     name,

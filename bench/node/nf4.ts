@@ -284,7 +284,8 @@ async function main(argv: string[]) {
       trainer.destroy();
     }
     const measured = engine.memory.peakBytes - before;
-    const plan = planRunMemory(config, cfg, engine.device.limits, undefined, weights);
+    const { limits } = engine.device;
+    const plan = planRunMemory(config, cfg, limits, undefined, weights, engine.pipelines.tuning);
     const planError = Math.abs(measured - plan.peakBytes) / measured;
     let commit = 'unknown';
     let dirty: string[] = [];

@@ -3,6 +3,8 @@
 // against these counts (a step that leaks shows up as live bytes that do not come back).
 // Uniform blocks (a few words each, left to the garbage collector) and readback staging buffers
 // (destroyed at once) are not storage buffers and are not counted.
+import { createStorageBuffer } from './buffers';
+
 const STORAGE_USAGE = 0x0080; // GPUBufferUsage.STORAGE
 
 export class GpuMemory {
@@ -76,8 +78,39 @@ export function transient(device: GPUDevice, buffer: GPUBuffer): GPUBuffer {
   return buffer;
 }
 
-/** Destroys every transient buffer of `device` (engine.run calls this when its work is done). */
+// Per-call scratch that every call of one kernel shares within a run (split-K and row-split
+// partials): one buffer per role, reused by each call after the first instead of one new buffer
+// per call. Each call writes every word it later reads in its own passes, and passes run in
+// encoding order, so a later call overwriting the buffer cannot reach an earlier call's reads.
+// Without it a submission that decodes several tokens, or a training step's backward, held one
+// buffer per product until the run ended: on an H100 the GPU path's LoRA step at Qwen2.5-0.5B's
+// shape peaked 227 MB (16%) above the memory plan that way (bench/results/2026-11-27-nvidia-h100.json).
+const runScratches = new WeakMap<GPUDevice, Map<string, GPUBuffer>>();
+
+/**
+ * A scratch buffer of at least `bytes` for `role` (a kernel's name for its partials), shared by
+ * every call of that role encoded until engine.run's work is done. A larger request replaces it;
+ * the smaller one stays alive (transient) until then, as work encoded earlier still reads it.
+ */
+export function runScratch(device: GPUDevice, role: string, bytes: number): GPUBuffer {
+  let roles = runScratches.get(device);
+  if (!roles) runScratches.set(device, (roles = new Map()));
+  const held = roles.get(role);
+  if (held && held.size >= bytes) return held;
+  if (held) transient(device, held);
+  const buffer = createStorageBuffer(device, bytes, role);
+  roles.set(role, buffer);
+  return buffer;
+}
+
+/** Destroys every transient buffer of `device` and its run scratch (engine.run calls this when
+ * its work is done). */
 export function releaseTransients(device: GPUDevice): void {
+  const roles = runScratches.get(device);
+  if (roles) {
+    runScratches.delete(device);
+    for (const buffer of roles.values()) buffer.destroy();
+  }
   const list = transients.get(device);
   if (!list) return;
   transients.delete(device);

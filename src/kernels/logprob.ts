@@ -13,7 +13,7 @@
 import { createStorageBuffer, uploadStorageBuffer } from '../engine/buffers';
 import { ceilDiv, splitGrid, reductionWorkgroupSize } from '../engine/dispatch';
 import type { Engine } from '../engine/engine';
-import { transient } from '../engine/memory';
+import { runScratch } from '../engine/memory';
 import {
   bindBuffers,
   PipelineCache,
@@ -231,10 +231,7 @@ export class LogprobGatherKernel {
       pass.setBindGroup(0, bindBuffers(this.device, first, buffers));
       dispatch(plan.kind === 'row-per-thread' ? ceilDiv(R, LOGPROB_ROWS_PER_WG) : R);
     } else if (R > 0) {
-      const partials = transient(
-        this.device,
-        createStorageBuffer(this.device, R * plan.parts * 16, 'logprob_gather.partials'),
-      );
+      const partials = runScratch(this.device, 'logprob_gather.partials', R * plan.parts * 16);
       // main_split reads bindings 0, 5 and 7 only; the combine all but 6 (7 with `correct`).
       pass.setPipeline(first);
       pass.setBindGroup(0, bindAt(this.device, first, { 0: args.logits, 5: params, 7: partials }));

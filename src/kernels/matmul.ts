@@ -17,9 +17,8 @@
 // Split-K is never used for continueSum (its bits must equal one call's), when the output tiles
 // already fill the device (MATMUL_SPLIT_TARGET_WORKGROUPS), or when the partials would exceed
 // MATMUL_SPLIT_MAX_BYTES.
-import { createStorageBuffer } from '../engine/buffers';
 import { ceilDiv, MAX_WORKGROUPS_PER_DIM } from '../engine/dispatch';
-import { transient } from '../engine/memory';
+import { runScratch } from '../engine/memory';
 import {
   bindBuffers,
   type KernelTuning,
@@ -252,6 +251,24 @@ export function gpuNf4Aligned(args: Pick<MatmulArgs, 'N' | 'K' | 'transB' | 'str
   return (transB ? K : N) % 4 === 0 && (args.strideB ?? K * N) % 4 === 0;
 }
 
+/** Whether the GPU variants read this product's B as stored (else the staged kernel runs it). */
+function gpuReadsB(shape: MatmulShape): boolean {
+  const bDtype = shape.bDtype ?? 'f32';
+  return bDtype === 'f32' || (bDtype === 'nf4' ? gpuNf4Aligned(shape) : gpuPackedAligned(shape));
+}
+
+/**
+ * Bytes of the split-K partials a product asks of its run scratch under `tuning` (0: not split):
+ * what encode() allocates, for the memory plan (src/model/memory-plan.ts).
+ */
+export function matmulPartialsBytes(tuning: KernelTuning, shape: MatmulShape): number {
+  const { M, N, batch = 1 } = shape;
+  const config = MATMUL_VARIANTS[matmulVariantFor(tuning, M)];
+  if (config.kind !== 'gpu' || !gpuReadsB(shape) || M === 0 || N === 0) return 0;
+  const { splits } = matmulSplit(config, shape);
+  return splits > 1 ? 4 * batch * splits * M * N : 0;
+}
+
 /** The default absmax block of an NF4 B (bitsandbytes' blocksize 64; src/ref/nf4.ts NF4_BLOCK_SIZE). */
 export const MATMUL_NF4_BLOCK_SIZE = 64;
 
@@ -334,10 +351,7 @@ export class MatmulKernel {
   private plan(shape: MatmulShape): MatmulPlan {
     const variant = this.variantFor(shape);
     const config = MATMUL_VARIANTS[variant];
-    const bDtype = shape.bDtype ?? 'f32';
-    const gpuReads =
-      bDtype === 'f32' || (bDtype === 'nf4' ? gpuNf4Aligned(shape) : gpuPackedAligned(shape));
-    if (config.kind === 'gpu' && gpuReads) return this.gpuPlan(config, shape);
+    if (config.kind === 'gpu' && gpuReadsB(shape)) return this.gpuPlan(config, shape);
     // staged64, emulation, or a packed / NF4 B the GPU kernel cannot read (staged: the same bits).
     return this.legacyPlan(shape, config.kind === 'emulation');
   }
@@ -467,10 +481,7 @@ export class MatmulKernel {
     // adds them in split order into C.
     const partials =
       plan.splits > 1 && !empty
-        ? transient(
-            this.device,
-            createStorageBuffer(this.device, 4 * batch * plan.splits * M * N, 'matmul.partials'),
-          )
+        ? runScratch(this.device, 'matmul.partials', 4 * batch * plan.splits * M * N)
         : null;
     const pass = encoder.beginComputePass({ label: 'matmul' });
     pass.setPipeline(pipeline);

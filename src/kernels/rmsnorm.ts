@@ -11,7 +11,7 @@
 import { createStorageBuffer, uploadStorageBuffer } from '../engine/buffers';
 import { ceilDiv, reductionWorkgroupSize, splitGrid } from '../engine/dispatch';
 import type { Engine } from '../engine/engine';
-import { transient } from '../engine/memory';
+import { runScratch } from '../engine/memory';
 import { PipelineCache, type KernelTuning, type OverrideConstants } from '../engine/pipelines';
 import { shaderSource } from '../engine/shaders';
 import { uniformLayout } from '../engine/uniforms';
@@ -215,10 +215,7 @@ export class RmsNormBackwardWeightKernel extends Kernel {
       return;
     }
     if (C === 0) return;
-    const partials = transient(
-      this.device,
-      createStorageBuffer(this.device, parts * C * 4, 'rmsnorm_backward_weight.partials'),
-    );
+    const partials = runScratch(this.device, 'rmsnorm_backward_weight.partials', parts * C * 4);
     const source = shaderSource('rmsnorm_backward_weight');
     const pass = encoder.beginComputePass({ label: 'rmsnorm_backward_weight' });
     const run = (entry: string, buffers: Record<number, GPUBuffer>, workgroups: number) => {

@@ -3,9 +3,8 @@
 // step), plus the token's log-prob under the full tempered softmax of the raw logits. CPU mirror:
 // src/ref/sampling.ts + src/ref/rng.ts. On the GPU path a long row without top-k / top-p / min-p
 // is spread over many workgroups instead (sample_split.wgsl, then sample_combine.wgsl draws).
-import { createStorageBuffer } from '../engine/buffers';
 import { reductionWorkgroupSize, splitGrid } from '../engine/dispatch';
-import { transient } from '../engine/memory';
+import { runScratch } from '../engine/memory';
 import {
   bindBuffers,
   type KernelTuning,
@@ -225,15 +224,12 @@ export class SampleKernel {
     this.pass(encoder, 'sample', pipeline, buffers, workgroups, args.maxWorkgroupsPerDim);
   }
 
-  /** Many workgroups per row: the parts' partials (transient scratch), then the draw per row. */
+  /** Many workgroups per row: the parts' partials (run scratch shared by the calls of a run), then the draw per row. */
   private encodeSplit(encoder: GPUCommandEncoder, args: SampleArgs, params: GPUBuffer): void {
     const { N, V } = args;
     const chunk = sampleSplitChunk(this.pipelines.tuning);
     const parts = Math.ceil(V / chunk);
-    const partials = transient(
-      this.device,
-      createStorageBuffer(this.device, N * parts * SPLIT_PART_WORDS * 4, 'sample.partials'),
-    ); // (N, C, 6)
+    const partials = runScratch(this.device, 'sample.partials', N * parts * SPLIT_PART_WORDS * 4); // (N, C, 6)
     const [splitKey, combineKey] = this.splitKeys(chunk);
     const limit = args.maxWorkgroupsPerDim;
     const first = this.pipelines.get(...splitKey);

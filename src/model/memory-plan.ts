@@ -26,6 +26,11 @@ import { gradNormPartialsLength } from '../kernels/grad-norm';
 import { GRPO_LOSS_OUT } from '../kernels/grpo-loss';
 import { loraAdapterSpecs } from '../core/lora';
 import { DEFAULT_LOGITS_MEMORY_BYTES, headChunkRows } from './head-chunks';
+import { DEFAULT_TUNING, type KernelTuning } from '../engine/pipelines';
+import { logprobGatherPlan } from '../kernels/logprob';
+import { matmulPartialsBytes, type MatmulShape } from '../kernels/matmul';
+import { weightGradientParts } from '../kernels/rmsnorm';
+import { sampleSplitChunk } from '../kernels/sampling';
 
 const F32 = 4;
 const MiB = 2 ** 20;
@@ -89,6 +94,12 @@ export interface MemoryPlanInput {
    * chunks that fit (config logitsMemoryMiB; 0: one row at a time). Default 256.
    */
   logitsMemoryMiB?: number;
+  /**
+   * The kernel variants the device runs (engine.pipelines.tuning): the GPU path's split-K and
+   * row-split partials are planned from them. Default: a GPU's (DEFAULT_TUNING); a software
+   * adapter's emulation path (avoidBarriers) has none.
+   */
+  kernels?: KernelTuning;
 }
 
 /** A MemoryPlanInput with every optional field decided. */
@@ -378,6 +389,7 @@ export function planBuffers(
   }
   // The reference copy scores in its own workspace: a forward without backward.
   if (reference) trainingActivations('reference', 'reference forward: ');
+  gpuKernelScratch(input, { U, N, Rp, R, chunkRows }, add);
 
   // The update's per-token buffers (policy-objective.ts stepBuffers), freed after the update.
   const kl = input.beta > 0;
@@ -398,6 +410,103 @@ export function planBuffers(
     add('one chunk of per-token rows', 'grpo', 'update', [chunkRows], 5);
   }
   return out;
+}
+
+const MATMUL_DTYPE = { float32: 'f32', bfloat16: 'bf16', float16: 'f16', nf4: 'nf4' } as const;
+
+/**
+ * The GPU path's per-call partials (src/engine/memory.ts runScratch): one buffer per kernel for a
+ * whole sampling call or update, as large as the kernel's largest call there. Split-K products
+ * (decode-sized M, or a LoRA rank's rows of dA) and the row-split reductions (sampling and the
+ * log-prob gather over a long vocabulary, RMSNorm weight gradients over many rows). The emulation
+ * path (avoidBarriers) takes none of them. A kernel whose calls grow within a run keeps the
+ * smaller buffer until the run ends, which this does not count (the products of one forward or
+ * backward come largest first, so little).
+ */
+function gpuKernelScratch(
+  input: ResolvedPlanInput,
+  rows: { U: number; N: number; Rp: number; R: number; chunkRows: number },
+  add: (name: string, category: MemoryCategory, phase: MemoryPhase, shape: number[]) => unknown,
+): void {
+  const { config, lora, kernels: tuning } = input;
+  const { hiddenSize: C, vocabSize: V, numHeads: H, numKvHeads: Hkv, headDim: D } = config;
+  const { U, N, Rp, R, chunkRows } = rows;
+  const frozen = lora ? MATMUL_DTYPE[input.dtype] : 'f32';
+  // One layer's projections (every layer has the same) and which carry an adapter.
+  const linears = parameterSpecs(config)
+    .filter((s) => s.name.startsWith('model.layers.0.') && s.name.endsWith('_proj.weight'))
+    .map((s) => ({ name: s.name.slice(0, -'.weight'.length), out: s.shape[0], in: s.shape[1] }));
+  const adapted = new Set(
+    lora
+      ? loraAdapterSpecs(config, { ...lora, alpha: 1, useRslora: false, dropout: 0 }).map((s) =>
+          s.name.replace(/\.lora_[AB]\.weight$/, ''),
+        )
+      : [],
+  );
+  const r = lora?.r ?? 0;
+  const forward = (x: number): MatmulShape[] =>
+    linears.flatMap((l) => [
+      { M: x, N: l.out, K: l.in, transB: true, bDtype: frozen },
+      ...(adapted.has(l.name)
+        ? [
+            { M: x, N: r, K: l.in, transB: true },
+            { M: x, N: l.out, K: r, transB: true, accumulate: true },
+          ]
+        : []),
+    ]);
+  const head = (x: number): MatmulShape => ({ M: x, N: V, K: C, transB: true, bDtype: frozen });
+  const backward = (x: number): MatmulShape[] =>
+    linears.flatMap((l) => [
+      { M: x, N: l.in, K: l.out, bDtype: frozen },
+      ...(lora ? [] : [{ M: l.out, N: l.in, K: x, transA: true, accumulate: true }]),
+      ...(adapted.has(l.name)
+        ? [
+            { M: x, N: r, K: l.out },
+            { M: l.out, N: r, K: x, transA: true, accumulate: true },
+            { M: r, N: l.in, K: x, transA: true, accumulate: true },
+            { M: x, N: l.in, K: r, accumulate: true },
+          ]
+        : []),
+    ]);
+  const largest = (shapes: MatmulShape[]) =>
+    Math.max(0, ...shapes.map((shape) => matmulPartialsBytes(tuning, shape)));
+  const words = (bytes: number) => [bytes / F32];
+
+  // Sampling: the prefill's rows, a decode step's, and the head over the last column of each.
+  const samplingMatmul = largest([...forward(Rp), ...forward(N), head(U), head(N)]);
+  if (samplingMatmul > 0) {
+    add('GPU kernels: split-K partials (sampling)', 'sampling', 'sampling', words(samplingMatmul));
+  }
+  const sampleChunk = sampleSplitChunk(tuning);
+  if (sampleChunk > 0 && V > sampleChunk) {
+    const parts = Math.ceil(V / sampleChunk);
+    add('GPU kernels: sampling partials (rows × parts)', 'sampling', 'sampling', [N, parts, 6]);
+  }
+
+  // Update: the training forward and backward of a micro-batch (the reference forward's products
+  // are the same), the head over one chunk of completion rows.
+  const headGrad: MatmulShape = { M: chunkRows, N: C, K: V, bDtype: frozen };
+  const updateMatmul = largest([...forward(R), ...backward(R), head(chunkRows), headGrad]);
+  if (updateMatmul > 0) {
+    add('GPU kernels: split-K partials (update)', 'training', 'update', words(updateMatmul));
+  }
+  const gather = logprobGatherPlan(V, tuning, false);
+  if (gather.kind === 'split') {
+    add('GPU kernels: log-prob gather partials', 'grpo', 'update', [chunkRows, gather.parts, 4]);
+  }
+  if (!lora) {
+    // RMSNorm weight gradients (a full fine-tune trains the norms): the layer norms over R rows
+    // of C, Qwen3's q/k norms over R·H rows of D.
+    const norm = (n: number, width: number) => {
+      const parts = weightGradientParts(n, tuning);
+      return parts > 1 ? parts * width : 0;
+    };
+    const qk = hasQkNorm(config) ? Math.max(norm(R * H, D), norm(R * Hkv, D)) : 0;
+    const normWords = Math.max(norm(R, C), qk);
+    if (normWords > 0) {
+      add('GPU kernels: RMSNorm weight-gradient partials', 'training', 'update', [normWords]);
+    }
+  }
 }
 
 interface Totals {
@@ -462,6 +571,7 @@ function resolve(input: MemoryPlanInput): ResolvedPlanInput {
     dtype: input.dtype ?? 'float32',
     gradientCheckpointing: input.gradientCheckpointing ?? false,
     logitsMemoryMiB,
+    kernels: input.kernels ?? DEFAULT_TUNING,
   };
 }
 

@@ -9,6 +9,7 @@
 // the recipe runner drives both alike.
 import type { MetricsRow } from '../core/metrics-row';
 import type { Engine } from '../engine/engine';
+import type { KernelTuning } from '../engine/pipelines';
 import type { LlamaConfig } from '../core/model-config';
 import {
   deviceMemoryLimits,
@@ -87,6 +88,8 @@ export function planRunMemory(
    * config.json's quantization_config before any weight is read. Without them 'auto' is planned
    * as float32. */
   weights?: WeightSource | 'prequantised',
+  /** The device's kernel variants (engine.pipelines.tuning); default a GPU's (memory-plan.ts). */
+  kernels?: KernelTuning,
 ): MemoryPlan {
   const frozen =
     !weights || !config.usePeft
@@ -94,7 +97,7 @@ export function planRunMemory(
       : weights === 'prequantised'
         ? 'nf4'
         : PLAN_DTYPE[frozenDtypeOf(config.dtype, model, weights)];
-  const input = runPlanInput(model, config, frozen);
+  const input = { ...runPlanInput(model, config, frozen), kernels };
   return planMemory(
     frozen ? { ...input, dtype: frozen } : input,
     deviceMemoryLimits(limits, budgetBytes),
@@ -268,6 +271,7 @@ export class Run implements TrainingStage {
       engine.device.limits,
       setup.budgetBytes,
       model.weights,
+      engine.pipelines.tuning,
     );
     if (setup.mustFit && !this.plan.fits) throw new Error(this.plan.message);
     this.task = createTask(config.task, config.taskOptions, { text: setup.taskText });

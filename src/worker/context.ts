@@ -187,8 +187,11 @@ export class WorkerContext {
     c: Config,
     weights?: Parameters<typeof planRunMemory>[4],
   ): Promise<PlanSummary> {
-    const limits = (await this.getEngine()).device.limits;
-    return planSummary(planRunMemory(config, c, limits, this.options.budgetBytes, weights));
+    const engine = await this.getEngine();
+    const { limits } = engine.device;
+    return planSummary(
+      planRunMemory(config, c, limits, this.options.budgetBytes, weights, engine.pipelines.tuning),
+    );
   }
 
   requireRun(): ActiveRun {

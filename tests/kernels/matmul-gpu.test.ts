@@ -12,6 +12,7 @@ import type { KernelTuning } from '../../src/engine/pipelines';
 import {
   gpuPackedAligned,
   MatmulKernel,
+  matmulPartialsBytes,
   matmulSplit,
   MATMUL_VARIANTS,
   type MatmulArgs,
@@ -211,6 +212,46 @@ describe('split-K (splitk16x64) and its reduce pass', () => {
     expect(worstMismatch(si, ref, FORWARD_TOLERANCE)).toBeNull();
     expect(Array.from(ch)).toEqual(Array.from(si));
     for (const buf of [aBuf, bBuf, b0, b1, whole, chained, single]) buf.destroy();
+  });
+});
+
+describe('split-K partials: one run scratch for every product of a run', () => {
+  it('a smaller, a larger and the smaller again in one submission: each gives its own bits, and the scratch is what the first two asked', async () => {
+    const tuning = tuningOf('splitk16x64');
+    const engine = await testEngineWith(tuning);
+    const kernel = new MatmulKernel(engine.device, engine.pipelines);
+    const small = { M: 2, N: 24, K: 256 };
+    const large = { M: 4, N: 40, K: 512 };
+    const bytes = [small, large].map((shape) => matmulPartialsBytes(tuning, shape));
+    expect(bytes).toEqual([4 * 4 * 2 * 24, 4 * 8 * 4 * 40]); // 4 and 8 splits
+    const products = [small, large, small].map((shape, i) => {
+      const a = uploadStorageBuffer(engine.device, seededUniform(shape.M * shape.K, 20 + i));
+      const b = uploadStorageBuffer(engine.device, seededUniform(shape.K * shape.N, 30 + i));
+      const [together, alone] = [0, 1].map(() =>
+        uploadStorageBuffer(engine.device, new Float32Array(shape.M * shape.N)),
+      );
+      return { shape, a, b, together, alone };
+    });
+    const live = engine.memory.liveBytes;
+    engine.memory.resetPeak();
+    await engine.run((enc) => {
+      for (const p of products) kernel.encode(enc, { a: p.a, b: p.b, c: p.together, ...p.shape });
+    });
+    // The third product reused the larger buffer (its stale partials overwritten): one buffer per
+    // product would have peaked at bytes[0] more.
+    expect(engine.memory.peakBytes - live).toBe(bytes[0] + bytes[1]);
+    expect(engine.memory.liveBytes).toBe(live);
+    for (const p of products) {
+      await engine.run((enc) => kernel.encode(enc, { a: p.a, b: p.b, c: p.alone, ...p.shape }));
+    }
+    for (const p of products) {
+      const n = p.shape.M * p.shape.N;
+      const [together, alone] = await Promise.all(
+        [p.together, p.alone].map((buf) => readF32(engine.device, buf, n)),
+      );
+      expect(Array.from(together)).toEqual(Array.from(alone));
+      for (const buf of [p.a, p.b, p.together, p.alone]) buf.destroy();
+    }
   });
 });
 

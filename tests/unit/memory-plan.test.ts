@@ -11,6 +11,8 @@ import {
 } from '../../src/model/memory-plan';
 import { gradNormPartialsLength } from '../../src/kernels/grad-norm';
 import { parameterCount, parameterSpecs, parseHfConfig } from '../../src/core/model-config';
+import type { KernelTuning } from '../../src/engine/pipelines';
+import { findKnownModel, knownModelConfig } from '../../src/model/known-models';
 
 // C=8, I=12, V=272, L=2, H=2, Hkv=1, D=4, untied:
 // P = 2·V·C + L·(C + H·D·C + 2·Hkv·D·C + C·H·D + C + 3·I·C) + C
@@ -31,7 +33,18 @@ const roomy: DeviceMemoryLimits = {
   maxStorageBufferBindingSize: 2 ** 27,
   totalBudget: 2 ** 30,
 };
-const run = { config: tiny, numPrompts: 2, groupSize: 3, promptLength: 5, completionLength: 7 };
+// The by-hand counts below are of the buffers every path allocates: the emulation path's
+// kernels (a software adapter's), which take no per-call partials. The GPU path's partials are
+// checked on their own (last describe).
+const EMULATION: KernelTuning = { avoidBarriers: true, vectorLoads: true };
+const run = {
+  config: tiny,
+  numPrompts: 2,
+  groupSize: 3,
+  promptLength: 5,
+  completionLength: 7,
+  kernels: EMULATION,
+};
 
 const GRADNORM_EXTRA = (tensors: number) => gradNormPartialsLength(tensors) * 4 + 2 * 16;
 
@@ -319,5 +332,62 @@ describe('buffers too large for one binding or one buffer', () => {
     expect(() => planMemory({ ...run, microBatch: 7, beta: 0 }, roomy)).toThrow(
       /exceeds N = B·G = 6/,
     );
+  });
+});
+
+describe("the GPU path's per-call partials (one run scratch per kernel, src/engine/memory.ts)", () => {
+  // Qwen2.5-0.5B, LoRA r 16 on a bf16 base, 1 prompt × 2, 4 + 4 tokens: bench:gpu's LoRA step.
+  const qwen = knownModelConfig(findKnownModel('qwen2.5-0.5b')!);
+  const input = {
+    config: qwen,
+    numPrompts: 1,
+    groupSize: 2,
+    promptLength: 4,
+    completionLength: 4,
+    beta: 0,
+    lora: { r: 16, targetModules: 'all-linear' as const },
+    dtype: 'bfloat16' as const,
+  };
+  const entry = (plan: ReturnType<typeof planMemory>, name: string) =>
+    plan.buffers.find((b) => b.name === name);
+
+  it("plans each phase's largest split-K product under a GPU's default variants (splitk16x64 for ≤ 16 rows)", () => {
+    const plan = planMemory(input, roomy);
+    // Sampling: gate / up (N 4864, K 896) at the prefill's 4 rows: 76 column tiles leave room for
+    // 3 splits (256 / 76) → 4 B × 3 × 4 × 4864.
+    expect(entry(plan, 'GPU kernels: split-K partials (sampling)')).toMatchObject({
+      phase: 'sampling',
+      bytes: 4 * 3 * 4 * 4864,
+    });
+    // Update: the same products at the micro-batch's 2 × 8 = 16 rows (still ≤ 16: split).
+    expect(entry(plan, 'GPU kernels: split-K partials (update)')).toMatchObject({
+      phase: 'update',
+      bytes: 4 * 3 * 16 * 4864,
+    });
+    // Qwen's 151,936-token vocabulary: sampling and the log-prob gather reduce 38 parts a row.
+    expect(entry(plan, 'GPU kernels: sampling partials (rows × parts)')?.bytes).toBe(2 * 38 * 24);
+    expect(entry(plan, 'GPU kernels: log-prob gather partials')?.bytes).toBe(8 * 38 * 16);
+    const emulation = planMemory({ ...input, kernels: EMULATION }, roomy);
+    expect(emulation.buffers.filter((b) => b.name.startsWith('GPU kernels'))).toEqual([]);
+    // Sampling stays the larger phase here: the peak grows by its partials.
+    expect(plan.peakBytes - emulation.peakBytes).toBe(4 * 3 * 4 * 4864 + 2 * 38 * 24);
+  });
+
+  it('takes no split-K partials where the decode variant does not split, or the rows are many', () => {
+    const noSplit = planMemory(
+      { ...input, kernels: { avoidBarriers: false, vectorLoads: true, matmulSmall: 'reg16x64' } },
+      roomy,
+    );
+    expect(noSplit.buffers.filter((b) => b.name.startsWith('GPU kernels: split-K'))).toEqual([]);
+    // 8 × 64 training rows take the large variant (reg64x64); what still splits in the update
+    // are the adapters' dA = duᵀ·x products (M = r = 16 rows, K = 512): down_proj's A (N 4864)
+    // in 3.
+    const tall = planMemory({ ...input, groupSize: 8, completionLength: 60 }, roomy);
+    expect(entry(tall, 'GPU kernels: split-K partials (update)')?.bytes).toBe(4 * 3 * 16 * 4864);
+    const fullTall = planMemory(
+      { ...input, groupSize: 8, completionLength: 60, lora: null },
+      roomy,
+    );
+    expect(entry(fullTall, 'GPU kernels: split-K partials (update)')).toBeUndefined();
   });
 });

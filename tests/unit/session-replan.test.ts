@@ -25,10 +25,18 @@ async function tinySession() {
   });
   const session = new Session(api as unknown as Comlink.Remote<TrainerApi>);
   await session.model.previewModel({ kind: 'bundled' });
-  const limits = (await testEngine()).device.limits;
-  /** The peak grpo's planner gives for the session's draft now. */
+  const engine = await testEngine();
+  const { limits } = engine.device;
+  /** The peak grpo's planner gives for the session's draft now, with the engine's kernels. */
   const expectedPeak = () =>
-    planRunMemory(folder.config, resolveConfig(session.options.forWorker()), limits).peakBytes;
+    planRunMemory(
+      folder.config,
+      resolveConfig(session.options.forWorker()),
+      limits,
+      undefined,
+      undefined,
+      engine.pipelines.tuning,
+    ).peakBytes;
   return { session, expectedPeak };
 }
 
