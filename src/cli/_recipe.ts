@@ -228,16 +228,11 @@ export async function recipeFolder(
       resume = {
         state,
         checkpoint,
-        weightsOf: async (name) => {
+        checkpointOf: async (name) => {
           const i = recipe.stages.findIndex((s) => s.name === name);
           const dir = newestCheckpoint(stageDir(runDir, i, name));
           if (!dir) throw new Error(`--resume: stage '${name}' has no checkpoint in ${runDir}`);
-          const payload = readCheckpoint(dir);
-          return new Map(
-            payload.tensors
-              .filter((t) => !t.name.startsWith('optimizer.'))
-              .map((t) => [t.name, t.data]),
-          );
+          return readCheckpoint(dir);
         },
       };
     log(

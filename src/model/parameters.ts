@@ -313,6 +313,37 @@ export function storedParameter(
   return packHalfBits(toHalfBits(toF32(data), dtype));
 }
 
+/** A value read back from a buffer of `dtype` holding `count` stored elements, as f32
+ * (ParameterStore.readJoined's widening and dequantisation). */
+function storedToF32(stored: Float32Array | Uint32Array, dtype: WeightDtype, count: number) {
+  if (dtype === 'f32') return stored as Float32Array;
+  if (dtype === 'nf4') return dequantizeNf4(unpackNf4Words(stored as Uint32Array, count));
+  return widenHalfBits(unpackHalfBits(stored as Uint32Array, count), dtype);
+}
+
+/**
+ * The f32 values a model's parameter buffers hold of `weights` when its frozen matrices are stored
+ * as `frozen` (storedDtypeOf per tensor), computed on the host: what readParameters returns after
+ * those weights were uploaded. 16-bit matrices rounded, NF4 ones quantised and dequantised, 1-D
+ * tensors as given. A LoRA stage's end weights are these with the adapters merged (a recipe
+ * resumed after one rebuilds them from its adapter-only checkpoint, src/recipes/recipe.ts).
+ */
+export function storedValues(
+  config: LlamaConfig,
+  weights: ReadonlyMap<string, WeightTensor>,
+  frozen: WeightDtype,
+  nf4: Nf4Options = {},
+): Map<string, Float32Array> {
+  const out = new Map<string, Float32Array>();
+  for (const spec of parameterSpecs(config)) {
+    const data = weights.get(spec.name);
+    if (!data) throw new Error(`missing parameter ${spec.name}`);
+    const dtype = storedDtypeOf(spec, frozen);
+    out.set(spec.name, storedToF32(storedParameter(data, dtype, nf4), dtype, lengthOf(data)));
+  }
+  return out;
+}
+
 /** Parameter and gradient buffers of one model, by chunk key. */
 export class ParameterStore {
   /** Parameter buffers by chunk key (the parameter name unless the tensor is split). */
@@ -538,12 +569,8 @@ export class ParameterStore {
       if (!data) out.set(spec.name, (data = new Float32Array(numel(spec.shape))));
       const rowLength = numel(spec.shape) / spec.shape[0];
       const count = chunk.rows * rowLength;
-      const part =
-        dtype === 'f32'
-          ? new Float32Array(bytes[i])
-          : dtype === 'nf4'
-            ? dequantizeNf4(unpackNf4Words(new Uint32Array(bytes[i]), count))
-            : widenHalfBits(unpackHalfBits(new Uint32Array(bytes[i]), count), dtype);
+      const words = dtype === 'f32' ? new Float32Array(bytes[i]) : new Uint32Array(bytes[i]);
+      const part = storedToF32(words, dtype, count);
       data.set(part, chunk.rowStart * rowLength);
     });
     return out;

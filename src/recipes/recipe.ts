@@ -10,7 +10,10 @@
 import type { Engine } from '../engine/engine';
 import { mixSeeds } from '../core/rng';
 import type { LlamaConfig } from '../core/model-config';
+import { mergeLoraAdapters } from '../core/lora';
+import type { Config } from '../grpo/config';
 import { GpuLlama } from '../model/llama';
+import { frozenDtypeOf, storedValues } from '../model/parameters';
 import { Sampler } from '../model/sampler';
 import type { CheckpointPayload } from '../storage/checkpoints';
 import type { Identity } from '../storage/db';
@@ -89,12 +92,12 @@ export interface RecipeSetup {
   scoringTask?: Task;
   hooks?: RecipeHooks;
   /** Continue a stored recipe: its state, the current stage's latest checkpoint (null: the stage
-   * starts over), and the final weights of an earlier sft / grpo stage by name (its last
-   * checkpoint's parameters), asked for only when the current stage starts from it. */
+   * starts over), and the last checkpoint of an earlier sft / grpo stage by name, asked for only
+   * when the current stage starts from that stage's weights (stageEndWeights rebuilds them). */
   resume?: {
     state: RecipeState;
     checkpoint: CheckpointPayload | null;
-    weightsOf(stageName: string): Promise<ReadonlyMap<string, Float32Array>>;
+    checkpointOf(stageName: string): Promise<CheckpointPayload>;
   };
 }
 
@@ -370,9 +373,31 @@ export class RecipeRun {
     const kept = this.weights.get(source);
     if (kept) return { ...model, weights: kept };
     if (!this.setup.resume) throw new Error(`recipe: no weights of stage '${source}'`);
-    const loaded = await this.setup.resume.weightsOf(source);
+    const loaded = await this.stageEndWeights(source, await this.setup.resume.checkpointOf(source));
     this.weights.set(source, loaded);
     return { ...model, weights: loaded };
+  }
+
+  /**
+   * A finished stage's end weights from its last checkpoint, as the stage handed them on when it
+   * ended (Run / SftRun.readWeights): every parameter; or, for a LoRA stage, whose checkpoint holds
+   * only adapters, the weights it started from as its frozen base stored them (16-bit rounded, NF4
+   * quantised) with the adapters merged.
+   */
+  private async stageEndWeights(source: string, payload: CheckpointPayload): Promise<Weights> {
+    const tensors = new Map(
+      payload.tensors.filter((t) => !t.name.startsWith('optimizer.')).map((t) => [t.name, t.data]),
+    );
+    if (!payload.adapter) return tensors;
+    const start = await this.startWeights(this.recipe.stages.findIndex((s) => s.name === source));
+    // The stage's resolved config, as its checkpoint stored it.
+    const { dtype, useBnbNestedQuant } = payload.config as Pick<
+      Config,
+      'dtype' | 'useBnbNestedQuant'
+    >;
+    const frozen = frozenDtypeOf(dtype, start.config, start.weights);
+    const base = storedValues(start.config, start.weights, frozen, { nested: useBnbNestedQuant });
+    return mergeLoraAdapters(start.config, base, payload.adapter, tensors);
   }
 
   /** Runs the remaining stages (or until stop()). */

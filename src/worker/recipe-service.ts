@@ -373,15 +373,11 @@ class RecipeRunner {
     a.run = await this.build(a, {
       state,
       checkpoint,
-      weightsOf: async (name) => {
+      checkpointOf: async (name) => {
         const i = recipe.stages.findIndex((st) => st.name === name);
         const latest = await s.loadLatestCheckpoint(stageRunId(runId, i, name));
         if (!latest) throw new Error(`The recipe's stage '${name}' has no stored checkpoint.`);
-        return new Map(
-          latest.tensors
-            .filter((t) => !t.name.startsWith('optimizer.'))
-            .map((t) => [t.name, t.data]),
-        );
+        return latest;
       },
     });
     const kept = { ...state, timeline: keptTimeline(state, checkpoint?.step ?? 0) };

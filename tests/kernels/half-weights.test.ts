@@ -32,6 +32,7 @@ import {
   nf4StoredWords,
   packNf4Words,
   ParameterStore,
+  storedValues,
   toNf4,
   type WeightTensor,
 } from '../../src/model/parameters';
@@ -415,6 +416,9 @@ for (const base of LORA_NF4_FIXTURE_NAMES) {
       await matchesFixture(fx, model);
       const params = await model.readParameters();
       for (const [name, want] of expected) expect(params.get(name), name).toEqual(want);
+      // The host's account of the stored base (a recipe resumed after a LoRA stage merges onto it).
+      const host = storedValues(cfg, fx.base.params, 'nf4', { nested });
+      for (const [name, t] of params) expect(host.get(name), name).toEqual(t);
       model.destroy();
     });
   });
@@ -516,6 +520,7 @@ describe('GrpoTrainer with usePeft and dtype', { timeout: 600_000 }, () => {
       t.some((x, i) => x !== adapters0.get(name)![i]),
     );
     expect(moved).toBe(true);
+    expect(storedValues(modelConfig, initial, 'bf16')).toEqual(base0);
     const base1 = await bf16Run.policy.readParameters();
     for (const [name, t] of base0) expect(base1.get(name), name).toEqual(t);
     for (const t of [f32Run, bf16Run, auto, full]) t.destroy();
@@ -550,6 +555,7 @@ describe('GrpoTrainer with usePeft and dtype', { timeout: 600_000 }, () => {
       0,
     );
     expect(nf4Run.policy.parameters.parameterBytes).toBe(bytes + adapterBytes);
+    expect(storedValues(modelConfig, initial, 'nf4')).toEqual(base0);
     const adapters0 = await nf4Run.policy.readAdapters();
     const report = await nf4Run.trainStep();
     expect(Number.isFinite(report.metrics.loss)).toBe(true);

@@ -4,14 +4,14 @@
 // on RunRecord.recipe, the stages' first steps, the timeline in the metrics store) with each
 // stage's checkpoints under its own run id; a second worker on the same database (a reload) lists it as unfinished, resumes it
 // from the GRPO stage's checkpoint at its step 1, trains only stage 2's step 2 (step 4), and ends
-// with the same timeline as an uninterrupted run. While a recipe trains, the playground's Step is
-// refused.
+// with the same timeline as an uninterrupted run; so does a recipe resumed after a LoRA stage.
+// While a recipe trains, the playground's Step is refused.
 import 'fake-indexeddb/auto';
 import { IDBFactory } from 'fake-indexeddb';
 import { describe, expect, it } from 'vitest';
 import { BUNDLED_MODEL_DIR } from '../../src/cli/_session';
 import { folderSource } from '../../src/formats/model-source';
-import type { TimelineRow } from '../../src/recipes/recipe-spec';
+import type { Recipe, TimelineRow } from '../../src/recipes/recipe-spec';
 import { nodeSandboxFactory } from '../../src/rewards/reward-sandbox-node';
 import { GrpoStorage } from '../../src/storage/index';
 import type { RecipeEvent } from '../../src/worker/recipe-service';
@@ -137,6 +137,39 @@ describe('recipe in the trainer worker', { timeout: 900_000 }, () => {
     ]);
     after.close();
     expect((await second.api.listRecipeRuns())[0].finished).toBe(true);
+  });
+
+  it('resumed after a reload past a LoRA stage (bf16 base): the next stage starts from its merged weights, as in one run', async () => {
+    // The LoRA stage's stored checkpoints hold only adapters (RecipeRun.stageEndWeights merges
+    // them onto the base as the stage stored it). With β > 0 they are stage 2's frozen reference,
+    // which its checkpoint names by identity: any other start is refused, or shows in the KL.
+    const rl = TWO_STAGE.stages[1];
+    const recipe: Recipe = {
+      name: 'lora-then-full',
+      seed: 2,
+      stages: [
+        {
+          ...rl,
+          name: 'lora',
+          options: { ...rl.options, usePeft: true, loraR: 4, dtype: 'bfloat16' },
+        },
+        { ...rl, name: 'full', options: { ...rl.options, saveSteps: 10, beta: 0.04 } },
+      ] as Recipe['stages'],
+    };
+    const whole = await worker(new IDBFactory());
+    await whole.api.startRecipe(recipe);
+    expect(await whole.api.runRecipe()).toEqual({ outcome: 'finished' });
+    const idb = new IDBFactory();
+    const first = await worker(idb);
+    const started = await first.api.startRecipe(recipe);
+    expect(await first.api.runRecipe({ pauseAfterStep: 3 })).toEqual({ outcome: 'paused' });
+    const second = await worker(idb);
+    const resumed = await second.api.resumeRecipe(started.runId);
+    expect(resumed.state.stageIndex).toBe(1);
+    expect(await second.api.runRecipe()).toEqual({ outcome: 'finished' });
+    const all = [...resumed.state.timeline, ...steps(second.events)];
+    expect(all.map((r) => r.step)).toEqual([1, 2, 3, 4]);
+    expect(comparable(all)).toEqual(comparable(steps(whole.events)));
   });
 
   it('refuses a bad recipe with parseRecipe’s message and an unknown run id', async () => {

@@ -1,7 +1,8 @@
 // Multi-stage recipes (src/recipes/recipe.ts) through `npm run recipe`'s run folder (src/cli/_recipe.ts)
 // on Node WebGPU with the bundled model: a two-stage recipe (SFT 2 steps → GRPO 2 steps) stopped
 // after 3 steps and resumed from its state and checkpoint logs the same timeline as one
-// uninterrupted run; a rejection-sample stage's kept set is what the next SFT stage (a student
+// uninterrupted run, and so does one resumed after a LoRA stage (its adapter-only checkpoint merged
+// onto the stored base); a rejection-sample stage's kept set is what the next SFT stage (a student
 // from the base weights) trains on, with consistent counts and the same set for the same seed (the
 // comparison, src/cli/_recipe-compare.ts, is tests/kernels/recipe-findings.test.ts).
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
@@ -58,15 +59,45 @@ beforeAll(async () => {
   model = await loadModel('bundled');
 }, 120_000);
 
+/**
+ * `recipe` run whole in `<name>-whole`, then in `<name>-resumed` stopped after 3 timeline steps
+ * (a stop in its second stage; no final model yet) and resumed with --resume; the second run's log
+ * lines are kept.
+ */
+async function wholeAndResumed(recipe: () => Recipe, name: string) {
+  const whole = await recipeFolder({
+    engine,
+    model,
+    recipe: recipe(),
+    runDir: join(work, `${name}-whole`),
+    log: quiet,
+  });
+  const dir = join(work, `${name}-resumed`);
+  const first = await recipeFolder({
+    engine,
+    model,
+    recipe: recipe(),
+    runDir: dir,
+    stopAfterSteps: 3,
+    log: quiet,
+  });
+  expect(first.outcome).toBe('stopped');
+  expect(existsSync(join(dir, 'final-model'))).toBe(false);
+  const lines: string[] = [];
+  const second = await recipeFolder({
+    engine,
+    model,
+    recipe: recipe(),
+    runDir: dir,
+    resume: true,
+    log: (l) => lines.push(l),
+  });
+  return { whole, first, second, dir, lines };
+}
+
 describe('recipe run folder', { timeout: 900_000 }, () => {
   it('SFT 2 → GRPO 2, stopped after step 3 and resumed, equals one uninterrupted run', async () => {
-    const whole = await recipeFolder({
-      engine,
-      model,
-      recipe: twoStage(),
-      runDir: join(work, 'whole'),
-      log: quiet,
-    });
+    const { whole, first, second, dir, lines } = await wholeAndResumed(twoStage, 'two-stage');
     expect(whole.outcome).toBe('finished');
     expect(whole.state.timeline.map((r) => [r.step, r.stage, r.stageStep])).toEqual([
       [1, 0, 1],
@@ -78,29 +109,10 @@ describe('recipe run folder', { timeout: 900_000 }, () => {
     expect(Object.keys(whole.state.timeline[0].metrics)).toContain('mean_token_accuracy');
     expect(Object.keys(whole.state.timeline[2].metrics)).toContain('reward');
 
-    const dir = join(work, 'resumed');
-    const first = await recipeFolder({
-      engine,
-      model,
-      recipe: twoStage(),
-      runDir: dir,
-      stopAfterSteps: 3,
-      log: quiet,
-    });
     expect(first.outcome).toBe('stopped');
     expect(first.state.stageIndex).toBe(1);
     expect(existsSync(join(dir, '0-cold-start', 'checkpoint-2', 'trainer_state.json'))).toBe(true);
     expect(existsSync(join(dir, '1-rl', 'checkpoint-1', 'trainer_state.json'))).toBe(true);
-    expect(existsSync(join(dir, 'final-model'))).toBe(false);
-    const lines: string[] = [];
-    const second = await recipeFolder({
-      engine,
-      model,
-      recipe: twoStage(),
-      runDir: dir,
-      resume: true,
-      log: (l) => lines.push(l),
-    });
     expect(lines[0]).toContain('resuming');
     expect(lines[0]).toContain('1-rl/checkpoint-1');
     expect(second.outcome).toBe('finished');
@@ -113,6 +125,37 @@ describe('recipe run folder', { timeout: 900_000 }, () => {
       'rl',
     ]);
     expect(existsSync(join(dir, 'final-model', 'model.safetensors'))).toBe(true);
+  });
+
+  it('resumed after a LoRA stage (bf16 base): the next stage starts from its merged weights, as in one run', async () => {
+    // The LoRA stage's checkpoints hold only adapters: resuming in the full stage after it rebuilds
+    // its end weights from the recipe's base, rounded to bf16 as the stage stored it, with the
+    // adapters merged (RecipeRun.stageEndWeights). With β > 0 those are the full stage's frozen
+    // reference, which its checkpoint names by identity: any other start is refused, or shows in
+    // the KL of the step trained after the resume.
+    const loraThenFull = (): Recipe =>
+      parseRecipe({
+        name: 'lora-then-full',
+        seed: 5,
+        stages: [
+          {
+            kind: 'grpo',
+            name: 'lora',
+            options: { ...SMALL_RL, steps: 2, usePeft: true, loraR: 4, dtype: 'bfloat16' },
+          },
+          {
+            kind: 'grpo',
+            name: 'full',
+            options: { ...SMALL_RL, steps: 2, saveSteps: 10, beta: 0.04 },
+          },
+        ],
+      });
+    const { whole, first, second, dir } = await wholeAndResumed(loraThenFull, 'lora-then-full');
+    expect(whole.outcome).toBe('finished');
+    expect(first.state.stageIndex).toBe(1);
+    expect(existsSync(join(dir, '0-lora', 'checkpoint-2', 'adapter_model.safetensors'))).toBe(true);
+    expect(second.outcome).toBe('finished');
+    expect(comparable(second.state.timeline)).toEqual(comparable(whole.state.timeline));
   });
 
   it('rejection sampling feeds a student SFT from the base weights; counts agree; same seed, same set', async () => {
