@@ -152,6 +152,8 @@ describe('one Run for the worker and the command line', { timeout: 600_000 }, ()
         completionLength: 4,
         beta: resolveConfig(CONFIG).beta,
         microBatch: 2,
+        // The kernels the engine runs (SwiftShader: the emulation path, no GPU partials).
+        kernels: engine.pipelines.tuning,
       },
       deviceMemoryLimits(limits, limits.maxBufferSize * 4),
     );
