@@ -51,6 +51,7 @@ import {
 } from '../kernels/rmsnorm';
 import { RopeKernel } from '../kernels/rope';
 import { SwigluBackwardKernel, SwigluForwardKernel } from '../kernels/swiglu';
+import { headShapes, linearShapes, loraShapes } from './matmul-products';
 import {
   checkLoraOptions,
   initLoraAdapters,
@@ -190,37 +191,6 @@ export interface LayerWeights {
   qkNorm: { q: GpuParameter; k: GpuParameter } | null;
   postNorm: GpuParameter; // (C) post_attention_layernorm
   mlp: { gate: Linear; up: Linear; down: Linear };
-}
-
-/** The three products of a Linear over `rows` rows (one source for encoding and prepare). */
-function linearShapes(lin: Linear, rows: number) {
-  return {
-    forward: { M: rows, N: lin.outDim, K: lin.inDim, transB: true }, // y = x·Wᵀ
-    inputGrad: { M: rows, N: lin.inDim, K: lin.outDim }, // dX = dY·W
-    weightGrad: { M: lin.outDim, N: lin.inDim, K: rows, transA: true }, // dW += dYᵀ·X
-  } satisfies Record<string, MatmulShape>;
-}
-
-/** The products of a Linear's adapter over `rows` rows (see GpuLlama.linear / linearBackward). */
-function loraShapes(lin: Linear, r: number, rows: number) {
-  return {
-    down: { M: rows, N: r, K: lin.inDim, transB: true }, // u = x·Aᵀ (rows, r)
-    up: { M: rows, N: lin.outDim, K: r, transB: true, accumulate: true }, // y += s·u·Bᵀ
-    dU: { M: rows, N: r, K: lin.outDim }, // du = s·dY·B (rows, r)
-    dB: { M: lin.outDim, N: r, K: rows, transA: true, accumulate: true }, // dB += s·dYᵀ·u
-    dA: { M: r, N: lin.inDim, K: rows, transA: true, accumulate: true }, // dA += duᵀ·x
-    dX: { M: rows, N: lin.inDim, K: r, accumulate: true }, // dX += du·A
-  } satisfies Record<string, MatmulShape>;
-}
-
-/** The products of one head chunk (rows of the (V, C) table) over `rows` rows of (rows, V) logits. */
-function headShapes(chunk: ParameterChunk, C: number, V: number, rows: number) {
-  const { rows: Vc, rowStart } = chunk;
-  return {
-    forward: { M: rows, N: Vc, K: C, transB: true, ldC: V, offsetC: rowStart },
-    inputGrad: { M: rows, N: C, K: Vc, ldA: V, offsetA: rowStart },
-    weightGrad: { M: Vc, N: C, K: rows, transA: true, ldA: V, offsetA: rowStart },
-  } satisfies Record<string, MatmulShape>;
 }
 
 /**

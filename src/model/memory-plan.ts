@@ -31,6 +31,7 @@ import { logprobGatherPlan } from '../kernels/logprob';
 import { matmulPartialsBytes, type MatmulShape } from '../kernels/matmul';
 import { weightGradientParts } from '../kernels/rmsnorm';
 import { sampleSplitChunk } from '../kernels/sampling';
+import { headShapes, linearShapes, loraShapes } from './matmul-products';
 
 const F32 = 4;
 const MiB = 2 ** 20;
@@ -435,7 +436,11 @@ function gpuKernelScratch(
   // One layer's projections (every layer has the same) and which carry an adapter.
   const linears = parameterSpecs(config)
     .filter((s) => s.name.startsWith('model.layers.0.') && s.name.endsWith('_proj.weight'))
-    .map((s) => ({ name: s.name.slice(0, -'.weight'.length), out: s.shape[0], in: s.shape[1] }));
+    .map((s) => ({
+      name: s.name.slice(0, -'.weight'.length),
+      outDim: s.shape[0],
+      inDim: s.shape[1],
+    }));
   const adapted = new Set(
     lora
       ? loraAdapterSpecs(config, { ...lora, alpha: 1, useRslora: false, dropout: 0 }).map((s) =>
@@ -444,30 +449,29 @@ function gpuKernelScratch(
       : [],
   );
   const r = lora?.r ?? 0;
+  // The products GpuLlama encodes (src/model/matmul-products.ts); the frozen base's projections
+  // and head read their stored dtype.
   const forward = (x: number): MatmulShape[] =>
-    linears.flatMap((l) => [
-      { M: x, N: l.out, K: l.in, transB: true, bDtype: frozen },
-      ...(adapted.has(l.name)
-        ? [
-            { M: x, N: r, K: l.in, transB: true },
-            { M: x, N: l.out, K: r, transB: true, accumulate: true },
-          ]
-        : []),
-    ]);
-  const head = (x: number): MatmulShape => ({ M: x, N: V, K: C, transB: true, bDtype: frozen });
+    linears.flatMap((l) => {
+      const own = linearShapes(l, x);
+      const a = loraShapes(l, r, x);
+      return [{ ...own.forward, bDtype: frozen }, ...(adapted.has(l.name) ? [a.down, a.up] : [])];
+    });
   const backward = (x: number): MatmulShape[] =>
-    linears.flatMap((l) => [
-      { M: x, N: l.in, K: l.out, bDtype: frozen },
-      ...(lora ? [] : [{ M: l.out, N: l.in, K: x, transA: true, accumulate: true }]),
-      ...(adapted.has(l.name)
-        ? [
-            { M: x, N: r, K: l.out },
-            { M: l.out, N: r, K: x, transA: true, accumulate: true },
-            { M: r, N: l.in, K: x, transA: true, accumulate: true },
-            { M: x, N: l.in, K: r, accumulate: true },
-          ]
-        : []),
-    ]);
+    linears.flatMap((l) => {
+      const own = linearShapes(l, x);
+      const a = loraShapes(l, r, x);
+      return [
+        { ...own.inputGrad, bDtype: frozen },
+        ...(lora ? [] : [{ ...own.weightGrad, accumulate: true }]),
+        ...(adapted.has(l.name) ? [a.dU, a.dB, a.dA, a.dX] : []),
+      ];
+    });
+  const table = { rows: V, rowStart: 0 };
+  const head = (x: number): MatmulShape => ({
+    ...headShapes(table, C, V, x).forward,
+    bDtype: frozen,
+  });
   const largest = (shapes: MatmulShape[]) =>
     Math.max(0, ...shapes.map((shape) => matmulPartialsBytes(tuning, shape)));
   const words = (bytes: number) => [bytes / F32];
@@ -485,7 +489,7 @@ function gpuKernelScratch(
 
   // Update: the training forward and backward of a micro-batch (the reference forward's products
   // are the same), the head over one chunk of completion rows.
-  const headGrad: MatmulShape = { M: chunkRows, N: C, K: V, bDtype: frozen };
+  const headGrad: MatmulShape = { ...headShapes(table, C, V, chunkRows).inputGrad, bDtype: frozen };
   const updateMatmul = largest([...forward(R), ...backward(R), head(chunkRows), headGrad]);
   if (updateMatmul > 0) {
     add('GPU kernels: split-K partials (update)', 'training', 'update', words(updateMatmul));
