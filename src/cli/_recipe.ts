@@ -24,6 +24,7 @@ import { toHfConfig } from '../core/model-config';
 import { exportDtypeOf, exportHfFolder } from '../export/hf-export';
 import type { SafetensorsDtype } from '../formats/safetensors';
 import { checkpointFromFiles, checkpointToFiles, weightsIdentity } from '../train/checkpoint';
+import { resolveSftConfig } from '../train/sft-config';
 import { RecipeRun, type RecipeHooks } from '../recipes/recipe';
 import {
   builtinRecipe,
@@ -175,8 +176,8 @@ function reconcileMetrics(
 
 /**
  * The dtype of the recipe's final-model/ folder, as `npm run train -- --export` picks it
- * (exportDtypeOf): BF16 when the stage whose weights end the recipe trained on an NF4 base (its
- * dequantised base with the adapters merged in), F32 otherwise. A rejection-sample stage passes
+ * (exportDtypeOf): BF16 when the stage whose weights end the recipe trained LoRA on an NF4 base
+ * (its dequantised base with the adapters merged in), F32 otherwise. A rejection-sample stage passes
  * its start weights through, so the stage behind them decides; the base or a student model given
  * by `from` is exported exactly (F32).
  */
@@ -185,7 +186,10 @@ export function finalModelDtype(recipe: Recipe): SafetensorsDtype {
   while (i >= 0) {
     const stage = recipe.stages[i];
     if (stage.kind === 'grpo') return exportDtypeOf([stageConfig(recipe, i).dtype]);
-    if (stage.kind === 'sft') return 'F32';
+    if (stage.kind === 'sft') {
+      const config = resolveSftConfig(stage.options);
+      return config.usePeft ? exportDtypeOf([config.dtype]) : 'F32';
+    }
     const from = stage.from ?? 'previous';
     // A stage starts from an earlier one (parseRecipe refuses the rest); -1: base or a model.
     const j = from === 'previous' ? i - 1 : recipe.stages.findIndex((s) => s.name === from);

@@ -15,7 +15,9 @@ import {
 } from '../core/bundled-models';
 import { createEngine, type Engine } from '../engine/engine';
 import { describeMatmulChoice, sweepMatmulForModel } from '../kernels/matmul-sweep';
-import { generationConfig } from '../export/hf-export';
+import { exportDtypeOf, exportHfFolder, generationConfig } from '../export/hf-export';
+import { exportPeftAdapter, type LoraWeights } from '../export/peft-adapter';
+import type { GpuLlama } from '../model/llama';
 import { createCustomRewards, customRewardResolver } from '../rewards/custom-reward';
 import { nodeSandboxFactory } from '../rewards/reward-sandbox-node';
 import { createRewardFunctions, type RewardFunction } from '../rewards/rewards';
@@ -83,6 +85,41 @@ export function hfFolderExtras(model: ModelFolder): Map<string, Uint8Array> {
     ...model.hf.tokenizerFiles,
   ]);
 }
+
+/**
+ * A trained policy's weights as a Hugging Face folder's files (train's --export and best-model/,
+ * sft's final-model/). A LoRA run's folder holds the merged weights (W + s·B·A: the trained model, loadable without PEFT) and,
+ * under `adapter/`, the PEFT adapter folder (`PeftModel.from_pretrained(base, <folder>/adapter)`).
+ */
+export async function trainedModelFiles(
+  policy: GpuLlama,
+  model: ModelFolder,
+): Promise<Map<string, Uint8Array>> {
+  const lora: LoraWeights | null = policy.lora
+    ? { options: policy.lora, adapters: await policy.readAdapters() }
+    : null;
+  const files = exportHfFolder({
+    config: model.hf.config,
+    tensors: await policy.readParameters(),
+    lora,
+    tokenizerFiles: model.hf.tokenizerFiles,
+    generation: model.hf.generation,
+    // An NF4 base exports its merged weights as bf16 (F32 otherwise: exact).
+    dtype: exportDtypeOf(policy.parameters.dtypes.values()),
+  });
+  if (lora) {
+    const adapter = exportPeftAdapter({
+      config: model.hf.config,
+      lora,
+      baseModelNameOrPath: model.folder,
+    });
+    for (const [name, bytes] of adapter) files.set(`${ADAPTER_FOLDER}/${name}`, bytes);
+  }
+  return files;
+}
+
+/** The PEFT adapter's subfolder in a LoRA run's exported model folders. */
+export const ADAPTER_FOLDER = 'adapter';
 
 /**
  * A model folder opened for a streamed load (train): config, tokenizer and a WeightReader; its

@@ -2,23 +2,36 @@
 // (src/train/sft.ts SftRun) with a run folder around it, as `npm run train` keeps one: config.json,
 // metrics.jsonl (one line per optimizer step: TRL's loss, mean_token_accuracy, num_tokens,
 // learning_rate, grad_norm, epoch), checkpoint-<step>/ (a Hugging Face folder + optimizer.safetensors
-// + trainer_state.json, through the checkpoint codec) and final-model/ at the end, every file
+// + trainer_state.json, through the checkpoint codec; a LoRA run's hold its adapters as
+// adapter_model.safetensors) and final-model/ at the end (LoRA: merged, the PEFT adapter in
+// final-model/adapter/), every file
 // written atomically (_atomic-files.ts; a step's row is durable before its checkpoint). `--resume <run>/checkpoint-<step>` continues a run exactly (same data; only the length may
 // change). A module of its own (not an entry point) so tests read its flags in-process.
 import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import type { Engine } from '../engine/engine';
-import { exportHfFolder } from '../export/hf-export';
 import { checkpointFromFiles, checkpointToFiles, fromStoredMetrics } from '../train/checkpoint';
 import { SftRun, type SftStepReport } from '../train/sft';
-import { resolveSftConfig, SFT_OPTIONS, trlName, type SftConfig } from '../train/sft-config';
+import {
+  resolveSftConfig,
+  SFT_DTYPES,
+  SFT_OPTIONS,
+  trlName,
+  type SftConfig,
+} from '../train/sft-config';
 import type { SftExample } from '../train/sft-data';
 import type { CheckpointPayload } from '../storage/checkpoints';
 import type { Identity } from '../storage/db';
 import { takeCommandFlags, trainedLine, type Command } from './_flags';
 import { appendLine, writeFileAtomic, writeFolderAtomic } from './_atomic-files';
 import { cutStepLogsLogged, recoverRunFolder } from './_run-folder';
-import { hfFolderExtras, type LoadedModel, type OpenedModel } from './_session';
+import {
+  ADAPTER_FOLDER,
+  hfFolderExtras,
+  trainedModelFiles,
+  type LoadedModel,
+  type OpenedModel,
+} from './_session';
 
 const kebab = (key: string) => key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
 
@@ -29,6 +42,8 @@ const VALUE: Record<string, string> = {
   'nullable-boolean': 'true|false|null',
   'nullable-int': 'integer|null',
   scheduler: 'linear|cosine|constant',
+  'string-list': 'names',
+  dtype: SFT_DTYPES.join('|'),
 };
 
 /** The command's own flags, then one flag per SFT option (kebab-case; TRL's snake_case works too). */
@@ -240,16 +255,12 @@ export async function sftFolder(o: SftFolderOptions): Promise<{ checkpoints: str
     await run.runUntil();
     log(trainedLine(startStep, run.stepCount, (performance.now() - started) / 1000));
     const finalDir = join(runDir, 'final-model');
-    writeFolderAtomic(
-      finalDir,
-      exportHfFolder({
-        config: model.hf.config,
-        tensors: await run.policy.readParameters(),
-        tokenizerFiles: model.hf.tokenizerFiles,
-        generation: model.hf.generation,
-      }),
+    writeFolderAtomic(finalDir, await trainedModelFiles(run.policy, model));
+    log(
+      run.policy.lora
+        ? `final model: ${finalDir} (merged; the PEFT adapter in ${join(finalDir, ADAPTER_FOLDER)})`
+        : `final model: ${finalDir}`,
     );
-    log(`final model: ${finalDir}`);
     return { checkpoints };
   } finally {
     run.destroy();

@@ -18,15 +18,19 @@ import { nodeSandboxFactory } from '../rewards/reward-sandbox-node';
 import { Run } from '../train/run';
 import { phaseText, type PhaseProgress } from '../grpo/step-progress';
 import type { StepReport } from '../grpo/trainer';
-import { exportDtypeOf, exportHfFolder } from '../export/hf-export';
-import { exportPeftAdapter, type LoraWeights } from '../export/peft-adapter';
 import { formatBytes } from '../core/format';
 import type { MemoryPlan } from '../model/memory-plan';
 import type { CheckpointPayload } from '../storage/checkpoints';
 import type { Identity } from '../storage/db';
 import { appendLine, isDiskFull, writeFileAtomic, writeFolderAtomic } from './_atomic-files';
 import { cutStepLogsLogged, newestCheckpoint, recoverRunFolder, STEP_LOGS } from './_run-folder';
-import { hfFolderExtras, type LoadedModel, type ModelFolder, type OpenedModel } from './_session';
+import {
+  ADAPTER_FOLDER,
+  hfFolderExtras,
+  trainedModelFiles,
+  type LoadedModel,
+  type OpenedModel,
+} from './_session';
 import { openHfFolder, readWeights, type StoredWeight } from '../formats/hf-folder';
 import { folderSource } from '../formats/model-source';
 import { trainedLine } from './_flags';
@@ -153,39 +157,6 @@ export function storedConfig(runDir: string): Config {
   }
 }
 
-/**
- * The policy's current weights as a Hugging Face folder's files (`--export`, best-model/). A LoRA
- * run's folder holds the merged weights (W + s·B·A: the trained model, loadable without PEFT) and,
- * under `adapter/`, the PEFT adapter folder (`PeftModel.from_pretrained(base, <folder>/adapter)`).
- */
-async function modelFolderFiles(run: Run, model: ModelFolder): Promise<Map<string, Uint8Array>> {
-  const policy = run.trainer.policy;
-  const lora: LoraWeights | null = policy.lora
-    ? { options: policy.lora, adapters: await policy.readAdapters() }
-    : null;
-  const files = exportHfFolder({
-    config: model.hf.config,
-    tensors: await policy.readParameters(),
-    lora,
-    tokenizerFiles: model.hf.tokenizerFiles,
-    generation: model.hf.generation,
-    // An NF4 base exports its merged weights as bf16 (F32 otherwise: exact).
-    dtype: exportDtypeOf(policy.parameters.dtypes.values()),
-  });
-  if (lora) {
-    const adapter = exportPeftAdapter({
-      config: model.hf.config,
-      lora,
-      baseModelNameOrPath: model.folder,
-    });
-    for (const [name, bytes] of adapter) files.set(`${ADAPTER_FOLDER}/${name}`, bytes);
-  }
-  return files;
-}
-
-/** The PEFT adapter's subfolder in a LoRA run's exported model folders. */
-export const ADAPTER_FOLDER = 'adapter';
-
 export interface TrainFolderOptions {
   engine: Engine;
   /** An opened model (`train`: its weights stream into the run tensor by tensor, as stored), or
@@ -302,7 +273,7 @@ export async function trainFolder(o: TrainFolderOptions): Promise<{
       // The policy holds the best weights now (LoRA: base + best adapters, written merged).
       onBestLoaded: async ({ best }) => {
         const dir = join(runDir, 'best-model');
-        writeFolderAtomic(dir, await modelFolderFiles(run, model));
+        writeFolderAtomic(dir, await trainedModelFiles(run.trainer.policy, model));
         log(
           `loaded the best evaluation's weights (step ${best.step}, eval_accuracy ${best.evalAccuracy.toFixed(3)}), written to ${dir}`,
         );
@@ -331,7 +302,7 @@ export async function trainFolder(o: TrainFolderOptions): Promise<{
     await run.runUntil();
     log(trainedLine(startStep, run.stepCount, (performance.now() - started) / 1000));
     if (o.exportDir) {
-      writeFolderAtomic(o.exportDir, await modelFolderFiles(run, model));
+      writeFolderAtomic(o.exportDir, await trainedModelFiles(run.trainer.policy, model));
       log(
         run.trainer.policy.lora
           ? `exported the merged model to ${o.exportDir} and the PEFT adapter to ${join(o.exportDir, ADAPTER_FOLDER)}`

@@ -149,6 +149,23 @@ export function isPrequantised(weights: WeightSource): boolean {
 }
 
 /**
+ * A 4-bit (NF4) checkpoint trains only under LoRA, as PEFT and transformers refuse to fine-tune a
+ * quantised model without adapters (dtype 'nf4' itself is refused so by resolveConfig).
+ */
+export function checkQuantisedBase(config: { usePeft: boolean }, weights: WeightSource): void {
+  if (config.usePeft || !isPrequantised(weights)) return;
+  const quantised = isStreamed(weights)
+    ? [...weights.storedDtypes].find(([, d]) => d === 'NF4')
+    : [...weights].find(([, t]) => !(t instanceof Float32Array) && t.format === 'nf4');
+  if (quantised) {
+    throw new Error(
+      `This model is 4-bit (NF4) quantised (${quantised[0]}): a full fine-tune cannot train it. ` +
+        'Turn LoRA (usePeft) on to train adapters on the frozen 4-bit base.',
+    );
+  }
+}
+
+/**
  * The storage of frozen matrices for config dtype `option`. A pre-quantised (bitsandbytes 4-bit)
  * checkpoint keeps its NF4 projections whatever `option` says, as transformers does (its
  * torch_dtype applies only to the unquantised tensors; here those, the embedding and LM head, are

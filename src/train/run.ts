@@ -18,7 +18,12 @@ import {
   type MemoryPlanInput,
   type WeightDtype,
 } from '../model/memory-plan';
-import { frozenDtypeOf, isPrequantised, isStreamed, type WeightSource } from '../model/parameters';
+import {
+  checkQuantisedBase,
+  frozenDtypeOf,
+  isStreamed,
+  type WeightSource,
+} from '../model/parameters';
 import { createTask } from '../tasks/index';
 import type { Task } from '../tasks/types';
 import type { CheckpointPayload } from '../storage/checkpoints';
@@ -193,23 +198,6 @@ export interface RunSetup {
    * its previous run here, so a bad task or reward leaves that run in place. */
   beforeAllocate?: () => void;
   hooks?: RunHooks;
-}
-
-/**
- * A 4-bit (NF4) checkpoint trains only under LoRA, as PEFT and transformers refuse to fine-tune a
- * quantised model without adapters (dtype 'nf4' itself is refused so by resolveConfig).
- */
-export function checkQuantisedBase(config: Pick<Config, 'usePeft'>, weights: WeightSource): void {
-  if (config.usePeft || !isPrequantised(weights)) return;
-  const quantised = isStreamed(weights)
-    ? [...weights.storedDtypes].find(([, d]) => d === 'NF4')
-    : [...weights].find(([, t]) => !(t instanceof Float32Array) && t.format === 'nf4');
-  if (quantised) {
-    throw new Error(
-      `This model is 4-bit (NF4) quantised (${quantised[0]}): a full fine-tune cannot train it. ` +
-        'Turn LoRA (usePeft) on to train adapters on the frozen 4-bit base.',
-    );
-  }
 }
 
 /** Run.create's mark for a constructor that leaves the trainer to it. */

@@ -3,7 +3,11 @@
 // only checks options (a recipe's parser, the page, the CLI's help) does not load the GPU code.
 import type { LrScheduler } from '../optim/schedule';
 import { overLimitMessage, type SizeLimit } from '../core/limits';
-import { MAX_SEQUENCE_TOKENS, MAX_STEPS } from '../grpo/config';
+import { checkLoraOptions, LORA_ALPHA_MAX } from '../core/lora';
+import { loraOptionsOf, MAX_SEQUENCE_TOKENS, MAX_STEPS, NF4_NEEDS_PEFT } from '../grpo/config';
+
+/** How the frozen base of a LoRA stage is stored (the GRPO config's dtype, same values). */
+export const SFT_DTYPES = ['auto', 'bfloat16', 'float16', 'float32', 'nf4'] as const;
 
 /** The SFT stage's options: TRL SFTConfig names in camelCase, TRL's defaults. */
 export interface SftConfig {
@@ -34,9 +38,28 @@ export interface SftConfig {
   saveSteps: number;
   /** The CLI prints a progress line every loggingSteps steps (metrics.jsonl has every step). */
   loggingSteps: number;
+  // LoRA (PEFT) as the GRPO config takes it (TRL ModelConfig's names, SFTTrainer's peft_config):
+  // adapters train, the base stays frozen in `dtype` (nf4: QLoRA).
+  usePeft: boolean;
+  loraR: number;
+  loraAlpha: number;
+  /** Only 0: the GRPO config's rule (no adapter-input dropout is implemented). */
+  loraDropout: number;
+  loraTargetModules: string[];
+  useRslora: boolean;
+  dtype: (typeof SFT_DTYPES)[number];
+  useBnbNestedQuant: boolean;
 }
 
-type OptionKind = 'number' | 'int' | 'boolean' | 'nullable-boolean' | 'nullable-int' | 'scheduler';
+type OptionKind =
+  | 'number'
+  | 'int'
+  | 'boolean'
+  | 'nullable-boolean'
+  | 'nullable-int'
+  | 'scheduler'
+  | 'string-list'
+  | 'dtype';
 
 export interface SftOption {
   key: keyof SftConfig;
@@ -44,6 +67,8 @@ export interface SftOption {
   help: string;
   /** Smallest allowed value (numbers). */
   min?: number;
+  /** min itself is refused (LoRA α: a zero scale would train adapters that change nothing). */
+  exclusiveMin?: boolean;
   /** Largest allowed value of a range (learning rate, β); refused above with "must be ≤". */
   max?: number;
   /** max itself is refused (AdamW's β: β = 1 divides by 1 − β^t = 0). */
@@ -73,6 +98,14 @@ export const SFT_DEFAULTS: SftConfig = {
   seed: 42,
   saveSteps: 500,
   loggingSteps: 10,
+  usePeft: false,
+  loraR: 16,
+  loraAlpha: 32,
+  loraDropout: 0,
+  loraTargetModules: ['all-linear'],
+  useRslora: false,
+  dtype: 'float32',
+  useBnbNestedQuant: false,
 };
 
 export const SFT_OPTIONS: readonly SftOption[] = [
@@ -153,6 +186,43 @@ export const SFT_OPTIONS: readonly SftOption[] = [
   { key: 'seed', kind: 'int', help: 'the shuffle’s seed (42)' },
   { key: 'saveSteps', kind: 'int', min: 1, help: 'a checkpoint every this many steps (500)' },
   { key: 'loggingSteps', kind: 'int', min: 1, help: 'a progress line every this many steps (10)' },
+  {
+    key: 'usePeft',
+    kind: 'boolean',
+    help: 'train LoRA adapters only, the base frozen (TRL use_peft; false: every weight trains)',
+  },
+  {
+    key: 'loraR',
+    kind: 'int',
+    min: 1,
+    max: 1024,
+    help: 'LoRA rank r (16)',
+  },
+  {
+    key: 'loraAlpha',
+    kind: 'number',
+    min: 0,
+    exclusiveMin: true,
+    max: LORA_ALPHA_MAX,
+    help: 'LoRA α > 0: adapters scaled by α / r, α / √r with rslora (32)',
+  },
+  { key: 'loraDropout', kind: 'number', min: 0, max: 1, help: 'LoRA dropout: only 0 (0)' },
+  {
+    key: 'loraTargetModules',
+    kind: 'string-list',
+    help: 'projections with adapters, comma-separated: all-linear or q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj (all-linear)',
+  },
+  { key: 'useRslora', kind: 'boolean', help: 'rank-stabilised LoRA, α / √r (false)' },
+  {
+    key: 'dtype',
+    kind: 'dtype',
+    help: "storage of the frozen base under LoRA: float32, bfloat16, float16, auto (the checkpoint's), nf4 (QLoRA); a 4-bit checkpoint stays NF4 (float32)",
+  },
+  {
+    key: 'useBnbNestedQuant',
+    kind: 'boolean',
+    help: 'dtype nf4: double-quantised block scales (false)',
+  },
 ];
 
 /** camelCase → TRL's snake_case name. */
@@ -175,8 +245,25 @@ export function resolveSftConfig(options: Readonly<Record<string, unknown>> = {}
   }
   const config = out as unknown as SftConfig;
   if (config.maxSteps === 0) throw new Error('maxSteps must be −1 (use the epochs) or ≥ 1');
+  if (config.dtype === 'nf4' && !config.usePeft) throw new Error(NF4_NEEDS_PEFT);
+  if (config.usePeft || config.loraDropout !== 0) {
+    try {
+      checkLoraOptions({
+        r: config.loraR,
+        alpha: config.loraAlpha,
+        targetModules: config.loraTargetModules,
+        useRslora: config.useRslora,
+        dropout: config.loraDropout,
+      });
+    } catch (err) {
+      throw new Error(`SFT: ${(err as Error).message}`, { cause: err });
+    }
+  }
   return config;
 }
+
+/** The stage's LoRA settings, or null for a full fine-tune (the GRPO config's reading of them). */
+export const sftLoraOptions = (config: SftConfig) => loraOptionsOf(config);
 
 function parseOption(o: SftOption, raw: unknown): unknown {
   const name = trlName(o.key);
@@ -197,11 +284,24 @@ function parseOption(o: SftOption, raw: unknown): unknown {
     if (raw === 'linear' || raw === 'cosine' || raw === 'constant') return raw;
     throw bad('expected linear, cosine or constant');
   }
+  if (o.kind === 'dtype') {
+    if ((SFT_DTYPES as readonly unknown[]).includes(raw)) return raw;
+    throw bad(`expected one of ${SFT_DTYPES.join(', ')}`);
+  }
+  if (o.kind === 'string-list') {
+    // A list (a recipe, a checkpoint's config) or comma-separated names (a command line).
+    const list = Array.isArray(raw) ? raw : text !== null ? text.split(',') : null;
+    const names = list?.map((v) => (typeof v === 'string' ? v.trim() : v));
+    if (!names || names.some((v) => typeof v !== 'string' || v === ''))
+      throw bad('expected a list of names');
+    return names;
+  }
   const value = typeof raw === 'number' ? raw : text !== null && text !== '' ? Number(text) : NaN;
   if (!Number.isFinite(value)) throw bad('expected a number');
   if ((o.kind === 'int' || o.kind === 'nullable-int') && !Number.isInteger(value))
     throw bad('expected an integer');
-  if (o.min !== undefined && value < o.min) throw bad(`must be ≥ ${o.min}`);
+  if (o.min !== undefined && (o.exclusiveMin ? value <= o.min : value < o.min))
+    throw bad(`must be ${o.exclusiveMin ? '>' : '≥'} ${o.min}`);
   if (o.max !== undefined && (o.exclusiveMax ? value >= o.max : value > o.max))
     throw bad(`must be ${o.exclusiveMax ? '<' : '≤'} ${o.max}`);
   if (o.limit !== undefined && value > o.limit.max)

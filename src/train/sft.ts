@@ -16,14 +16,24 @@
 //
 // The loop is a TrainingStage (stage.ts) as the GRPO Run is (src/train/run.ts): set up once, step(),
 // hooks onStep and onCheckpoint, snapshot() / restore() of a CheckpointPayload (weights, AdamW
-// moments, optimizer step, data cursor, counters in its `rng` record). Full fine-tuning only (no
-// LoRA here).
+// moments, optimizer step, data cursor, counters in its `rng` record). A full fine-tune trains every
+// weight; with usePeft the policy carries LoRA adapters as a GRPO run's (PEFT's initialisation from
+// the seed), the base frozen in the config's dtype (nf4: QLoRA), and a checkpoint holds the adapters
+// and their moments only, as a GRPO LoRA run's does (docs/grpo.md, LoRA). A 4-bit checkpoint
+// trains only so, as transformers refuses to fine-tune a quantised model without adapters.
 import type { Engine } from '../engine/engine';
 import { mixSeeds, mulberry32, seed32 } from '../core/rng';
 import { numel, parameterSpecs, type LlamaConfig } from '../core/model-config';
+import { loraAdapterSpecs, mergeLoraAdapters } from '../core/lora';
 import { packBatch, type PackedBatch } from '../model/batch';
-import { GpuLlama } from '../model/llama';
-import { isStreamed, type StreamedWeights } from '../model/parameters';
+import { GpuLlama, type GpuLlamaOptions } from '../model/llama';
+import {
+  checkQuantisedBase,
+  frozenDtypeOf,
+  isStreamed,
+  type StreamedWeights,
+  type WeightTensor,
+} from '../model/parameters';
 import { EXP_AVG_PREFIX, EXP_AVG_SQ_PREFIX, GpuAdamW } from '../optim/adamw';
 import { learningRateAt, runSchedule } from '../optim/schedule';
 import type { CheckpointPayload, CheckpointTensor } from '../storage/checkpoints';
@@ -31,7 +41,7 @@ import type { Identity } from '../storage/db';
 import { fromStoredMetrics, toStoredMetrics } from './checkpoint';
 import { PolicyObjective } from '../grpo/policy-objective';
 import type { MetricsRow } from '../core/metrics-row';
-import type { SftConfig } from './sft-config';
+import { sftLoraOptions, type SftConfig } from './sft-config';
 import { stepUntil, type StageHooks, type StageStepResult, type TrainingStage } from './stage';
 import { tokenizeSftRow, type SftExample, type SftRow, type SftTokenizeOptions } from './sft-data';
 import {
@@ -129,8 +139,9 @@ export interface SftSetup {
   modelIdentity?: Identity;
   config: SftConfig;
   /** The initial weights: a Map, or a reader streamed into the GPU tensor by tensor (SftRun.create;
-   * a 16-bit tensor is widened to f32 on its way, one at a time). */
-  model: { config: LlamaConfig; weights: ReadonlyMap<string, Float32Array> | StreamedWeights };
+   * a full fine-tune widens a 16-bit tensor to f32 on its way, one at a time; a LoRA stage stores
+   * the frozen base as its dtype says, a 4-bit checkpoint's projections staying NF4). */
+  model: { config: LlamaConfig; weights: ReadonlyMap<string, WeightTensor> | StreamedWeights };
   examples: readonly SftExample[];
   padTokenId: number;
   hooks?: SftHooks;
@@ -141,6 +152,19 @@ const STATE_KEYS = ['sft.epoch', 'sft.cursor', 'sft.numTokens', 'sft.consecutive
 
 function checkExamples(examples: readonly SftExample[]): void {
   if (examples.length === 0) throw new Error('SFT: the dataset has no example with a loss token');
+}
+
+/** How the policy loads: LoRA adapters from the run's seed on a frozen base stored in `dtype`
+ * (the GRPO trainer's rule), or every weight f32 and trained. A 4-bit base without LoRA throws. */
+function policyOptions({ config, model }: SftSetup): GpuLlamaOptions {
+  checkQuantisedBase(config, model.weights);
+  const lora = sftLoraOptions(config);
+  if (!lora) return {};
+  return {
+    lora: { ...lora, seed: config.seed },
+    frozenDtype: frozenDtypeOf(config.dtype, model.config, model.weights),
+    nf4: { nested: config.useBnbNestedQuant },
+  };
 }
 
 export class SftRun implements TrainingStage {
@@ -171,7 +195,8 @@ export class SftRun implements TrainingStage {
     const { weights } = setup.model;
     if (!isStreamed(weights)) return new SftRun(setup);
     checkExamples(setup.examples);
-    const policy = await GpuLlama.loadStreamed(setup.engine, setup.model.config, weights);
+    const options = policyOptions(setup);
+    const policy = await GpuLlama.loadStreamed(setup.engine, setup.model.config, weights, options);
     try {
       return new SftRun(setup, policy);
     } catch (err) {
@@ -194,7 +219,7 @@ export class SftRun implements TrainingStage {
     if (policy) this.policy = policy;
     else if (isStreamed(model.weights))
       throw new Error('SFT: streamed weights build with SftRun.create');
-    else this.policy = GpuLlama.load(engine, model.config, model.weights);
+    else this.policy = GpuLlama.load(engine, model.config, model.weights, policyOptions(setup));
     this.optimizer = new GpuAdamW(engine, this.policy, {
       beta1: config.adamBeta1,
       beta2: config.adamBeta2,
@@ -285,11 +310,21 @@ export class SftRun implements TrainingStage {
     return stepUntil(this, stop);
   }
 
-  /** The current state as a checkpoint payload (weights, moments, counters, data cursor). */
+  /** The parameters that train: every weight, or a LoRA stage's adapters (PEFT names). */
+  private trainedSpecs() {
+    const { config } = this.setup.model;
+    const lora = this.policy.lora;
+    return lora ? loraAdapterSpecs(config, lora) : parameterSpecs(config);
+  }
+
+  /** The current state as a checkpoint payload (the trained weights, their moments, counters,
+   * data cursor); a LoRA stage's holds its adapters only, the frozen base being its start. */
   async snapshot(): Promise<CheckpointPayload> {
-    const weights = await this.policy.readParameters();
+    const weights = this.policy.lora
+      ? await this.policy.readAdapters()
+      : await this.policy.readParameters();
     const moments = await this.optimizer.readState();
-    const specs = parameterSpecs(this.setup.model.config);
+    const specs = this.trainedSpecs();
     const tensors: CheckpointTensor[] = specs.map((s) => ({
       name: s.name,
       shape: s.shape,
@@ -319,6 +354,7 @@ export class SftRun implements TrainingStage {
         shuffle: `mulberry32(mixSeeds(seed ${this.config.seed}, epoch)) per epoch: no state`,
       },
       config: { stage: 'sft', ...this.config },
+      adapter: this.policy.lora,
       modelConfig: this.setup.model.config,
       modelIdentity: identity,
       referenceIdentity: null,
@@ -334,9 +370,13 @@ export class SftRun implements TrainingStage {
     await this.hooks.onCheckpoint(await this.snapshot(), { automatic });
   }
 
-  /** The policy's parameters now (a recipe stage's end weights). */
-  readWeights(): Promise<Map<string, Float32Array>> {
-    return this.policy.readParameters();
+  /** The model trained so far (a recipe stage's end weights): the policy's parameters, with a
+   * LoRA stage's adapters merged in (W + s·B·A), as the next stage and the exports need. */
+  async readWeights(): Promise<Map<string, Float32Array>> {
+    const base = await this.policy.readParameters();
+    const lora = this.policy.lora;
+    if (!lora) return base;
+    return mergeLoraAdapters(this.setup.model.config, base, lora, await this.policy.readAdapters());
   }
 
   /**
@@ -368,11 +408,12 @@ export class SftRun implements TrainingStage {
     const moments = new Map<string, Float32Array>();
     for (const t of payload.tensors)
       (t.name.startsWith('optimizer.') ? moments : weights).set(t.name, t.data);
-    for (const spec of parameterSpecs(this.setup.model.config)) {
+    for (const spec of this.trainedSpecs()) {
       if (weights.get(spec.name)?.length !== numel(spec.shape))
         throw new Error(`checkpoint at step ${payload.step}: ${spec.name} is missing or misshapen`);
     }
-    this.policy.writeParameters(weights);
+    if (this.policy.lora) this.policy.writeAdapters(weights);
+    else this.policy.writeParameters(weights);
     this.optimizer.writeState(moments, payload.optimizerStep);
     const [epoch, cursor, numTokens, skips] = STATE_KEYS.map(value);
     this.epoch = epoch;

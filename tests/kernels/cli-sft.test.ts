@@ -1,7 +1,9 @@
 // `npm run sft` as a user runs it (the built dist-cli/sft.js) on the tiny Hugging Face folder: two
 // steps on a repeated tiny set write metrics.jsonl with TRL's keys, finite values and a falling
 // loss, a checkpoint per step and final-model/; a resume from checkpoint-1 trains step 2 again to
-// the same metrics; bad input exits 1 with a message.
+// the same metrics; bad input exits 1 with a message. On a bitsandbytes 4-bit folder a full
+// fine-tune is refused, and --use-peft (QLoRA) trains adapters: adapter-only checkpoints, a merged
+// final model with the PEFT adapter beside it, and an exact resume.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -104,5 +106,48 @@ describe('npm run sft', { timeout: 600_000 }, () => {
     const unknown = sft([...ARGS.slice(0, 6), '--num-generations', '4']);
     expect(unknown.status).toBe(1);
     expect(unknown.err).toContain("unknown argument '--num-generations'");
+  });
+
+  it('a 4-bit base: full fine-tune refused; --use-peft trains adapters (checkpoints, merged final-model + adapter/, resume)', () => {
+    const bnb = 'tests/fixtures/bnb4bit/nf4';
+    const qlora = join(work, 'qlora');
+    const base = [
+      ...['--model', bnb, '--data', data, '--per-device-train-batch-size', '2'],
+      ...['--max-steps', '2', '--learning-rate', '1e-2', '--save-steps', '1'],
+    ];
+    const refused = sft([...base, '--out', join(work, 'full-on-nf4')]);
+    expect(refused.status).toBe(1);
+    expect(refused.err).toContain('4-bit (NF4) quantised');
+    expect(refused.err).toContain('Turn LoRA (usePeft) on');
+    const r = sft([
+      ...base,
+      '--out',
+      qlora,
+      '--use-peft',
+      'true',
+      '--lora-target-modules',
+      'q_proj,v_proj',
+    ]);
+    expect(r.err).toBe('');
+    expect(r.status).toBe(0);
+    const rows = metrics(qlora);
+    expect(rows.map((row) => row.step)).toEqual([1, 2]);
+    expect(rows[1].loss!).toBeLessThan(rows[0].loss!);
+    for (const dir of ['checkpoint-1', 'checkpoint-2']) {
+      expect(existsSync(join(qlora, dir, 'adapter_model.safetensors')), dir).toBe(true);
+      expect(existsSync(join(qlora, dir, 'model.safetensors')), dir).toBe(false);
+    }
+    expect(existsSync(join(qlora, 'final-model', 'model.safetensors'))).toBe(true);
+    const adapterConfig = JSON.parse(
+      readFileSync(join(qlora, 'final-model', 'adapter', 'adapter_config.json'), 'utf8'),
+    );
+    expect(adapterConfig).toMatchObject({ peft_type: 'LORA', r: 16, lora_alpha: 32 });
+    expect(adapterConfig.target_modules).toEqual(['q_proj', 'v_proj']);
+    const config = JSON.parse(readFileSync(join(qlora, 'config.json'), 'utf8'));
+    expect(config).toMatchObject({ use_peft: true, lora_target_modules: ['q_proj', 'v_proj'] });
+    const before = metrics(qlora);
+    const resumed = sft(['--resume', join(qlora, 'checkpoint-1')]);
+    expect(resumed.status).toBe(0);
+    expect(metrics(qlora)).toEqual(before);
   });
 });

@@ -11,7 +11,7 @@ import { IDBFactory } from 'fake-indexeddb';
 import { describe, expect, it } from 'vitest';
 import { BUNDLED_MODEL_DIR } from '../../src/cli/_session';
 import { folderSource } from '../../src/formats/model-source';
-import type { Recipe, TimelineRow } from '../../src/recipes/recipe-spec';
+import type { GrpoStage, Recipe, SftStage, TimelineRow } from '../../src/recipes/recipe-spec';
 import { nodeSandboxFactory } from '../../src/rewards/reward-sandbox-node';
 import { GrpoStorage } from '../../src/storage/index';
 import type { RecipeEvent } from '../../src/worker/recipe-service';
@@ -139,22 +139,29 @@ describe('recipe in the trainer worker', { timeout: 900_000 }, () => {
     expect((await second.api.listRecipeRuns())[0].finished).toBe(true);
   });
 
-  it('resumed after a reload past a LoRA stage (bf16 base): the next stage starts from its merged weights, as in one run', async () => {
-    // The LoRA stage's stored checkpoints hold only adapters (RecipeRun.stageEndWeights merges
-    // them onto the base as the stage stored it). With β > 0 they are stage 2's frozen reference,
-    // which its checkpoint names by identity: any other start is refused, or shows in the KL.
-    const rl = TWO_STAGE.stages[1];
+  it('resumed after a reload past LoRA stages (SFT on an NF4 base, GRPO on a bf16 one): the next stage starts from their merged weights, as in one run', async () => {
+    // The LoRA stages' stored checkpoints hold only adapters (RecipeRun.stageEndWeights merges
+    // them onto each stage's start as the stage stored it: NF4 quantised, bf16 rounded). With
+    // β > 0 they are stage 3's frozen reference, which its checkpoint names by identity: any other
+    // start is refused, or shows in the KL.
+    const [sft, rl] = TWO_STAGE.stages as [SftStage, GrpoStage];
     const recipe: Recipe = {
       name: 'lora-then-full',
       seed: 2,
       stages: [
         {
+          ...sft,
+          name: 'qlora-sft',
+          data: { coldStart: { count: 4 } },
+          options: { ...sft.options, usePeft: true, loraR: 4, dtype: 'nf4' },
+        },
+        {
           ...rl,
           name: 'lora',
-          options: { ...rl.options, usePeft: true, loraR: 4, dtype: 'bfloat16' },
+          options: { ...rl.options, steps: 1, usePeft: true, loraR: 4, dtype: 'bfloat16' },
         },
         { ...rl, name: 'full', options: { ...rl.options, saveSteps: 10, beta: 0.04 } },
-      ] as Recipe['stages'],
+      ],
     };
     const whole = await worker(new IDBFactory());
     await whole.api.startRecipe(recipe);
@@ -165,10 +172,15 @@ describe('recipe in the trainer worker', { timeout: 900_000 }, () => {
     expect(await first.api.runRecipe({ pauseAfterStep: 3 })).toEqual({ outcome: 'paused' });
     const second = await worker(idb);
     const resumed = await second.api.resumeRecipe(started.runId);
-    expect(resumed.state.stageIndex).toBe(1);
+    expect(resumed.state.stageIndex).toBe(2);
     expect(await second.api.runRecipe()).toEqual({ outcome: 'finished' });
     const all = [...resumed.state.timeline, ...steps(second.events)];
-    expect(all.map((r) => r.step)).toEqual([1, 2, 3, 4]);
+    expect(all.map((r) => [r.step, r.stage])).toEqual([
+      [1, 0],
+      [2, 1],
+      [3, 2],
+      [4, 2],
+    ]);
     expect(comparable(all)).toEqual(comparable(steps(whole.events)));
   });
 

@@ -127,21 +127,29 @@ describe('recipe run folder', { timeout: 900_000 }, () => {
     expect(existsSync(join(dir, 'final-model', 'model.safetensors'))).toBe(true);
   });
 
-  it('resumed after a LoRA stage (bf16 base): the next stage starts from its merged weights, as in one run', async () => {
-    // The LoRA stage's checkpoints hold only adapters: resuming in the full stage after it rebuilds
-    // its end weights from the recipe's base, rounded to bf16 as the stage stored it, with the
-    // adapters merged (RecipeRun.stageEndWeights). With β > 0 those are the full stage's frozen
-    // reference, which its checkpoint names by identity: any other start is refused, or shows in
-    // the KL of the step trained after the resume.
+  it('resumed after LoRA stages (SFT on an NF4 base, GRPO on a bf16 one): the next stage starts from their merged weights, as in one run', async () => {
+    // A LoRA stage's checkpoints hold only adapters: resuming in the full stage rebuilds its start,
+    // the GRPO LoRA stage's end weights, from that stage's start (the SFT LoRA stage's end weights,
+    // rebuilt the same way from the recipe's base quantised to NF4 as that stage stored it), rounded
+    // to bf16 as the GRPO stage stored them, with each stage's adapters merged
+    // (RecipeRun.stageEndWeights). With β > 0 those are the full stage's frozen reference, which
+    // its checkpoint names by identity: any other start is refused, or shows in the KL of the step
+    // trained after the resume.
     const loraThenFull = (): Recipe =>
       parseRecipe({
         name: 'lora-then-full',
         seed: 5,
         stages: [
           {
+            kind: 'sft',
+            name: 'qlora-sft',
+            data: { coldStart: { count: 4 } },
+            options: { ...SMALL_SFT, maxSteps: 1, usePeft: true, loraR: 4, dtype: 'nf4' },
+          },
+          {
             kind: 'grpo',
             name: 'lora',
-            options: { ...SMALL_RL, steps: 2, usePeft: true, loraR: 4, dtype: 'bfloat16' },
+            options: { ...SMALL_RL, steps: 1, usePeft: true, loraR: 4, dtype: 'bfloat16' },
           },
           {
             kind: 'grpo',
@@ -152,8 +160,11 @@ describe('recipe run folder', { timeout: 900_000 }, () => {
       });
     const { whole, first, second, dir } = await wholeAndResumed(loraThenFull, 'lora-then-full');
     expect(whole.outcome).toBe('finished');
-    expect(first.state.stageIndex).toBe(1);
-    expect(existsSync(join(dir, '0-lora', 'checkpoint-2', 'adapter_model.safetensors'))).toBe(true);
+    expect(first.state.stageIndex).toBe(2);
+    for (const stage of ['0-qlora-sft', '1-lora']) {
+      expect(existsSync(join(dir, stage, 'checkpoint-1', 'adapter_model.safetensors'))).toBe(true);
+      expect(existsSync(join(dir, stage, 'checkpoint-1', 'model.safetensors'))).toBe(false);
+    }
     expect(second.outcome).toBe('finished');
     expect(comparable(second.state.timeline)).toEqual(comparable(whole.state.timeline));
   });

@@ -2,7 +2,9 @@
 // metrics per optimizer step (loss falls on a repeated tiny set, num_tokens counts every sequence
 // token, epoch and learning rate follow the data and the schedule), the seeded per-epoch order,
 // and exact resume: 4 steps in one go equal 2 steps, a checkpoint through the file codec, and 2
-// more, bit for bit.
+// more, bit for bit. LoRA (usePeft): the base stays frozen, the adapters' first gradient is the
+// chain rule applied to the full fine-tune's gradient G (dB = s·G·Aᵀ, dA = 0 while B = 0), a
+// checkpoint holds the adapters only and resumes exactly, and the stage's weights are merged.
 import { describe, expect, it } from 'vitest';
 import { checkpointFromFiles, checkpointToFiles } from '../../src/train/checkpoint';
 import { epochOrder, SftRun, tokenizeSftDataset, type SftStepReport } from '../../src/train/sft';
@@ -12,6 +14,9 @@ import { loadTokenizer } from '../../src/formats/tokenizer';
 import { initLlamaWeights } from '../../src/model/init';
 import { tinyHfFolder, tokenizerFiles } from '../support/tiny-hf-model';
 import { testEngine } from './harness';
+import { EXP_AVG_PREFIX } from '../../src/optim/adamw';
+import { loraAName, loraBName, loraScaling, projectionPath } from '../../src/core/lora';
+import { CHECKPOINT_FILES } from '../../src/train/checkpoint';
 
 const DATA = [
   {
@@ -134,6 +139,120 @@ describe('SftRun', { timeout: 600_000 }, () => {
     const wrong = other.make();
     expect(() => wrong.restore(payload)).toThrow(/other data/);
     wrong.destroy();
+    resumed.destroy();
+  });
+
+  it('LoRA: base frozen; first gradient dB = s·G·Aᵀ of the full fine-tune, dA = 0; adapter-only checkpoint resumes exactly', async () => {
+    // No clipping (the two runs' norms differ) and no decay: after one step AdamW's first moment
+    // is (1 − β1)·g for every trained tensor, so the moments read back are the gradients, scaled.
+    const common = {
+      learning_rate: 1e-2,
+      per_device_train_batch_size: 2,
+      max_steps: 3,
+      max_grad_norm: 0,
+      lr_scheduler_type: 'constant',
+      seed: 3,
+    };
+    const loraOptions = {
+      ...common,
+      use_peft: true,
+      lora_r: 4,
+      lora_alpha: 8,
+      lora_target_modules: 'q_proj,down_proj',
+    };
+    const full = await setup(2, common);
+    const lora = await setup(2, loraOptions);
+    const fullRun = full.make();
+    const loraRun = lora.make();
+    const config = lora.modelConfig;
+    const adapters0 = await loraRun.policy.readAdapters();
+    const base0 = await loraRun.policy.readParameters();
+    const fullStep = await fullRun.step();
+    const loraStep = await loraRun.step();
+    // B = 0: the adapted model is the base model, so the same loss.
+    expect(loraStep.metrics.loss).toBeCloseTo(fullStep.metrics.loss, 5);
+    const moments = (payload: Awaited<ReturnType<typeof loraRun.snapshot>>) =>
+      new Map(
+        payload.tensors
+          .filter((t) => t.name.startsWith(EXP_AVG_PREFIX))
+          .map((t) => [t.name.slice(EXP_AVG_PREFIX.length), t.data]),
+      );
+    const g = moments(await fullRun.snapshot());
+    const loraPayload = await loraRun.snapshot();
+    const m = moments(loraPayload);
+    fullRun.destroy();
+    // The checkpoint's trained tensors are the adapters, q_proj and down_proj of every layer.
+    const trained = loraPayload.tensors.filter((t) => !t.name.startsWith('optimizer.'));
+    expect(trained.map((t) => t.name)).toEqual(
+      [...Array(config.numLayers).keys()].flatMap((l) =>
+        ['self_attn.q_proj', 'mlp.down_proj'].flatMap((p) => [
+          loraAName(`model.layers.${l}.${p}`),
+          loraBName(`model.layers.${l}.${p}`),
+        ]),
+      ),
+    );
+    expect(checkpointToFiles(loraPayload).has(CHECKPOINT_FILES.adapters)).toBe(true);
+    expect(checkpointToFiles(loraPayload).has(CHECKPOINT_FILES.weights)).toBe(false);
+    const s = loraScaling({ r: 4, alpha: 8, useRslora: false });
+    let sumSq = 0;
+    for (let l = 0; l < config.numLayers; l++) {
+      for (const projection of ['q_proj', 'down_proj'] as const) {
+        const path = projectionPath(l, projection);
+        const G = g.get(`${path}.weight`)!;
+        const A = adapters0.get(loraAName(path))!;
+        const dB = m.get(loraBName(path))!;
+        const r = 4;
+        const inDim = A.length / r;
+        const outDim = G.length / inDim;
+        let worst = 0;
+        let scale = 0;
+        for (let o = 0; o < outDim; o++) {
+          for (let k = 0; k < r; k++) {
+            let sum = 0;
+            for (let i = 0; i < inDim; i++) sum += G[o * inDim + i] * A[k * inDim + i];
+            const expected = s * sum;
+            worst = Math.max(worst, Math.abs(dB[o * r + k] - expected));
+            scale = Math.max(scale, Math.abs(expected));
+            sumSq += (dB[o * r + k] / 0.1) ** 2;
+          }
+        }
+        expect(scale, path).toBeGreaterThan(0);
+        expect(worst, path).toBeLessThanOrEqual(1e-4 * scale);
+        expect(m.get(loraAName(path))!.every((v) => v === 0)).toBe(true);
+      }
+    }
+    // The gradient norm is the adapters' (pre-clip) norm.
+    expect(loraStep.metrics.grad_norm).toBeCloseTo(Math.sqrt(sumSq), 3);
+    // Two more steps: the base never moves; the merged weights differ where adapters are only.
+    await loraRun.step();
+    await loraRun.step();
+    const base = await loraRun.policy.readParameters();
+    for (const [name, w] of base0) expect(base.get(name), name).toEqual(w);
+    const merged = await loraRun.readWeights();
+    expect(merged.get('model.layers.0.self_attn.q_proj.weight')).not.toEqual(
+      base0.get('model.layers.0.self_attn.q_proj.weight'),
+    );
+    expect(merged.get('model.layers.0.self_attn.k_proj.weight')).toEqual(
+      base0.get('model.layers.0.self_attn.k_proj.weight'),
+    );
+    const expectedAdapters = await loraRun.policy.readAdapters();
+    const history = loraRun.history.map((r) => r.metrics);
+    loraRun.destroy();
+
+    // Resume from the step-1 checkpoint (through the files): steps 2 and 3 again, bit for bit.
+    const { payload } = checkpointFromFiles((name) => checkpointToFiles(loraPayload).get(name)!);
+    const resumed = lora.make();
+    resumed.restore(payload);
+    await resumed.step();
+    await resumed.step();
+    // (The files keep no metrics history: the resumed run has steps 2 and 3.)
+    expect(resumed.history.map((r) => r.metrics)).toEqual(history.slice(1));
+    const adapters = await resumed.policy.readAdapters();
+    for (const [name, a] of expectedAdapters) expect(adapters.get(name), name).toEqual(a);
+    // A full fine-tune cannot continue an adapter checkpoint.
+    const fullAgain = full.make();
+    expect(() => fullAgain.restore(payload)).toThrow(/missing or misshapen/);
+    fullAgain.destroy();
     resumed.destroy();
   });
 });

@@ -177,3 +177,37 @@ describe('sft --help promises what sft accepts', () => {
     );
   });
 });
+
+describe('sft LoRA options', () => {
+  it('parse from a command line (comma-separated modules) and a recipe (a list), checked as GRPO checks them', () => {
+    const { options } = parseSftArgs([
+      ...['--use-peft', 'true', '--lora_r', '8', '--lora-alpha', '16'],
+      ...['--lora-target-modules', 'q_proj, v_proj', '--dtype', 'nf4'],
+    ]);
+    expect(resolveSftConfig(options)).toMatchObject({
+      usePeft: true,
+      loraR: 8,
+      loraAlpha: 16,
+      loraTargetModules: ['q_proj', 'v_proj'],
+      dtype: 'nf4',
+    });
+    expect(
+      resolveSftConfig({ use_peft: true, lora_target_modules: ['all-linear'] }).loraTargetModules,
+    ).toEqual(['all-linear']);
+    // Off by default: a full fine-tune, as before.
+    expect(SFT_DEFAULTS).toMatchObject({ usePeft: false, dtype: 'float32', loraDropout: 0 });
+    expect(() => resolveSftConfig({ dtype: 'nf4' })).toThrow('nf4 needs usePeft');
+    expect(() => resolveSftConfig({ dtype: 'int8' })).toThrow('expected one of auto, bfloat16');
+    expect(() => resolveSftConfig({ usePeft: true, loraTargetModules: 'qkv' })).toThrow(
+      "unknown module 'qkv'",
+    );
+    expect(() => resolveSftConfig({ usePeft: true, loraDropout: 0.1 })).toThrow(
+      'lora_dropout 0.1 is not supported',
+    );
+    expect(() => resolveSftConfig({ loraAlpha: 0 })).toThrow('lora_alpha: must be > 0');
+    expect(() => resolveSftConfig({ loraR: 2048 })).toThrow('lora_r: must be ≤ 1024');
+    expect(() => resolveSftConfig({ loraTargetModules: 'q_proj,' })).toThrow(
+      'lora_target_modules: expected a list of names',
+    );
+  });
+});

@@ -19,7 +19,8 @@ import {
   toNf4,
   type WeightTensor,
 } from '../../src/model/parameters';
-import { checkQuantisedBase, planRunMemory } from '../../src/train/run';
+import { planRunMemory } from '../../src/train/run';
+import { checkQuantisedBase } from '../../src/model/parameters';
 import { BNB_NF4_PEAK_BYTES, BNB_RUN_OPTIONS } from '../e2e/support/bnb-plan';
 import { bf16BitsToF32, f32ToBf16Bits, type HalfTensor } from '../../src/ref/half';
 

@@ -68,6 +68,25 @@ describe('recipe view', () => {
     expect(describeStage(builtinRecipe('r1'), 1)).toBe(
       `GRPO, ${RECIPE_GRPO_STEPS / 2} steps (aha preset, 16 completions × 2 prompts), from 'cold-start'`,
     );
+    // A LoRA stage says so, and how its frozen base is stored.
+    const lora = parseRecipe({
+      name: 'qlora',
+      stages: [
+        {
+          kind: 'sft',
+          name: 'sft',
+          data: { coldStart: { count: 4 } },
+          options: { usePeft: true, loraR: 8, dtype: 'nf4' },
+        },
+        { kind: 'grpo', name: 'rl', options: { steps: 2, usePeft: true, dtype: 'bfloat16' } },
+      ],
+    });
+    expect(describeStage(lora, 0)).toBe(
+      'SFT on 4 careful cold-start traces, from the loaded model, training LoRA adapters (r 8) on a frozen base stored 4-bit NF4 (QLoRA)',
+    );
+    expect(describeStage(lora, 1)).toContain(
+      "from 'sft', training LoRA adapters (r 16) on a frozen base stored bfloat16",
+    );
   });
 
   it('draws a metric across stages with gaps where a stage has none', () => {

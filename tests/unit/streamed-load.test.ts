@@ -44,8 +44,7 @@ import { readerIdentity, WHOLE_IDENTITY_MAX_BYTES } from '../../src/train/checkp
 import { lcgWeights, tinyLlamaConfigJson } from '../support/llama-fixture';
 import { parseSafetensors, writeSafetensors } from '../../src/formats/safetensors';
 import type { HalfTensor } from '../../src/ref/half';
-import { frozenDtypeOf } from '../../src/model/parameters';
-import { checkQuantisedBase } from '../../src/train/run';
+import { checkQuantisedBase, frozenDtypeOf } from '../../src/model/parameters';
 import { weightsIdentity, weightsIdentityHasher } from '../../src/train/checkpoint';
 
 /** What the loader may hold besides one tensor: shard headers and config.json (a few KB here). */

@@ -16,6 +16,7 @@ import {
 import type { RejectReason } from '../../recipes/rejection-sampling';
 import { customRewardCode } from '../../rewards/reward-id';
 import { parseSftJsonl } from '../../train/sft-data';
+import { resolveSftConfig } from '../../train/sft-config';
 import type { ChartSeries } from '../teach/plot';
 
 /** The built-in recipes in the order the view offers them. */
@@ -26,6 +27,24 @@ export const BUILTIN_ORDER = [
 ] as const satisfies readonly (keyof typeof BUILTIN_RECIPES)[];
 
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
+
+const BASE_STORAGE = {
+  auto: "the checkpoint's own format",
+  float32: 'float32',
+  bfloat16: 'bfloat16',
+  float16: 'float16',
+  nf4: '4-bit NF4 (QLoRA)',
+} as const;
+
+/** What a stage trains: '' for every weight, else its LoRA adapters and how the base is kept. */
+function trainsWhat(c: {
+  usePeft: boolean;
+  loraR: number;
+  dtype: keyof typeof BASE_STORAGE;
+}): string {
+  if (!c.usePeft) return '';
+  return `, training LoRA adapters (r ${c.loraR}) on a frozen base stored ${BASE_STORAGE[c.dtype]}`;
+}
 
 /** One chart line of `key` over the timeline (steps without the metric are gaps). */
 export function timelineSeries(
@@ -110,11 +129,11 @@ export function describeStage(recipe: Recipe, index: number): string {
         : 'stage' in d
           ? `the completions '${d.stage}' kept`
           : `a JSONL set (${parseSftJsonl(d.jsonl).rows.length} rows)`;
-    return `SFT on ${data}, from ${from}`;
+    return `SFT on ${data}, from ${from}${trainsWhat(resolveSftConfig(s.options))}`;
   }
   if (s.kind === 'grpo') {
     const c = stageConfig(recipe, index);
-    return `GRPO, ${c.steps} steps (${s.preset ?? 'aha'} preset, ${plural(c.numGenerations, 'completion')} × ${plural(c.perStepPrompts, 'prompt')}), from ${from}`;
+    return `GRPO, ${c.steps} steps (${s.preset ?? 'aha'} preset, ${plural(c.numGenerations, 'completion')} × ${plural(c.perStepPrompts, 'prompt')}), from ${from}${trainsWhat(c)}`;
   }
   return `rejection sampling: ${s.options.k} completions of each of ${s.prompts} training prompts, the verified ones kept, with ${from}`;
 }
