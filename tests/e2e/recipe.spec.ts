@@ -177,7 +177,7 @@ test('a rejection-sample stage shows its samples as text; an uploaded JSONL trai
 }) => {
   test.setTimeout(300_000);
   const errors = watchErrors(page);
-  await page.goto('/#recipes');
+  await page.goto('/?test-hooks=1#recipes');
   await page.getByTestId('recipe-load-model').click();
   await expect(page.getByTestId('recipe-need-model')).toHaveCount(0, { timeout: STEP_TIMEOUT });
 
@@ -228,5 +228,34 @@ test('a rejection-sample stage shows its samples as text; an uploaded JSONL trai
   await expect(page.getByTestId('recipe-status')).toHaveText('finished', { timeout: STEP_TIMEOUT });
   expect(await timeline(page)).toEqual([[1, 0, 1]]);
   await expect(page.getByTestId('recipe-chart-loss')).toHaveAttribute('data-points', '1');
+
+  // The same upload with LoRA on a 4-bit NF4 base (QLoRA): the stage says so, and its stored
+  // checkpoint holds the adapters (and their moments), not the base.
+  await page.getByTestId('recipe-sft-lora').check();
+  await page.getByTestId('recipe-sft-lora-r').fill('4');
+  await page.getByTestId('recipe-sft-dtype').selectOption('nf4');
+  await expect(page.getByTestId('recipe-sft-ok')).toContainText(
+    'training LoRA adapters (r 4) on a frozen base stored 4-bit NF4 (QLoRA)',
+  );
+  expect(await axeViolations(page)).toEqual([]);
+  await page.getByTestId('recipe-start').click();
+  await expect(page.getByTestId('recipe-status')).not.toHaveText('finished');
+  await expect(page.getByTestId('recipe-status')).toHaveText('finished', { timeout: STEP_TIMEOUT });
+  expect(await timeline(page)).toEqual([[1, 0, 1]]);
+  const stored = await page.evaluate(async () => {
+    const hooks = (
+      window as unknown as {
+        __grpoTest: {
+          recipeStageDigest(i: number): Promise<{ tensorSha256: Record<string, string> } | null>;
+        };
+      }
+    ).__grpoTest;
+    return Object.keys((await hooks.recipeStageDigest(0))?.tensorSha256 ?? {});
+  });
+  expect(
+    stored.filter((n) => !n.startsWith('optimizer.')).every((n) => /\.lora_[AB]\.weight$/.test(n)),
+  ).toBe(true);
+  expect(stored).toContain('model.layers.0.self_attn.q_proj.lora_B.weight');
+  expect(stored).toContain('optimizer.exp_avg.model.layers.0.self_attn.q_proj.lora_B.weight');
   expect(errors).toEqual([]);
 });

@@ -229,6 +229,10 @@ export interface SftUploadOptions {
   numTrainEpochs: number;
   perDeviceTrainBatchSize: number;
   maxLength: number;
+  /** LoRA adapters on a frozen base stored in `dtype` (nf4: QLoRA); off: a full fine-tune. */
+  usePeft?: boolean;
+  loraR?: number;
+  dtype?: 'float32' | 'bfloat16' | 'nf4';
 }
 
 /** A one-stage recipe: SFT of the loaded model on an uploaded JSONL (TRL's SFT formats). */
