@@ -211,10 +211,10 @@ if (skipE2E) console.log('\nSKIP_E2E=1: end-to-end tests skipped on request.');
 const e2eJson = 'test-results/e2e-results.json';
 // The kernel tests run their files one at a time and take long; beside them, one lane runs the
 // unit tests, the build and most end-to-end specs. The kernel lane then runs the specs in
-// E2E_OTHER_LANE (about 3 minutes, on their own port and report) once the build is there, so the
+// E2E_OTHER_LANE (about 2 minutes, on their own port and report) once the build is there, so the
 // two lanes end together (TEST_LANES=serial: kernels and unit tests side by side, then the build
 // and every e2e spec alone, as before).
-const E2E_OTHER_LANE = ['a11y-screens.spec.ts', 'storage.spec.ts', 'recipe.spec.ts'];
+const E2E_OTHER_LANE = ['a11y-screens.spec.ts', 'recipe.spec.ts'];
 const otherLaneJson = 'test-results/e2e-results-other-lane.json';
 let buildDone;
 const built = new Promise((resolve) => (buildDone = resolve));
