@@ -10,6 +10,7 @@
 import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import type { Engine } from '../engine/engine';
+import { formatBytes } from '../core/format';
 import { checkpointFromFiles, checkpointToFiles, fromStoredMetrics } from '../train/checkpoint';
 import { SftRun, type SftStepReport } from '../train/sft';
 import {
@@ -208,6 +209,8 @@ export async function sftFolder(o: SftFolderOptions): Promise<{ checkpoints: str
     },
     examples: o.examples,
     padTokenId: model.tokenizer.padTokenId,
+    // A stage too large for the device is refused with the plan's advice before it allocates.
+    mustFit: true,
     hooks: {
       onStep: (report) => {
         const row = { step: report.step, ...report.metrics, skipped: report.skipped };
@@ -250,6 +253,7 @@ export async function sftFolder(o: SftFolderOptions): Promise<{ checkpoints: str
       `run folder: ${runDir}; ${o.examples.length} examples, ${run.totalSteps} steps of ` +
         `${config.perDeviceTrainBatchSize * config.gradientAccumulationSteps}`,
     );
+    log(`memory plan: ${formatBytes(run.plan.peakBytes)} at peak`);
     const started = performance.now();
     const startStep = run.stepCount;
     await run.runUntil();

@@ -101,6 +101,12 @@ export interface MemoryPlanInput {
    * adapter's emulation path (avoidBarriers) has none.
    */
   kernels?: KernelTuning;
+  /**
+   * What trains: a GRPO run (sampling, then the clipped loss; default) or an SFT stage (no
+   * sampling: one packed batch of numPrompts examples, groupSize 1, of up to promptLength +
+   * completionLength tokens through the cross-entropy step, src/train/sft.ts).
+   */
+  objective?: 'grpo' | 'sft';
 }
 
 /** A MemoryPlanInput with every optional field decided. */
@@ -295,36 +301,47 @@ export function planBuffers(
   // of their own and copied to their G sequences, so the prefill is B·P rows, a decode step N.
   const U = input.numPrompts;
   const shared = U < N;
-  const Rp = Math.max(U * P, N);
-  add('kv cache (k and v, per layer)', 'sampling', 'run', [N, T, Hkv * D], 2 * L);
-  add('kv cache key starts', 'sampling', 'run', [N]);
-  if (shared) {
-    add('shared prefill kv cache (k and v, per layer)', 'sampling', 'run', [U, P, Hkv * D], 2 * L);
-    add('shared prefill key starts', 'sampling', 'run', [U]);
-  }
-  add('decoder scratch: x, x2, norm outputs', 'sampling', 'run', [Rp, C], 5);
-  add('decoder scratch: inverse rms', 'sampling', 'run', [Rp], 3);
-  add(
-    'decoder scratch: q before and after rotary, attention out',
-    'sampling',
-    'run',
-    [Rp, H * D],
-    3,
-  );
-  add('decoder scratch: k before and after rotary, v', 'sampling', 'run', [Rp, Hkv * D], 3);
-  add('decoder scratch: attention log-sum-exp', 'sampling', 'run', [Rp, H]);
+  const sft = input.objective === 'sft';
   const qkNorm = hasQkNorm(config); // Qwen3: q/k projections kept before their per-head norms
-  if (qkNorm) {
-    add('decoder scratch: q, k before q_norm / k_norm', 'sampling', 'run', [Rp, (H + Hkv) * D]);
-    add('decoder scratch: q_norm / k_norm inverse rms', 'sampling', 'run', [Rp, H + Hkv]);
+  // SFT samples nothing: the widest forward is the training batch.
+  const Rp = sft ? 0 : Math.max(U * P, N);
+  if (!sft) planSampling();
+  function planSampling() {
+    add('kv cache (k and v, per layer)', 'sampling', 'run', [N, T, Hkv * D], 2 * L);
+    add('kv cache key starts', 'sampling', 'run', [N]);
+    if (shared) {
+      add(
+        'shared prefill kv cache (k and v, per layer)',
+        'sampling',
+        'run',
+        [U, P, Hkv * D],
+        2 * L,
+      );
+      add('shared prefill key starts', 'sampling', 'run', [U]);
+    }
+    add('decoder scratch: x, x2, norm outputs', 'sampling', 'run', [Rp, C], 5);
+    add('decoder scratch: inverse rms', 'sampling', 'run', [Rp], 3);
+    add(
+      'decoder scratch: q before and after rotary, attention out',
+      'sampling',
+      'run',
+      [Rp, H * D],
+      3,
+    );
+    add('decoder scratch: k before and after rotary, v', 'sampling', 'run', [Rp, Hkv * D], 3);
+    add('decoder scratch: attention log-sum-exp', 'sampling', 'run', [Rp, H]);
+    if (qkNorm) {
+      add('decoder scratch: q, k before q_norm / k_norm', 'sampling', 'run', [Rp, (H + Hkv) * D]);
+      add('decoder scratch: q_norm / k_norm inverse rms', 'sampling', 'run', [Rp, H + Hkv]);
+    }
+    add('decoder scratch: mlp gate, up, silu(gate)·up', 'sampling', 'run', [Rp, I], 3);
+    add('decoder scratch: last column and its logits', 'sampling', 'run', [N, C + V]);
+    // Sampler.generate's own buffers, freed when it returns.
+    add('sampler: prompt tokens and positions', 'sampling', 'sampling', [U, P], 2);
+    if (shared) add('sampler: prefill logits of every sequence', 'sampling', 'sampling', [N, V]);
+    add('sampler: next token, its log-prob and position', 'sampling', 'sampling', [N], 3);
+    add('sampler: token and log-prob history', 'sampling', 'sampling', [Tc, N], 2);
   }
-  add('decoder scratch: mlp gate, up, silu(gate)·up', 'sampling', 'run', [Rp, I], 3);
-  add('decoder scratch: last column and its logits', 'sampling', 'run', [N, C + V]);
-  // Sampler.generate's own buffers, freed when it returns.
-  add('sampler: prompt tokens and positions', 'sampling', 'sampling', [U, P], 2);
-  if (shared) add('sampler: prefill logits of every sequence', 'sampling', 'sampling', [N, V]);
-  add('sampler: next token, its log-prob and position', 'sampling', 'sampling', [N], 3);
-  add('sampler: token and log-prob history', 'sampling', 'sampling', [Tc, N], 2);
 
   // Training forward and backward of one micro-batch of M sequences × T columns (the model's
   // workspace, kept). Logits exist for the Tc completion columns only (TRL's logits_to_keep), in
@@ -392,6 +409,15 @@ export function planBuffers(
   if (reference) trainingActivations('reference', 'reference forward: ');
   gpuKernelScratch(input, { U, N, Rp, R, chunkRows }, add);
 
+  if (sft) {
+    // The supervised step's per-token buffers (policy-objective.ts supervised): targets, row
+    // weights, logp, entropy, lse, correct; the loss and accuracy; a chunk's rows of each.
+    add('per-token: targets, weights, logp, entropy, lse, correct', 'grpo', 'update', [rows], 6);
+    add('loss and accuracy', 'grpo', 'update', [1], 2);
+    add('loss partial sums (per call)', 'grpo', 'update', [M, 8]);
+    if (chunked) add('one chunk of per-token rows', 'grpo', 'update', [chunkRows], 6);
+    return out;
+  }
   // The update's per-token buffers (policy-objective.ts stepBuffers), freed after the update.
   const kl = input.beta > 0;
   add('per-token: targets, mask, old logp, logp, entropy', 'grpo', 'update', [N, Tc], kl ? 6 : 5);
@@ -477,14 +503,21 @@ function gpuKernelScratch(
   const words = (bytes: number) => [bytes / F32];
 
   // Sampling: the prefill's rows, a decode step's, and the head over the last column of each.
-  const samplingMatmul = largest([...forward(Rp), ...forward(N), head(U), head(N)]);
-  if (samplingMatmul > 0) {
-    add('GPU kernels: split-K partials (sampling)', 'sampling', 'sampling', words(samplingMatmul));
-  }
-  const sampleChunk = sampleSplitChunk(tuning);
-  if (sampleChunk > 0 && V > sampleChunk) {
-    const parts = Math.ceil(V / sampleChunk);
-    add('GPU kernels: sampling partials (rows × parts)', 'sampling', 'sampling', [N, parts, 6]);
+  if (input.objective === 'grpo') {
+    const samplingMatmul = largest([...forward(Rp), ...forward(N), head(U), head(N)]);
+    if (samplingMatmul > 0) {
+      add(
+        'GPU kernels: split-K partials (sampling)',
+        'sampling',
+        'sampling',
+        words(samplingMatmul),
+      );
+    }
+    const sampleChunk = sampleSplitChunk(tuning);
+    if (sampleChunk > 0 && V > sampleChunk) {
+      const parts = Math.ceil(V / sampleChunk);
+      add('GPU kernels: sampling partials (rows × parts)', 'sampling', 'sampling', [N, parts, 6]);
+    }
   }
 
   // Update: the training forward and backward of a micro-batch (the reference forward's products
@@ -576,6 +609,7 @@ function resolve(input: MemoryPlanInput): ResolvedPlanInput {
     gradientCheckpointing: input.gradientCheckpointing ?? false,
     logitsMemoryMiB,
     kernels: input.kernels ?? DEFAULT_TUNING,
+    objective: input.objective ?? 'grpo',
   };
 }
 
@@ -696,7 +730,9 @@ function adviseChanges(
       `set β = 0 (no KL term): saves the reference copy (${formatBytes(t.byCategory.reference)})`,
     );
   }
-  if (input.microBatch > 1) {
+  const sft = input.objective === 'sft';
+  // SFT packs its micro-batches into one batch (src/train/sft.ts): no micro-batch to lower.
+  if (input.microBatch > 1 && !sft) {
     let m: number | null = null;
     for (let v = input.microBatch - 1; v >= 1 && m === null; v--) {
       if (N % v === 0 && fitsWith({ microBatch: v })) m = v;
@@ -724,10 +760,26 @@ function adviseChanges(
     const b = largestFitting(1, input.numPrompts - 1, (v) =>
       fitsWith({ numPrompts: v, microBatch: Math.min(input.microBatch, v * input.groupSize) }),
     );
-    if (b !== null)
-      suggestions.push(`use fewer prompts per step: B = ${b} instead of ${input.numPrompts}`);
+    if (b !== null) {
+      suggestions.push(
+        sft
+          ? `train on fewer examples per step (per_device_train_batch_size × ` +
+              `gradient_accumulation_steps): ${b} instead of ${input.numPrompts}`
+          : `use fewer prompts per step: B = ${b} instead of ${input.numPrompts}`,
+      );
+    }
   }
-  if (input.completionLength > 1) {
+  if (sft) {
+    const longest = input.promptLength + input.completionLength;
+    const cut = largestFitting(2, longest - 1, (v) =>
+      fitsWith({
+        promptLength: Math.min(input.promptLength, v - 1),
+        completionLength: Math.max(1, v - Math.min(input.promptLength, v - 1)),
+      }),
+    );
+    if (cut !== null)
+      suggestions.push(`cut sequences to ${cut} tokens (max_length) instead of ${longest}`);
+  } else if (input.completionLength > 1) {
     const c = largestFitting(1, input.completionLength - 1, (v) =>
       fitsWith({ completionLength: v }),
     );
@@ -793,7 +845,10 @@ export function planMemory(planInput: MemoryPlanInput, limits: DeviceMemoryLimit
     ['reference copy', t.byCategory.reference],
     ['KV cache + sampling', t.byCategory.sampling],
     [`training activations (micro-batch ${input.microBatch})`, t.byCategory.training],
-    ['per-token GRPO buffers', t.byCategory.grpo],
+    [
+      input.objective === 'sft' ? 'per-token loss buffers' : 'per-token GRPO buffers',
+      t.byCategory.grpo,
+    ],
   ] as const;
   const breakdown = parts
     .filter(([, bytes]) => bytes > 0)
@@ -804,6 +859,12 @@ export function planMemory(planInput: MemoryPlanInput, limits: DeviceMemoryLimit
     message =
       `Fits: peak ${formatBytes(t.peak)} of ${formatBytes(budget)} ` +
       `(${formatBytes(budget - t.peak)} to spare; ${breakdown}).`;
+  } else if (input.objective === 'sft') {
+    message =
+      `Does not fit: a step of ${input.numPrompts} examples of up to ` +
+      `${input.promptLength} + ${input.completionLength} tokens needs ${formatBytes(t.peak)} at peak, ` +
+      `the budget is ${formatBytes(budget)} (${breakdown}). ` +
+      `To fit: ${suggestions.join('; or ')}.`;
   } else {
     message =
       `Does not fit: N = ${input.numPrompts}×${input.groupSize} = ${N} sequences of ` +

@@ -173,6 +173,8 @@ const sftStage: TrainingStageFactory<SftStage> = (ctx, hooks) => {
     model: { config: start.config, weights: start.weights },
     examples,
     padTokenId: start.tokenizer.padTokenId,
+    // A stage too large for the device stops the recipe with its plan before it allocates.
+    mustFit: true,
     hooks,
   });
 };
@@ -188,6 +190,7 @@ const grpoStage: TrainingStageFactory<GrpoStage> = (ctx, hooks) => {
     model: { config: start.config, weights: start.weights, tokenizer: start.tokenizer },
     scoringTask: setup.scoringTask,
     sandboxFactory: setup.sandboxFactory,
+    mustFit: true,
     hooks,
   });
 };

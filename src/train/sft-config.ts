@@ -38,6 +38,10 @@ export interface SftConfig {
   saveSteps: number;
   /** The CLI prints a progress line every loggingSteps steps (metrics.jsonl has every step). */
   loggingSteps: number;
+  /** Keep each layer's input only and recompute the layer in backward (same gradients). */
+  gradientCheckpointing: boolean;
+  /** MiB the LM head's logits may take at once (rows go through it in chunks); the GRPO option. */
+  logitsMemoryMiB: number;
   // LoRA (PEFT) as the GRPO config takes it (TRL ModelConfig's names, SFTTrainer's peft_config):
   // adapters train, the base stays frozen in `dtype` (nf4: QLoRA).
   usePeft: boolean;
@@ -98,6 +102,8 @@ export const SFT_DEFAULTS: SftConfig = {
   seed: 42,
   saveSteps: 500,
   loggingSteps: 10,
+  gradientCheckpointing: false,
+  logitsMemoryMiB: 256,
   usePeft: false,
   loraR: 16,
   loraAlpha: 32,
@@ -186,6 +192,19 @@ export const SFT_OPTIONS: readonly SftOption[] = [
   { key: 'seed', kind: 'int', help: 'the shuffle’s seed (42)' },
   { key: 'saveSteps', kind: 'int', min: 1, help: 'a checkpoint every this many steps (500)' },
   { key: 'loggingSteps', kind: 'int', min: 1, help: 'a progress line every this many steps (10)' },
+  {
+    key: 'gradientCheckpointing',
+    kind: 'boolean',
+    help: "keep each layer's input only, recompute it in backward: less memory, ~1/3 more compute (false)",
+  },
+  {
+    key: 'logitsMemoryMiB',
+    kind: 'number',
+    min: 0,
+    exclusiveMin: true,
+    limit: { max: 65_536, unit: 'MiB' },
+    help: "MiB the LM head's logits may take at once (256)",
+  },
   {
     key: 'usePeft',
     kind: 'boolean',

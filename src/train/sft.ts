@@ -42,6 +42,9 @@ import { fromStoredMetrics, toStoredMetrics } from './checkpoint';
 import { PolicyObjective } from '../grpo/policy-objective';
 import type { MetricsRow } from '../core/metrics-row';
 import { sftLoraOptions, type SftConfig } from './sft-config';
+import { deviceMemoryLimits, planMemory, type MemoryPlan } from '../model/memory-plan';
+import type { KernelTuning } from '../engine/pipelines';
+import { defaultMemoryBudget } from './run';
 import { stepUntil, type StageHooks, type StageStepResult, type TrainingStage } from './stage';
 import { tokenizeSftRow, type SftExample, type SftRow, type SftTokenizeOptions } from './sft-data';
 import {
@@ -131,6 +134,56 @@ export type SftStepReport = StageStepResult;
  * (src/train/checkpoint.ts checkpointToFiles writes it as files). */
 export type SftHooks = StageHooks;
 
+/**
+ * The memory plan of an SFT stage (src/model/memory-plan.ts, objective 'sft'): its step packs
+ * perDeviceTrainBatchSize · gradientAccumulationSteps examples into one batch as wide as the
+ * longest prompt plus the longest completion, which the plan takes from the whole dataset (any
+ * step is at most that). Under LoRA the frozen base is planned as the stage stores it.
+ */
+export function planSftMemory(
+  model: LlamaConfig,
+  config: SftConfig,
+  examples: readonly SftExample[],
+  limits: Pick<GPUSupportedLimits, 'maxBufferSize' | 'maxStorageBufferBindingSize'>,
+  budgetBytes = defaultMemoryBudget(limits),
+  weights?: ReadonlyMap<string, WeightTensor> | StreamedWeights,
+  kernels?: KernelTuning,
+): MemoryPlan {
+  checkExamples(examples);
+  const lora = sftLoraOptions(config);
+  const batch = Math.min(examplesPerStep(config), examples.length);
+  const widest = (part: (e: SftExample) => number) => Math.max(1, ...examples.map(part));
+  // Under LoRA the base as the stage stores it (the weights decide 'auto' and a 4-bit checkpoint).
+  const frozen = !lora
+    ? 'f32'
+    : weights
+      ? frozenDtypeOf(config.dtype, model, weights)
+      : dtypeOfOption(config.dtype);
+  return planMemory(
+    {
+      config: model,
+      objective: 'sft',
+      numPrompts: batch,
+      groupSize: 1,
+      promptLength: widest((e) => e.prompt.length),
+      completionLength: widest((e) => e.completion.length),
+      beta: 0,
+      microBatch: batch,
+      lora: lora ? { r: lora.r, targetModules: lora.targetModules } : null,
+      dtype: PLAN_DTYPE[frozen],
+      gradientCheckpointing: config.gradientCheckpointing,
+      logitsMemoryMiB: config.logitsMemoryMiB,
+      kernels,
+    },
+    deviceMemoryLimits(limits, budgetBytes),
+  );
+}
+
+const PLAN_DTYPE = { f32: 'float32', bf16: 'bfloat16', f16: 'float16', nf4: 'nf4' } as const;
+/** dtype as planned without the weights to ask ('auto' then plans float32, as planRunMemory). */
+const dtypeOfOption = (d: SftConfig['dtype']) =>
+  d === 'bfloat16' ? 'bf16' : d === 'float16' ? 'f16' : d === 'nf4' ? 'nf4' : 'f32';
+
 export interface SftSetup {
   engine: Engine;
   runId: string;
@@ -145,6 +198,27 @@ export interface SftSetup {
   examples: readonly SftExample[];
   padTokenId: number;
   hooks?: SftHooks;
+  /** Refuse to allocate (throw the plan's message) when the memory plan does not fit. */
+  mustFit?: boolean;
+  /** GPU bytes the memory plan may use (default defaultMemoryBudget). */
+  budgetBytes?: number;
+}
+
+/** The stage's memory plan on its engine (planSftMemory); throws its message when it must fit
+ * and does not, before any buffer is made. */
+function planOf(setup: SftSetup): MemoryPlan {
+  const { engine } = setup;
+  const plan = planSftMemory(
+    setup.model.config,
+    setup.config,
+    setup.examples,
+    engine.device.limits,
+    setup.budgetBytes,
+    setup.model.weights,
+    engine.pipelines.tuning,
+  );
+  if (setup.mustFit && !plan.fits) throw new Error(plan.message);
+  return plan;
 }
 
 /** The checkpoint's `rng` record keys of the SFT loop's state. */
@@ -158,9 +232,14 @@ function checkExamples(examples: readonly SftExample[]): void {
  * (the GRPO trainer's rule), or every weight f32 and trained. A 4-bit base without LoRA throws. */
 function policyOptions({ config, model }: SftSetup): GpuLlamaOptions {
   checkQuantisedBase(config, model.weights);
+  const memory = {
+    gradientCheckpointing: config.gradientCheckpointing,
+    logitsMemoryBytes: config.logitsMemoryMiB * 2 ** 20,
+  };
   const lora = sftLoraOptions(config);
-  if (!lora) return {};
+  if (!lora) return memory;
   return {
+    ...memory,
     lora: { ...lora, seed: config.seed },
     frozenDtype: frozenDtypeOf(config.dtype, model.config, model.weights),
     nf4: { nested: config.useBnbNestedQuant },
@@ -171,6 +250,8 @@ export class SftRun implements TrainingStage {
   readonly config: SftConfig;
   readonly policy: GpuLlama;
   readonly totalSteps: number;
+  /** The memory plan of this stage on its device (planSftMemory). */
+  readonly plan: MemoryPlan;
   history: MetricsRow[] = [];
   hooks: SftHooks;
   /** Completed optimizer steps (applied or skipped). */
@@ -196,9 +277,10 @@ export class SftRun implements TrainingStage {
     if (!isStreamed(weights)) return new SftRun(setup);
     checkExamples(setup.examples);
     const options = policyOptions(setup);
+    const plan = planOf(setup);
     const policy = await GpuLlama.loadStreamed(setup.engine, setup.model.config, weights, options);
     try {
-      return new SftRun(setup, policy);
+      return new SftRun(setup, policy, plan);
     } catch (err) {
       policy.destroy();
       throw err;
@@ -209,9 +291,11 @@ export class SftRun implements TrainingStage {
   constructor(
     private readonly setup: SftSetup,
     policy?: GpuLlama,
+    plan?: MemoryPlan,
   ) {
     const { engine, config, model, examples } = setup;
     checkExamples(examples);
+    this.plan = plan ?? planOf(setup);
     this.config = config;
     this.hooks = setup.hooks ?? {};
     this.totalSteps = sftTotalSteps(config, examples.length);

@@ -59,6 +59,8 @@ describe('npm run sft', { timeout: 600_000 }, () => {
     expect(r.err).toBe('');
     expect(r.status).toBe(0);
     expect(r.out).toContain('data.jsonl line 3: skipped');
+    // Planned before anything is allocated (planSftMemory), as npm run train plans a run.
+    expect(r.out).toMatch(/memory plan: [\d.]+ (KiB|MiB) at peak/);
     const rows = metrics(out);
     expect(rows.map((row) => row.step)).toEqual([1, 2]);
     for (const row of rows) {

@@ -1,7 +1,7 @@
 // The memory plan against the engine's own count: real GRPO steps of a tiny random model through
 // the real trainer on Node WebGPU, for each option the plan covers (full fine-tune f32 with and
 // without the reference copy, LoRA with β = 0 and β > 0, gradient checkpointing, micro-batches,
-// 16-bit and NF4 bases, the GPU path's kernel partials),
+// 16-bit and NF4 bases, the GPU path's kernel partials; SFT stages in full, LoRA and QLoRA),
 // and the plan's peak (planRunMemory, what every front end shows) within 10% of the measured one.
 import { describe, expect, it } from 'vitest';
 import type { LlamaConfig } from '../../src/core/model-config';
@@ -13,6 +13,9 @@ import type { Task } from '../../src/tasks/types';
 import { config, startsWithA, tokenizer } from '../support/tiny-trainer';
 import type { KernelTuning } from '../../src/engine/pipelines';
 import { testEngine, testEngineWith } from './harness';
+import { planSftMemory, SftRun } from '../../src/train/sft';
+import { resolveSftConfig } from '../../src/train/sft-config';
+import type { SftExample } from '../../src/train/sft-data';
 
 // Every prompt is 4 tokens, so the batch's prompt width is exactly maxPromptLength.
 const PROMPT = 'abc?';
@@ -235,4 +238,103 @@ describe('memory plan vs the measured peak', { timeout: 600_000 }, () => {
       expect(Math.abs(measured - plan.peakBytes)).toBeLessThanOrEqual(tolerance * measured);
     });
   }
+});
+
+// SFT stages (objective 'sft': no sampling, one packed batch through the cross-entropy step).
+// Examples of different prompt and completion lengths: the plan takes the widest of each.
+const sftExamples: SftExample[] = Array.from({ length: 6 }, (_, i) => {
+  const prompt = Array.from({ length: 3 + (i % 3) }, (_, t) => (7 * i + t) % 500);
+  const completion = Array.from({ length: 12 - (i % 4) }, (_, t) => (11 * i + 3 * t) % 500);
+  return {
+    line: i + 1,
+    prompt,
+    completion,
+    mask: completion.map(() => 1),
+    tokens: prompt.length + completion.length,
+  };
+});
+const SFT_CASES: { name: string; model: LlamaConfig; options: Record<string, unknown> }[] = [
+  { name: 'full fine-tune', model: base, options: {} },
+  {
+    name: 'LoRA on a bfloat16 base',
+    model: qwenLike,
+    options: { usePeft: true, loraR: 4, dtype: 'bfloat16' },
+  },
+  {
+    name: 'QLoRA (NF4 base), gradient checkpointing, chunked head',
+    model: qwen3Like,
+    options: {
+      usePeft: true,
+      loraR: 4,
+      dtype: 'nf4',
+      gradientCheckpointing: true,
+      logitsMemoryMiB: 0.01,
+    },
+  },
+];
+
+describe('SFT memory plan vs the measured peak', { timeout: 600_000 }, () => {
+  for (const { name, model, options } of SFT_CASES) {
+    it(`${name}: planned peak within 10% of the engine's peak over two steps`, async () => {
+      const engine = await testEngine();
+      const config = resolveSftConfig({
+        perDeviceTrainBatchSize: 4,
+        maxSteps: 2,
+        learningRate: 1e-3,
+        ...options,
+      });
+      const before = engine.memory.liveBytes;
+      engine.memory.resetPeak();
+      const weights = initLlamaWeights(model, 3);
+      const run = new SftRun({
+        engine,
+        runId: 'sft-memory',
+        config,
+        model: { config: model, weights },
+        examples: sftExamples,
+        padTokenId: 0,
+      });
+      try {
+        await run.step();
+        await run.step();
+      } finally {
+        run.destroy();
+      }
+      const measured = engine.memory.peakBytes - before;
+      expect(engine.memory.liveBytes).toBe(before);
+      const plan = planSftMemory(
+        model,
+        config,
+        sftExamples,
+        engine.device.limits,
+        undefined,
+        weights,
+        engine.pipelines.tuning,
+      );
+      expect(run.plan.peakBytes).toBe(plan.peakBytes);
+      expect(plan.byCategory.sampling).toBe(0);
+      console.log(`SFT ${name}: measured ${measured} B, planned ${plan.peakBytes} B`);
+      expect(Math.abs(measured - plan.peakBytes)).toBeLessThanOrEqual(0.1 * measured);
+    });
+  }
+
+  it('a stage that must fit and does not is refused with the plan, before anything is made', async () => {
+    const engine = await testEngine();
+    const config = resolveSftConfig({ perDeviceTrainBatchSize: 4, maxSteps: 1 });
+    const before = engine.memory.liveBytes;
+    const setup = {
+      engine,
+      runId: 'sft-too-large',
+      config,
+      model: { config: base, weights: initLlamaWeights(base, 3) },
+      examples: sftExamples,
+      padTokenId: 0,
+      mustFit: true,
+      budgetBytes: 100_000,
+    };
+    expect(() => new SftRun(setup)).toThrow(
+      /^Does not fit: a step of 4 examples of up to 5 \+ 12 tokens needs .* To fit: .*train LoRA adapters/,
+    );
+    expect(engine.memory.liveBytes).toBe(before);
+  });
 });
