@@ -889,7 +889,11 @@ export function planMemory(planInput: MemoryPlanInput, limits: DeviceMemoryLimit
   if (byUser.length > 0) {
     message +=
       ` ${byUser.length} buffer${byUser.length === 1 ? '' : 's'} exceed a per-buffer limit and must be split, ` +
-      `which the engine does not do: lower the micro-batch or the completion length: ${describe(byUser)}.`;
+      `which the engine does not do: ${
+        input.objective === 'sft'
+          ? 'train on fewer examples per step or lower max_length'
+          : 'lower the micro-batch or the completion length'
+      }: ${describe(byUser)}.`;
   }
 
   return {

@@ -55,6 +55,29 @@ async function startPasted(page: Page, pauseAt: string, recipe: Recipe = TWO_STA
   await page.getByTestId('recipe-start').click();
 }
 
+/** The page reloaded, the model loaded again and the stored recipe resumed to its end. */
+async function reloadAndResume(page: Page) {
+  await page.reload();
+  await page.getByTestId('recipe-load-model').click();
+  await expect(page.getByTestId('recipe-need-model')).toHaveCount(0, { timeout: STEP_TIMEOUT });
+  await page.getByTestId('recipe-stored-run').getByTestId('recipe-resume-stored').click();
+  await expect(page.getByTestId('recipe-status')).toHaveText('finished', {
+    timeout: STEP_TIMEOUT,
+  });
+  return outcome(page);
+}
+
+/** The same recipe uninterrupted, in the same page (a new run of its own; its steps take seconds
+ * each, so the status leaves 'finished' before it comes back to it). */
+async function runStraight(page: Page, recipe: Recipe) {
+  await startPasted(page, '', recipe);
+  await expect(page.getByTestId('recipe-status')).not.toHaveText('finished');
+  await expect(page.getByTestId('recipe-status')).toHaveText('finished', {
+    timeout: STEP_TIMEOUT,
+  });
+  return outcome(page);
+}
+
 test('a recipe paused inside its SFT stage and resumed after a reload equals one uninterrupted run', async ({
   page,
 }) => {
@@ -74,23 +97,9 @@ test('a recipe paused inside its SFT stage and resumed after a reload equals one
   expect(atPause.stages[1]).toBeNull();
 
   // A reload, and the stored recipe resumed to its end in the new page's worker.
-  await page.reload();
-  await page.getByTestId('recipe-load-model').click();
-  await expect(page.getByTestId('recipe-need-model')).toHaveCount(0, { timeout: STEP_TIMEOUT });
-  await page.getByTestId('recipe-stored-run').getByTestId('recipe-resume-stored').click();
-  await expect(page.getByTestId('recipe-status')).toHaveText('finished', {
-    timeout: STEP_TIMEOUT,
-  });
-  const resumed = await outcome(page);
+  const resumed = await reloadAndResume(page);
 
-  // The same recipe uninterrupted, in the same page (a new run of its own; its four steps take
-  // seconds each, so the status leaves 'finished' before it comes back to it).
-  await startPasted(page, '');
-  await expect(page.getByTestId('recipe-status')).not.toHaveText('finished');
-  await expect(page.getByTestId('recipe-status')).toHaveText('finished', {
-    timeout: STEP_TIMEOUT,
-  });
-  const straight = await outcome(page);
+  const straight = await runStraight(page, TWO_STAGE);
 
   expect(straight.timeline.map((r) => [r.step, r.stage, r.stageStep])).toEqual([
     [1, 0, 1],
@@ -144,21 +153,9 @@ test('a recipe paused after its QLoRA SFT stage resumes after a reload from the 
   expect(sftTensors.some((n) => n.endsWith('.lora_A.weight'))).toBe(true);
   expect(sftTensors.some((n) => n === 'model.embed_tokens.weight')).toBe(false);
 
-  await page.reload();
-  await page.getByTestId('recipe-load-model').click();
-  await expect(page.getByTestId('recipe-need-model')).toHaveCount(0, { timeout: STEP_TIMEOUT });
-  await page.getByTestId('recipe-stored-run').getByTestId('recipe-resume-stored').click();
-  await expect(page.getByTestId('recipe-status')).toHaveText('finished', {
-    timeout: STEP_TIMEOUT,
-  });
-  const resumed = await outcome(page);
+  const resumed = await reloadAndResume(page);
 
-  await startPasted(page, '', recipe);
-  await expect(page.getByTestId('recipe-status')).not.toHaveText('finished');
-  await expect(page.getByTestId('recipe-status')).toHaveText('finished', {
-    timeout: STEP_TIMEOUT,
-  });
-  const straight = await outcome(page);
+  const straight = await runStraight(page, recipe);
   expect(withoutClock(resumed.timeline)).toEqual(withoutClock(straight.timeline));
   for (const i of [0, 1]) {
     expect(resumed.stages[i]!.optimizerStep).toBe(straight.stages[i]!.optimizerStep);
