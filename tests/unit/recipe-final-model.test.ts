@@ -20,11 +20,11 @@ const rejection = (name: string, from?: string) => ({
   options: { k: 1 },
   ...(from ? { from } : {}),
 });
-const sft = (name: string) => ({
+const sft = (name: string, options: object = {}) => ({
   kind: 'sft',
   name,
   data: { coldStart: { count: 2 } },
-  options: { maxSteps: 1 },
+  options: { maxSteps: 1, ...options },
 });
 const dtype = (...stages: object[]) => finalModelDtype(parseRecipe({ name: 'r', stages }));
 
@@ -34,6 +34,10 @@ describe('finalModelDtype', () => {
     expect(dtype(grpo('rl'))).toBe('F32');
     expect(dtype(grpo('rl', { usePeft: true, dtype: 'bfloat16' }))).toBe('F32');
     expect(dtype(grpo('rl', NF4), sft('sft'))).toBe('F32');
+    // An SFT stage decides the same way: QLoRA ends in BF16, LoRA on a 16-bit base in F32.
+    expect(dtype(grpo('rl'), sft('sft', NF4))).toBe('BF16');
+    expect(dtype(sft('sft', { usePeft: true, dtype: 'bfloat16' }))).toBe('F32');
+    expect(dtype(sft('sft', NF4), rejection('rs'))).toBe('BF16');
   });
 
   it('looks through rejection-sample stages to the stage whose weights they pass on', () => {
