@@ -158,7 +158,7 @@ export const AHA: Command = {
 export const PLAN: Command = {
   name: 'plan',
   summary:
-    'Prints the memory plan of a GRPO run without a GPU: `npm run plan -- <model> [flags] [options]`, <model> a local Hugging Face folder (its config.json) or a built-in config (smollm2-135m, smollm2-360m, qwen2.5-0.5b, qwen2.5-1.5b, qwen3-0.6b, qwen3-1.7b, qwen3-4b, qwen2.5-3b, llama-3.2-1b, llama-3.2-3b); bytes by category, the peak, and what to change when it does not fit. Without --gradient-accumulation-steps the plan chooses the largest micro-batch that fits.',
+    'Prints the memory plan of a GRPO run (or, with --sft, an SFT run) without a GPU: `npm run plan -- <model> [flags] [options]`, <model> a local Hugging Face folder (its config.json) or a built-in config (smollm2-135m, smollm2-360m, qwen2.5-0.5b, qwen2.5-1.5b, qwen3-0.6b, qwen3-1.7b, qwen3-4b, qwen2.5-3b, llama-3.2-1b, llama-3.2-3b); bytes by category, the peak, and what to change when it does not fit. Without --gradient-accumulation-steps the plan chooses the largest micro-batch that fits.',
   flags: [
     { name: 'json', value: '', help: 'print the plan as JSON', boolean: true },
     {
@@ -167,6 +167,12 @@ export const PLAN: Command = {
       help: 'GPU memory to fit (default: the smallest budget step the run fits: 0.5 GiB steps up to 4 GiB, then 6, 8, 12, 16, 24, 32, 48, 80 GiB)',
     },
     { name: 'num-prompts', value: 'B', help: 'prompts per step (the option per-step-prompts)' },
+    {
+      name: 'sft',
+      value: '',
+      help: 'plan an SFT run instead (npm run sft’s options: a step of per-device-train-batch-size × gradient-accumulation-steps sequences of max-length tokens)',
+      boolean: true,
+    },
   ],
 };
 

@@ -19,6 +19,8 @@ import {
 } from '../model/memory-plan';
 import { loraAdapterSpecs } from '../core/lora';
 import { PLAN, takeCommandFlags } from './_flags';
+import { parseSftArgs } from './_sft';
+import { resolveSftConfig, sftLoraOptions } from '../train/sft-config';
 
 const GiB = 2 ** 30;
 
@@ -110,6 +112,13 @@ export function planCommand(args: readonly string[]): PlanReport {
     const m = /^--dtype=(.*)$/.exec(arg);
     return m && DTYPE_ALIASES[m[1]] ? `--dtype=${DTYPE_ALIASES[m[1]]}` : arg;
   });
+  if (flags.has('sft')) {
+    if (flags.has('num-prompts'))
+      throw new Error(
+        '--num-prompts plans a GRPO run; an SFT step is --per-device-train-batch-size',
+      );
+    return planSftCommand(model, normalised, budgetOf(flags.get('budget')?.[0]));
+  }
   const overrides: Record<string, unknown> = parseCliArgs(normalised);
   const numPrompts = flags.get('num-prompts')?.[0];
   if (numPrompts !== undefined) {
@@ -129,14 +138,7 @@ export function planCommand(args: readonly string[]): PlanReport {
   const loaded = loadModelConfig(model);
   const config: Config = resolveConfig(overrides);
   const input = runPlanInput(loaded.config, config, loaded.torchDtype);
-  const budgetText = flags.get('budget')?.[0];
-  let budget: number | null = null;
-  if (budgetText !== undefined) {
-    const gib = Number(budgetText);
-    if (!(gib > 0))
-      throw new Error(`--budget must be a positive number of GiB, got '${budgetText}'`);
-    budget = gib * GiB;
-  }
+  const budget = budgetOf(flags.get('budget')?.[0]);
   const maxBinding = Math.min(
     ASSUMED_LIMITS.maxBufferSize,
     ASSUMED_LIMITS.maxStorageBufferBindingSize,
@@ -164,14 +166,7 @@ export function planCommand(args: readonly string[]): PlanReport {
     { ...input, microBatch },
     deviceMemoryLimits(ASSUMED_LIMITS, budgetBytes),
   );
-  const trainable = plan.input.lora
-    ? loraAdapterSpecs(loaded.config, {
-        ...plan.input.lora,
-        alpha: 1,
-        useRslora: false,
-        dropout: 0,
-      }).reduce((s, spec) => s + spec.shape[0] * spec.shape[1], 0)
-    : parameterCount(loaded.config);
+  const trainable = trainableCount(loaded.config, plan);
   return {
     model: {
       name: loaded.name,
@@ -201,6 +196,100 @@ export function planCommand(args: readonly string[]): PlanReport {
   };
 }
 
+/** --budget in bytes, or null when not given. */
+function budgetOf(text: string | undefined): number | null {
+  if (text === undefined) return null;
+  const gib = Number(text);
+  if (!(gib > 0)) throw new Error(`--budget must be a positive number of GiB, got '${text}'`);
+  return gib * GiB;
+}
+
+const STORED = {
+  float32: 'float32',
+  bfloat16: 'bfloat16',
+  float16: 'float16',
+  nf4: 'nf4',
+} as const;
+
+/**
+ * `--sft`: the plan of an `npm run sft` run (planSftMemory's input without a dataset): one step
+ * packs per-device-train-batch-size × gradient-accumulation-steps sequences of max-length tokens
+ * (the model's positions when max-length is null), every column but the first predicted. No
+ * micro-batch to choose (SFT packs its micro-batches); the budget is the smallest step it fits.
+ */
+function planSftCommand(model: string, args: readonly string[], budget: number | null): PlanReport {
+  const { options, model: m, data, out, resume, columns } = parseSftArgs(args);
+  if (m ?? data ?? out ?? resume ?? (columns || undefined))
+    throw new Error('npm run plan --sft takes the SFT options only (no --model, --data, --out)');
+  // As for GRPO: a LoRA option or a 4-bit base means LoRA unless --use-peft says otherwise.
+  const loraKeys = ['loraR', 'loraAlpha', 'loraTargetModules', 'useRslora'];
+  if (
+    options.usePeft === undefined &&
+    (loraKeys.some((k) => k in options) || options.dtype === 'nf4')
+  )
+    options.usePeft = 'true';
+  const config = resolveSftConfig(options);
+  const loaded = loadModelConfig(model);
+  const lora = sftLoraOptions(config);
+  const length = Math.min(
+    config.maxLength ?? loaded.config.maxPositions,
+    loaded.config.maxPositions,
+  );
+  const batch = config.perDeviceTrainBatchSize * config.gradientAccumulationSteps;
+  const input = {
+    config: loaded.config,
+    objective: 'sft' as const,
+    numPrompts: batch,
+    groupSize: 1,
+    promptLength: 1,
+    completionLength: Math.max(1, length - 1),
+    beta: 0,
+    microBatch: batch,
+    lora: lora ? { r: lora.r, targetModules: lora.targetModules } : null,
+    dtype: !lora ? 'float32' : config.dtype === 'auto' ? loaded.torchDtype : STORED[config.dtype],
+    gradientCheckpointing: config.gradientCheckpointing,
+    logitsMemoryMiB: config.logitsMemoryMiB,
+  };
+  const peak = planMemory(input, deviceMemoryLimits(ASSUMED_LIMITS, Infinity)).peakBytes;
+  const budgetBytes = budget ?? (STANDARD_BUDGETS_GIB.find((g) => g * GiB >= peak) ?? 80) * GiB;
+  const plan = planMemory(input, deviceMemoryLimits(ASSUMED_LIMITS, budgetBytes));
+  return {
+    model: {
+      name: loaded.name,
+      source: loaded.source,
+      parameters: parameterCount(loaded.config),
+      trainable: trainableCount(loaded.config, plan),
+    },
+    options: {
+      sft: true,
+      perDeviceTrainBatchSize: config.perDeviceTrainBatchSize,
+      gradientAccumulationSteps: config.gradientAccumulationSteps,
+      maxLength: config.maxLength,
+      usePeft: config.usePeft,
+      loraR: config.usePeft ? config.loraR : null,
+      loraTargetModules: config.usePeft ? config.loraTargetModules : null,
+      dtype: config.dtype,
+      gradientCheckpointing: config.gradientCheckpointing,
+      logitsMemoryMiB: config.logitsMemoryMiB,
+    },
+    microBatch: batch,
+    microBatchChosen: false,
+    budgetBytes,
+    budgetChosen: budget === null,
+    plan,
+  };
+}
+
+/** Parameters that train: the adapters under LoRA, else every one. */
+function trainableCount(config: LlamaConfig, plan: MemoryPlan): number {
+  const lora = plan.input.lora;
+  if (!lora) return parameterCount(config);
+  return loraAdapterSpecs(config, { ...lora, alpha: 1, useRslora: false, dropout: 0 }).reduce(
+    (s, spec) => s + spec.shape[0] * spec.shape[1],
+    0,
+  );
+}
+
 const CATEGORY_TEXT: Record<MemoryCategory, string> = {
   parameters: 'model weights (and LoRA adapters)',
   gradients: 'gradients of what trains',
@@ -225,16 +314,24 @@ export function formatPlanReport(r: PlanReport): string {
     ? `LoRA r = ${i.lora.r} (${[i.lora.targetModules].flat().join(', ')}): ${millions(r.model.trainable)} trainable, base ${i.dtype === 'nf4' ? 'nf4 (4-bit NF4 projections, scale per 64; bf16 embedding and head)' : i.dtype}`
     : `full fine-tune, float32: ${millions(r.model.trainable)} trainable`;
   lines.push(training);
-  lines.push(
-    `B ${i.numPrompts} × G ${i.groupSize} = ${N} sequences of ${i.promptLength} + ${i.completionLength} tokens, ` +
-      `micro-batch ${r.microBatch}${r.microBatchChosen ? ' (chosen: the largest that fits)' : ''}, ` +
-      `gradient checkpointing ${i.gradientCheckpointing ? 'on' : 'off'}, logits ≤ ${i.logitsMemoryMiB} MiB, β = ${i.beta}`,
-  );
+  if (i.objective === 'sft') {
+    lines.push(
+      `SFT: ${N} sequences of ${i.promptLength + i.completionLength} tokens per step (one packed batch), ` +
+        `gradient checkpointing ${i.gradientCheckpointing ? 'on' : 'off'}, logits ≤ ${i.logitsMemoryMiB} MiB`,
+    );
+  } else
+    lines.push(
+      `B ${i.numPrompts} × G ${i.groupSize} = ${N} sequences of ${i.promptLength} + ${i.completionLength} tokens, ` +
+        `micro-batch ${r.microBatch}${r.microBatchChosen ? ' (chosen: the largest that fits)' : ''}, ` +
+        `gradient checkpointing ${i.gradientCheckpointing ? 'on' : 'off'}, logits ≤ ${i.logitsMemoryMiB} MiB, β = ${i.beta}`,
+    );
   lines.push('');
   for (const [category, bytes] of Object.entries(plan.byCategory) as [MemoryCategory, number][]) {
     if (bytes === 0) continue;
+    // An SFT step's per-token buffers are its cross-entropy's, not GRPO's.
+    const name = category === 'grpo' && i.objective === 'sft' ? 'loss' : category;
     lines.push(
-      `  ${category.padEnd(11)} ${formatBytes(bytes).padStart(10)}  ${CATEGORY_TEXT[category]}`,
+      `  ${name.padEnd(11)} ${formatBytes(bytes).padStart(10)}  ${CATEGORY_TEXT[category]}`,
     );
   }
   lines.push(`  ${'peak'.padEnd(11)} ${formatBytes(plan.peakBytes).padStart(10)}`);

@@ -234,3 +234,46 @@ describe('planCommand', () => {
     expect(() => planCommand(['no-such-model'])).toThrow(/neither a built-in model/);
   });
 });
+
+describe('planCommand --sft', () => {
+  it('plans an npm run sft run: no sampling, one packed batch of max-length sequences, QLoRA fitting a small GPU', () => {
+    const args = ['--per-device-train-batch-size', '4', '--max-length', '512'];
+    const full = planCommand(['qwen2.5-0.5b', '--sft', ...args]);
+    expect(full.plan.input).toMatchObject({
+      objective: 'sft',
+      numPrompts: 4,
+      groupSize: 1,
+      promptLength: 1,
+      completionLength: 511,
+      lora: null,
+    });
+    expect(full.plan.byCategory.sampling).toBe(0);
+    // Full fine-tune f32: 16 bytes per parameter before activations.
+    expect(full.plan.peakBytes).toBeGreaterThan(16 * full.model.parameters);
+    // QLoRA on a 3B model with checkpointing, 2 × 512 tokens a step: a 4 GiB GPU.
+    const qlora = planCommand([
+      ...['qwen2.5-3b', '--sft', '--per-device-train-batch-size', '2', '--max-length', '512'],
+      ...['--dtype', 'nf4', '--lora-r', '16', '--gradient-checkpointing', 'true'],
+    ]);
+    expect(qlora.options).toMatchObject({ sft: true, usePeft: true, dtype: 'nf4' });
+    expect(qlora.plan.input.lora).toEqual({ r: 16, targetModules: ['all-linear'] });
+    expect(qlora.plan.peakBytes).toBeLessThan(4 * GiB);
+    const text = formatPlanReport(qlora);
+    expect(text).toContain('SFT: 2 sequences of 512 tokens per step (one packed batch)');
+    expect(text).toMatch(/ {2}loss +[\d.]+ KiB {2}per-token buffers of one update/);
+    expect(text).toContain('Fits in');
+    // A GRPO run of the same model, batch and length would add the KV cache and sampling.
+    const tight = planCommand(['qwen2.5-3b', '--sft', ...args, '--budget', '1']);
+    expect(tight.plan.fits).toBe(false);
+    expect(tight.plan.message).toMatch(
+      /^Does not fit: a step of 4 examples of up to 1 \+ 511 tokens/,
+    );
+    expect(tight.plan.suggestions.join(' ')).toContain('train LoRA adapters');
+    expect(() => planCommand(['qwen2.5-0.5b', '--sft', '--num-generations', '8'])).toThrow(
+      "unknown argument '--num-generations'",
+    );
+    expect(() => planCommand(['qwen2.5-0.5b', '--sft', '--num-prompts', '2'])).toThrow(
+      '--per-device-train-batch-size',
+    );
+  });
+});
