@@ -184,8 +184,19 @@ function ownFlag(command: Command, name: string): boolean {
   }
 }
 
-/** Whether `npm run <script>` accepts `--name` (its own flags, config options, --help). */
-export function acceptsFlag(script: string, name: string): boolean {
+/** Whether `npm run sft` accepts `--name`. */
+function sftAccepts(name: string): boolean {
+  try {
+    parseSftArgs([`--${name}`, 'x']);
+    return true;
+  } catch (e) {
+    return !/unknown argument/.test((e as Error).message);
+  }
+}
+
+/** Whether `npm run <script>` accepts `--name` (its own flags, config options, --help) on a
+ * command line that also gives `others` (`plan --sft` takes sft's options, not train's). */
+export function acceptsFlag(script: string, name: string, others: readonly string[] = []): boolean {
   if (name === 'help') return true;
   switch (script) {
     case 'train':
@@ -195,7 +206,9 @@ export function acceptsFlag(script: string, name: string): boolean {
     case 'aha':
       return ownFlag(AHA, name) || isConfigFlag(name);
     case 'plan':
-      return ownFlag(PLAN, name) || isConfigFlag(name);
+      return (
+        ownFlag(PLAN, name) || (others.includes('sft') ? sftAccepts(name) : isConfigFlag(name))
+      );
     case 'rejection-sample':
       return ownFlag(REJECTION_SAMPLE, name) || isConfigFlag(name);
     case 'recipe':
@@ -203,12 +216,7 @@ export function acceptsFlag(script: string, name: string): boolean {
     case 'export-trl':
       return EXPORT_TRL_FLAGS.has(name) || isConfigFlag(name);
     case 'sft':
-      try {
-        parseSftArgs([`--${name}`, 'x']);
-        return true;
-      } catch (e) {
-        return !/unknown argument/.test((e as Error).message);
-      }
+      return sftAccepts(name);
     case 'adapter':
       return false;
     default:
