@@ -101,6 +101,20 @@ export interface SftArgs {
   options: Record<string, string>;
 }
 
+const BOOLEAN_FLAGS = new Set(
+  SFT_OPTIONS.filter((o) => o.kind === 'boolean').map((o) => `--${kebab(o.key)}`),
+);
+
+/** A boolean option given bare (`--use-peft`, as TRL's parser takes it) means true. */
+function withBareBooleans(argv: readonly string[]): string[] {
+  return argv.flatMap((arg, i) => {
+    const next = argv[i + 1];
+    return BOOLEAN_FLAGS.has(arg) && (next === undefined || next.startsWith('--'))
+      ? [arg, 'true']
+      : [arg];
+  });
+}
+
 /** Splits argv into the command's flags and its options; an unknown flag throws naming it. */
 export function parseSftArgs(argv: readonly string[]): SftArgs {
   // TRL's snake_case spellings: --learning_rate → --learning-rate (the name only, not the value).
@@ -110,7 +124,7 @@ export function parseSftArgs(argv: readonly string[]): SftArgs {
     const name = a.slice(2, eq >= 0 ? eq : undefined).replace(/_/g, '-');
     return `--${name}${eq >= 0 ? a.slice(eq) : ''}`;
   });
-  const { flags, rest } = takeCommandFlags(SFT, normalised);
+  const { flags, rest } = takeCommandFlags(SFT, withBareBooleans(normalised));
   if (flags.has('data') && flags.has('dataset'))
     throw new Error('give the dataset once: --data or --dataset');
   if (rest.length) {

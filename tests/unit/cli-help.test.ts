@@ -209,5 +209,13 @@ describe('sft LoRA options', () => {
     expect(() => resolveSftConfig({ loraTargetModules: 'q_proj,' })).toThrow(
       'lora_target_modules: expected a list of names',
     );
+    // A bare boolean is true, as TRL's parser takes `--use_peft`; a value still works.
+    const bare = parseSftArgs(['--use_peft', '--lora-r', '8', '--gradient-checkpointing']).options;
+    expect(resolveSftConfig(bare)).toMatchObject({
+      usePeft: true,
+      loraR: 8,
+      gradientCheckpointing: true,
+    });
+    expect(parseSftArgs(['--use-peft', 'false']).options.usePeft).toBe('false');
   });
 });
