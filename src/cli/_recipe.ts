@@ -273,6 +273,7 @@ export async function recipeFolder(
       weights: model.hf.tensors,
       tokenizer: model.tokenizer,
       identity,
+      quantised: [...model.hf.storedDtypes.values()].includes('NF4'),
     },
     loadModel: async (ref) => {
       const student = await loadModel(ref);

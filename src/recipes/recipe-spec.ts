@@ -398,6 +398,35 @@ export function stageConfig(recipe: Recipe, index: number): Config {
   });
 }
 
+/**
+ * The first sft or grpo stage that fully fine-tunes the loaded model itself (it starts from the
+ * base, directly or through rejection-sample stages, which pass their start on) without LoRA, or
+ * null. On a 4-bit checkpoint such a stage is refused, as a full `npm run sft` or `npm run train`
+ * of it is: only adapters train on a quantised base.
+ */
+export function fullStageOnBase(recipe: Recipe): RecipeStage | null {
+  const startsFromBase = (index: number): boolean => {
+    const stage = recipe.stages[index];
+    const from = stage.from ?? 'previous';
+    if (from === 'base') return true;
+    if (from.startsWith(MODEL_PREFIX)) return false;
+    const source =
+      from === 'previous' ? index - 1 : recipe.stages.findIndex((s) => s.name === from);
+    if (source < 0) return true; // the first stage starts from the loaded model
+    return recipe.stages[source].kind === 'rejection-sample' && startsFromBase(source);
+  };
+  for (let i = 0; i < recipe.stages.length; i++) {
+    const stage = recipe.stages[i];
+    if (stage.kind === 'rejection-sample' || !startsFromBase(i)) continue;
+    const lora =
+      stage.kind === 'sft'
+        ? resolveSftConfig(stage.options).usePeft
+        : stageConfig(recipe, i).usePeft;
+    if (!lora) return stage;
+  }
+  return null;
+}
+
 /** A RecipeState read back from JSON: JSON writes a NaN metric (a rate of an empty group) as
  * null; it is NaN again here, so a resumed timeline equals the one that was stored. */
 export function reviveRecipeState(value: RecipeState): RecipeState {

@@ -22,6 +22,7 @@ import type { Task } from '../tasks/types';
 import {
   coldStartRows,
   MODEL_PREFIX,
+  fullStageOnBase,
   stageConfig,
   stageRunId,
   stageSeed,
@@ -82,7 +83,9 @@ export interface RecipeSetup {
   engine: Engine;
   recipe: Recipe;
   runId: string;
-  base: RecipeModel & { weights: ReadonlyMap<string, Float32Array> };
+  /** The loaded model; `quantised`: a bitsandbytes 4-bit checkpoint's (its weights dequantised
+   * here), which only LoRA stages may train. */
+  base: RecipeModel & { weights: ReadonlyMap<string, Float32Array>; quantised?: boolean };
   /** Loads a student model named by a stage's `"from": "model:<ref>"` (the CLI: a Hugging Face
    * folder); absent, such a stage is refused. */
   loadModel?(ref: string): Promise<RecipeModel & { weights: ReadonlyMap<string, Float32Array> }>;
@@ -302,6 +305,14 @@ export class RecipeRun {
       : { recipe: setup.recipe, stageIndex: 0, results: [], datasets: {}, timeline: [] };
     if (setup.resume && JSON.stringify(setup.resume.state.recipe) !== JSON.stringify(setup.recipe))
       throw new Error('recipe: the stored state belongs to another recipe');
+    const full = setup.base.quantised ? fullStageOnBase(setup.recipe) : null;
+    if (full) {
+      throw new Error(
+        `Stage '${full.name}' would fully fine-tune the loaded model, a 4-bit (NF4) quantised ` +
+          'checkpoint, which a full fine-tune cannot train. Turn LoRA (usePeft) on in its options ' +
+          'to train adapters on the frozen 4-bit base.',
+      );
+    }
   }
 
   /** A copy of the progress so far (JSON). */

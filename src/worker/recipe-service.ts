@@ -328,6 +328,7 @@ class RecipeRunner {
         weights: await readWeights(m.hf.weights, 'f32'),
         tokenizer: m.tokenizer,
         identity: m.identity,
+        quantised: m.hf.weights.quantization !== null,
       },
       sandboxFactory: this.ctx.sandboxFactory(),
       scoringTask: recipeScoringTask(),

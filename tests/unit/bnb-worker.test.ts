@@ -2,9 +2,10 @@
 // make_bnb_folder.py in bitsandbytes' layout, nested statistics) through the trainer worker as the
 // page uses it (issue #37 acceptance): it loads as NF4 (config dtype 'auto' keeps the 4-bit base), a full
 // fine-tune is refused with a message naming usePeft, two LoRA steps train with a finite loss, and
-// the Hugging Face export writes the merged weights as BF16 (dequantised base + B·A, as PEFT's merge).
+// the Hugging Face export writes the merged weights as BF16 (dequantised base + B·A, as PEFT's merge);
+// a recipe stage that would fully fine-tune it is refused, and the same SFT stage with LoRA trains.
 // The command line's train path (the folder opened as `npm run train` opens it) refuses a full
-// fine-tune of it the same way, and trains 2 LoRA steps on it and exports the merged model as BF16.
+// fine-tune of it the same way (and `npm run recipe` a stage that would), and trains 2 LoRA steps on it and exports the merged model as BF16.
 import 'fake-indexeddb/auto';
 import { IDBFactory } from 'fake-indexeddb';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -20,6 +21,8 @@ import { parseSafetensors } from '../../src/formats/safetensors';
 import { nodeSandboxFactory } from '../../src/rewards/reward-sandbox-node';
 import { GrpoStorage } from '../../src/storage/index';
 import { createTrainerApi } from '../../src/worker/trainer-api';
+import { parseRecipe, type Recipe } from '../../src/recipes/recipe-spec';
+import { recipeFolder } from '../../src/cli/_recipe';
 import { testEngine } from '../kernels/harness';
 import { listen, stepReport, tinyRunConfig } from '../support/worker-steps';
 
@@ -83,6 +86,25 @@ describe('a bitsandbytes 4-bit folder in the trainer worker', { timeout: 600_000
     for (let i = 0; i < base.length; i++) moved = Math.max(moved, Math.abs(merged[i] - base[i]));
     expect(moved).toBeGreaterThan(0);
     expect(moved).toBeLessThan(1);
+
+    // A recipe on it: a stage that would fully fine-tune the 4-bit model is refused before it
+    // starts; the same SFT stage with LoRA trains.
+    const sftOn4Bit = (usePeft: boolean): Recipe => ({
+      name: 'sft-on-4bit',
+      stages: [
+        {
+          kind: 'sft',
+          name: 'tune',
+          data: { jsonl: JSON.stringify({ prompt: '1+1=', completion: '2' }) },
+          options: { maxSteps: 1, usePeft, loraR: 2, loraAlpha: 4 },
+        },
+      ],
+    });
+    await expect(api.startRecipe(sftOn4Bit(false))).rejects.toThrow(
+      "Stage 'tune' would fully fine-tune the loaded model, a 4-bit (NF4) quantised checkpoint",
+    );
+    await api.startRecipe(sftOn4Bit(true));
+    expect(await api.runRecipe()).toEqual({ outcome: 'finished' });
   });
 
   it('the command line trains 2 LoRA steps on it as stored and exports the merged model as BF16', async () => {
@@ -137,6 +159,20 @@ describe('a bitsandbytes 4-bit folder in the trainer worker', { timeout: 600_000
         log: () => {},
       });
       await expect(run).rejects.toThrow(/4-bit \(NF4\) quantised.*usePeft/);
+      // npm run recipe refuses a stage that would fully fine-tune it, before the recipe starts.
+      const recipe = recipeFolder({
+        engine: await testEngine(),
+        model,
+        recipe: parseRecipe({
+          name: 'full-sft',
+          stages: [{ kind: 'sft', name: 'tune', data: { coldStart: { count: 2 } } }],
+        }),
+        runDir: join(runDir, 'recipe'),
+        log: () => {},
+      });
+      await expect(recipe).rejects.toThrow(
+        "Stage 'tune' would fully fine-tune the loaded model, a 4-bit (NF4) quantised checkpoint",
+      );
     } finally {
       rmSync(runDir, { recursive: true, force: true });
     }

@@ -1,11 +1,13 @@
 // Recipe files (src/recipes/recipe.ts): what parseRecipe accepts and the message each mistake gets,
-// the built-in recipes, the stage seeds, and the cold-start set (right, careful, never held out).
+// the built-in recipes, the stage seeds, the cold-start set (right, careful, never held out), and
+// which stage would fully fine-tune the loaded model (refused on a 4-bit one).
 import { describe, expect, it } from 'vitest';
 import {
   BUILTIN_RECIPES,
   builtinRecipe,
   coldStartRows,
   coldStartTraces,
+  fullStageOnBase,
   parseRecipe,
   RECIPE_GRPO_STEPS,
   reviveRecipeState,
@@ -161,5 +163,41 @@ describe('reviveRecipeState', () => {
     );
     expect(state.timeline[0].metrics.a).toBeNaN();
     expect(state.timeline[0].metrics.b).toBe(2);
+  });
+});
+
+describe('fullStageOnBase (a 4-bit model trains only under LoRA)', () => {
+  const sft = (name: string, options: object = {}, from?: string) => ({
+    kind: 'sft',
+    name,
+    data: { coldStart: { count: 2 } },
+    options: { maxSteps: 1, ...options },
+    ...(from ? { from } : {}),
+  });
+  const grpo = (name: string, options: object = {}, from?: string) => ({
+    kind: 'grpo',
+    name,
+    options: { steps: 1, ...options },
+    ...(from ? { from } : {}),
+  });
+  const rs = (name: string, from?: string) => ({
+    kind: 'rejection-sample',
+    name,
+    prompts: 2,
+    options: { k: 1 },
+    ...(from ? { from } : {}),
+  });
+  const LORA = { usePeft: true };
+  const first = (...stages: object[]) =>
+    fullStageOnBase(parseRecipe({ name: 'r', stages }))?.name ?? null;
+
+  it('finds the full stage that starts from the loaded model, through rejection-sample stages', () => {
+    expect(first(sft('a'))).toBe('a');
+    expect(first(sft('a', LORA), grpo('b'))).toBeNull(); // b starts from a's merged weights
+    expect(first(rs('s'), grpo('b'))).toBe('b');
+    expect(first(grpo('a', LORA), rs('s', 'a'), sft('c', {}, 's'))).toBeNull();
+    expect(first(grpo('a', LORA), sft('c', {}, 'base'))).toBe('c');
+    expect(first(grpo('a', LORA), rs('s', 'base'), sft('c', {}, 's'))).toBe('c');
+    expect(first(grpo('a', LORA), sft('c', LORA, 'base'))).toBeNull();
   });
 });
