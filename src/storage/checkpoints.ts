@@ -432,6 +432,9 @@ export interface CheckpointBase {
   referenceIdentity: Identity | null;
   modelConfig: LlamaConfig;
   adapter: LoraOptions | null;
+  /** The run's config as stored (a recipe stage's is tagged with `recipe`, an SFT stage's with
+   * `stage: 'sft'`). */
+  config: Record<string, unknown>;
 }
 
 export async function checkpointBase(db: GrpoDatabase, id: string): Promise<CheckpointBase> {
@@ -446,6 +449,7 @@ export async function checkpointBase(db: GrpoDatabase, id: string): Promise<Chec
     referenceIdentity: detail.referenceIdentity,
     modelConfig: detail.modelConfig,
     adapter: detail.adapter ?? null,
+    config: detail.config,
   };
 }
 

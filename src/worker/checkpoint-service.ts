@@ -13,6 +13,21 @@ import type { StorageNotice } from '../storage/notices';
 import { checkpointInfo, message, type WorkerContext } from './context';
 import type { CheckpointInfo, RunState, StorageInfo } from './protocol';
 
+/**
+ * The playground continues GRPO runs: a recipe's SFT stage checkpoint is refused with where it
+ * can go on (the Recipes view resumes its recipe; export takes it elsewhere), not with the GRPO
+ * config's 'unknown key'.
+ */
+function checkPlaygroundRun(config: Record<string, unknown>): void {
+  if (config.stage !== 'sft') return;
+  const tag = config.recipe as { name?: string; stageName?: string } | undefined;
+  const where = tag?.name ? ` (stage '${tag.stageName}' of recipe '${tag.name}')` : '';
+  throw new Error(
+    `This checkpoint is an SFT stage's${where}: the playground continues GRPO runs. Resume its ` +
+      'recipe in the Recipes view, or export the checkpoint.',
+  );
+}
+
 /** A loaded (verified) checkpoint as the parity tests compare it. */
 const digest = (c: LoadedCheckpoint) => ({
   step: c.step,
@@ -50,6 +65,7 @@ export function checkpointService(ctx: WorkerContext) {
       try {
         const base = await (await ctx.storage()).checkpointBase(id);
         checkBaseModel(base, model.identity, model.label, model.hf.config);
+        checkPlaygroundRun(base.config);
         return null;
       } catch (err) {
         return message(err);
@@ -67,10 +83,13 @@ export function checkpointService(ctx: WorkerContext) {
       const s = await ctx.storage();
       const loaded = await s.loadCheckpoint(id);
       checkBaseModel(loaded, model.identity, model.label, model.hf.config);
+      checkPlaygroundRun(loaded.config);
+      // A recipe's GRPO stage continues here as a GRPO run: its config without the recipe's tag.
+      const { recipe: _recipe, ...runConfig } = loaded.config;
       // Custom reward code from storage runs only with the page's consent (none asked: left out).
-      const code = customRewardCode(loaded.config);
+      const code = customRewardCode(runConfig);
       const allowed = Object.keys(code).length === 0 || (!!consent && (await consent(code)));
-      const config = resolveConfig(allowed ? loaded.config : withoutCustomRewards(loaded.config));
+      const config = resolveConfig(allowed ? runConfig : withoutCustomRewards(runConfig));
       const runRecord = await s.getRun(loaded.runId);
       const name = runRecord?.name ?? loaded.runName ?? loaded.runId;
       const ids = { id: loaded.runId, name };

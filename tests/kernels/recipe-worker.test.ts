@@ -184,6 +184,38 @@ describe('recipe in the trainer worker', { timeout: 900_000 }, () => {
     expect(comparable(all)).toEqual(comparable(steps(whole.events)));
   });
 
+  it("a recipe's GRPO stage checkpoint continues in the playground; an SFT stage's is refused saying where it goes on", async () => {
+    const { api } = await worker(new IDBFactory());
+    const one = (stage: Recipe['stages'][number]): Recipe => ({
+      name: 'one',
+      seed: 1,
+      stages: [stage],
+    });
+    await api.startRecipe(
+      one({
+        kind: 'sft',
+        name: 'tune',
+        data: { jsonl: JSON.stringify({ prompt: '1+1=', completion: ' 2' }) },
+        options: { maxSteps: 1, usePeft: true, loraR: 2 },
+      }),
+    );
+    expect(await api.runRecipe()).toEqual({ outcome: 'finished' });
+    const [sft] = await api.listCheckpoints();
+    const why =
+      "This checkpoint is an SFT stage's (stage 'tune' of recipe 'one'): the playground continues GRPO runs";
+    expect(await api.restoreProblem(sft.id)).toContain(why);
+    await expect(api.restoreCheckpoint(sft.id)).rejects.toThrow(why);
+
+    const rl = TWO_STAGE.stages[1] as GrpoStage;
+    await api.startRecipe(one({ ...rl, options: { ...rl.options, steps: 1 } }));
+    expect(await api.runRecipe()).toEqual({ outcome: 'finished' });
+    const [grpo] = await api.listCheckpoints();
+    expect(await api.restoreProblem(grpo.id)).toBeNull();
+    const state = await api.restoreCheckpoint(grpo.id);
+    expect(state.config.steps).toBe(1);
+    expect('recipe' in state.config).toBe(false);
+  });
+
   it('refuses a bad recipe with parseRecipe’s message and an unknown run id', async () => {
     const { api } = await worker(new IDBFactory());
     await expect(

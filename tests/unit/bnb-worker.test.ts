@@ -91,6 +91,7 @@ describe('a bitsandbytes 4-bit folder in the trainer worker', { timeout: 600_000
     // starts; the same SFT stage with LoRA trains.
     const sftOn4Bit = (usePeft: boolean): Recipe => ({
       name: 'sft-on-4bit',
+      seed: 1,
       stages: [
         {
           kind: 'sft',
