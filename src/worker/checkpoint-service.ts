@@ -92,7 +92,11 @@ export function checkpointService(ctx: WorkerContext) {
       const config = resolveConfig(allowed ? runConfig : withoutCustomRewards(runConfig));
       const runRecord = await s.getRun(loaded.runId);
       const name = runRecord?.name ?? loaded.runName ?? loaded.runId;
-      const ids = { id: loaded.runId, name };
+      // A recipe stage's run continues as a run of its own: checkpoints saved under the stage's
+      // id would become the stage's latest, which its recipe resumes from and hands on.
+      const ids = _recipe
+        ? { id: ctx.newRunIds(config).id, name: `${name} (continued)` }
+        : { id: loaded.runId, name };
       const r = await ctx.restoredRun(loaded, jsonlText, ids, undefined, config);
       ctx.lost = false;
       r.lastCheckpoint = checkpointInfo(loaded, name);

@@ -214,6 +214,9 @@ describe('recipe in the trainer worker', { timeout: 900_000 }, () => {
     const state = await api.restoreCheckpoint(grpo.id);
     expect(state.config.steps).toBe(1);
     expect('recipe' in state.config).toBe(false);
+    // A run of its own: what it saves never becomes the recipe stage's latest checkpoint.
+    expect(state.runId).not.toBe(grpo.runId);
+    expect(state.runName).toContain('(continued)');
   });
 
   it('refuses a bad recipe with parseRecipe’s message and an unknown run id', async () => {
