@@ -20,7 +20,7 @@ import {
 import { loraAdapterSpecs } from '../core/lora';
 import { PLAN, takeCommandFlags } from './_flags';
 import { parseSftArgs } from './_sft';
-import { resolveSftConfig, sftLoraOptions } from '../train/sft-config';
+import { resolveSftConfig, sftLoraOptions, type SftConfig } from '../train/sft-config';
 
 const GiB = 2 ** 30;
 
@@ -180,12 +180,7 @@ export function planCommand(args: readonly string[]): PlanReport {
       maxPromptLength: config.maxPromptLength,
       maxCompletionLength: config.maxCompletionLength,
       beta: config.beta,
-      usePeft: config.usePeft,
-      loraR: config.usePeft ? config.loraR : null,
-      loraTargetModules: config.usePeft ? config.loraTargetModules : null,
-      dtype: config.dtype,
-      gradientCheckpointing: config.gradientCheckpointing,
-      logitsMemoryMiB: config.logitsMemoryMiB,
+      ...memoryOptions(config),
       gradientAccumulationSteps: (config.perStepPrompts * config.numGenerations) / microBatch,
     },
     microBatch,
@@ -265,12 +260,7 @@ function planSftCommand(model: string, args: readonly string[], budget: number |
       perDeviceTrainBatchSize: config.perDeviceTrainBatchSize,
       gradientAccumulationSteps: config.gradientAccumulationSteps,
       maxLength: config.maxLength,
-      usePeft: config.usePeft,
-      loraR: config.usePeft ? config.loraR : null,
-      loraTargetModules: config.usePeft ? config.loraTargetModules : null,
-      dtype: config.dtype,
-      gradientCheckpointing: config.gradientCheckpointing,
-      logitsMemoryMiB: config.logitsMemoryMiB,
+      ...memoryOptions(config),
     },
     microBatch: batch,
     microBatchChosen: false,
@@ -279,6 +269,16 @@ function planSftCommand(model: string, args: readonly string[], budget: number |
     plan,
   };
 }
+
+/** The options a report names that both kinds of run share (LoRA, base storage, memory). */
+const memoryOptions = (c: Config | SftConfig) => ({
+  usePeft: c.usePeft,
+  loraR: c.usePeft ? c.loraR : null,
+  loraTargetModules: c.usePeft ? c.loraTargetModules : null,
+  dtype: c.dtype,
+  gradientCheckpointing: c.gradientCheckpointing,
+  logitsMemoryMiB: c.logitsMemoryMiB,
+});
 
 /** Parameters that train: the adapters under LoRA, else every one. */
 function trainableCount(config: LlamaConfig, plan: MemoryPlan): number {
