@@ -199,13 +199,6 @@ function budgetOf(text: string | undefined): number | null {
   return gib * GiB;
 }
 
-const STORED = {
-  float32: 'float32',
-  bfloat16: 'bfloat16',
-  float16: 'float16',
-  nf4: 'nf4',
-} as const;
-
 /**
  * `--sft`: the plan of an `npm run sft` run (planSftMemory's input without a dataset): one step
  * packs per-device-train-batch-size × gradient-accumulation-steps sequences of max-length tokens
@@ -241,7 +234,7 @@ function planSftCommand(model: string, args: readonly string[], budget: number |
     beta: 0,
     microBatch: batch,
     lora: lora ? { r: lora.r, targetModules: lora.targetModules } : null,
-    dtype: !lora ? 'float32' : config.dtype === 'auto' ? loaded.torchDtype : STORED[config.dtype],
+    dtype: !lora ? 'float32' : config.dtype === 'auto' ? loaded.torchDtype : config.dtype,
     gradientCheckpointing: config.gradientCheckpointing,
     logitsMemoryMiB: config.logitsMemoryMiB,
   };

@@ -305,8 +305,7 @@ export function planBuffers(
   const qkNorm = hasQkNorm(config); // Qwen3: q/k projections kept before their per-head norms
   // SFT samples nothing: the widest forward is the training batch.
   const Rp = sft ? 0 : Math.max(U * P, N);
-  if (!sft) planSampling();
-  function planSampling() {
+  if (!sft) {
     add('kv cache (k and v, per layer)', 'sampling', 'run', [N, T, Hkv * D], 2 * L);
     add('kv cache key starts', 'sampling', 'run', [N]);
     if (shared) {

@@ -109,7 +109,8 @@ export function planRunMemory(
   );
 }
 
-const PLAN_DTYPE = { f32: 'float32', bf16: 'bfloat16', f16: 'float16', nf4: 'nf4' } as const;
+/** The memory plan's name of a stored weight dtype. */
+export const PLAN_DTYPE = { f32: 'float32', bf16: 'bfloat16', f16: 'float16', nf4: 'nf4' } as const;
 
 /**
  * What the memory plan needs of a run's config (planRunMemory; `npm run plan` too). dtype 'auto'

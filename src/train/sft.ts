@@ -44,7 +44,7 @@ import type { MetricsRow } from '../core/metrics-row';
 import { sftLoraOptions, type SftConfig } from './sft-config';
 import { deviceMemoryLimits, planMemory, type MemoryPlan } from '../model/memory-plan';
 import type { KernelTuning } from '../engine/pipelines';
-import { defaultMemoryBudget } from './run';
+import { defaultMemoryBudget, PLAN_DTYPE } from './run';
 import { stepUntil, type StageHooks, type StageStepResult, type TrainingStage } from './stage';
 import { tokenizeSftRow, type SftExample, type SftRow, type SftTokenizeOptions } from './sft-data';
 import {
@@ -144,21 +144,19 @@ export function planSftMemory(
   model: LlamaConfig,
   config: SftConfig,
   examples: readonly SftExample[],
+  weights: ReadonlyMap<string, WeightTensor> | StreamedWeights,
   limits: Pick<GPUSupportedLimits, 'maxBufferSize' | 'maxStorageBufferBindingSize'>,
   budgetBytes = defaultMemoryBudget(limits),
-  weights?: ReadonlyMap<string, WeightTensor> | StreamedWeights,
   kernels?: KernelTuning,
 ): MemoryPlan {
   checkExamples(examples);
   const lora = sftLoraOptions(config);
   const batch = Math.min(examplesPerStep(config), examples.length);
-  const widest = (part: (e: SftExample) => number) => Math.max(1, ...examples.map(part));
+  // A loop, not Math.max(...): a dataset may have more examples than a call takes arguments.
+  const widest = (part: (e: SftExample) => number) =>
+    examples.reduce((most, e) => Math.max(most, part(e)), 1);
   // Under LoRA the base as the stage stores it (the weights decide 'auto' and a 4-bit checkpoint).
-  const frozen = !lora
-    ? 'f32'
-    : weights
-      ? frozenDtypeOf(config.dtype, model, weights)
-      : dtypeOfOption(config.dtype);
+  const frozen = lora ? frozenDtypeOf(config.dtype, model, weights) : 'f32';
   return planMemory(
     {
       config: model,
@@ -178,11 +176,6 @@ export function planSftMemory(
     deviceMemoryLimits(limits, budgetBytes),
   );
 }
-
-const PLAN_DTYPE = { f32: 'float32', bf16: 'bfloat16', f16: 'float16', nf4: 'nf4' } as const;
-/** dtype as planned without the weights to ask ('auto' then plans float32, as planRunMemory). */
-const dtypeOfOption = (d: SftConfig['dtype']) =>
-  d === 'bfloat16' ? 'bf16' : d === 'float16' ? 'f16' : d === 'nf4' ? 'nf4' : 'f32';
 
 export interface SftSetup {
   engine: Engine;
@@ -212,9 +205,9 @@ function planOf(setup: SftSetup): MemoryPlan {
     setup.model.config,
     setup.config,
     setup.examples,
+    setup.model.weights,
     engine.device.limits,
     setup.budgetBytes,
-    setup.model.weights,
     engine.pipelines.tuning,
   );
   if (setup.mustFit && !plan.fits) throw new Error(plan.message);

@@ -85,7 +85,7 @@ export function checkpointService(ctx: WorkerContext) {
       checkBaseModel(loaded, model.identity, model.label, model.hf.config);
       checkPlaygroundRun(loaded.config);
       // A recipe's GRPO stage continues here as a GRPO run: its config without the recipe's tag.
-      const { recipe: _recipe, ...runConfig } = loaded.config;
+      const { recipe: recipeTag, ...runConfig } = loaded.config;
       // Custom reward code from storage runs only with the page's consent (none asked: left out).
       const code = customRewardCode(runConfig);
       const allowed = Object.keys(code).length === 0 || (!!consent && (await consent(code)));
@@ -94,7 +94,7 @@ export function checkpointService(ctx: WorkerContext) {
       const name = runRecord?.name ?? loaded.runName ?? loaded.runId;
       // A recipe stage's run continues as a run of its own: checkpoints saved under the stage's
       // id would become the stage's latest, which its recipe resumes from and hands on.
-      const ids = _recipe
+      const ids = recipeTag
         ? { id: ctx.newRunIds(config).id, name: `${name} (continued)` }
         : { id: loaded.runId, name };
       const r = await ctx.restoredRun(loaded, jsonlText, ids, undefined, config);

@@ -306,9 +306,9 @@ describe('SFT memory plan vs the measured peak', { timeout: 600_000 }, () => {
         model,
         config,
         sftExamples,
+        weights,
         engine.device.limits,
         undefined,
-        weights,
         engine.pipelines.tuning,
       );
       expect(run.plan.peakBytes).toBe(plan.peakBytes);
