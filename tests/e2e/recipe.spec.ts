@@ -257,5 +257,14 @@ test('a rejection-sample stage shows its samples as text; an uploaded JSONL trai
   ).toBe(true);
   expect(stored).toContain('model.layers.0.self_attn.q_proj.lora_B.weight');
   expect(stored).toContain('optimizer.exp_avg.model.layers.0.self_attn.q_proj.lora_B.weight');
+
+  // The playground continues GRPO runs: an SFT stage's checkpoint is refused there, saying where
+  // it goes on, before anything is loaded or discarded.
+  await page.getByTestId('nav-checkpoints').click();
+  const sftRow = page.getByTestId('checkpoint-row').filter({ hasText: 'SFT on tiny.jsonl' });
+  await sftRow.first().getByTestId('restore').click();
+  const banner = page.getByTestId('banner').filter({ hasText: 'could not be restored' });
+  await expect(banner).toContainText("an SFT stage's");
+  await expect(banner).toContainText('the playground continues GRPO runs');
   expect(errors).toEqual([]);
 });
