@@ -2,6 +2,7 @@
 // On machines without a GPU the SwiftShader Vulkan driver that Debian's `chromium` package ships
 // is the one Dawn accepts (Mesa's lavapipe lacks a feature Dawn requires), so we look for it.
 import { existsSync } from 'node:fs';
+import { paceDawnEventPump } from './node-event-pump';
 
 /** Where Debian and Ubuntu put SwiftShader's Vulkan ICD manifest. */
 const SWIFTSHADER_ICD_CANDIDATES = [
@@ -44,6 +45,9 @@ async function loadNodeGpu(): Promise<GPU> {
       cause: err,
     });
   }
+  // Dawn's pump busy-loops while a GPU promise is pending (node-event-pump.ts);
+  // GRPO_DAWN_BUSY_POLL=1 leaves it as it is (to compare, or to rule the pacing out).
+  if (process.env.GRPO_DAWN_BUSY_POLL !== '1') paceDawnEventPump();
   // GPUBufferUsage, GPUShaderStage, GPUMapMode … are globals in browsers; Dawn provides them.
   for (const [key, value] of Object.entries(mod.globals)) {
     if (!(key in globalThis)) (globalThis as Record<string, unknown>)[key] = value;
