@@ -368,11 +368,14 @@ async function reductionVariants(engine: Engine, tiny: boolean) {
  * wall time is far above its wait is bound by host work (encoding, uploads, JS), not by the GPU.
  * Phases that took no time are left out.
  */
-function phaseSeconds(times: TimeSnapshot): Record<string, { wall: number; wait: number }> {
-  const out: Record<string, { wall: number; wait: number }> = {};
+function phaseSeconds(
+  times: TimeSnapshot,
+): Record<string, { wall: number; wait: number; encode: number }> {
+  const out: Record<string, { wall: number; wait: number; encode: number }> = {};
   for (const phase of COUNTER_PHASES) {
-    const { wallMs, waitMs } = times[phase];
-    if (wallMs >= 0.5) out[phase] = { wall: wallMs / 1000, wait: waitMs / 1000 };
+    const { wallMs, waitMs, encodeMs } = times[phase];
+    if (wallMs >= 0.5)
+      out[phase] = { wall: wallMs / 1000, wait: waitMs / 1000, encode: encodeMs / 1000 };
   }
   return out;
 }
@@ -408,9 +411,12 @@ async function ahaWallTime(engine: Engine, steps: number, maxSeconds: number) {
     const seconds = (performance.now() - t0) / 1000;
     const phases = phaseSeconds(diffTimes(engine.counters.timeSnapshot(), timesBefore));
     console.log(
-      `  where the time went (s, wall / of it waiting on the GPU): ` +
+      `  where the time went (s, wall / of it waiting on the GPU / encoding): ` +
         Object.entries(phases)
-          .map(([phase, t]) => `${phase} ${t.wall.toFixed(1)} / ${t.wait.toFixed(1)}`)
+          .map(
+            ([phase, t]) =>
+              `${phase} ${t.wall.toFixed(1)} / ${t.wait.toFixed(1)} / ${t.encode.toFixed(1)}`,
+          )
           .join(', '),
     );
     const stepTimes = run.history.map((row) => row.metrics.step_time);

@@ -1,7 +1,7 @@
 // Host-side cost of GPU work, counted rather than timed: submits, CPU waits on the GPU
-// (queue.onSubmittedWorkDone, buffer.mapAsync), compute dispatches, bytes uploaded (queue.writeBuffer
-// and buffers created mapped: uniforms, uploaded storage) and read back (mapAsync), and pipelines
-// compiled, per phase of a training step. These numbers do not depend on the machine, so a test pins
+// (queue.onSubmittedWorkDone, buffer.mapAsync), compute dispatches, GPU objects made per dispatch
+// (buffers, bind groups), bytes uploaded (queue.writeBuffer and buffers created mapped) and read
+// back (mapAsync), and pipelines compiled, per phase of a training step. These numbers do not depend on the machine, so a test pins
 // them (tests/kernels/counters.test.ts) and `npm run bench -- --counters` prints them.
 //
 // Like the byte accounting of memory.ts, the counts come from wrappers installed once on the
@@ -9,9 +9,10 @@
 // encoders) without having to remember to. Each count is a plain integer increment.
 //
 // Beside the counts, the time of each phase: wall-clock milliseconds spent in it and, of those,
-// milliseconds the CPU waited on the GPU (from a wait's call to its promise settling). They are
-// machine-dependent, so tests pin only their relations; bench:gpu prints them to tell a host-bound
-// step (wall ≫ wait) from a GPU-bound one (wait ≈ wall).
+// milliseconds the CPU waited on the GPU (from a wait's call to its promise settling) and
+// milliseconds engine.run spent encoding and submitting. They are machine-dependent, so tests pin
+// only their relations; bench:gpu prints them to tell a host-bound step (wall ≫ wait, much of it
+// encoding) from a GPU-bound one (wait ≈ wall).
 
 /** The phases of a training step (docs/grpo.md's order), and `other` for everything else. */
 export const STEP_PHASES = [
@@ -33,6 +34,10 @@ export interface PhaseCounts {
   waits: number;
   /** dispatchWorkgroups (and …Indirect) calls. */
   dispatches: number;
+  /** device.createBuffer calls, of any usage (a uniform block per dispatch shows up here). */
+  buffers: number;
+  /** device.createBindGroup calls. */
+  bindGroups: number;
   /** Bytes written by queue.writeBuffer or into buffers created mappedAtCreation. */
   uploadBytes: number;
   /** mapAsync calls (each is also a wait). */
@@ -48,6 +53,8 @@ export const COUNT_NAMES: readonly (keyof PhaseCounts)[] = [
   'submits',
   'waits',
   'dispatches',
+  'buffers',
+  'bindGroups',
   'uploadBytes',
   'readbacks',
   'readbackBytes',
@@ -58,6 +65,8 @@ const zero = (): PhaseCounts => ({
   submits: 0,
   waits: 0,
   dispatches: 0,
+  buffers: 0,
+  bindGroups: 0,
   uploadBytes: 0,
   readbacks: 0,
   readbackBytes: 0,
@@ -72,11 +81,15 @@ export interface PhaseTime {
   wallMs: number;
   /** Time from a wait's call (onSubmittedWorkDone, mapAsync) to its promise settling. */
   waitMs: number;
+  /** Time engine.run spent recording commands and submitting them (host work per dispatch). */
+  encodeMs: number;
 }
 export type TimeSnapshot = Record<CounterPhase, PhaseTime>;
 
 const zeroTimes = (): TimeSnapshot =>
-  Object.fromEntries(COUNTER_PHASES.map((p) => [p, { wallMs: 0, waitMs: 0 }])) as TimeSnapshot;
+  Object.fromEntries(
+    COUNTER_PHASES.map((p) => [p, { wallMs: 0, waitMs: 0, encodeMs: 0 }]),
+  ) as TimeSnapshot;
 
 export class EngineCounters {
   private currentPhase: CounterPhase = 'other';
@@ -107,6 +120,11 @@ export class EngineCounters {
   /** Adds a settled wait's milliseconds to `phase` (the phase it was called in). */
   addWait(phase: CounterPhase, ms: number): void {
     this.times[phase].waitMs += ms;
+  }
+
+  /** Adds milliseconds of encoding and submitting to the current phase (engine.run calls it). */
+  addEncode(ms: number): void {
+    this.times[this.currentPhase].encodeMs += ms;
   }
 
   static empty(): CounterSnapshot {
@@ -154,6 +172,7 @@ export function diffTimes(after: TimeSnapshot, before: TimeSnapshot): TimeSnapsh
     out[p] = {
       wallMs: after[p].wallMs - before[p].wallMs,
       waitMs: after[p].waitMs - before[p].waitMs,
+      encodeMs: after[p].encodeMs - before[p].encodeMs,
     };
   return out;
 }
@@ -227,6 +246,7 @@ export function trackCounters(device: GPUDevice): EngineCounters {
   const createBuffer = device.createBuffer.bind(device);
   device.createBuffer = (descriptor: GPUBufferDescriptor): GPUBuffer => {
     const buffer = createBuffer(descriptor);
+    tracker.current.buffers++;
     if (descriptor.mappedAtCreation) tracker.current.uploadBytes += buffer.size;
     if (descriptor.usage & MAP_READ) {
       const map = buffer.mapAsync.bind(buffer);
@@ -239,6 +259,12 @@ export function trackCounters(device: GPUDevice): EngineCounters {
       };
     }
     return buffer;
+  };
+
+  const createBindGroup = device.createBindGroup.bind(device);
+  device.createBindGroup = (descriptor: GPUBindGroupDescriptor): GPUBindGroup => {
+    tracker.current.bindGroups++;
+    return createBindGroup(descriptor);
   };
 
   const createEncoder = device.createCommandEncoder.bind(device);

@@ -6,6 +6,7 @@ import { trackCounters, type EngineCounters } from './counters';
 import { acquireGpu, type AcquireOptions, type GpuContext } from './device';
 import { GpuMemory, releaseTransients, trackMemory } from './memory';
 import { checkPipelines, DEFAULT_TUNING, PipelineCache, type KernelTuning } from './pipelines';
+import { discardUniformArena, flushUniformArena, openUniformArena } from './uniform-arena';
 
 export interface Engine {
   gpu: GpuContext;
@@ -78,12 +79,22 @@ export async function createEngine(options: EngineOptions = {}): Promise<Engine>
       let readback: ReturnType<typeof encodeReadback> | null = null;
       let submitted = false;
       try {
+        const encodeStarted = performance.now();
         const encoder = device.createCommandEncoder({ label });
-        await record(encoder);
+        openUniformArena(device, encoder);
+        try {
+          await record(encoder);
+        } catch (err) {
+          discardUniformArena(encoder);
+          throw err;
+        }
         // Sized after encoding, so a range may be sized by what `record` encoded.
         if (reads.length > 0) readback = encodeReadback(device, encoder, reads, `${label}.read`);
+        // The kernels' uniform blocks, written right before the submit that reads them.
+        flushUniformArena(encoder);
         device.queue.submit([encoder.finish()]);
         submitted = true;
+        counters.addEncode(performance.now() - encodeStarted);
         if (!wait) {
           inFlight = true;
           return [];

@@ -283,16 +283,39 @@ export async function compilePipeline(
   return pipeline;
 }
 
+/** A buffer bound whole, or a range of one (a uniform block in its arena slot). */
+export type BoundBuffer = GPUBuffer | GPUBufferBinding;
+
+// getBindGroupLayout makes a new layout object on every call (in a browser, a message to the GPU
+// process); a pipeline's group 0 layout never changes, so each is asked for once.
+const groupLayouts = new WeakMap<GPUComputePipeline, GPUBindGroupLayout>();
+
 /** A bind group for group 0 with buffers bound at bindings 0…n−1 in order. */
 export function bindBuffers(
   device: GPUDevice,
   pipeline: GPUComputePipeline,
-  buffers: GPUBuffer[],
+  buffers: readonly BoundBuffer[],
   label?: string,
 ): GPUBindGroup {
+  return bindAt(device, pipeline, { ...buffers }, label);
+}
+
+/** A bind group for group 0 with each buffer at its binding number (entry points that use only
+ * some of a shader's bindings). */
+export function bindAt(
+  device: GPUDevice,
+  pipeline: GPUComputePipeline,
+  buffers: Readonly<Record<number, BoundBuffer>>,
+  label?: string,
+): GPUBindGroup {
+  let layout = groupLayouts.get(pipeline);
+  if (!layout) groupLayouts.set(pipeline, (layout = pipeline.getBindGroupLayout(0)));
   return device.createBindGroup({
     label,
-    layout: pipeline.getBindGroupLayout(0),
-    entries: buffers.map((buffer, binding) => ({ binding, resource: { buffer } })),
+    layout,
+    entries: Object.entries(buffers).map(([binding, bound]) => ({
+      binding: Number(binding),
+      resource: 'buffer' in bound ? bound : { buffer: bound },
+    })),
   });
 }

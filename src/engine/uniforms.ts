@@ -2,7 +2,7 @@
 // name and type, and fills it by name. tests/unit/kernel-uniforms.test.ts checks every layout
 // against the `struct Params` of the shaders it names, so a field added, removed or reordered on
 // one side fails a test instead of shifting every later field by 4 bytes.
-const UNIFORM_USAGE = 0x0040 | 0x0008; // UNIFORM | COPY_DST (GPUBufferUsage)
+import { arenaSlot, UNIFORM_USAGE } from './uniform-arena';
 
 export type UniformType = 'u32' | 'i32' | 'f32';
 
@@ -39,9 +39,25 @@ export class UniformLayout<F extends string = string> {
     return bytes;
   }
 
-  /** A uniform buffer holding `values`. */
-  create(device: GPUDevice, values: Readonly<Record<F, number>>): GPUBuffer {
+  /**
+   * The uniform block of one pass recorded into `encoder`: a slot of the encoder's arena when
+   * engine.run records it (uniform-arena.ts), else a buffer of its own.
+   */
+  block(
+    device: GPUDevice,
+    encoder: GPUCommandEncoder,
+    values: Readonly<Record<F, number>>,
+  ): GPUBufferBinding {
     const bytes = this.pack(values);
+    return arenaSlot(encoder, bytes) ?? { buffer: this.bufferOf(device, bytes) };
+  }
+
+  /** A uniform buffer of its own holding `values`. */
+  create(device: GPUDevice, values: Readonly<Record<F, number>>): GPUBuffer {
+    return this.bufferOf(device, this.pack(values));
+  }
+
+  private bufferOf(device: GPUDevice, bytes: ArrayBuffer): GPUBuffer {
     const buffer = device.createBuffer({
       size: bytes.byteLength,
       usage: UNIFORM_USAGE,

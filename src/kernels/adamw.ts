@@ -57,7 +57,7 @@ export class AdamWKernel extends Kernel {
     );
     // Derived scalars in f64 on the CPU (as PyTorch computes them in Python floats): in f32,
     // 1 − β2 for β2 = 0.999 would be off by 1.3e-5 relative, and β2^step loses digits.
-    const params = ADAMW_PARAMS.create(this.device, {
+    const params = ADAMW_PARAMS.block(this.device, encoder, {
       n,
       beta1: hyper.beta1,
       beta2: hyper.beta2,

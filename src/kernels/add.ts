@@ -24,7 +24,10 @@ export class AddKernel extends Kernel {
 
   encode(encoder: GPUCommandEncoder, args: AddArgs): void {
     if (args.a === args.b) throw new Error('add: a and b must be different buffers');
-    const params = ADD_PARAMS.create(this.device, { count: args.count, alpha: args.alpha ?? 1 });
+    const params = ADD_PARAMS.block(this.device, encoder, {
+      count: args.count,
+      alpha: args.alpha ?? 1,
+    });
     this.encodePass(encoder, {
       shader: 'add',
       constants: { WG: ADD_WG },

@@ -138,7 +138,7 @@ export class AttentionForwardKernel extends Kernel {
     const sCap = args.sCap ?? S;
     if (S > sCap) throw new RangeError(`attention_forward: S (${S}) exceeds S_cap (${sCap})`);
     const direct = this.pipelines.tuning.avoidBarriers;
-    const params = ATTENTION_FORWARD_PARAMS.create(this.device, {
+    const params = ATTENTION_FORWARD_PARAMS.block(this.device, encoder, {
       N,
       Tq,
       H,
@@ -211,7 +211,7 @@ export class AttentionBackwardKernel extends Kernel {
     const delta = args.delta ?? this.deltaScratch(N * H * T * 4);
     const direct = this.pipelines.tuning.avoidBarriers;
     const variant = attentionVariant(this.pipelines, D);
-    const params = ATTENTION_BACKWARD_PARAMS.create(this.device, {
+    const params = ATTENTION_BACKWARD_PARAMS.block(this.device, encoder, {
       N,
       T,
       H,
@@ -297,7 +297,7 @@ export class KvCacheWriteKernel extends Kernel {
     if (t0 + Tsrc > sCap) {
       throw new RangeError(`kv_cache_write: columns ${t0}…${t0 + Tsrc - 1} exceed S_cap (${sCap})`);
     }
-    const params = KV_CACHE_WRITE_PARAMS.create(this.device, {
+    const params = KV_CACHE_WRITE_PARAMS.block(this.device, encoder, {
       N,
       Tsrc,
       S_cap: sCap,

@@ -34,7 +34,7 @@ export class BiasAddKernel extends Kernel {
 
   encode(encoder: GPUCommandEncoder, args: BiasAddArgs): void {
     const { rows, C } = args;
-    const params = BIAS_ADD_PARAMS.create(this.device, { rows, channels: C });
+    const params = BIAS_ADD_PARAMS.block(this.device, encoder, { rows, channels: C });
     this.encodePass(encoder, {
       shader: 'bias_add',
       constants: { WG: BIAS_ADD_WG },
@@ -61,7 +61,7 @@ export class BiasGradKernel extends Kernel {
 
   encode(encoder: GPUCommandEncoder, args: BiasGradArgs): void {
     const { rows, C } = args;
-    const params = BIAS_GRAD_PARAMS.create(this.device, {
+    const params = BIAS_GRAD_PARAMS.block(this.device, encoder, {
       rows,
       channels: C,
       accumulate: args.accumulate ? 1 : 0,

@@ -109,7 +109,7 @@ export class EmbeddingForwardKernel {
   encode(encoder: GPUCommandEncoder, args: EmbeddingForwardArgs): void {
     const { rows, V, C } = args;
     const pipeline = this.pipelines.get(...forwardPipelineKey(args.weightDtype ?? 'f32'));
-    const params = EMBEDDING_FORWARD_PARAMS.create(this.device, {
+    const params = EMBEDDING_FORWARD_PARAMS.block(this.device, encoder, {
       rows,
       channels: C,
       vocab: V,
@@ -177,7 +177,7 @@ export class EmbeddingBackwardKernel {
     const uniqueIds = upload(index.uniqueIds, 'embedding.uniqueIds');
     const offsets = upload(index.offsets, 'embedding.offsets');
     const order = upload(index.order, 'embedding.order');
-    const params = EMBEDDING_BACKWARD_PARAMS.create(this.device, {
+    const params = EMBEDDING_BACKWARD_PARAMS.block(this.device, encoder, {
       unique: U,
       channels: C,
       accumulate: accumulate ? 1 : 0,

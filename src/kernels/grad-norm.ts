@@ -66,7 +66,7 @@ export class GradNormKernel extends Kernel {
     args: { grad: GPUBuffer; n: number; slot: number; partials: GPUBuffer },
   ): void {
     const { groups, chunk, wg } = sumSquaresLayout(args.n);
-    const params = SUMSQ_PARAMS.create(this.device, { n: args.n, slot: args.slot, chunk });
+    const params = SUMSQ_PARAMS.block(this.device, encoder, { n: args.n, slot: args.slot, chunk });
     const blockBytes = SUMSQ_PARTIALS_PER_TENSOR * 4;
     if (groups < SUMSQ_PARTIALS_PER_TENSOR)
       encoder.clearBuffer(args.partials, args.slot * blockBytes, blockBytes);
@@ -83,7 +83,7 @@ export class GradNormKernel extends Kernel {
     encoder: GPUCommandEncoder,
     args: { partials: GPUBuffer; numTensors: number; out: GPUBuffer; maxNorm: number },
   ): void {
-    const params = GRAD_CLIP_PARAMS.create(this.device, {
+    const params = GRAD_CLIP_PARAMS.block(this.device, encoder, {
       count: gradNormPartialsLength(args.numTensors),
       maxNorm: args.maxNorm,
     });

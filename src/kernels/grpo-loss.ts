@@ -134,7 +134,7 @@ export class GrpoLossKernel extends Kernel {
     let denominator = 0;
     if (lossType === 'dr_grpo') denominator = N * args.maxCompletionLength;
     if (lossType === 'dapo' || lossType === 'cispo') denominator = args.activeTokensInBatch ?? 0;
-    const params = GRPO_LOSS_PARAMS.create(this.device, {
+    const params = GRPO_LOSS_PARAMS.block(this.device, encoder, {
       N,
       L,
       lossType: LOSS_TYPE_CODE[lossType],
@@ -150,7 +150,10 @@ export class GrpoLossKernel extends Kernel {
       sapoTemperaturePos: args.sapoTemperaturePos ?? 1,
       sapoTemperatureNeg: args.sapoTemperatureNeg ?? 1.05,
     });
-    const reduceParams = GRPO_LOSS_REDUCE_PARAMS.create(this.device, { N, useKl: useKl ? 1 : 0 });
+    const reduceParams = GRPO_LOSS_REDUCE_PARAMS.block(this.device, encoder, {
+      N,
+      useKl: useKl ? 1 : 0,
+    });
     const partials = transient(
       this.device,
       createStorageBuffer(this.device, N * 8 * 4, 'grpo_loss.partials'),
@@ -207,7 +210,11 @@ export class EntropyMaskKernel extends Kernel {
     const sel = transient(this.device, createStorageBuffer(this.device, 4 * 4, 'entropy_mask.sel'));
     // Phase 0 ranks (sel = [s[lo], s[hi], w, n]), phase 1 writes the mask; two passes order them.
     for (const phase of [0, 1]) {
-      const params = ENTROPY_MASK_PARAMS.create(this.device, { M: args.M, q: 1 - rho, phase });
+      const params = ENTROPY_MASK_PARAMS.block(this.device, encoder, {
+        M: args.M,
+        q: 1 - rho,
+        phase,
+      });
       this.encodePass(encoder, {
         shader: 'entropy_mask',
         constants: { WG: ENTROPY_MASK_WG },

@@ -5,7 +5,12 @@
 // (inputs, outputs, then the uniform, as every shader declares them), and a 1-D workgroup count
 // laid out by splitGrid, nothing dispatched for an empty grid.
 import { MAX_WORKGROUPS_PER_DIM, splitGrid } from '../engine/dispatch';
-import { bindBuffers, type OverrideConstants, type PipelineCache } from '../engine/pipelines';
+import {
+  bindBuffers,
+  type BoundBuffer,
+  type OverrideConstants,
+  type PipelineCache,
+} from '../engine/pipelines';
 import { shaderSource } from '../engine/shaders';
 
 export type GridOptions = {
@@ -18,8 +23,8 @@ export interface PassSpec {
   shader: string;
   /** Its override constants (WG and variants): part of the pipeline's identity. */
   constants: OverrideConstants;
-  /** Binding 0, 1, … in order. */
-  buffers: GPUBuffer[];
+  /** Binding 0, 1, … in order (the uniform block last). */
+  buffers: BoundBuffer[];
   /** Workgroups in all; laid out as a 2-D grid when one dimension cannot hold them. */
   workgroups: number;
   /** The pass's label (default: the shader's name). */

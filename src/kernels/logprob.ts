@@ -16,7 +16,9 @@ import type { Engine } from '../engine/engine';
 import { runScratch } from '../engine/memory';
 import {
   bindBuffers,
+  bindAt,
   PipelineCache,
+  type BoundBuffer,
   type KernelTuning,
   type PipelineKey,
 } from '../engine/pipelines';
@@ -211,7 +213,7 @@ export class LogprobGatherKernel {
     const [first, combine] = this.pipelineKeys(V, args.correct !== undefined).map((key) =>
       this.pipelines.get(...key),
     );
-    const params = LOGPROB_GATHER_PARAMS.create(this.device, {
+    const params = LOGPROB_GATHER_PARAMS.block(this.device, encoder, {
       R,
       V,
       invTemperature: args.invTemperature ?? 1,
@@ -237,28 +239,13 @@ export class LogprobGatherKernel {
       pass.setBindGroup(0, bindAt(this.device, first, { 0: args.logits, 5: params, 7: partials }));
       dispatch(R * plan.parts);
       pass.setPipeline(combine);
-      const entries: Record<number, GPUBuffer> = { ...outputs, 7: partials };
+      const entries: Record<number, BoundBuffer> = { ...outputs, 7: partials };
       if (args.correct) entries[6] = args.correct;
       pass.setBindGroup(0, bindAt(this.device, combine, entries));
       dispatch(ceilDiv(R, LOGPROB_COMBINE_ROWS));
     }
     pass.end();
   }
-}
-
-/** A bind group for group 0 with each buffer at its binding number. */
-function bindAt(
-  device: GPUDevice,
-  pipeline: GPUComputePipeline,
-  buffers: Record<number, GPUBuffer>,
-): GPUBindGroup {
-  return device.createBindGroup({
-    layout: pipeline.getBindGroupLayout(0),
-    entries: Object.entries(buffers).map(([binding, buffer]) => ({
-      binding: Number(binding),
-      resource: { buffer },
-    })),
-  });
 }
 
 export class LogprobGatherBackwardKernel {
@@ -284,7 +271,7 @@ export class LogprobGatherBackwardKernel {
       shaderSource('logprob_gather_backward'),
       { WG: LOGPROB_BACKWARD_WG },
     );
-    const params = LOGPROB_GATHER_BACKWARD_PARAMS.create(this.device, {
+    const params = LOGPROB_GATHER_BACKWARD_PARAMS.block(this.device, encoder, {
       R,
       V,
       invTemperature: args.invTemperature ?? 1,

@@ -471,11 +471,11 @@ export class MatmulKernel {
     const split = { splits: plan.splits, kChunk: plan.kChunk };
     const params = nf4
       ? plan.gpu
-        ? MATMUL_GPU_NF4_PARAMS.create(this.device, { ...values, ...split, ...nf4 })
-        : MATMUL_NF4_PARAMS.create(this.device, { ...values, ...nf4 })
+        ? MATMUL_GPU_NF4_PARAMS.block(this.device, encoder, { ...values, ...split, ...nf4 })
+        : MATMUL_NF4_PARAMS.block(this.device, encoder, { ...values, ...nf4 })
       : plan.gpu
-        ? MATMUL_GPU_PARAMS.create(this.device, { ...values, ...split })
-        : MATMUL_PARAMS.create(this.device, values);
+        ? MATMUL_GPU_PARAMS.block(this.device, encoder, { ...values, ...split })
+        : MATMUL_PARAMS.block(this.device, encoder, values);
     const empty = M === 0 || N === 0 || batch === 0;
     // Split-K: the first pass writes raw partials (batch·splits, M, N) to scratch, the second
     // adds them in split order into C.
@@ -493,7 +493,7 @@ export class MatmulKernel {
     pass.end();
     if (!partials) return;
     const reduce = this.pipelines.get(...splitReduceKey());
-    const reduceParams = MATMUL_SPLITK_REDUCE_PARAMS.create(this.device, {
+    const reduceParams = MATMUL_SPLITK_REDUCE_PARAMS.block(this.device, encoder, {
       M,
       N,
       splits: plan.splits,

@@ -12,7 +12,13 @@ import { createStorageBuffer, uploadStorageBuffer } from '../engine/buffers';
 import { ceilDiv, reductionWorkgroupSize, splitGrid } from '../engine/dispatch';
 import type { Engine } from '../engine/engine';
 import { runScratch } from '../engine/memory';
-import { PipelineCache, type KernelTuning, type OverrideConstants } from '../engine/pipelines';
+import {
+  bindAt,
+  PipelineCache,
+  type BoundBuffer,
+  type KernelTuning,
+  type OverrideConstants,
+} from '../engine/pipelines';
 import { shaderSource } from '../engine/shaders';
 import { uniformLayout } from '../engine/uniforms';
 import { Kernel } from './kernel';
@@ -82,7 +88,11 @@ export class RmsNormForwardKernel extends Kernel {
       rows,
       C,
     );
-    const params = RMSNORM_FORWARD_PARAMS.create(this.device, { rows, channels: C, eps: args.eps });
+    const params = RMSNORM_FORWARD_PARAMS.block(this.device, encoder, {
+      rows,
+      channels: C,
+      eps: args.eps,
+    });
     this.encodePass(encoder, {
       shader,
       constants,
@@ -150,7 +160,7 @@ export class RmsNormBackwardKernel extends Kernel {
       rows,
       C,
     );
-    const params = RMSNORM_BACKWARD_PARAMS.create(this.device, {
+    const params = RMSNORM_BACKWARD_PARAMS.block(this.device, encoder, {
       rows,
       channels: C,
       accumulate: args.accumulate ? 1 : 0,
@@ -197,7 +207,7 @@ export class RmsNormBackwardWeightKernel extends Kernel {
     const { rows, C } = args;
     const parts = weightGradientParts(rows, this.pipelines.tuning);
     const chunk = parts > 1 ? ceilDiv(rows, parts) : rows;
-    const params = RMSNORM_BACKWARD_WEIGHT_PARAMS.create(this.device, {
+    const params = RMSNORM_BACKWARD_WEIGHT_PARAMS.block(this.device, encoder, {
       rows,
       channels: C,
       accumulate: args.accumulate ? 1 : 0,
@@ -218,19 +228,10 @@ export class RmsNormBackwardWeightKernel extends Kernel {
     const partials = runScratch(this.device, 'rmsnorm_backward_weight.partials', parts * C * 4);
     const source = shaderSource('rmsnorm_backward_weight');
     const pass = encoder.beginComputePass({ label: 'rmsnorm_backward_weight' });
-    const run = (entry: string, buffers: Record<number, GPUBuffer>, workgroups: number) => {
+    const run = (entry: string, buffers: Record<number, BoundBuffer>, workgroups: number) => {
       const pipeline = this.pipelines.get('rmsnorm_backward_weight', source, constants, entry);
       pass.setPipeline(pipeline);
-      pass.setBindGroup(
-        0,
-        this.device.createBindGroup({
-          layout: pipeline.getBindGroupLayout(0),
-          entries: Object.entries(buffers).map(([binding, buffer]) => ({
-            binding: Number(binding),
-            resource: { buffer },
-          })),
-        }),
-      );
+      pass.setBindGroup(0, bindAt(this.device, pipeline, buffers));
       pass.dispatchWorkgroups(...splitGrid(workgroups, this.maxPerDim));
     };
     run(

@@ -48,7 +48,7 @@ export class RopeKernel extends Kernel {
     if (args.x === args.y)
       throw new Error('rope is out of place: x and y must be different buffers');
     const invFreq = this.invFreqBuffer(D, args.theta);
-    const params = ROPE_PARAMS.create(this.device, { rows, heads, pairs: D / 2 });
+    const params = ROPE_PARAMS.block(this.device, encoder, { rows, heads, pairs: D / 2 });
     this.encodePass(encoder, {
       shader: 'rope',
       constants: { WG: ROPE_WG, INVERSE: args.inverse ?? false },

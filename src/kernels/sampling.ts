@@ -7,6 +7,7 @@ import { reductionWorkgroupSize, splitGrid } from '../engine/dispatch';
 import { runScratch } from '../engine/memory';
 import {
   bindBuffers,
+  type BoundBuffer,
   type KernelTuning,
   type PipelineCache,
   type PipelineKey,
@@ -196,7 +197,7 @@ export class SampleKernel {
     const [seedLo, seedHi] = seedKey(args.seed);
     const rowPerThread = sampleRowPerThread(V, this.pipelines.tuning);
     const split = sampleSplit(V, options, this.pipelines.tuning);
-    const params = SAMPLE_PARAMS.create(this.device, {
+    const params = SAMPLE_PARAMS.block(this.device, encoder, {
       N,
       V,
       invTemperature: options.temperature > 0 ? 1 / options.temperature : 1,
@@ -225,7 +226,11 @@ export class SampleKernel {
   }
 
   /** Many workgroups per row: the parts' partials (run scratch shared by the calls of a run), then the draw per row. */
-  private encodeSplit(encoder: GPUCommandEncoder, args: SampleArgs, params: GPUBuffer): void {
+  private encodeSplit(
+    encoder: GPUCommandEncoder,
+    args: SampleArgs,
+    params: GPUBufferBinding,
+  ): void {
     const { N, V } = args;
     const chunk = sampleSplitChunk(this.pipelines.tuning);
     const parts = Math.ceil(V / chunk);
@@ -250,7 +255,7 @@ export class SampleKernel {
     encoder: GPUCommandEncoder,
     label: string,
     pipeline: GPUComputePipeline,
-    buffers: GPUBuffer[],
+    buffers: BoundBuffer[],
     workgroups: number,
     maxWorkgroupsPerDim?: number,
   ): void {

@@ -27,7 +27,7 @@ export class SwigluForwardKernel extends Kernel {
   }
 
   encode(encoder: GPUCommandEncoder, args: SwigluForwardArgs): void {
-    const params = SWIGLU_FORWARD_PARAMS.create(this.device, { count: args.count });
+    const params = SWIGLU_FORWARD_PARAMS.block(this.device, encoder, { count: args.count });
     this.encodePass(encoder, {
       shader: 'swiglu_forward',
       constants: { WG: SWIGLU_WG },
@@ -53,7 +53,7 @@ export class SwigluBackwardKernel extends Kernel {
   }
 
   encode(encoder: GPUCommandEncoder, args: SwigluBackwardArgs): void {
-    const params = SWIGLU_BACKWARD_PARAMS.create(this.device, { count: args.count });
+    const params = SWIGLU_BACKWARD_PARAMS.block(this.device, encoder, { count: args.count });
     this.encodePass(encoder, {
       shader: 'swiglu_backward',
       constants: { WG: SWIGLU_WG },

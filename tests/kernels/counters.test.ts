@@ -34,15 +34,20 @@ const DECODE_STEPS = 20;
  * and one for each AdamW moment. Before batching (commit 48dd88a, this step counted the same
  * way), submits / waits were: sampling 24 / 24, reference 3 / 3, update 5 / 5, optimizer 3 / 3,
  * checkpoint 63 / 63 (one per tensor), with the same dispatches.
+ *
+ * buffers: device.createBuffer calls (storage scratch and activations, readback staging, the
+ * uniform arena's chunks on first use); bindGroups: one per dispatch. Before the uniform arena
+ * (uniform-arena.ts) every dispatch also made its own uniform buffer: sampling 824, reference 109,
+ * update 254, optimizer 45 buffers.
  */
 const PINNED = {
-  sampling: { submits: 4, waits: 3, dispatches: 760 },
-  rewards: { submits: 0, waits: 0, dispatches: 0 },
-  reference: { submits: 2, waits: 0, dispatches: 68 },
-  update: { submits: 3, waits: 0, dispatches: 176 },
-  optimizer: { submits: 1, waits: 1, dispatches: 43 },
-  checkpoint: { submits: 3, waits: 3, dispatches: 0 },
-  other: { submits: 0, waits: 0, dispatches: 0 },
+  sampling: { submits: 4, waits: 3, dispatches: 760, buffers: 66, bindGroups: 760 },
+  rewards: { submits: 0, waits: 0, dispatches: 0, buffers: 0, bindGroups: 0 },
+  reference: { submits: 2, waits: 0, dispatches: 68, buffers: 41, bindGroups: 68 },
+  update: { submits: 3, waits: 0, dispatches: 176, buffers: 82, bindGroups: 176 },
+  optimizer: { submits: 1, waits: 1, dispatches: 43, buffers: 2, bindGroups: 43 },
+  checkpoint: { submits: 3, waits: 3, dispatches: 0, buffers: 3, bindGroups: 0 },
+  other: { submits: 0, waits: 0, dispatches: 0, buffers: 0, bindGroups: 0 },
 };
 
 describe('engine counters of a GRPO step', { timeout: 300_000 }, () => {
@@ -78,7 +83,13 @@ describe('engine counters of a GRPO step', { timeout: 300_000 }, () => {
       const pinned = Object.fromEntries(
         COUNTER_PHASES.map((p) => [
           p,
-          { submits: counts[p].submits, waits: counts[p].waits, dispatches: counts[p].dispatches },
+          {
+            submits: counts[p].submits,
+            waits: counts[p].waits,
+            dispatches: counts[p].dispatches,
+            buffers: counts[p].buffers,
+            bindGroups: counts[p].bindGroups,
+          },
         ]),
       );
       expect(pinned).toEqual(PINNED);
