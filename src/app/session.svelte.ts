@@ -228,6 +228,7 @@ export class Session {
   private exposeTestHooks() {
     (globalThis as { __grpoTest?: unknown }).__grpoTest = {
       loseDevice: () => this.api.loseDevice(),
+      raiseGpuError: () => this.api.raiseGpuError(),
       /** The metrics of every step so far, as the charts get them. */
       history: () => $state.snapshot(this.training.history),
       /** Teacher-forced log-probs of fixed completions (token ids) under the current policy. */

@@ -1,6 +1,8 @@
 // GPU device acquisition for the browser (navigator.gpu) and Node (the `webgpu` package).
 // Requests the adapter's maximum limits and the optional features the engine can use, records
-// what was granted, and turns device loss into a typed event instead of a silent hang.
+// what was granted, and turns device loss into a typed event instead of a silent hang. A GPU error
+// nobody captured (out of memory, a validation or internal error) ends the device the same way:
+// the submission it hit was dropped, so going on would train on missing or stale data.
 import { WebGpuUnavailableError } from './errors';
 
 /** Optional features the kernels use when present (f16 math, subgroup reductions, GPU timers). */
@@ -30,7 +32,32 @@ export interface AdapterSummary {
   limits: Record<KeyLimit, number>;
 }
 
+/**
+ * Why the device can no longer be used. `reason` is the browser's or driver's loss reason
+ * ('destroyed', 'unknown'), or, when an uncaptured GPU error ended it, the error's kind.
+ */
 export type DeviceLostEvent = { type: 'device-lost'; reason: string; message: string };
+
+/** The reasons an uncaptured GPU error gives (GPUErrorFilter's names). */
+export const GPU_ERROR_REASONS = ['out-of-memory', 'validation', 'internal'] as const;
+export type GpuErrorReason = (typeof GPU_ERROR_REASONS)[number];
+
+const ERROR_CLASSES: Record<string, GpuErrorReason> = {
+  GPUOutOfMemoryError: 'out-of-memory',
+  GPUValidationError: 'validation',
+  GPUInternalError: 'internal',
+};
+
+/** The loss an uncaptured GPU error means: its kind (by its class) and its message's first line. */
+export function gpuErrorLoss(error: { message?: string } | null | undefined): DeviceLostEvent {
+  const kind = error ? ERROR_CLASSES[error.constructor?.name ?? ''] : undefined;
+  const firstLine = (error?.message ?? '').split('\n')[0].trim();
+  return {
+    type: 'device-lost',
+    reason: kind ?? 'internal',
+    message: firstLine || 'the GPU reported an error without a message',
+  };
+}
 export type DeviceLostListener = (event: DeviceLostEvent) => void;
 
 export interface GpuContext {
@@ -118,10 +145,22 @@ export async function acquireGpu(options: AcquireOptions = {}): Promise<GpuConte
   const listeners = new Set<DeviceLostListener>();
   let lost: DeviceLostEvent | null = null;
   let destroyedByUs = false;
-  void device.lost.then((info) => {
-    lost = { type: 'device-lost', reason: info.reason ?? 'unknown', message: info.message };
+  const end = (event: DeviceLostEvent) => {
+    if (lost) return; // the first cause is the one reported
+    lost = event;
     if (destroyedByUs) return;
-    for (const listener of listeners) listener(lost);
+    for (const listener of listeners) listener(event);
+  };
+  void device.lost.then((info) =>
+    end({ type: 'device-lost', reason: info.reason ?? 'unknown', message: info.message }),
+  );
+  device.addEventListener('uncapturederror', (event) => {
+    const ended = lost !== null;
+    end(gpuErrorLoss((event as GPUUncapturedErrorEvent).error));
+    // Its memory goes back at once (after running out, a new device needs it), and every later
+    // call on it fails instead of computing on dropped work. Not from inside the event: Dawn
+    // calls it within the call that raised the error, and destroying there deadlocks.
+    if (!ended) queueMicrotask(() => device.destroy());
   });
 
   const summary = summarize(adapter, device);

@@ -3,7 +3,7 @@
 // of host-side GPU work (submits, waits, dispatches, bytes moved, per step phase; counters.ts).
 import { encodeReadback, type ReadRange } from './buffers';
 import { trackCounters, type EngineCounters } from './counters';
-import { acquireGpu, type AcquireOptions, type GpuContext } from './device';
+import { acquireGpu, type AcquireOptions, type DeviceLostEvent, type GpuContext } from './device';
 import { GpuMemory, releaseTransients, trackMemory } from './memory';
 import { checkPipelines, DEFAULT_TUNING, PipelineCache, type KernelTuning } from './pipelines';
 import { discardUniformArena, flushUniformArena, openUniformArena } from './uniform-arena';
@@ -52,6 +52,20 @@ export interface EngineOptions extends AcquireOptions {
   tuning?: Partial<KernelTuning>;
 }
 
+/** The error engine.run throws on a device that has ended (see DeviceLostEvent). */
+export function deviceLostError(lost: DeviceLostEvent): Error {
+  if (lost.reason === 'out-of-memory') {
+    return new Error(`The GPU ran out of memory: ${lost.message}`);
+  }
+  if (lost.reason === 'validation') {
+    return new Error(`The GPU reported a validation error: ${lost.message}`);
+  }
+  if (lost.reason === 'internal') {
+    return new Error(`The GPU reported an internal error: ${lost.message}`);
+  }
+  return new Error(`GPU device was lost (${lost.reason}): ${lost.message}`);
+}
+
 export async function createEngine(options: EngineOptions = {}): Promise<Engine> {
   const gpu = await acquireGpu(options);
   const device = gpu.device;
@@ -71,8 +85,7 @@ export async function createEngine(options: EngineOptions = {}): Promise<Engine>
     memory,
     counters,
     async run(record, label = 'engine.run', options = {}) {
-      if (gpu.lost)
-        throw new Error(`GPU device was lost (${gpu.lost.reason}): ${gpu.lost.message}`);
+      if (gpu.lost) throw deviceLostError(gpu.lost);
       const wait = options.wait ?? true;
       const reads = options.read ?? [];
       if (!wait && reads.length > 0) throw new Error('engine.run: a readback needs wait');
@@ -104,6 +117,8 @@ export async function createEngine(options: EngineOptions = {}): Promise<Engine>
         const out = readback ? await readback.take() : [];
         if (!readback) await device.queue.onSubmittedWorkDone();
         inFlight = false;
+        // An error this submission raised ended the device while it ran: its results are void.
+        if (gpu.lost) throw deviceLostError(gpu.lost);
         // A pipeline a kernel had to compile while encoding reports its compile error here.
         await checkPipelines(device);
         return out;

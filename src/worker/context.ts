@@ -145,7 +145,8 @@ export class WorkerContext {
       this.setStatus('lost');
       this.emit({
         type: 'device-lost',
-        message: `${event.reason}: ${event.message || 'the GPU device was lost'}`,
+        reason: event.reason,
+        message: event.message || 'the GPU device was lost',
         lastCheckpoint: this.run?.lastCheckpoint ?? null,
       });
     });

@@ -121,7 +121,14 @@ export type TrainerEvent =
   /** A write of the run's metrics failed; its rows wait in the worker for the next step's write. */
   | { type: 'history-failed'; runId: string; quota: boolean; title: string; message: string }
   | { type: 'error'; message: string; diverged: boolean }
-  | { type: 'device-lost'; message: string; lastCheckpoint: CheckpointInfo | null };
+  | {
+      type: 'device-lost';
+      /** The loss reason ('destroyed', 'unknown') or the uncaptured GPU error's kind that ended
+       * the device ('out-of-memory', 'validation', 'internal'; engine/device.ts). */
+      reason: string;
+      message: string;
+      lastCheckpoint: CheckpointInfo | null;
+    };
 
 /** The run state after configure / reset / restore / applyOptions. */
 export interface RunState {

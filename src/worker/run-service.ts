@@ -152,5 +152,24 @@ export function runService(ctx: WorkerContext) {
       // device.destroy() directly: GpuContext.destroy() marks the loss as ours and stays silent.
       engine.gpu.device.destroy();
     },
+
+    /**
+     * Test hook (as loseDevice): an invalid command nobody captures (a copy within one buffer), as
+     * an engine bug would raise, so the uncaptured-GPU-error end of the device and its banner run.
+     */
+    async raiseGpuError(): Promise<void> {
+      const engine = ctx.engine;
+      if (!engine || engine.gpu.lost) throw new Error('There is no GPU device to fail.');
+      ctx.requireIdle('Pause training first.');
+      const { device } = engine;
+      const buffer = device.createBuffer({
+        size: 16,
+        usage: GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST,
+        label: 'test-hooks.gpu-error',
+      });
+      const encoder = device.createCommandEncoder();
+      encoder.copyBufferToBuffer(buffer, 0, buffer, 0, 4);
+      device.queue.submit([encoder.finish()]);
+    },
   };
 }

@@ -163,7 +163,7 @@ test('no navigator.gpu at all: the same state, with its own reason', async ({ pa
   await expect(page.getByTestId('cpu-load')).toBeVisible();
 });
 
-test('device loss: storage full, save, lose the device, resume from the checkpoint, train on', async ({
+test('device loss: storage full, save, lose the device, resume from the checkpoint, train on; a GPU error likewise', async ({
   page,
   baseURL,
 }) => {
@@ -227,6 +227,25 @@ test('device loss: storage full, save, lose the device, resume from the checkpoi
   await page.getByTestId('step').click();
   await expect(page.getByTestId('step-counter')).toContainText('step 2', { timeout: STEP_TIMEOUT });
   await expect(page.getByTestId('chart-reward')).toHaveAttribute('data-points', '2');
+  await expect(page.getByTestId('banner')).toHaveCount(0);
+
+  // A GPU error nobody captured (an engine bug's invalid command) ends the device the same way,
+  // said as what it is, instead of training on with the work the GPU dropped.
+  await page.evaluate(() =>
+    (
+      window as unknown as { __grpoTest: { raiseGpuError(): Promise<void> } }
+    ).__grpoTest.raiseGpuError(),
+  );
+  await expect(lost).toBeVisible({ timeout: 30_000 });
+  await expect(lost).toContainText('The GPU reported an error');
+  await expect(lost).toContainText('validation: Source and destination are the same buffer');
+  await expect(lost).toContainText('This is a bug in GRPO Playground');
+  await expect(lost).not.toContainText('The GPU device was lost');
+  await expect(page.getByTestId('status')).toContainText('lost');
+  await lost.getByRole('button', { name: 'Resume from the checkpoint at step 1' }).click();
+  await expect(lost).toHaveCount(0, { timeout: STEP_TIMEOUT });
+  await page.getByTestId('step').click();
+  await expect(page.getByTestId('step-counter')).toContainText('step 2', { timeout: STEP_TIMEOUT });
   await expect(page.getByTestId('banner')).toHaveCount(0);
   expect(pageErrors).toEqual([]);
 });

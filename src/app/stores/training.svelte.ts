@@ -25,6 +25,8 @@ const PRESET_PENDING = /^The '[^']+' preset is in the options$/;
 export const MAX_REPORTS = 300;
 
 export interface DeviceLost {
+  /** Why: a loss reason, or the kind of GPU error that ended the device (protocol.ts). */
+  reason: string;
   message: string;
   lastCheckpoint: CheckpointInfo | null;
 }
@@ -176,7 +178,11 @@ export class TrainingStore {
         );
         return true;
       case 'device-lost':
-        this.#deviceLost = { message: e.message, lastCheckpoint: e.lastCheckpoint };
+        this.#deviceLost = {
+          reason: e.reason,
+          message: e.message,
+          lastCheckpoint: e.lastCheckpoint,
+        };
         return true;
       default:
         return false;
