@@ -169,6 +169,28 @@ test('a two-stage recipe pauses after step 3, resumes after a reload from its GR
   await page.locator('#theme').selectOption('dark');
   await page.screenshot({ path: 'test-results/screens/recipes-390-dark.png', fullPage: true });
   expect(await axeViolations(page)).toEqual([]);
+
+  // A GRPO stage's checkpoint goes on in the playground as a GRPO run of its own ("… (continued)",
+  // a new run id, so what it saves never becomes the stage's checkpoint), and trains its next step.
+  await page.setViewportSize({ width: 1440, height: 900 });
+  await page.getByTestId('nav-checkpoints').click();
+  const rlStep1 = rows.filter({ hasText: '· rl' }).and(page.locator('[data-step="1"]'));
+  await expect(rlStep1).toHaveCount(1);
+  await rlStep1.getByTestId('restore').click();
+  await expect(page.getByTestId('step-counter')).toContainText('step 1', {
+    timeout: STEP_TIMEOUT,
+  });
+  await page.getByTestId('nav-train').click();
+  await page.getByTestId('step').click();
+  await expect(page.getByTestId('step-counter')).toContainText('step 2', { timeout: STEP_TIMEOUT });
+  // Its step is saved (saveSteps 1) under the continued run; the stage's two checkpoints are as
+  // the recipe left them.
+  await page.getByTestId('nav-checkpoints').click();
+  const continuedRows = rows.filter({ hasText: '· rl (continued)' });
+  await expect(continuedRows).toHaveCount(1, { timeout: STEP_TIMEOUT });
+  await expect(continuedRows).toHaveAttribute('data-step', '2');
+  await expect(rows.filter({ hasText: '· rl' })).toHaveCount(3);
+  await expect(page.getByTestId('run-name').filter({ hasText: '· rl (continued)' })).toHaveCount(1);
   expect(errors).toEqual([]);
 });
 
