@@ -3,6 +3,7 @@
 // quant_map, nested statistics and quant_state entries) is picked, loads as a 4-bit base without
 // being widened, trains two LoRA steps, and its merged export is a BF16 folder (dequantised base
 // + B·A, as PEFT's merge); a GPTQ folder is refused with the method's name before any weight is read.
+// In the Recipes view a stage that would fully fine-tune the 4-bit model is refused.
 import { readFileSync } from 'node:fs';
 import { expect, test } from '@playwright/test';
 import { parseSafetensorsHeader } from '../../src/formats/safetensors';
@@ -23,7 +24,7 @@ const TINY_RUN = `test-hooks=1&${Object.entries(BNB_RUN_OPTIONS)
 
 test.use({ serviceWorkers: 'block', actionTimeout: 60_000 });
 
-test('a bitsandbytes 4-bit folder trains two LoRA steps and exports a BF16 merged model; GPTQ is refused by name', async ({
+test('a bitsandbytes 4-bit folder trains two LoRA steps and exports a BF16 merged model; GPTQ is refused by name; a full recipe stage on it too', async ({
   page,
 }) => {
   test.setTimeout(300_000);
@@ -74,5 +75,28 @@ test('a bitsandbytes 4-bit folder trains two LoRA steps and exports a BF16 merge
   const projections = [...header.entries].filter(([n]) => n.endsWith('_proj.weight'));
   expect(projections.length).toBe(7);
   for (const [, entry] of projections) expect(entry.dtype).toBe('BF16');
+
+  // Recipes on the 4-bit model: a stage that would fully fine-tune it is refused before it
+  // starts, naming the stage and the way out; the SFT form starts with LoRA on.
+  await page.getByTestId('nav-recipes').click();
+  await page.getByTestId('recipe-choice-paste').check();
+  const fullStage = {
+    name: 'full-rl',
+    stages: [{ kind: 'grpo', name: 'rl', options: { steps: 1, numGenerations: 2 } }],
+  };
+  await page.getByTestId('recipe-json').fill(JSON.stringify(fullStage));
+  await expect(page.getByTestId('recipe-json-ok')).toContainText('1 stage');
+  await page.getByTestId('recipe-start').click();
+  const refused = page.getByRole('alert').filter({ hasText: "Stage 'rl' would fully fine-tune" });
+  await expect(refused).toBeVisible({ timeout: STEP_TIMEOUT });
+  await expect(refused).toContainText('a 4-bit (NF4) quantised checkpoint');
+  await expect(refused).toContainText('Turn LoRA (usePeft) on');
+  await expect(page.getByTestId('recipe-row')).toHaveCount(0); // nothing trained
+  await page.getByTestId('recipe-choice-sft').check();
+  await expect(page.getByTestId('recipe-sft-lora')).toBeChecked();
+  await page.getByTestId('recipe-sft-lora').uncheck();
+  await expect(page.getByTestId('recipe-sft-needs-lora')).toContainText(
+    'a full fine-tune cannot train it',
+  );
   expect(errors).toEqual([]);
 });
