@@ -39,8 +39,7 @@ export interface AdapterSummary {
 export type DeviceLostEvent = { type: 'device-lost'; reason: string; message: string };
 
 /** The reasons an uncaptured GPU error gives (GPUErrorFilter's names). */
-export const GPU_ERROR_REASONS = ['out-of-memory', 'validation', 'internal'] as const;
-export type GpuErrorReason = (typeof GPU_ERROR_REASONS)[number];
+export type GpuErrorReason = 'out-of-memory' | 'validation' | 'internal';
 
 const ERROR_CLASSES: Record<string, GpuErrorReason> = {
   GPUOutOfMemoryError: 'out-of-memory',
