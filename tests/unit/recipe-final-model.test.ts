@@ -5,27 +5,10 @@
 import { describe, expect, it } from 'vitest';
 import { finalModelDtype } from '../../src/cli/_recipe';
 import { parseRecipe } from '../../src/recipes/recipe-spec';
+import { grpoStage, rejectionStage, sftStage } from '../support/recipe-stages';
 
 const NF4 = { usePeft: true, dtype: 'nf4' };
-const grpo = (name: string, options: object = {}, from?: string) => ({
-  kind: 'grpo',
-  name,
-  options: { steps: 1, ...options },
-  ...(from ? { from } : {}),
-});
-const rejection = (name: string, from?: string) => ({
-  kind: 'rejection-sample',
-  name,
-  prompts: 2,
-  options: { k: 1 },
-  ...(from ? { from } : {}),
-});
-const sft = (name: string, options: object = {}) => ({
-  kind: 'sft',
-  name,
-  data: { coldStart: { count: 2 } },
-  options: { maxSteps: 1, ...options },
-});
+const [sft, grpo, rejection] = [sftStage, grpoStage, rejectionStage];
 const dtype = (...stages: object[]) => finalModelDtype(parseRecipe({ name: 'r', stages }));
 
 describe('finalModelDtype', () => {

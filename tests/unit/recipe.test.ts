@@ -15,6 +15,7 @@ import {
   stageSeed,
 } from '../../src/recipes/recipe-spec';
 import { isHeldOut } from '../../src/tasks/traces';
+import { grpoStage, rejectionStage, sftStage } from '../support/recipe-stages';
 
 const sft = { kind: 'sft', name: 'a', data: { coldStart: { count: 4 } } };
 
@@ -167,26 +168,7 @@ describe('reviveRecipeState', () => {
 });
 
 describe('fullStageOnBase (a 4-bit model trains only under LoRA)', () => {
-  const sft = (name: string, options: object = {}, from?: string) => ({
-    kind: 'sft',
-    name,
-    data: { coldStart: { count: 2 } },
-    options: { maxSteps: 1, ...options },
-    ...(from ? { from } : {}),
-  });
-  const grpo = (name: string, options: object = {}, from?: string) => ({
-    kind: 'grpo',
-    name,
-    options: { steps: 1, ...options },
-    ...(from ? { from } : {}),
-  });
-  const rs = (name: string, from?: string) => ({
-    kind: 'rejection-sample',
-    name,
-    prompts: 2,
-    options: { k: 1 },
-    ...(from ? { from } : {}),
-  });
+  const [sft, grpo, rs] = [sftStage, grpoStage, rejectionStage];
   const LORA = { usePeft: true };
   const first = (...stages: object[]) =>
     fullStageOnBase(parseRecipe({ name: 'r', stages }))?.name ?? null;
