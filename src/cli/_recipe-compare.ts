@@ -45,6 +45,7 @@ import { lineChartSvg, type ChartSeries } from '../formats/svg-chart';
 import { GpuLlama } from '../model/llama';
 import { Sampler } from '../model/sampler';
 import type { LlamaConfig } from '../core/model-config';
+import type { WeightSource } from '../model/parameters';
 import { languageConsistencyReward } from '../rewards/language-consistency';
 import { checkpointFromFiles } from '../train/checkpoint';
 import {
@@ -133,9 +134,9 @@ export async function compareFindings(
     /** Held-out numbers of `weights`, with the same prompts and draws for every model. */
     const evaluateWeights = async (
       config: LlamaConfig,
-      weights: ReadonlyMap<string, Float32Array>,
+      weights: WeightSource,
     ): Promise<ArmEval> => {
-      const llama = GpuLlama.load(engine, config, weights);
+      const llama = await GpuLlama.loadFrom(engine, config, weights);
       try {
         const report = await evaluate(
           {

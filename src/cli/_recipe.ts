@@ -21,9 +21,12 @@ import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import type { Engine } from '../engine/engine';
 import { toHfConfig } from '../core/model-config';
+import { formatBytes } from '../core/format';
+import type { MemoryPlan } from '../model/memory-plan';
 import { exportDtypeOf, exportHfFolder } from '../export/hf-export';
 import type { SafetensorsDtype } from '../formats/safetensors';
-import { checkpointFromFiles, checkpointToFiles, weightsIdentity } from '../train/checkpoint';
+import { checkpointFromFiles, checkpointToFiles } from '../train/checkpoint';
+import { isPrequantised, storedValuesOf } from '../model/parameters';
 import { resolveSftConfig } from '../train/sft-config';
 import { RecipeRun, type RecipeHooks } from '../recipes/recipe';
 import {
@@ -32,11 +35,14 @@ import {
   parseRecipe,
   recipeScoringTask,
   stageConfig,
+  stageUsesLora,
+  startsFromBase,
   type Recipe,
   type RecipeState,
 } from '../recipes/recipe-spec';
 import { nodeSandboxFactory } from '../rewards/reward-sandbox-node';
 import type { CheckpointPayload } from '../storage/checkpoints';
+import type { Identity } from '../storage/db';
 import {
   appendLine,
   isDiskFull,
@@ -47,7 +53,15 @@ import {
 import { droppedText, newestCheckpoint, recoverRunFolder } from './_run-folder';
 import { readSftDataset } from './_dataset';
 import { parseRecipeState } from '../recipes/recipe-state';
-import { hfFolderExtras, jsonBytes, loadModel, type LoadedModel } from './_session';
+import {
+  hfFolderExtras,
+  jsonBytes,
+  loadModel,
+  modelIdentity,
+  modelWeights,
+  type LoadedModel,
+  type OpenedModel,
+} from './_session';
 
 /** A recipe named on the command line: a built-in name or a JSON file. An SFT stage's
  * `"data": {"path": "x.jsonl"}` is read here, relative to the recipe file: any dataset file or
@@ -177,18 +191,20 @@ function reconcileMetrics(
 /**
  * The dtype of the recipe's final-model/ folder, as `npm run train -- --export` picks it
  * (exportDtypeOf): BF16 when the stage whose weights end the recipe trained LoRA on an NF4 base
- * (its dequantised base with the adapters merged in), F32 otherwise. A rejection-sample stage passes
- * its start weights through, so the stage behind them decides; the base or a student model given
- * by `from` is exported exactly (F32).
+ * (its dequantised base with the adapters merged in): one with dtype nf4, or, when the loaded model
+ * is a 4-bit checkpoint (`baseQuantised`), one that starts from it; F32 otherwise. A
+ * rejection-sample stage passes its start weights through, so the stage behind them decides; the
+ * base or a student model given by `from` is exported exactly (F32).
  */
-export function finalModelDtype(recipe: Recipe): SafetensorsDtype {
+export function finalModelDtype(recipe: Recipe, baseQuantised = false): SafetensorsDtype {
   let i = recipe.stages.length - 1;
   while (i >= 0) {
     const stage = recipe.stages[i];
-    if (stage.kind === 'grpo') return exportDtypeOf([stageConfig(recipe, i).dtype]);
-    if (stage.kind === 'sft') {
-      const config = resolveSftConfig(stage.options);
-      return config.usePeft ? exportDtypeOf([config.dtype]) : 'F32';
+    if (stage.kind !== 'rejection-sample') {
+      if (!stageUsesLora(recipe, i)) return 'F32';
+      const dtype =
+        stage.kind === 'sft' ? resolveSftConfig(stage.options).dtype : stageConfig(recipe, i).dtype;
+      return baseQuantised && startsFromBase(recipe, i) ? 'BF16' : exportDtypeOf([dtype]);
     }
     const from = stage.from ?? 'previous';
     // A stage starts from an earlier one (parseRecipe refuses the rest); -1: base or a model.
@@ -198,9 +214,16 @@ export function finalModelDtype(recipe: Recipe): SafetensorsDtype {
   return 'F32';
 }
 
+/** How a LoRA stage stores its frozen base, for the stage's log line (a full stage has none). */
+const baseLine = (plan: MemoryPlan) =>
+  plan.input.lora ? `, base stored as ${plan.input.dtype}` : '';
+
 export interface RecipeFolderOptions {
   engine: Engine;
-  model: LoadedModel;
+  /** Opened (npm run recipe: streamed, the stages upload it tensor by tensor) or loaded whole. */
+  model: LoadedModel | OpenedModel;
+  /** The model's weightsIdentity when the caller has it; by default hashed here (modelIdentity). */
+  identity?: Identity;
   recipe: Recipe;
   runDir: string;
   /** Continue the recipe stored in runDir (its state.json and latest checkpoint). */
@@ -262,7 +285,9 @@ export async function recipeFolder(
     writeFileAtomic(join(runDir, 'recipe.json'), JSON.stringify(recipe, null, 2) + '\n');
     rmSync(metricsPath, { force: true });
   }
-  const identity = await weightsIdentity(model.folder, model.hf.tensors);
+  const identity = o.identity ?? (await modelIdentity(model));
+  // As stored (an opened model: streamed), never a whole-model f32 copy on the host.
+  const baseWeights = await modelWeights(model);
   let steps = 0;
   const run: RecipeRun = new RecipeRun({
     engine: o.engine,
@@ -270,10 +295,9 @@ export async function recipeFolder(
     runId: runDir,
     base: {
       config: model.hf.config,
-      weights: model.hf.tensors,
+      weights: baseWeights,
       tokenizer: model.tokenizer,
       identity,
-      quantised: [...model.hf.storedDtypes.values()].includes('NF4'),
     },
     loadModel: async (ref) => {
       const student = await loadModel(ref);
@@ -281,16 +305,17 @@ export async function recipeFolder(
         config: student.hf.config,
         tokenizer: student.tokenizer,
         weights: student.hf.tensors,
-        identity: await weightsIdentity(student.folder, student.hf.tensors),
+        identity: await modelIdentity(student),
       };
     },
     sandboxFactory: nodeSandboxFactory(),
     scoringTask: recipeScoringTask(),
     resume,
     hooks: {
-      onStageStart: ({ index, stage, steps: n }) =>
+      onStageStart: ({ index, stage, steps: n, plan }) =>
         log(
-          `stage ${index + 1}/${recipe.stages.length}: ${stage.kind} '${stage.name}'${n ? `, ${n} steps` : ''}`,
+          `stage ${index + 1}/${recipe.stages.length}: ${stage.kind} '${stage.name}'${n ? `, ${n} steps` : ''}` +
+            (plan ? `; memory plan: ${formatBytes(plan.peakBytes)} at peak${baseLine(plan)}` : ''),
         ),
       onStep: (row, info) => {
         // Durable before the step's checkpoint, which resume would otherwise start after.
@@ -355,11 +380,12 @@ export async function recipeFolder(
             join(runDir, 'final-model'),
             exportHfFolder({
               config: info.config,
-              // A LoRA stage's end weights have its adapters merged in (Run.readWeights).
-              tensors: new Map(info.weights),
+              // A LoRA stage's end weights have its adapters merged in (Run.readWeights); the base
+              // passed through a rejection stage is read (and widened) here.
+              tensors: await storedValuesOf(info.config, info.weights, 'f32'),
               tokenizerFiles: model.hf.tokenizerFiles,
               generation: model.hf.generation,
-              dtype: finalModelDtype(recipe),
+              dtype: finalModelDtype(recipe, isPrequantised(baseWeights)),
             }),
           );
           log(`final model: ${join(runDir, 'final-model')}`);

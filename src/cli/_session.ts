@@ -26,9 +26,13 @@ import { GrpoTrainer } from '../grpo/trainer';
 import {
   loadHfFolder,
   openHfFolder,
+  readWeights,
   type LoadedHfModel,
   type OpenedHfModel,
+  type StoredWeight,
 } from '../formats/hf-folder';
+import { readerIdentity, weightsIdentity } from '../train/checkpoint';
+import type { Identity } from '../storage/db';
 import { folderSource } from '../formats/model-source';
 import { loadTokenizer, type Tokenizer } from '../formats/tokenizer';
 import { createTask } from '../tasks/index';
@@ -153,6 +157,33 @@ export async function openModel(model: string): Promise<OpenedModel> {
     await hf.weights.close();
     throw err;
   }
+}
+
+/**
+ * The weights a run or recipe starts from: an opened model's reader (streamed as stored: a bitsandbytes
+ * 4-bit checkpoint stays NF4, 16-bit stays 16-bit); a loaded model's f32 tensors, except for a
+ * bitsandbytes 4-bit checkpoint, whose weights are read again as stored (NF4), so that its base
+ * stays 4-bit and a full fine-tune is refused (Run: checkQuantisedBase), as in the page.
+ */
+export async function modelWeights(
+  model: LoadedModel | OpenedModel,
+): Promise<ReadonlyMap<string, StoredWeight> | OpenedModel['hf']['weights']> {
+  if ('weights' in model.hf) return model.hf.weights;
+  if (![...model.hf.storedDtypes.values()].includes('NF4')) return model.hf.tensors;
+  const { weights } = await openHfFolder(folderSource(model.folder), { requireTokenizer: false });
+  try {
+    return await readWeights(weights, 'stored');
+  } finally {
+    await weights.close();
+  }
+}
+
+/** weightsIdentity of a model's weights (the digest is the same for either form; an opened
+ * model's are hashed tensor by tensor as read). */
+export function modelIdentity(model: LoadedModel | OpenedModel): Promise<Identity> {
+  return 'weights' in model.hf
+    ? readerIdentity(model.folder, model.hf.weights)
+    : weightsIdentity(model.folder, model.hf.tensors);
 }
 
 export async function loadModel(model: string): Promise<LoadedModel> {

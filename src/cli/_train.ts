@@ -27,12 +27,11 @@ import { cutStepLogsLogged, newestCheckpoint, recoverRunFolder, STEP_LOGS } from
 import {
   ADAPTER_FOLDER,
   hfFolderExtras,
+  modelWeights,
   trainedModelFiles,
   type LoadedModel,
   type OpenedModel,
 } from './_session';
-import { openHfFolder, readWeights, type StoredWeight } from '../formats/hf-folder';
-import { folderSource } from '../formats/model-source';
 import { trainedLine } from './_flags';
 
 /** "custom:len failed on 3/8 (threw: TypeError: …)" per reward with errors in this step, or ''. */
@@ -203,25 +202,6 @@ export function terminalStatus(
   };
 }
 
-/**
- * The weights a run starts from: an opened model's reader (streamed as stored: a bitsandbytes
- * 4-bit checkpoint stays NF4, 16-bit stays 16-bit); a loaded model's f32 tensors, except for a
- * bitsandbytes 4-bit checkpoint, whose weights are read again as stored (NF4), so that its base
- * stays 4-bit and a full fine-tune is refused (Run: checkQuantisedBase), as in the page.
- */
-async function runWeights(
-  model: LoadedModel | OpenedModel,
-): Promise<ReadonlyMap<string, StoredWeight> | OpenedModel['hf']['weights']> {
-  if ('weights' in model.hf) return model.hf.weights;
-  if (![...model.hf.storedDtypes.values()].includes('NF4')) return model.hf.tensors;
-  const { weights } = await openHfFolder(folderSource(model.folder), { requireTokenizer: false });
-  try {
-    return await readWeights(weights, 'stored');
-  } finally {
-    await weights.close();
-  }
-}
-
 /** Trains `config` into run folder `runDir`; returns the memory plan and the checkpoint folders. */
 export async function trainFolder(o: TrainFolderOptions): Promise<{
   plan: MemoryPlan;
@@ -237,7 +217,7 @@ export async function trainFolder(o: TrainFolderOptions): Promise<{
     config,
     model: {
       config: model.hf.config,
-      weights: await runWeights(model),
+      weights: await modelWeights(model),
       tokenizer: model.tokenizer,
     },
     runId: o.resume?.payload.runId || runDir,

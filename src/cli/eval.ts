@@ -7,10 +7,11 @@ import { isHelpRequested, parseCliArgs, resolveConfig } from '../grpo/config';
 import { evaluate, type EvalReport } from '../train/evaluate';
 import { renderPrompt } from '../grpo/trainer';
 import { GpuLlama } from '../model/llama';
+import { frozenDtypeOf } from '../model/parameters';
 import { Sampler } from '../model/sampler';
 import { trainEvalStream } from '../tasks/index';
 import { commandHelp, EVAL, flagCount, runCommand, takeCommandFlags } from './_flags';
-import { loadModel, loadTask, openEngine } from './_session';
+import { loadTask, openEngine, openModel } from './_session';
 
 async function main(args: string[]) {
   if (isHelpRequested(args)) {
@@ -35,8 +36,19 @@ async function main(args: string[]) {
   try {
     const reports: { model: string; report: EvalReport }[] = [];
     for (const name of [config.model, ...(compare ? [compare] : [])]) {
-      const loaded = await loadModel(name);
-      const model = GpuLlama.load(engine, loaded.hf.config, loaded.hf.tensors);
+      // Streamed into the GPU tensor by tensor: the host never holds the model widened to f32. A
+      // 4-bit checkpoint stays NF4 on the GPU too (its values are the dequantised ones either
+      // way); other weights are evaluated in f32, whatever the run's `dtype` trained the base in.
+      const loaded = await openModel(name);
+      const { config: modelConfig, weights } = loaded.hf;
+      let model: GpuLlama;
+      try {
+        model = await GpuLlama.loadStreamed(engine, modelConfig, weights, {
+          frozenDtype: frozenDtypeOf('float32', modelConfig, weights),
+        });
+      } finally {
+        await weights.close();
+      }
       try {
         const render = (p: (typeof problems)[number]) =>
           renderPrompt(task, loaded.tokenizer, p, config.template, config);

@@ -20,7 +20,7 @@ import {
   QUICK_PROMPTS,
   type FindingsOptions,
 } from '../recipes/recipe-findings';
-import { loadModel, openEngine } from './_session';
+import { openModel, openEngine } from './_session';
 
 function seedOf(text: string | undefined): number | undefined {
   if (text === undefined) return undefined;
@@ -109,7 +109,8 @@ async function main(argv: string[]) {
   const recipe = resumeDir
     ? parseRecipe(JSON.parse(readFileSync(recipeArg, 'utf8')))
     : await readRecipe(recipeArg, seedOf(flag('seed')));
-  const model = await loadModel(flag('model') ?? 'bundled');
+  // Opened, not loaded: stages stream its weights into the GPU as stored (no f32 host copy).
+  const model = await openModel(flag('model') ?? 'bundled');
   const engine = await openEngine();
   try {
     const { outcome } = await recipeFolder({
@@ -123,6 +124,7 @@ async function main(argv: string[]) {
     if (outcome !== 'finished') process.exitCode = 1;
   } finally {
     engine.destroy();
+    await model.hf.weights.close();
   }
 }
 

@@ -68,10 +68,12 @@ import {
   type RowChunk,
 } from './head-chunks';
 import {
+  isStreamed,
   ParameterStore,
   type GpuParameter,
   type Nf4Options,
   type ParameterChunk,
+  type WeightSource,
   type WeightTensor,
 } from './parameters';
 
@@ -392,6 +394,18 @@ export class GpuLlama {
       throw err;
     }
     return model;
+  }
+
+  /** load() or loadStreamed(), as `weights` are a Map or a reader. */
+  static async loadFrom(
+    engine: Engine,
+    config: LlamaConfig,
+    weights: WeightSource,
+    options: GpuLlamaOptions = {},
+  ): Promise<GpuLlama> {
+    return isStreamed(weights)
+      ? GpuLlama.loadStreamed(engine, config, weights, options)
+      : GpuLlama.load(engine, config, weights, options);
   }
 
   /**

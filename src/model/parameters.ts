@@ -355,10 +355,35 @@ export function storedValues(
   for (const spec of parameterSpecs(config)) {
     const data = weights.get(spec.name);
     if (!data) throw new Error(`missing parameter ${spec.name}`);
-    const dtype = storedDtypeOf(spec, frozen);
-    out.set(spec.name, storedToF32(storedParameter(data, dtype, nf4), dtype, lengthOf(data)));
+    out.set(spec.name, storedValue(spec, data, frozen, nf4));
   }
   return out;
+}
+
+/** storedValues of weights that may be a reader (a recipe's base, streamed): each tensor is read
+ * and converted before the next, so besides the result only one tensor as stored is held. */
+export async function storedValuesOf(
+  config: LlamaConfig,
+  weights: WeightSource,
+  frozen: WeightDtype,
+  nf4: Nf4Options = {},
+): Promise<Map<string, Float32Array>> {
+  if (!isStreamed(weights)) return storedValues(config, weights, frozen, nf4);
+  const out = new Map<string, Float32Array>();
+  for (const spec of parameterSpecs(config))
+    out.set(spec.name, storedValue(spec, await weights.read(spec.name), frozen, nf4));
+  return out;
+}
+
+/** One tensor's values as its parameter buffer holds them when stored as storedDtypeOf says. */
+function storedValue(
+  spec: ParameterSpec,
+  data: WeightTensor,
+  frozen: WeightDtype,
+  nf4: Nf4Options,
+): Float32Array {
+  const dtype = storedDtypeOf(spec, frozen);
+  return storedToF32(storedParameter(data, dtype, nf4), dtype, lengthOf(data));
 }
 
 /** Parameter and gradient buffers of one model, by chunk key. */

@@ -405,26 +405,32 @@ export function stageConfig(recipe: Recipe, index: number): Config {
  * of it is: only adapters train on a quantised base.
  */
 export function fullStageOnBase(recipe: Recipe): RecipeStage | null {
-  const startsFromBase = (index: number): boolean => {
-    const stage = recipe.stages[index];
-    const from = stage.from ?? 'previous';
-    if (from === 'base') return true;
-    if (from.startsWith(MODEL_PREFIX)) return false;
-    const source =
-      from === 'previous' ? index - 1 : recipe.stages.findIndex((s) => s.name === from);
-    if (source < 0) return true; // the first stage starts from the loaded model
-    return recipe.stages[source].kind === 'rejection-sample' && startsFromBase(source);
-  };
   for (let i = 0; i < recipe.stages.length; i++) {
     const stage = recipe.stages[i];
-    if (stage.kind === 'rejection-sample' || !startsFromBase(i)) continue;
-    const lora =
-      stage.kind === 'sft'
-        ? resolveSftConfig(stage.options).usePeft
-        : stageConfig(recipe, i).usePeft;
-    if (!lora) return stage;
+    if (stage.kind === 'rejection-sample' || !startsFromBase(recipe, i)) continue;
+    if (!stageUsesLora(recipe, i)) return stage;
   }
   return null;
+}
+
+/** Whether stage `index` starts from the loaded model itself: directly, as the first stage, or
+ * through rejection-sample stages, which pass their start on. */
+export function startsFromBase(recipe: Recipe, index: number): boolean {
+  const stage = recipe.stages[index];
+  const from = stage.from ?? 'previous';
+  if (from === 'base') return true;
+  if (from.startsWith(MODEL_PREFIX)) return false;
+  const source = from === 'previous' ? index - 1 : recipe.stages.findIndex((s) => s.name === from);
+  if (source < 0) return true; // the first stage starts from the loaded model
+  return recipe.stages[source].kind === 'rejection-sample' && startsFromBase(recipe, source);
+}
+
+/** Whether training stage `index` trains LoRA adapters (usePeft) rather than every weight. */
+export function stageUsesLora(recipe: Recipe, index: number): boolean {
+  const stage = recipe.stages[index];
+  return stage.kind === 'sft'
+    ? resolveSftConfig(stage.options).usePeft
+    : stageConfig(recipe, index).usePeft;
 }
 
 /** A RecipeState read back from JSON: JSON writes a NaN metric (a rate of an empty group) as

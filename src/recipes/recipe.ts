@@ -8,12 +8,18 @@
 // rejection-sample trains nothing and has a runner of its own.
 // This is the GPU side (GpuLlama, Sampler, Run, SftRun); the page never imports it as a value.
 import type { Engine } from '../engine/engine';
+import type { MemoryPlan } from '../model/memory-plan';
 import { mixSeeds } from '../core/rng';
 import type { LlamaConfig } from '../core/model-config';
 import { mergeLoraAdapters } from '../core/lora';
 import type { Config } from '../grpo/config';
 import { GpuLlama } from '../model/llama';
-import { frozenDtypeOf, storedValues } from '../model/parameters';
+import {
+  frozenDtypeOf,
+  isPrequantised,
+  storedValuesOf,
+  type WeightSource,
+} from '../model/parameters';
 import { Sampler } from '../model/sampler';
 import type { CheckpointPayload } from '../storage/checkpoints';
 import type { Identity } from '../storage/db';
@@ -53,7 +59,9 @@ export interface StageInfo {
 }
 
 export interface RecipeHooks {
-  onStageStart?(info: StageInfo & { steps: number }): void | Promise<void>;
+  /** A stage begins: `steps` it trains (0 for rejection sampling); a training stage's memory
+   * plan (the base's storage in plan.input.dtype). */
+  onStageStart?(info: StageInfo & { steps: number; plan?: MemoryPlan }): void | Promise<void>;
   onStep?(
     row: TimelineRow,
     info: StageInfo & { steps: number; elapsedMs: number; skipped?: string | null },
@@ -68,7 +76,7 @@ export interface RecipeHooks {
   /** After a stage: the weights it ended with (the next stage's start unless it names another). */
   onStageEnd?(
     result: StageResult,
-    info: StageInfo & { weights: ReadonlyMap<string, Float32Array>; config: LlamaConfig },
+    info: StageInfo & { weights: WeightSource; config: LlamaConfig },
   ): void | Promise<void>;
 }
 
@@ -83,12 +91,14 @@ export interface RecipeSetup {
   engine: Engine;
   recipe: Recipe;
   runId: string;
-  /** The loaded model; `quantised`: a bitsandbytes 4-bit checkpoint's (its weights dequantised
-   * here), which only LoRA stages may train. */
-  base: RecipeModel & { weights: ReadonlyMap<string, Float32Array>; quantised?: boolean };
+  /** The loaded model, its weights as the checkpoint stores them: a reader (streamed: stages
+   * upload it tensor by tensor) or a Map of stored tensors. 16-bit stays 16-bit and a bitsandbytes
+   * 4-bit checkpoint stays NF4, so a stage on it stores its base as `npm run train` would, and the
+   * host never holds a widened f32 copy of the model. Only LoRA stages may train a 4-bit one. */
+  base: RecipeModel & { weights: WeightSource };
   /** Loads a student model named by a stage's `"from": "model:<ref>"` (the CLI: a Hugging Face
    * folder); absent, such a stage is refused. */
-  loadModel?(ref: string): Promise<RecipeModel & { weights: ReadonlyMap<string, Float32Array> }>;
+  loadModel?(ref: string): Promise<RecipeModel & { weights: WeightSource }>;
   sandboxFactory: SandboxFactory;
   /** Scores GRPO rewards and verifies rejection samples when it is not the preset's task (the
    * aha preset trains on Countdown minus the held-out problems and is scored by Countdown). */
@@ -112,7 +122,9 @@ const tag = (payload: CheckpointPayload, recipe: Recipe, index: number): Checkpo
   },
 });
 
-type Weights = ReadonlyMap<string, Float32Array>;
+/** A stage's start or end weights: the base or a student as stored (possibly a reader), or the
+ * f32 weights a training stage ended with. */
+type Weights = WeightSource;
 type StageOf<K extends StageKind> = Extract<RecipeStage, { kind: K }>;
 
 /** What runStage hands the runner of stage `info.index`: the stage, the model and weights it
@@ -157,17 +169,17 @@ type StageRunner<S extends RecipeStage> = (ctx: StageContext<S>) => Promise<Stag
 type TrainingStageFactory<S extends RecipeStage> = (
   ctx: StageContext<S>,
   hooks: StageHooks,
-) => TrainingStage;
+) => Promise<TrainingStage>;
 
 /** A stage's own run id under the recipe's. */
 const stageRun = ({ setup, info }: StageContext) =>
   stageRunId(setup.runId, info.index, info.stage.name);
 
-const sftStage: TrainingStageFactory<SftStage> = (ctx, hooks) => {
+const sftStage: TrainingStageFactory<SftStage> = async (ctx, hooks) => {
   const { recipe, stage, info, start } = ctx;
   const config = resolveSftConfig({ seed: stageSeed(recipe, info.index), ...stage.options });
   const { examples } = tokenizeSftDataset(ctx.sftRows(stage), start.tokenizer, config);
-  return new SftRun({
+  return SftRun.create({
     engine: ctx.setup.engine,
     runId: stageRun(ctx),
     runName: `${recipe.name} · ${stage.name}`,
@@ -182,9 +194,9 @@ const sftStage: TrainingStageFactory<SftStage> = (ctx, hooks) => {
   });
 };
 
-const grpoStage: TrainingStageFactory<GrpoStage> = (ctx, hooks) => {
+const grpoStage: TrainingStageFactory<GrpoStage> = async (ctx, hooks) => {
   const { recipe, stage, info, start, setup } = ctx;
-  return new Run({
+  return Run.create({
     engine: setup.engine,
     config: stageConfig(recipe, info.index),
     runId: stageRun(ctx),
@@ -207,13 +219,13 @@ const grpoStage: TrainingStageFactory<GrpoStage> = (ctx, hooks) => {
 const training =
   <S extends RecipeStage>(build: TrainingStageFactory<S>): StageRunner<S> =>
   async (ctx) => {
-    const run: TrainingStage = build(ctx, {
+    const run: TrainingStage = await build(ctx, {
       onStep: (result, { elapsedMs }) => ctx.record(result, run.totalSteps, elapsedMs),
       onCheckpoint: ctx.onCheckpoint,
     });
     try {
       if (ctx.checkpoint) run.restore(ctx.checkpoint, []);
-      await ctx.hooks.onStageStart?.({ ...ctx.info, steps: run.totalSteps });
+      await ctx.hooks.onStageStart?.({ ...ctx.info, steps: run.totalSteps, plan: run.plan });
       if ((await run.runUntil(ctx.stopRequested)) === 'stopped') {
         // A pause keeps every trained step: the stage's state as a checkpoint, resume's start.
         if (run.stepCount > ctx.lastSaved()) await run.save(true);
@@ -237,7 +249,9 @@ const rejectionSampleStage: StageRunner<RejectionStage> = async (ctx) => {
   const verifier = setup.scoringTask ?? task;
   const seed = stage.options.seed ?? stageSeed(recipe, info.index);
   const problems = task.generate(mixSeeds(seed, 0x5e1ec7), stage.prompts);
-  const model = GpuLlama.load(setup.engine, start.config, start.weights);
+  // Stored as the stage's dtype says (a 4-bit checkpoint stays NF4), as a GRPO stage would.
+  const options = { frozenDtype: frozenDtypeOf(config.dtype, start.config, start.weights) };
+  const model = await GpuLlama.loadFrom(setup.engine, start.config, start.weights, options);
   let report: RejectionSamplingReport;
   try {
     await ctx.hooks.onStageStart?.({ ...info, steps: 0 });
@@ -290,11 +304,8 @@ export class RecipeRun {
   readonly hooks: RecipeHooks;
   private state: RecipeState;
   /** Final weights of finished stages (sft / grpo) kept for the stages that start from them. */
-  private readonly weights = new Map<string, ReadonlyMap<string, Float32Array>>();
-  private readonly students = new Map<
-    string,
-    RecipeModel & { weights: ReadonlyMap<string, Float32Array> }
-  >();
+  private readonly weights = new Map<string, Weights>();
+  private readonly students = new Map<string, RecipeModel & { weights: Weights }>();
   private stopRequested = false;
 
   constructor(private readonly setup: RecipeSetup) {
@@ -305,7 +316,7 @@ export class RecipeRun {
       : { recipe: setup.recipe, stageIndex: 0, results: [], datasets: {}, timeline: [] };
     if (setup.resume && JSON.stringify(setup.resume.state.recipe) !== JSON.stringify(setup.recipe))
       throw new Error('recipe: the stored state belongs to another recipe');
-    const full = setup.base.quantised ? fullStageOnBase(setup.recipe) : null;
+    const full = isPrequantised(setup.base.weights) ? fullStageOnBase(setup.recipe) : null;
     if (full) {
       throw new Error(
         `Stage '${full.name}' would fully fine-tune the loaded model, a 4-bit (NF4) quantised ` +
@@ -355,9 +366,7 @@ export class RecipeRun {
 
   /** A student model named by `from: "model:<ref>"`, loaded once; its tokenizer must be the
    * base model's (distillation trains it on the teacher's token sequences as text). */
-  private async student(
-    ref: string,
-  ): Promise<RecipeModel & { weights: ReadonlyMap<string, Float32Array> }> {
+  private async student(ref: string): Promise<RecipeModel & { weights: Weights }> {
     const cached = this.students.get(ref);
     if (cached) return cached;
     if (!this.setup.loadModel)
@@ -377,9 +386,7 @@ export class RecipeRun {
     return model;
   }
 
-  private async startWeights(
-    index: number,
-  ): Promise<RecipeModel & { weights: ReadonlyMap<string, Float32Array> }> {
+  private async startWeights(index: number): Promise<RecipeModel & { weights: Weights }> {
     const source = this.sourceOf(index);
     const model = await this.modelOf(source);
     if (source === 'base') return this.setup.base;
@@ -410,7 +417,9 @@ export class RecipeRun {
       'dtype' | 'useBnbNestedQuant'
     >;
     const frozen = frozenDtypeOf(dtype, start.config, start.weights);
-    const base = storedValues(start.config, start.weights, frozen, { nested: useBnbNestedQuant });
+    const base = await storedValuesOf(start.config, start.weights, frozen, {
+      nested: useBnbNestedQuant,
+    });
     return mergeLoraAdapters(start.config, base, payload.adapter, tensors);
   }
 

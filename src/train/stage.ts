@@ -8,6 +8,7 @@
 // and tensors is the loop's own, and each loop's restore() refuses another loop's payload.
 import type { CheckpointPayload } from '../storage/checkpoints';
 import type { MetricsRow } from '../core/metrics-row';
+import type { MemoryPlan } from '../model/memory-plan';
 
 /** One step as every driver sees it: the step's metrics row and whether its update was skipped
  * (a non-finite loss or gradient; the weights did not change). Run's StepReport is this and more. */
@@ -30,6 +31,9 @@ export interface TrainingStage {
   readonly stepCount: number;
   /** The steps the stage trains in all (its config's). */
   readonly totalSteps: number;
+  /** The stage's GPU memory plan, as checked before it allocated (its frozen base's storage in
+   * plan.input.dtype). */
+  readonly plan: MemoryPlan;
   /** Whether all of totalSteps are done. */
   readonly finished: boolean;
   /** Every completed step's metrics row (restore() keeps those up to the checkpoint). */

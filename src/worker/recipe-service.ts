@@ -12,7 +12,7 @@
 // the recipe's progress through its own listener (RecipeEvent), apart from the playground run's.
 import type { Engine } from '../engine/engine';
 import type { LlamaConfig } from '../core/model-config';
-import { readWeights, type WeightReader } from '../formats/hf-folder';
+import type { WeightReader } from '../formats/hf-folder';
 import { parseRecipeState } from '../recipes/recipe-state';
 import { RecipeRun } from '../recipes/recipe';
 import {
@@ -66,6 +66,9 @@ export type RecipeEvent =
       steps: number;
       /** The timeline step the stage starts after. */
       startStep: number;
+      /** A training stage's memory plan: its peak, and how a LoRA stage stores its frozen base
+       * (null: a full fine-tune, whose weights are f32). */
+      memory?: { peakBytes: number; baseDtype: string | null };
     }
   | {
       type: 'recipe-step';
@@ -277,7 +280,7 @@ class RecipeRunner {
   private hooks(a: Active, run: () => RecipeRun): RecipeHooks {
     const status = (): RunStatus => (this.#running ? 'running' : 'paused');
     return {
-      onStageStart: async ({ index, stage, steps, startStep }) => {
+      onStageStart: async ({ index, stage, steps, startStep, plan }) => {
         this.emit({
           type: 'recipe-stage-start',
           runId: a.runId,
@@ -286,6 +289,12 @@ class RecipeRunner {
           kind: stage.kind,
           steps,
           startStep,
+          ...(plan && {
+            memory: {
+              peakBytes: plan.peakBytes,
+              baseDtype: plan.input.lora ? plan.input.dtype : null,
+            },
+          }),
         });
         await this.persist(a, status());
       },
@@ -323,12 +332,11 @@ class RecipeRunner {
       runId: a.runId,
       base: {
         config: m.hf.config,
-        // The recipe restarts stages from the base and reads f32 weights between stages: it keeps
-        // the whole model on the host while it runs (a small model's path, not streamed).
-        weights: await readWeights(m.hf.weights, 'f32'),
+        // The loaded model's reader: each stage that starts from the base streams it into the GPU
+        // as stored (a 4-bit checkpoint stays NF4), so the tab never holds a widened copy.
+        weights: m.hf.weights,
         tokenizer: m.tokenizer,
         identity: m.identity,
-        quantised: m.hf.weights.quantization !== null,
       },
       sandboxFactory: this.ctx.sandboxFactory(),
       scoringTask: recipeScoringTask(),

@@ -21,6 +21,7 @@ import { parseSafetensors } from '../../src/formats/safetensors';
 import { nodeSandboxFactory } from '../../src/rewards/reward-sandbox-node';
 import { GrpoStorage } from '../../src/storage/index';
 import { createTrainerApi } from '../../src/worker/trainer-api';
+import type { RecipeEvent } from '../../src/worker/recipe-service';
 import { parseRecipe, type Recipe } from '../../src/recipes/recipe-spec';
 import { recipeFolder } from '../../src/cli/_recipe';
 import { testEngine } from '../kernels/harness';
@@ -104,8 +105,19 @@ describe('a bitsandbytes 4-bit folder in the trainer worker', { timeout: 600_000
     await expect(api.startRecipe(sftOn4Bit(false))).rejects.toThrow(
       "Stage 'tune' would fully fine-tune the loaded model, a 4-bit (NF4) quantised checkpoint",
     );
+    const stageStarts: RecipeEvent[] = [];
+    api.setRecipeListener((e) => {
+      if (e.type === 'recipe-stage-start') stageStarts.push(e);
+    });
     await api.startRecipe(sftOn4Bit(true));
     expect(await api.runRecipe()).toEqual({ outcome: 'finished' });
+    // The stage trained on the checkpoint as stored: its frozen base stayed 4-bit on the GPU (the
+    // recipe streams the loaded model's reader; it used to widen it to f32 on the host first, and
+    // the stage then stored that f32 copy).
+    expect(stageStarts).toHaveLength(1);
+    const memory = (stageStarts[0] as Extract<RecipeEvent, { type: 'recipe-stage-start' }>).memory!;
+    expect(memory.baseDtype).toBe('nf4');
+    expect(memory.peakBytes).toBeGreaterThan(0);
   });
 
   it('the command line trains 2 LoRA steps on it as stored and exports the merged model as BF16', async () => {
@@ -140,6 +152,44 @@ describe('a bitsandbytes 4-bit folder in the trainer worker', { timeout: 600_000
       expect(JSON.parse(readFileSync(join(exportDir, 'config.json'), 'utf8')).torch_dtype).toBe(
         'bfloat16',
       );
+    } finally {
+      await model.hf.weights.close();
+      rmSync(runDir, { recursive: true, force: true });
+    }
+  });
+
+  it('npm run recipe trains a LoRA stage on it as stored (NF4 base) and writes the final model as BF16', async () => {
+    const model = await openModel(FOLDER);
+    const runDir = mkdtempSync(join(tmpdir(), 'bnb-recipe-'));
+    const lines: string[] = [];
+    try {
+      const { outcome } = await recipeFolder({
+        engine: await testEngine(),
+        model,
+        recipe: parseRecipe({
+          name: 'qlora-sft',
+          stages: [
+            {
+              kind: 'sft',
+              name: 'tune',
+              data: { jsonl: JSON.stringify({ prompt: '1+1=', completion: '2' }) },
+              options: { maxSteps: 1, usePeft: true, loraR: 2, loraAlpha: 4 },
+            },
+          ],
+        }),
+        runDir,
+        log: (line) => lines.push(line),
+      });
+      expect(outcome).toBe('finished');
+      expect(lines.find((l) => l.startsWith('stage 1/1'))).toMatch(
+        /^stage 1\/1: sft 'tune', 1 steps; memory plan: .+ at peak, base stored as nf4$/,
+      );
+      // Merged into the dequantised 4-bit base, as `npm run train -- --export` writes it.
+      const final = parseSafetensors(
+        new Uint8Array(readFileSync(join(runDir, 'final-model', 'model.safetensors'))),
+        'model.safetensors',
+      ).tensors;
+      expect(final.get(Q)!.dtype).toBe('BF16');
     } finally {
       await model.hf.weights.close();
       rmSync(runDir, { recursive: true, force: true });

@@ -7,6 +7,7 @@ import * as Comlink from 'comlink';
 import type { Recipe, StageResult, TimelineRow } from '../../recipes/recipe-spec';
 import { recipeRewardCode } from '../lib/recipe-view';
 import type { RejectionSamplingReport } from '../../recipes/rejection-sampling';
+import { formatBytes } from '../../core/format';
 import type {
   RecipeEvent,
   RecipeRunSummary,
@@ -204,7 +205,12 @@ export class RecipeSession {
       case 'recipe-stage-start':
         this.note({
           kind: 'stage',
-          text: `stage ${e.index + 1} '${e.name}' (${e.kind}) starts after step ${e.startStep}${e.steps ? `: ${e.steps} steps` : ''}`,
+          text:
+            `stage ${e.index + 1} '${e.name}' (${e.kind}) starts after step ${e.startStep}${e.steps ? `: ${e.steps} steps` : ''}` +
+            (e.memory
+              ? `; memory plan ${formatBytes(e.memory.peakBytes)} at peak` +
+                (e.memory.baseDtype ? `, base stored as ${e.memory.baseDtype}` : '')
+              : ''),
         });
         break;
       case 'recipe-step':
