@@ -32,7 +32,14 @@ import {
 } from '../recipes/rejection-sampling';
 import type { Problem } from '../tasks/types';
 import { takeCommandFlags, type Command } from './_flags';
-import { loadModel, openEngine, taskText, type LoadedModel } from './_session';
+import {
+  loadModel,
+  openEngine,
+  openModel,
+  taskText,
+  type LoadedModel,
+  type OpenedModel,
+} from './_session';
 import { writeFileAtomic } from './_atomic-files';
 import { parseCount, type SizeLimit } from '../core/limits';
 import { REJECTION_LIMITS } from '../recipes/limits';
@@ -235,13 +242,14 @@ export function findWeights(folder: string): WeightsSource {
   );
 }
 
-/** The weights to sample from, a LoRA checkpoint's adapters merged into its base model. */
+/** The weights to sample from: a model or full checkpoint folder opened (streamed into the GPU;
+ * close its reader when done), or a LoRA checkpoint's adapters merged into its base model. */
 export async function loadWeights(
   source: WeightsSource,
   config: Config,
   baseModel: string | null,
-): Promise<LoadedModel> {
-  if (source.kind !== 'lora-checkpoint') return loadModel(source.path);
+): Promise<LoadedModel | OpenedModel> {
+  if (source.kind !== 'lora-checkpoint') return openModel(source.path);
   const base = baseModel ?? source.baseModel;
   if (!base)
     throw new Error(
@@ -311,19 +319,22 @@ export async function rejectionSampleFromCheckpoint(o: {
   const options = { ...o.options };
   if (options.language && !options.language.script)
     options.language = { ...options.language, script: config.languageScript };
-  const {
-    report,
-    problems,
-    options: used,
-  } = await rejectionSampleFromWeights({
-    engine: o.engine,
-    model: { config: model.hf.config, weights: model.hf.tensors },
-    tokenizer: model.tokenizer,
-    config,
-    taskText: await taskText(config),
-    prompts: o.prompts,
-    options,
-  });
+  const weights = 'weights' in model.hf ? model.hf.weights : model.hf.tensors;
+  let sampled: Awaited<ReturnType<typeof rejectionSampleFromWeights>>;
+  try {
+    sampled = await rejectionSampleFromWeights({
+      engine: o.engine,
+      model: { config: model.hf.config, weights },
+      tokenizer: model.tokenizer,
+      config,
+      taskText: await taskText(config),
+      prompts: o.prompts,
+      options,
+    });
+  } finally {
+    if ('weights' in model.hf) await model.hf.weights.close();
+  }
+  const { report, problems, options: used } = sampled;
   const files = rejectionFiles(report, {
     weights: source.kind === 'model' ? model.folder : source.path,
     step: source.step,

@@ -12,6 +12,7 @@
 import type { LlamaConfig } from '../core/model-config';
 import type { Engine } from '../engine/engine';
 import { GpuLlama } from '../model/llama';
+import { frozenDtypeOf, type WeightSource } from '../model/parameters';
 import { Sampler, type TextGenerator } from '../model/sampler';
 import { createTask, trainEvalStream } from '../tasks/index';
 import type { Problem, Task } from '../tasks/types';
@@ -301,8 +302,9 @@ export function trainingProblems(
 
 export interface RejectionRunSetup {
   engine: Engine;
-  /** The weights to sample from (a checkpoint's, LoRA adapters merged in). */
-  model: { config: LlamaConfig; weights: ReadonlyMap<string, Float32Array> };
+  /** The weights to sample from (a checkpoint's, LoRA adapters merged in): a Map, or a reader
+   * streamed into the GPU (a 4-bit checkpoint stays NF4 there; other weights sample in f32). */
+  model: { config: LlamaConfig; weights: WeightSource };
   tokenizer: TrainerTokenizer;
   /** The run's config: task, taskOptions, template, seed, steps · perStepPrompts and evalPrompts
    * choose the prompts; temperature, topK, topP, minP and maxCompletionLength are the sampling
@@ -350,7 +352,10 @@ export async function rejectionSampleFromWeights(setup: RejectionRunSetup): Prom
   const count = checkRejectionCounts(setup.prompts, options.k, config);
   const task = createTask(config.task, config.taskOptions, { text: setup.taskText });
   const problems = trainingProblems(task, config, count);
-  const model = GpuLlama.load(engine, setup.model.config, setup.model.weights);
+  const { config: modelConfig, weights } = setup.model;
+  const model = await GpuLlama.loadFrom(engine, modelConfig, weights, {
+    frozenDtype: frozenDtypeOf('float32', modelConfig, weights),
+  });
   try {
     const report = await rejectionSample(
       {
