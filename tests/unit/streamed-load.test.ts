@@ -253,6 +253,7 @@ describe('bitsandbytes 4-bit folders through the streamed loader', () => {
 function reachable(source: ModelSource) {
   const handed: { ref: WeakRef<ArrayBufferLike>; bytes: number }[] = [];
   let peak = 0;
+  let handedOut = 0;
   const sample = () => {
     gc();
     let live = 0;
@@ -266,6 +267,7 @@ function reachable(source: ModelSource) {
   const take = (bytes: Uint8Array) => {
     sample();
     handed.push({ ref: new WeakRef(bytes.buffer), bytes: bytes.byteLength });
+    handedOut += bytes.byteLength;
     return bytes;
   };
   const wrapped: ModelSource = {
@@ -280,6 +282,10 @@ function reachable(source: ModelSource) {
   return {
     source: wrapped,
     sample,
+    /** Bytes handed out in all since the meter was made (every read counted). */
+    get handedOut() {
+      return handedOut;
+    },
     /** Starts a new peak from what is live now. */
     restart() {
       peak = 0;
@@ -291,6 +297,15 @@ function reachable(source: ModelSource) {
   };
 }
 
+/** The trainer worker's API (as the page's worker builds it) reading its model through `meter`. */
+const meteredWorker = (meter: ReturnType<typeof reachable>) =>
+  createTrainerApi({
+    createEngine: testEngine,
+    sandboxFactory: () => nodeSandboxFactory(),
+    openStorage: () => GrpoStorage.open({ indexedDB: new IDBFactory() }),
+    modelSource: () => meter.source,
+  });
+
 describe('the trainer worker loads a model and builds its run in bounded host memory', () => {
   // Four layers whose MLP matrices (64 KiB f32 each) are the largest tensors: the model (~1 MB)
   // is many times the bound, so holding it whole anywhere fails the check.
@@ -300,27 +315,35 @@ describe('the trainer worker loads a model and builds its run in bounded host me
     ['a full fine-tune with beta > 0', { beta: 0.04 }],
     ['LoRA with dtype auto', { usePeft: true, loraR: 2, loraAlpha: 4, beta: 0.04 }],
   ];
+  /** The tiny model written to a folder and opened as `npm run train` / `recipe` open it
+   * (src/cli/_session.ts openModel: opened, not loaded) through a meter started afresh, with a
+   * run folder beside it. */
+  async function openedUnderMeter(prefix: string) {
+    const folder = await tinyHfFolder({ ...overrides, headDim: 16, numKvHeads: 2 });
+    const at = folder.writeTo(mkdtempSync(join(tmpdir(), `${prefix}-`)));
+    const runDir = mkdtempSync(join(tmpdir(), `${prefix}-run-`));
+    const meter = reachable(folderSource(at));
+    const hf = await openHfFolder(meter.source);
+    const tokenizer = await loadTokenizer(hf.tokenizerFiles, {
+      eosTokenIds: hf.generation.eosTokenIds,
+    });
+    const largest = hf.weights.largestTensorBytes;
+    meter.restart();
+    return { at, runDir, meter, model: { folder: at, hf, tokenizer }, largest };
+  }
+
   it(
     'the command line (trainFolder on an opened folder) builds and trains in the same bound',
     {
       timeout: 120_000,
     },
     async () => {
-      const folder = await tinyHfFolder({ ...overrides, headDim: 16, numKvHeads: 2 });
-      const at = folder.writeTo(mkdtempSync(join(tmpdir(), 'streamed-cli-')));
-      const runDir = mkdtempSync(join(tmpdir(), 'streamed-cli-run-'));
+      const { at, runDir, meter, model, largest } = await openedUnderMeter('streamed-cli');
+      const { hf } = model;
       try {
-        const meter = reachable(folderSource(at));
-        // What `npm run train` does (src/cli/_session.ts openModel): the folder opened, not loaded.
-        const hf = await openHfFolder(meter.source);
-        const tokenizer = await loadTokenizer(hf.tokenizerFiles, {
-          eosTokenIds: hf.generation.eosTokenIds,
-        });
-        const largest = hf.weights.largestTensorBytes;
-        meter.restart();
         await trainFolder({
           engine: await testEngine(),
-          model: { folder: at, hf, tokenizer },
+          model,
           identity: { name: 'm', sha256: '' },
           config: resolveConfig(tinyRunConfig({ steps: 1, beta: 0.04 })),
           runDir,
@@ -382,12 +405,7 @@ describe('the trainer worker loads a model and builds its run in bounded host me
         await weights.close();
         expect(total).toBeGreaterThan(4 * (largest + MARGIN_BYTES));
         const meter = reachable(folderSource(at));
-        const api = createTrainerApi({
-          createEngine: testEngine,
-          sandboxFactory: () => nodeSandboxFactory(),
-          openStorage: () => GrpoStorage.open({ indexedDB: new IDBFactory() }),
-          modelSource: () => meter.source,
-        });
+        const api = meteredWorker(meter);
         // The load: the identity is hashed from the whole f32 Map for a model this small
         // (src/train/checkpoint.ts readerIdentity: crypto.subtle up to WHOLE_IDENTITY_MAX_BYTES,
         // the fixed margin; the next test bounds the tensor-by-tensor hash), so its peak is
@@ -444,6 +462,25 @@ describe('the trainer worker loads a model and builds its run in bounded host me
       ],
     });
 
+  /** Both stages started from the base, so every tensor was read twice (the recipe read the
+   * model once, whole, before); the live bytes never went above one tensor + the margin. */
+  function expectStagesStreamed(
+    where: string,
+    meter: ReturnType<typeof reachable>,
+    handedBefore: number,
+    specs: readonly { shape: readonly number[] }[],
+    largest: number,
+  ) {
+    const modelBytes = specs.reduce((n, spec) => n + numel([...spec.shape]) * 4, 0);
+    const read = meter.handedOut - handedBefore;
+    console.log(
+      `${where} (LoRA GRPO stage, full SFT stage from the base): read ${read} B of a ` +
+        `${modelBytes} B model; live peak ${meter.peak} B (bound ${largest + MARGIN_BYTES})`,
+    );
+    expect(read).toBeGreaterThanOrEqual(2 * modelBytes);
+    expect(meter.peak).toBeLessThanOrEqual(largest + MARGIN_BYTES);
+  }
+
   it(
     'a recipe in the worker streams the loaded model into each stage, in the bound',
     { timeout: 120_000 },
@@ -452,25 +489,16 @@ describe('the trainer worker loads a model and builds its run in bounded host me
       const at = folder.writeTo(mkdtempSync(join(tmpdir(), 'streamed-recipe-')));
       try {
         const meter = reachable(folderSource(at));
-        const api = createTrainerApi({
-          createEngine: testEngine,
-          sandboxFactory: () => nodeSandboxFactory(),
-          openStorage: () => GrpoStorage.open({ indexedDB: new IDBFactory() }),
-          modelSource: () => meter.source,
-        });
+        const api = meteredWorker(meter);
         await api.loadModel({ kind: 'bundled' }, tinyRunConfig({ usePeft: true, loraR: 2 }));
         const { weights } = await openHfFolder(folderSource(at));
-        const largest = weights.largestTensorBytes;
+        const { largestTensorBytes: largest, specs } = weights;
         await weights.close();
+        const handedBefore = meter.handedOut;
         meter.restart();
         await api.startRecipe(streamedRecipe());
         expect(await api.runRecipe()).toEqual({ outcome: 'finished' });
-        console.log(
-          `worker recipe (LoRA GRPO stage, full SFT stage from the base): live peak ${meter.peak} B ` +
-            `(largest tensor ${largest} B, bound ${largest + MARGIN_BYTES})`,
-        );
-        expect(meter.peak).toBeGreaterThanOrEqual(largest);
-        expect(meter.peak).toBeLessThanOrEqual(largest + MARGIN_BYTES);
+        expectStagesStreamed('worker recipe', meter, handedBefore, specs, largest);
       } finally {
         rmSync(at, { recursive: true, force: true });
       }
@@ -481,20 +509,13 @@ describe('the trainer worker loads a model and builds its run in bounded host me
     'npm run recipe on an opened folder streams it into each stage, in the bound',
     { timeout: 120_000 },
     async () => {
-      const folder = await tinyHfFolder({ ...overrides, headDim: 16, numKvHeads: 2 });
-      const at = folder.writeTo(mkdtempSync(join(tmpdir(), 'streamed-recipe-cli-')));
-      const runDir = mkdtempSync(join(tmpdir(), 'streamed-recipe-cli-run-'));
+      const { at, runDir, meter, model, largest } = await openedUnderMeter('streamed-recipe-cli');
+      const { hf } = model;
+      const handedBefore = meter.handedOut;
       try {
-        const meter = reachable(folderSource(at));
-        const hf = await openHfFolder(meter.source);
-        const tokenizer = await loadTokenizer(hf.tokenizerFiles, {
-          eosTokenIds: hf.generation.eosTokenIds,
-        });
-        const largest = hf.weights.largestTensorBytes;
-        meter.restart();
         const { outcome } = await recipeFolder({
           engine: await testEngine(),
-          model: { folder: at, hf, tokenizer },
+          model,
           // Given, as the worker's is hashed at load: the measure is of the stages (a model this
           // small is hashed from a whole f32 Map, readerIdentity's documented margin).
           identity: { name: 'm', sha256: '' },
@@ -504,12 +525,7 @@ describe('the trainer worker loads a model and builds its run in bounded host me
         });
         await hf.weights.close();
         expect(outcome).toBe('finished');
-        console.log(
-          `npm run recipe (LoRA GRPO stage, full SFT stage from the base): live peak ${meter.peak} B ` +
-            `(largest tensor ${largest} B, bound ${largest + MARGIN_BYTES})`,
-        );
-        expect(meter.peak).toBeGreaterThanOrEqual(largest);
-        expect(meter.peak).toBeLessThanOrEqual(largest + MARGIN_BYTES);
+        expectStagesStreamed('npm run recipe', meter, handedBefore, hf.weights.specs, largest);
       } finally {
         rmSync(at, { recursive: true, force: true });
         rmSync(runDir, { recursive: true, force: true });
