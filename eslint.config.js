@@ -63,6 +63,7 @@ export const GPU_SIDE = [
   'optim/adamw',
   'train/checkpoint',
   'grpo/policy-objective',
+  'recipes/merged-weights',
   'recipes/recipe',
   'recipes/rejection-sampling',
   'train/run',

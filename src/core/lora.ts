@@ -144,7 +144,8 @@ export function initLoraAdapters(
  * The base weights with every adapter merged in: W + s·B·A for each adapted projection (a new
  * array), every other tensor passed through as given. Sums in f64, one rounding to f32 per weight.
  * What a LoRA run has trained, as one model: the exported folder (src/export/peft-adapter.ts
- * mergeLoraWeights checks a file's tensors first) and a recipe stage's end weights (Run).
+ * mergeLoraWeights checks a file's tensors first) and a recipe stage's end weights
+ * (src/recipes/merged-weights.ts merges the same way one tensor at a time).
  */
 export function mergeLoraAdapters(
   config: LlamaConfig,
@@ -152,32 +153,61 @@ export function mergeLoraAdapters(
   options: LoraOptions,
   adapters: ReadonlyMap<string, Float32Array>,
 ): Map<string, Float32Array> {
-  const { r } = options;
-  const s = loraScaling(options);
   const out = new Map(base);
+  for (const [name, target] of loraMergeTargets(config, options)) {
+    out.set(name, mergeLoraProjection(name, base.get(name), target, options, adapters));
+  }
+  return out;
+}
+
+/** An adapted projection: its adapters' path and its (in, out) dimensions. */
+export interface LoraMergeTarget {
+  path: string;
+  inDim: number;
+  outDim: number;
+}
+
+/** The projections `options` adapts, by weight name (`<path>.weight`). */
+export function loraMergeTargets(
+  config: LlamaConfig,
+  options: LoraOptions,
+): Map<string, LoraMergeTarget> {
+  const out = new Map<string, LoraMergeTarget>();
   for (let l = 0; l < config.numLayers; l++) {
     for (const projection of loraTargets(options.targetModules)) {
       const path = projectionPath(l, projection);
       const [inDim, outDim] = projectionDims(config, projection);
-      const name = `${path}.weight`;
-      const W = base.get(name); // (out, in)
-      const A = adapters.get(loraAName(path)); // (r, in)
-      const B = adapters.get(loraBName(path)); // (out, r)
-      if (W?.length !== inDim * outDim || A?.length !== r * inDim || B?.length !== outDim * r)
-        throw new Error(`mergeLoraAdapters: ${name} or its adapters missing or of the wrong size`);
-      const merged = new Float32Array(W.length); // (out, in)
-      const row = new Float64Array(inDim);
-      for (let o = 0; o < outDim; o++) {
-        row.fill(0);
-        for (let k = 0; k < r; k++) {
-          const b = B[o * r + k];
-          if (b === 0) continue;
-          for (let i = 0; i < inDim; i++) row[i] += b * A[k * inDim + i];
-        }
-        for (let i = 0; i < inDim; i++) merged[o * inDim + i] = W[o * inDim + i] + s * row[i];
-      }
-      out.set(name, merged);
+      out.set(`${path}.weight`, { path, inDim, outDim });
     }
   }
   return out;
+}
+
+/** One projection W (out, in) with its adapters merged in: W + s·B·A, a new array (sums in f64,
+ * one rounding to f32 per weight). */
+export function mergeLoraProjection(
+  name: string,
+  W: Float32Array | undefined,
+  { path, inDim, outDim }: LoraMergeTarget,
+  options: LoraOptions,
+  adapters: ReadonlyMap<string, Float32Array>,
+): Float32Array {
+  const { r } = options;
+  const s = loraScaling(options);
+  const A = adapters.get(loraAName(path)); // (r, in)
+  const B = adapters.get(loraBName(path)); // (out, r)
+  if (W?.length !== inDim * outDim || A?.length !== r * inDim || B?.length !== outDim * r)
+    throw new Error(`mergeLoraAdapters: ${name} or its adapters missing or of the wrong size`);
+  const merged = new Float32Array(W.length);
+  const row = new Float64Array(inDim);
+  for (let o = 0; o < outDim; o++) {
+    row.fill(0);
+    for (let k = 0; k < r; k++) {
+      const b = B[o * r + k];
+      if (b === 0) continue;
+      for (let i = 0; i < inDim; i++) row[i] += b * A[k * inDim + i];
+    }
+    for (let i = 0; i < inDim; i++) merged[o * inDim + i] = W[o * inDim + i] + s * row[i];
+  }
+  return merged;
 }

@@ -375,8 +375,9 @@ export async function storedValuesOf(
   return out;
 }
 
-/** One tensor's values as its parameter buffer holds them when stored as storedDtypeOf says. */
-function storedValue(
+/** One tensor's values as its parameter buffer holds them when stored as storedDtypeOf says (the
+ * same array when nothing changes them: f32 kept as f32). */
+export function storedValue(
   spec: ParameterSpec,
   data: WeightTensor,
   frozen: WeightDtype,

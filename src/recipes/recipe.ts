@@ -11,15 +11,8 @@ import type { Engine } from '../engine/engine';
 import type { MemoryPlan } from '../model/memory-plan';
 import { mixSeeds } from '../core/rng';
 import type { LlamaConfig } from '../core/model-config';
-import { mergeLoraAdapters } from '../core/lora';
-import type { Config } from '../grpo/config';
 import { GpuLlama } from '../model/llama';
-import {
-  frozenDtypeOf,
-  isPrequantised,
-  storedValuesOf,
-  type WeightSource,
-} from '../model/parameters';
+import { frozenDtypeOf, isPrequantised, type WeightSource } from '../model/parameters';
 import { Sampler } from '../model/sampler';
 import type { CheckpointPayload } from '../storage/checkpoints';
 import type { Identity } from '../storage/db';
@@ -48,7 +41,8 @@ import { Run } from '../train/run';
 import { SftRun, tokenizeSftDataset } from '../train/sft';
 import { resolveSftConfig } from '../train/sft-config';
 import { parseSftJsonl, type SftRow } from '../train/sft-data';
-import type { StageHooks, StageStepResult, TrainingStage } from '../train/stage';
+import type { StageHooks, StageStepResult, TrainedWeights, TrainingStage } from '../train/stage';
+import { mergedLoraWeights } from './merged-weights';
 import { renderPrompt, type TrainerTokenizer } from '../grpo/trainer';
 
 export interface StageInfo {
@@ -231,11 +225,46 @@ const training =
         if (run.stepCount > ctx.lastSaved()) await run.save(true);
         return 'stopped';
       }
-      return { weights: await run.readWeights(), result: ctx.stepResult(run.totalSteps) };
+      const weights = stageEndWeights(
+        ctx.recipe,
+        ctx.info.index,
+        ctx.start,
+        await run.readTrained(),
+      );
+      return { weights, result: ctx.stepResult(run.totalSteps) };
     } finally {
       run.destroy();
     }
   };
+
+/**
+ * Training stage `index`'s end weights from what it trained: a full stage's parameters, or a LoRA
+ * stage's start weights as it stored its frozen base (its dtype: bf16 or f16 rounded, NF4
+ * quantised) with its adapters merged in, read a tensor at a time (mergedLoraWeights), so the
+ * host holds the adapters, never the merged model. A resumed recipe rebuilds a LoRA stage's from
+ * the adapters its checkpoint holds, through this same function.
+ */
+function stageEndWeights(
+  recipe: Recipe,
+  index: number,
+  start: RecipeModel & { weights: Weights },
+  trained: TrainedWeights,
+): Weights {
+  if (trained.kind === 'full') return trained.weights;
+  const stage = recipe.stages[index];
+  const { dtype, useBnbNestedQuant } =
+    stage.kind === 'sft' ? resolveSftConfig(stage.options) : stageConfig(recipe, index);
+  const frozen = frozenDtypeOf(dtype, start.config, start.weights);
+  const nf4 = { nested: useBnbNestedQuant };
+  return mergedLoraWeights(
+    start.config,
+    start.weights,
+    frozen,
+    nf4,
+    trained.lora,
+    trained.adapters,
+  );
+}
 
 /**
  * The runner of a rejection-sample stage, which trains nothing (no optimizer, no steps): samples
@@ -394,33 +423,31 @@ export class RecipeRun {
     const kept = this.weights.get(source);
     if (kept) return { ...model, weights: kept };
     if (!this.setup.resume) throw new Error(`recipe: no weights of stage '${source}'`);
-    const loaded = await this.stageEndWeights(source, await this.setup.resume.checkpointOf(source));
+    const loaded = await this.resumedEndWeights(
+      source,
+      await this.setup.resume.checkpointOf(source),
+    );
     this.weights.set(source, loaded);
     return { ...model, weights: loaded };
   }
 
   /**
    * A finished stage's end weights from its last checkpoint, as the stage handed them on when it
-   * ended (Run / SftRun.readWeights): every parameter; or, for a LoRA stage, whose checkpoint holds
-   * only adapters, the weights it started from as its frozen base stored them (16-bit rounded, NF4
-   * quantised) with the adapters merged.
+   * ended (stageEndWeights): every parameter; or, for a LoRA stage, whose checkpoint holds only
+   * adapters, its start weights with those adapters merged in.
    */
-  private async stageEndWeights(source: string, payload: CheckpointPayload): Promise<Weights> {
+  private async resumedEndWeights(source: string, payload: CheckpointPayload): Promise<Weights> {
     const tensors = new Map(
       payload.tensors.filter((t) => !t.name.startsWith('optimizer.')).map((t) => [t.name, t.data]),
     );
+    const index = this.recipe.stages.findIndex((s) => s.name === source);
     if (!payload.adapter) return tensors;
-    const start = await this.startWeights(this.recipe.stages.findIndex((s) => s.name === source));
-    // The stage's resolved config, as its checkpoint stored it.
-    const { dtype, useBnbNestedQuant } = payload.config as Pick<
-      Config,
-      'dtype' | 'useBnbNestedQuant'
-    >;
-    const frozen = frozenDtypeOf(dtype, start.config, start.weights);
-    const base = await storedValuesOf(start.config, start.weights, frozen, {
-      nested: useBnbNestedQuant,
+    const start = await this.startWeights(index);
+    return stageEndWeights(this.recipe, index, start, {
+      kind: 'lora',
+      lora: payload.adapter,
+      adapters: tensors,
     });
-    return mergeLoraAdapters(start.config, base, payload.adapter, tensors);
   }
 
   /** Runs the remaining stages (or until stop()). */

@@ -54,7 +54,13 @@ import { EvalDuringTraining, type BestEval, type EvalRecord } from './eval-durin
 import { trainerEvalContext, type EvalContext } from './evaluate';
 import type { SandboxFactory } from '../rewards/reward-sandbox';
 import { createRewardFunctions, type RewardFunction } from '../rewards/rewards';
-import { stepUntil, type StageHooks, type TrainingStage } from './stage';
+import {
+  readTrainedOf,
+  stepUntil,
+  type StageHooks,
+  type TrainedWeights,
+  type TrainingStage,
+} from './stage';
 import { StepProgress, type PhaseProgress } from '../grpo/step-progress';
 import {
   GrpoTrainer,
@@ -504,6 +510,11 @@ export class Run implements TrainingStage {
     const base = await policy.readParameters();
     if (!policy.lora) return base;
     return mergeLoraAdapters(policy.config, base, policy.lora, await policy.readAdapters());
+  }
+
+  /** TrainingStage.readTrained: the policy's parameters, or a LoRA run's adapters. */
+  readTrained(): Promise<TrainedWeights> {
+    return readTrainedOf(this.trainer.policy);
   }
 
   /** Frees the GPU buffers and the custom rewards' sandboxes. */

@@ -45,7 +45,14 @@ import { sftLoraOptions, type SftConfig } from './sft-config';
 import { deviceMemoryLimits, planMemory, type MemoryPlan } from '../model/memory-plan';
 import type { KernelTuning } from '../engine/pipelines';
 import { defaultMemoryBudget, PLAN_DTYPE } from './run';
-import { stepUntil, type StageHooks, type StageStepResult, type TrainingStage } from './stage';
+import {
+  readTrainedOf,
+  stepUntil,
+  type StageHooks,
+  type StageStepResult,
+  type TrainedWeights,
+  type TrainingStage,
+} from './stage';
 import { tokenizeSftRow, type SftExample, type SftRow, type SftTokenizeOptions } from './sft-data';
 import {
   MAX_CONSECUTIVE_SKIPS,
@@ -454,6 +461,11 @@ export class SftRun implements TrainingStage {
     const lora = this.policy.lora;
     if (!lora) return base;
     return mergeLoraAdapters(this.setup.model.config, base, lora, await this.policy.readAdapters());
+  }
+
+  /** TrainingStage.readTrained: the policy's parameters, or a LoRA stage's adapters. */
+  readTrained(): Promise<TrainedWeights> {
+    return readTrainedOf(this.policy);
   }
 
   /**

@@ -9,6 +9,8 @@
 import type { CheckpointPayload } from '../storage/checkpoints';
 import type { MetricsRow } from '../core/metrics-row';
 import type { MemoryPlan } from '../model/memory-plan';
+import type { LoraOptions } from '../core/lora';
+import type { GpuLlama } from '../model/llama';
 
 /** One step as every driver sees it: the step's metrics row and whether its update was skipped
  * (a non-finite loss or gradient; the weights did not change). Run's StepReport is this and more. */
@@ -24,6 +26,19 @@ export interface StageHooks {
   /** A checkpoint to store: due by the stage's save policy (`automatic`) or asked for through
    * save(). Without this hook a stage reads nothing back from the GPU to save. */
   onCheckpoint?(payload: CheckpointPayload, info: { automatic: boolean }): void | Promise<void>;
+}
+
+/** What a training stage has trained: a full fine-tune's parameters, or a LoRA stage's adapters
+ * with their options, by Hugging Face / PEFT name. */
+export type TrainedWeights =
+  | { kind: 'full'; weights: Map<string, Float32Array> }
+  | { kind: 'lora'; lora: LoraOptions; adapters: Map<string, Float32Array> };
+
+/** readTrained() of a stage whose policy is `policy`. */
+export async function readTrainedOf(policy: GpuLlama): Promise<TrainedWeights> {
+  return policy.lora
+    ? { kind: 'lora', lora: policy.lora, adapters: await policy.readAdapters() }
+    : { kind: 'full', weights: await policy.readParameters() };
 }
 
 export interface TrainingStage {
@@ -53,8 +68,12 @@ export interface TrainingStage {
    * `automatic` tells the hook whether the save policy or a caller asked. */
   save(automatic?: boolean): Promise<void>;
   /** The policy's parameters now (GpuLlama.readParameters, by Hugging Face name; a LoRA run's
-   * adapters merged in): what the stage ends with, and the next recipe stage starts from. */
+   * adapters merged in): what the stage has trained, as one model. */
   readWeights(): Promise<Map<string, Float32Array>>;
+  /** What the stage trains, read back: every parameter, or under LoRA only the adapters (the base
+   * stays as the stage stored it), so a recipe hands a LoRA stage's end on without reading the
+   * whole model (src/recipes/merged-weights.ts). */
+  readTrained(): Promise<TrainedWeights>;
   /** Frees the stage's GPU buffers (and any sandboxes); the stage is unusable after. */
   destroy(): void;
 }

@@ -39,7 +39,7 @@ import { tinyHfFolder } from '../support/tiny-hf-model';
 import { tinyRunConfig } from '../support/worker-steps';
 import { trainFolder } from '../../src/cli/_train';
 import { recipeFolder } from '../../src/cli/_recipe';
-import { parseRecipe, type Recipe } from '../../src/recipes/recipe-spec';
+import { parseRecipe } from '../../src/recipes/recipe-spec';
 import { loadTokenizer } from '../../src/formats/tokenizer';
 import { counting } from '../support/counting-source';
 import { readerIdentity, WHOLE_IDENTITY_MAX_BYTES } from '../../src/train/checkpoint';
@@ -47,6 +47,7 @@ import { lcgWeights, tinyLlamaConfigJson } from '../support/llama-fixture';
 import { parseSafetensors, writeSafetensors } from '../../src/formats/safetensors';
 import type { HalfTensor } from '../../src/ref/half';
 import { checkQuantisedBase, frozenDtypeOf } from '../../src/model/parameters';
+import { totalCounts } from '../../src/engine/counters';
 import { weightsIdentity, weightsIdentityHasher } from '../../src/train/checkpoint';
 
 /** What the loader may hold besides one tensor: shard headers and config.json (a few KB here). */
@@ -436,100 +437,91 @@ describe('the trainer worker loads a model and builds its run in bounded host me
   );
 
   // A recipe's stages start from the loaded model's reader: each stage that starts from the base
-  // streams it in (a GRPO stage under LoRA, then a full SFT stage from the base again), in the
-  // same bound, in the page's worker and in `npm run recipe` (an opened folder). The recipe used
-  // to read the whole model as f32 first (the worker) or load it whole (the command line).
-  const streamedRecipe = (): Recipe =>
-    parseRecipe({
-      name: 'streamed',
-      seed: 2,
-      stages: [
-        {
-          kind: 'grpo',
-          name: 'rl',
-          options: tinyRunConfig({
-            ...{ steps: 1, saveSteps: 1, evalPrompts: 0, perStepPrompts: 1, numGenerations: 2 },
-            ...{ usePeft: true, loraR: 2, loraAlpha: 4 },
-          }),
-        },
-        {
-          kind: 'sft',
-          name: 'tune',
-          from: 'base',
-          data: { jsonl: JSON.stringify({ prompt: '1+1=', completion: '2' }) },
-          options: { maxSteps: 1, maxLength: 16 },
-        },
-      ],
-    });
+  // streams it in, in the same bound, in the page's worker and in `npm run recipe` (an opened
+  // folder); the recipe used to read the whole model as f32 first (the worker) or load it whole
+  // (the command line). A LoRA stage hands its end weights on as its adapters merged into its
+  // start a tensor at a time (src/recipes/merged-weights.ts): the stage after it streams them in
+  // the same way, and nothing reads the model back from the GPU (it used to, whole, in f32).
+  const LORA = { usePeft: true, loraR: 2, loraAlpha: 4 };
+  const SFT_DATA = { jsonl: JSON.stringify({ prompt: '1+1=', completion: '2' }) };
+  const rlStage = {
+    kind: 'grpo',
+    name: 'rl',
+    options: tinyRunConfig({
+      ...{ steps: 1, saveSteps: 1, evalPrompts: 0, perStepPrompts: 1, numGenerations: 2 },
+      ...LORA,
+    }),
+  };
+  const RECIPES: Record<string, object[]> = {
+    'a LoRA GRPO stage, then a full SFT stage from the base': [
+      rlStage,
+      { kind: 'sft', name: 'tune', from: 'base', data: SFT_DATA, options: { maxSteps: 1 } },
+    ],
+    'a LoRA GRPO stage, then a LoRA SFT stage from its end weights': [
+      rlStage,
+      { kind: 'sft', name: 'polish', data: SFT_DATA, options: { maxSteps: 1, ...LORA } },
+    ],
+  };
+  const FRONT_ENDS = ['worker', 'npm run recipe'] as const;
 
-  /** Both stages started from the base, so every tensor was read twice (the recipe read the
-   * model once, whole, before); the live bytes never went above one tensor + the margin. */
-  function expectStagesStreamed(
-    where: string,
-    meter: ReturnType<typeof reachable>,
-    handedBefore: number,
-    specs: readonly { shape: readonly number[] }[],
-    largest: number,
-  ) {
-    const modelBytes = specs.reduce((n, spec) => n + numel([...spec.shape]) * 4, 0);
-    const read = meter.handedOut - handedBefore;
-    console.log(
-      `${where} (LoRA GRPO stage, full SFT stage from the base): read ${read} B of a ` +
-        `${modelBytes} B model; live peak ${meter.peak} B (bound ${largest + MARGIN_BYTES})`,
-    );
-    expect(read).toBeGreaterThanOrEqual(2 * modelBytes);
-    expect(meter.peak).toBeLessThanOrEqual(largest + MARGIN_BYTES);
-  }
-
-  it(
-    'a recipe in the worker streams the loaded model into each stage, in the bound',
-    { timeout: 120_000 },
-    async () => {
-      const folder = await tinyHfFolder({ ...overrides, headDim: 16, numKvHeads: 2 });
-      const at = folder.writeTo(mkdtempSync(join(tmpdir(), 'streamed-recipe-')));
-      try {
-        const meter = reachable(folderSource(at));
+  /** Runs recipe `name` in a front end on the tiny model read through a meter: the bytes the
+   * stages read from the model's files, their live peak, and what was read back from the GPU. */
+  async function meteredRecipe(frontEnd: (typeof FRONT_ENDS)[number], name: string) {
+    const recipe = parseRecipe({ name: 'streamed', seed: 2, stages: RECIPES[name] });
+    const { at, runDir, meter, model, largest } = await openedUnderMeter('streamed-recipe');
+    const engine = await testEngine();
+    try {
+      const modelBytes = model.hf.weights.specs.reduce((n, s) => n + numel(s.shape) * 4, 0);
+      let handedBefore = meter.handedOut;
+      let readbackBefore = totalCounts(engine.counters.snapshot()).readbackBytes;
+      if (frontEnd === 'worker') {
         const api = meteredWorker(meter);
-        await api.loadModel({ kind: 'bundled' }, tinyRunConfig({ usePeft: true, loraR: 2 }));
-        const { weights } = await openHfFolder(folderSource(at));
-        const { largestTensorBytes: largest, specs } = weights;
-        await weights.close();
-        const handedBefore = meter.handedOut;
+        await api.loadModel({ kind: 'bundled' }, tinyRunConfig(LORA));
+        handedBefore = meter.handedOut;
+        readbackBefore = totalCounts(engine.counters.snapshot()).readbackBytes;
         meter.restart();
-        await api.startRecipe(streamedRecipe());
+        await api.startRecipe(recipe);
         expect(await api.runRecipe()).toEqual({ outcome: 'finished' });
-        expectStagesStreamed('worker recipe', meter, handedBefore, specs, largest);
-      } finally {
-        rmSync(at, { recursive: true, force: true });
-      }
-    },
-  );
-
-  it(
-    'npm run recipe on an opened folder streams it into each stage, in the bound',
-    { timeout: 120_000 },
-    async () => {
-      const { at, runDir, meter, model, largest } = await openedUnderMeter('streamed-recipe-cli');
-      const { hf } = model;
-      const handedBefore = meter.handedOut;
-      try {
+      } else {
         const { outcome } = await recipeFolder({
-          engine: await testEngine(),
+          engine,
           model,
-          // Given, as the worker's is hashed at load: the measure is of the stages (a model this
-          // small is hashed from a whole f32 Map, readerIdentity's documented margin).
+          // Given, as the worker's is hashed at load: the measure is of the stages (a model
+          // this small is hashed from a whole f32 Map, readerIdentity's documented margin).
           identity: { name: 'm', sha256: '' },
-          recipe: streamedRecipe(),
+          recipe,
           runDir,
           log: () => {},
         });
-        await hf.weights.close();
         expect(outcome).toBe('finished');
-        expectStagesStreamed('npm run recipe', meter, handedBefore, hf.weights.specs, largest);
-      } finally {
-        rmSync(at, { recursive: true, force: true });
-        rmSync(runDir, { recursive: true, force: true });
       }
+      const read = meter.handedOut - handedBefore;
+      const readback = totalCounts(engine.counters.snapshot()).readbackBytes - readbackBefore;
+      console.log(
+        `${frontEnd}, ${name}: read ${read} B of a ${modelBytes} B model; live peak ` +
+          `${meter.peak} B (bound ${largest + MARGIN_BYTES}); read back from the GPU ${readback} B`,
+      );
+      return { read, readback, peak: meter.peak, modelBytes, largest };
+    } finally {
+      await model.hf.weights.close();
+      rmSync(at, { recursive: true, force: true });
+      rmSync(runDir, { recursive: true, force: true });
+    }
+  }
+
+  it.each(FRONT_ENDS.flatMap((f) => Object.keys(RECIPES).map((r) => [f, r] as const)))(
+    '%s, %s: each stage streams the model in, in the bound',
+    { timeout: 120_000 },
+    async (frontEnd, name) => {
+      const r = await meteredRecipe(frontEnd, name);
+      // Both stages read every tensor of the model's files, one at a time.
+      expect(r.read).toBeGreaterThanOrEqual(2 * r.modelBytes);
+      expect(r.peak).toBeLessThanOrEqual(r.largest + MARGIN_BYTES);
+      // Only LoRA stages: what comes back from the GPU (sampled tokens and their log-probs, step
+      // metrics, the checkpoints' adapters and moments: 360,648 B here) is less than the model,
+      // which each stage's end used to read back whole (a full stage's end weights are its
+      // parameters, read back).
+      if (name.includes('LoRA SFT')) expect(r.readback).toBeLessThan(r.modelBytes);
     },
   );
 });
