@@ -35,6 +35,7 @@ import {
   parseRecipe,
   recipeScoringTask,
   stageConfig,
+  stagePlansText,
   stageUsesLora,
   startsFromBase,
   type Recipe,
@@ -312,6 +313,11 @@ export async function recipeFolder(
     scoringTask: recipeScoringTask(),
     resume,
     hooks: {
+      onPlans: (plans) => {
+        if (plans.length === 0) return;
+        const summary = plans.map(({ name, plan }) => ({ name, ...plan }));
+        log(stagePlansText(summary, plans[0].plan.limits.totalBudget));
+      },
       onStageStart: ({ index, stage, steps: n, plan }) =>
         log(
           `stage ${index + 1}/${recipe.stages.length}: ${stage.kind} '${stage.name}'${n ? `, ${n} steps` : ''}` +

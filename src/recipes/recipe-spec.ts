@@ -29,6 +29,7 @@ import type { MetricsRow } from '../core/metrics-row';
 import { resolveSftConfig, type SftConfig } from '../train/sft-config';
 import type { SftRow } from '../train/sft-data';
 import { checkCount, overLimitMessage } from '../core/limits';
+import { formatBytes } from '../core/format';
 import { COLD_START_LIMIT, REJECTION_LIMITS } from './limits';
 
 export type StageKind = 'sft' | 'grpo' | 'rejection-sample';
@@ -449,3 +450,15 @@ export function reviveRecipeState(value: RecipeState): RecipeState {
 
 /** Countdown with the tiny reasoner's options: the task the built-in recipes are scored by. */
 export const recipeScoringTask = () => createCountdownTask(TINY_COUNTDOWN_OPTIONS);
+
+/** The preflight's memory plans in one line, as the page's recipe log and `npm run recipe` show
+ * them: `memory plans at peak (budget 4.00 GiB): 'cold-start' 16.2 MiB, 'rl' 66.9 GiB (does not fit)`. */
+export function stagePlansText(
+  plans: readonly { name: string; peakBytes: number; fits: boolean }[],
+  budgetBytes: number,
+): string {
+  const stages = plans.map(
+    (p) => `'${p.name}' ${formatBytes(p.peakBytes)}${p.fits ? '' : ' (does not fit)'}`,
+  );
+  return `memory plans at peak (budget ${formatBytes(budgetBytes)}): ${stages.join(', ')}`;
+}

@@ -10,7 +10,7 @@
 import type { Engine } from '../engine/engine';
 import type { MemoryPlan } from '../model/memory-plan';
 import { mixSeeds } from '../core/rng';
-import type { LlamaConfig } from '../core/model-config';
+import { parameterSpecs, type LlamaConfig } from '../core/model-config';
 import { GpuLlama } from '../model/llama';
 import { frozenDtypeOf, isPrequantised, type WeightSource } from '../model/parameters';
 import { Sampler } from '../model/sampler';
@@ -37,8 +37,8 @@ import {
 } from './recipe-spec';
 import { rejectionSample, toSftJsonl, type RejectionSamplingReport } from './rejection-sampling';
 import type { SandboxFactory } from '../rewards/reward-sandbox';
-import { Run } from '../train/run';
-import { SftRun, tokenizeSftDataset } from '../train/sft';
+import { planRunMemory, Run } from '../train/run';
+import { planSftMemory, SftRun, tokenizeSftDataset } from '../train/sft';
 import { resolveSftConfig } from '../train/sft-config';
 import { parseSftJsonl, type SftRow } from '../train/sft-data';
 import type { StageHooks, StageStepResult, TrainedWeights, TrainingStage } from '../train/stage';
@@ -53,6 +53,10 @@ export interface StageInfo {
 }
 
 export interface RecipeHooks {
+  /** Before the first stage runs (and again on a resume): the memory plan of each training stage
+   * still to run whose start is known now (preflight; a stage that does not fit stops the recipe
+   * before it starts). */
+  onPlans?(plans: StagePlan[]): void | Promise<void>;
   /** A stage begins: `steps` it trains (0 for rejection sampling); a training stage's memory
    * plan (the base's storage in plan.input.dtype). */
   onStageStart?(info: StageInfo & { steps: number; plan?: MemoryPlan }): void | Promise<void>;
@@ -72,6 +76,14 @@ export interface RecipeHooks {
     result: StageResult,
     info: StageInfo & { weights: WeightSource; config: LlamaConfig },
   ): void | Promise<void>;
+}
+
+/** A training stage's memory plan, made before the recipe runs (RecipeRun.planStages). */
+export interface StagePlan {
+  index: number;
+  name: string;
+  kind: 'sft' | 'grpo';
+  plan: MemoryPlan;
 }
 
 /** A model a stage can start from: its architecture, tokenizer and weights' identity. */
@@ -450,9 +462,74 @@ export class RecipeRun {
     });
   }
 
-  /** Runs the remaining stages (or until stop()). */
+  /**
+   * The memory plan of every training stage still to run, as that stage will check it when it
+   * starts (Run / SftRun with mustFit): on the weights it starts from, the loaded model's as
+   * stored, or a training stage's end (f32 values, whether merged adapters or trained
+   * parameters). Stages whose start is not known yet are left to their own check: those on a
+   * student model (`"from": "model:…"` and the stages after it; the student loads when its stage
+   * starts) and SFT stages on the set of a rejection stage that has not run.
+   */
+  async planStages(): Promise<StagePlan[]> {
+    const { engine } = this.setup;
+    const limits = engine.device.limits;
+    const kernels = engine.pipelines.tuning;
+    const plans: StagePlan[] = [];
+    for (let i = this.state.stageIndex; i < this.recipe.stages.length; i++) {
+      const stage = this.recipe.stages[i];
+      if (stage.kind === 'rejection-sample') continue;
+      if (this.rootOf(i) !== 'base') continue;
+      const source = this.sourceOf(i);
+      const model = await this.modelOf(source);
+      const weights = source === 'base' ? this.setup.base.weights : this.plannedEnd(source, model);
+      let plan: MemoryPlan;
+      if (stage.kind === 'grpo') {
+        const config = stageConfig(this.recipe, i);
+        plan = planRunMemory(model.config, config, limits, undefined, weights, kernels);
+      } else {
+        const data = stage.data;
+        if ('stage' in data && this.state.datasets[data.stage] === undefined) continue;
+        const config = resolveSftConfig({ seed: stageSeed(this.recipe, i), ...stage.options });
+        const { examples } = tokenizeSftDataset(this.sftRows(stage), model.tokenizer, config);
+        plan = planSftMemory(model.config, config, examples, weights, limits, undefined, kernels);
+      }
+      plans.push({ index: i, name: stage.name, kind: stage.kind, plan });
+    }
+    return plans;
+  }
+
+  /** The model stage `index`'s chain of starts leads back to: 'base' or 'model:<ref>'. */
+  private rootOf(index: number): string {
+    const source = this.sourceOf(index);
+    if (source === 'base' || source.startsWith(MODEL_PREFIX)) return source;
+    return this.rootOf(this.recipe.stages.findIndex((s) => s.name === source));
+  }
+
+  /** The end weights of training stage `source` for planning: kept when it has run, else as
+   * their storage will be (f32 values: a LoRA stage's merged, a full stage's trained). */
+  private plannedEnd(source: string, model: RecipeModel): Weights {
+    const kept = this.weights.get(source);
+    if (kept) return kept;
+    const f32 = new Map(parameterSpecs(model.config).map((spec) => [spec.name, 'F32']));
+    return {
+      storedDtypes: f32,
+      read: () => Promise.reject(new Error(`recipe: stage '${source}' has not run`)),
+    };
+  }
+
+  /** Runs the remaining stages (or until stop()). A training stage still to run that does not
+   * fit the device (planStages) stops the recipe before any stage runs. */
   async run(): Promise<'finished' | 'stopped'> {
     this.stopRequested = false;
+    const plans = await this.planStages();
+    await this.hooks.onPlans?.(plans);
+    const over = plans.find((p) => !p.plan.fits);
+    if (over) {
+      throw new Error(
+        `Stage '${over.name}' (${over.index + 1} of ${this.recipe.stages.length}) would not fit ` +
+          `on this GPU, so the recipe stops before running a stage: ${over.plan.message}`,
+      );
+    }
     while (!this.finished) {
       const index = this.state.stageIndex;
       const checkpoint =

@@ -57,6 +57,14 @@ export type RecipeStatus = 'ready' | 'running' | 'paused' | 'finished' | 'error'
 export type RecipeEvent =
   | { type: 'recipe-status'; runId: string; status: RecipeStatus; message?: string }
   | {
+      type: 'recipe-plans';
+      runId: string;
+      /** Each training stage still to run whose start is known: its planned peak and whether
+       * it fits (one that does not stops the recipe before it runs a stage). */
+      plans: { index: number; name: string; peakBytes: number; fits: boolean }[];
+      budgetBytes: number;
+    }
+  | {
       type: 'recipe-stage-start';
       runId: string;
       index: number;
@@ -280,6 +288,20 @@ class RecipeRunner {
   private hooks(a: Active, run: () => RecipeRun): RecipeHooks {
     const status = (): RunStatus => (this.#running ? 'running' : 'paused');
     return {
+      onPlans: (plans) => {
+        if (plans.length === 0) return;
+        this.emit({
+          type: 'recipe-plans',
+          runId: a.runId,
+          plans: plans.map(({ index, name, plan }) => ({
+            index,
+            name,
+            peakBytes: plan.peakBytes,
+            fits: plan.fits,
+          })),
+          budgetBytes: plans[0].plan.limits.totalBudget,
+        });
+      },
       onStageStart: async ({ index, stage, steps, startStep, plan }) => {
         this.emit({
           type: 'recipe-stage-start',

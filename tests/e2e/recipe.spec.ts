@@ -137,8 +137,13 @@ test('a two-stage recipe pauses after step 3, resumes after a reload from its GR
     .locator('li[data-kind="step"]')
     .evaluateAll((li) => li.map((l) => Number(l.getAttribute('data-step'))));
   expect(trained).toEqual([4]);
+  // The recipe's preflight plans (on the resume too) and each stage's start line, as npm run
+  // recipe prints them.
   await expect(page.getByTestId('recipe-log')).toContainText(
-    "stage 2 'rl' (grpo) starts after step 2",
+    /memory plans at peak \(budget [\d.]+ GiB\): 'rl' [\d.]+ (KiB|MiB)/,
+  );
+  await expect(page.getByTestId('recipe-log')).toContainText(
+    /stage 2 'rl' \(grpo\) starts after step 2: 2 steps; memory plan [\d.]+ (KiB|MiB) at peak/,
   );
   expect(await lossOf(3)).toBe(loss3);
   expect(await markers(page)).toEqual([

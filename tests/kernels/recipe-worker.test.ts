@@ -16,7 +16,7 @@ import { nodeSandboxFactory } from '../../src/rewards/reward-sandbox-node';
 import { GrpoStorage } from '../../src/storage/index';
 import type { RecipeEvent } from '../../src/worker/recipe-service';
 import { createTrainerApi } from '../../src/worker/trainer-api';
-import { TWO_STAGE } from '../support/two-stage-recipe';
+import { OVERSIZED, TWO_STAGE } from '../support/two-stage-recipe';
 import { testEngine } from './harness';
 
 /** A worker API on `idb` with the bundled model loaded, recording its recipe events. */
@@ -217,6 +217,25 @@ describe('recipe in the trainer worker', { timeout: 900_000 }, () => {
     // A run of its own: what it saves never becomes the recipe stage's latest checkpoint.
     expect(state.runId).not.toBe(grpo.runId);
     expect(state.runName).toContain('(continued)');
+  });
+
+  it('a stage that would not fit stops the recipe before it runs a stage, saying which and why', async () => {
+    const { api, events } = await worker(new IDBFactory());
+    await api.startRecipe(OVERSIZED);
+    const ended = await api.runRecipe();
+    expect(ended.outcome).toBe('error');
+    expect(ended.message).toMatch(
+      /^Stage 'rl' \(2 of 2\) would not fit on this GPU, so the recipe stops before running a stage: Does not fit: N = 256×64 = 16384 sequences/,
+    );
+    // The preflight's plans reached the page (its log); no stage started, no step trained.
+    const plans = events.find((e) => e.type === 'recipe-plans');
+    expect(plans?.type === 'recipe-plans' && plans.plans.map((p) => [p.name, p.fits])).toEqual([
+      ['cold-start', true],
+      ['rl', false],
+    ]);
+    expect(
+      events.filter((e) => e.type === 'recipe-stage-start' || e.type === 'recipe-step'),
+    ).toEqual([]);
   });
 
   it('refuses a bad recipe with parseRecipe’s message and an unknown run id', async () => {

@@ -14,6 +14,7 @@ import { loadModel, openEngine, type LoadedModel } from '../../src/cli/_session'
 import type { Engine } from '../../src/engine/engine';
 import { parseRecipe, type Recipe, type TimelineRow } from '../../src/recipes/recipe-spec';
 import { reverseVocabulary, tinyHfFolder } from '../support/tiny-hf-model';
+import { OVERSIZED } from '../support/two-stage-recipe';
 
 const work = mkdtempSync(join(tmpdir(), 'grpo-recipe-'));
 const SMALL_RL = {
@@ -167,6 +168,28 @@ describe('recipe run folder', { timeout: 900_000 }, () => {
     }
     expect(second.outcome).toBe('finished');
     expect(comparable(second.state.timeline)).toEqual(comparable(whole.state.timeline));
+  });
+
+  it('a stage that would not fit stops the recipe before its first stage runs, saying which and why', async () => {
+    const dir = join(work, 'oversized');
+    const lines: string[] = [];
+    await expect(
+      recipeFolder({
+        engine,
+        model,
+        recipe: parseRecipe(OVERSIZED),
+        runDir: dir,
+        log: (l) => lines.push(l),
+      }),
+    ).rejects.toThrow(
+      /^Stage 'rl' \(2 of 2\) would not fit on this GPU, so the recipe stops before running a stage: Does not fit: N = 256×64 = 16384 sequences/,
+    );
+    expect(lines.find((l) => l.startsWith('memory plans'))).toMatch(
+      /^memory plans at peak \(budget 4\.00 GiB\): 'cold-start' [\d.]+ MiB, 'rl' [\d.]+ GiB \(does not fit\)$/,
+    );
+    expect(lines.filter((l) => /^stage \d/.test(l))).toEqual([]);
+    const metrics = join(dir, 'metrics.jsonl');
+    expect(existsSync(metrics) ? readFileSync(metrics, 'utf8') : '').toBe('');
   });
 
   it('rejection sampling feeds a student SFT from the base weights; counts agree; same seed, same set', async () => {

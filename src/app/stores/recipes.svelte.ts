@@ -4,7 +4,12 @@
 // and the recipe runs stored in this browser, so an unfinished one is offered for resume after a
 // reload. One instance for the page (`recipes`), connected once to the worker.
 import * as Comlink from 'comlink';
-import type { Recipe, StageResult, TimelineRow } from '../../recipes/recipe-spec';
+import {
+  stagePlansText,
+  type Recipe,
+  type StageResult,
+  type TimelineRow,
+} from '../../recipes/recipe-spec';
 import { recipeRewardCode } from '../lib/recipe-view';
 import type { RejectionSamplingReport } from '../../recipes/rejection-sampling';
 import { formatBytes } from '../../core/format';
@@ -201,6 +206,12 @@ export class RecipeSession {
     switch (e.type) {
       case 'recipe-status':
         if (e.status !== 'running') this.note({ kind: 'status', text: `recipe ${e.status}` });
+        break;
+      case 'recipe-plans':
+        this.note({
+          kind: 'stage',
+          text: stagePlansText(e.plans, e.budgetBytes),
+        });
         break;
       case 'recipe-stage-start':
         this.note({
