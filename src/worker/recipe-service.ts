@@ -15,6 +15,7 @@ import type { LlamaConfig } from '../core/model-config';
 import type { WeightReader } from '../formats/hf-folder';
 import { parseRecipeState } from '../recipes/recipe-state';
 import { RecipeRun } from '../recipes/recipe';
+import { defaultMemoryBudget } from '../train/run';
 import {
   builtinRecipe,
   parseRecipe,
@@ -52,6 +53,13 @@ export interface RecipeContext {
 }
 
 export type RecipeStatus = 'ready' | 'running' | 'paused' | 'finished' | 'error';
+
+/** A recipe's training stages planned before it starts (planRecipe): each one's peak, whether it
+ * fits and the plan's message (what to change when it does not), against `budgetBytes`. */
+export interface RecipePlans {
+  plans: { index: number; name: string; peakBytes: number; fits: boolean; message: string }[];
+  budgetBytes: number;
+}
 
 /** The recipe's progress stream (setRecipeListener). */
 export type RecipeEvent =
@@ -420,6 +428,37 @@ class RecipeRunner {
     return { a, state: kept };
   }
 
+  /**
+   * The memory plan of each training stage of `recipe` on the loaded model, as the recipe's
+   * preflight will check them when it starts (RecipeRun.planStages), without starting it: the
+   * page shows them before Start. Throws what starting would (a bad recipe, a full stage on a
+   * 4-bit model).
+   */
+  async plan(recipe: Recipe | string, seed?: number): Promise<RecipePlans> {
+    const m = this.requireModel();
+    const parsed = checkRecipe(recipe, seed);
+    const engine = await this.ctx.getEngine();
+    const run = new RecipeRun({
+      engine,
+      recipe: parsed,
+      runId: 'plan',
+      base: { config: m.hf.config, weights: m.hf.weights, tokenizer: m.tokenizer },
+      sandboxFactory: this.ctx.sandboxFactory(),
+      scoringTask: recipeScoringTask(),
+    });
+    const plans = await run.planStages();
+    return {
+      plans: plans.map(({ index, name, plan }) => ({
+        index,
+        name,
+        peakBytes: plan.peakBytes,
+        fits: plan.fits,
+        message: plan.message,
+      })),
+      budgetBytes: defaultMemoryBudget(engine.device.limits),
+    };
+  }
+
   /** A new recipe run on the loaded model (stored at once; nothing trained until run()). */
   async start(recipe: Recipe | string, seed?: number): Promise<RecipeView> {
     this.requireIdle();
@@ -520,6 +559,8 @@ export function createRecipeApi(ctx: RecipeContext) {
       runner.setListener(callback),
     /** Checks a recipe (a built-in name or JSON) without starting it; throws parseRecipe's message. */
     checkRecipe,
+    /** Each training stage's memory plan on the loaded model, before the recipe starts. */
+    planRecipe: (recipe: Recipe | string, seed?: number) => runner.plan(recipe, seed),
     /** A new recipe run on the loaded model (stored at once; nothing trained until runRecipe). */
     startRecipe: (recipe: Recipe | string, seed?: number) => runner.start(recipe, seed),
     /** Loads a stored recipe run (after Pause or a reload) to continue with runRecipe. */

@@ -9,7 +9,7 @@
 import { expect, test, type Page } from '@playwright/test';
 import axe from 'axe-core';
 import { watchErrors } from './support/watch-errors';
-import { TWO_STAGE } from '../support/two-stage-recipe';
+import { OVERSIZED, TWO_STAGE } from '../support/two-stage-recipe';
 import { loadBundledModel } from './support/bundled-model';
 
 const STEP_TIMEOUT = 180_000;
@@ -73,8 +73,21 @@ test('a two-stage recipe pauses after step 3, resumes after a reload from its GR
     'stage 1: "kind" must be one of sft, grpo, rejection-sample',
   );
   await expect(page.getByTestId('recipe-start')).toBeDisabled();
+  // A recipe whose GRPO stage would not fit is known before Start: its plan says why, and Start
+  // waits for a smaller one.
+  await page.getByTestId('recipe-json').fill(JSON.stringify(OVERSIZED));
+  await expect(page.getByTestId('recipe-plan')).toHaveAttribute('data-fits', 'false');
+  await expect(page.getByTestId('recipe-plan')).toContainText(
+    "Stage 'rl' would not fit on this GPU: Does not fit: N = 256×64 = 16384 sequences",
+  );
+  await expect(page.getByTestId('recipe-start')).toBeDisabled();
   await page.getByTestId('recipe-json').fill(JSON.stringify(TWO_STAGE, null, 2));
   await expect(page.getByTestId('recipe-json-ok')).toContainText('2 stages');
+  await expect(page.getByTestId('recipe-plan')).toHaveAttribute('data-fits', 'true');
+  await expect(page.getByTestId('recipe-plan')).toContainText(
+    /^memory plans at peak \(budget [\d.]+ GiB\): 'cold-start' [\d.]+ MiB, 'rl' [\d.]+ MiB: every stage planned so far fits\.$/,
+  );
+  await expect(page.getByTestId('recipe-start')).toBeEnabled();
   // Its GRPO stage samples one prompt a step: "1 prompt", not "1 prompts".
   await expect(page.getByTestId('recipe-json-ok')).toContainText(
     'aha preset, 4 completions × 1 prompt)',

@@ -221,6 +221,15 @@ describe('recipe in the trainer worker', { timeout: 900_000 }, () => {
 
   it('a stage that would not fit stops the recipe before it runs a stage, saying which and why', async () => {
     const { api, events } = await worker(new IDBFactory());
+    // Planned before it starts (the Recipes view shows it under Start), as the preflight will.
+    const planned = await api.planRecipe(OVERSIZED);
+    expect(planned.plans.map((p) => [p.name, p.fits])).toEqual([
+      ['cold-start', true],
+      ['rl', false],
+    ]);
+    expect(planned.plans[1].message).toMatch(/^Does not fit: N = 256×64 = 16384 sequences/);
+    expect(planned.budgetBytes).toBe(4 * 2 ** 30);
+    expect((await api.planRecipe(TWO_STAGE)).plans.every((p) => p.fits)).toBe(true);
     await api.startRecipe(OVERSIZED);
     const ended = await api.runRecipe();
     expect(ended.outcome).toBe('error');

@@ -11,10 +11,11 @@ import {
   type TimelineRow,
 } from '../../recipes/recipe-spec';
 import { recipeRewardCode } from '../lib/recipe-view';
-import type { RejectionSamplingReport } from '../../recipes/rejection-sampling';
 import { formatBytes } from '../../core/format';
+import type { RejectionSamplingReport } from '../../recipes/rejection-sampling';
 import type {
   RecipeEvent,
+  RecipePlans,
   RecipeRunSummary,
   RecipeStatus,
   RecipeView,
@@ -24,6 +25,7 @@ import type { TrainerApi } from '../../worker/trainer-api';
 type Api = Pick<
   Comlink.Remote<TrainerApi>,
   | 'setRecipeListener'
+  | 'planRecipe'
   | 'startRecipe'
   | 'runRecipe'
   | 'pauseRecipe'
@@ -287,6 +289,17 @@ export class RecipeSession {
     if (!v) return;
     this.adopt(v);
     await this.run();
+  }
+
+  /** Each training stage's memory plan on the loaded model (the worker's planRecipe), or why
+   * there is none: shown before Start. */
+  async plan(recipe: Recipe | string, seed?: number): Promise<RecipePlans | { error: string }> {
+    if (!this.#api) return { error: 'The trainer is not ready yet.' };
+    try {
+      return await this.#api.planRecipe(recipe, seed);
+    } catch (err) {
+      return { error: msg(err) };
+    }
   }
 
   /** Runs the current recipe until it finishes or is paused. */
