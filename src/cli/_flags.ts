@@ -194,6 +194,12 @@ export const RECIPE: Command = {
     },
     { name: 'model', value: 'folder', help: 'a local Hugging Face model folder (default bundled)' },
     {
+      name: 'plan',
+      value: '',
+      help: 'print each training stage’s memory plan on the model and exit without training (exit 1 when one does not fit)',
+      boolean: true,
+    },
+    {
       name: 'compare',
       value: '',
       help: 'the R1 paper’s three findings (RL alone, cold start, distillation into a student) on the aha held-out prompts, by docs/recipe/protocol.md',
@@ -493,13 +499,14 @@ export function trainedLine(from: number, to: number, seconds: number): string {
 }
 
 /**
- * Runs a command's main and ends the process with its status: 0 on success, 1 with the error's
- * message on stderr. `main` releases what it opened (GPU, reward sandboxes) in its own finally
- * blocks; the explicit exit is the backstop that a forgotten handle cannot turn into a hang.
+ * Runs a command's main and ends the process with its status: the process.exitCode main set (a
+ * recipe that stopped, a plan that does not fit: 1) or 0 on success, 1 with the error's message
+ * on stderr. `main` releases what it opened (GPU, reward sandboxes) in its own finally blocks; the
+ * explicit exit is the backstop that a forgotten handle cannot turn into a hang.
  */
 export function runCommand(main: () => Promise<void>, showStack = false): void {
   main().then(
-    () => process.exit(0),
+    () => process.exit(process.exitCode ?? 0),
     (e: unknown) => {
       console.error(e instanceof Error ? (showStack ? e.stack : e.message) : String(e));
       process.exit(1);

@@ -28,7 +28,7 @@ import type { SafetensorsDtype } from '../formats/safetensors';
 import { checkpointFromFiles, checkpointToFiles } from '../train/checkpoint';
 import { isPrequantised, storedValuesOf } from '../model/parameters';
 import { resolveSftConfig } from '../train/sft-config';
-import { RecipeRun, type RecipeHooks } from '../recipes/recipe';
+import { RecipeRun, type RecipeHooks, type StagePlan } from '../recipes/recipe';
 import {
   builtinRecipe,
   BUILTIN_RECIPES,
@@ -218,6 +218,51 @@ export function finalModelDtype(recipe: Recipe, baseQuantised = false): Safetens
 /** How a LoRA stage stores its frozen base, for the stage's log line (a full stage has none). */
 const baseLine = (plan: MemoryPlan) =>
   plan.input.lora ? `, base stored as ${plan.input.dtype}` : '';
+
+/**
+ * `npm run recipe -- <recipe> --plan`: each training stage's memory plan on `model`, as the
+ * recipe's preflight checks them before it runs a stage (RecipeRun.planStages), without running.
+ */
+export async function planRecipeStages(o: {
+  engine: Engine;
+  model: LoadedModel | OpenedModel;
+  recipe: Recipe;
+}): Promise<StagePlan[]> {
+  const run = new RecipeRun({
+    engine: o.engine,
+    recipe: o.recipe,
+    runId: 'plan',
+    base: {
+      config: o.model.hf.config,
+      weights: await modelWeights(o.model),
+      tokenizer: o.model.tokenizer,
+    },
+    sandboxFactory: nodeSandboxFactory(),
+    scoringTask: recipeScoringTask(),
+  });
+  return run.planStages();
+}
+
+/** planRecipeStages' report: a line per planned stage, the plan's message for one that does not
+ * fit, and the stages left to their own check. */
+export function formatStagePlans(recipe: Recipe, plans: readonly StagePlan[]): string {
+  const lines = [
+    `memory plans of '${recipe.name}' (budget ${formatBytes(plans[0]?.plan.limits.totalBudget)}):`,
+  ];
+  for (const [index, stage] of recipe.stages.entries()) {
+    const head = `  stage ${index + 1}/${recipe.stages.length}: ${stage.kind} '${stage.name}'`;
+    const p = plans.find((x) => x.index === index);
+    if (stage.kind === 'rejection-sample') lines.push(`${head}: samples, trains nothing`);
+    else if (!p) lines.push(`${head}: planned when it starts (its start is not known yet)`);
+    else {
+      lines.push(
+        `${head}: ${formatBytes(p.plan.peakBytes)} at peak${baseLine(p.plan)}, ${p.plan.fits ? 'fits' : 'does not fit'}`,
+      );
+      if (!p.plan.fits) lines.push(`    ${p.plan.message}`);
+    }
+  }
+  return lines.join('\n');
+}
 
 export interface RecipeFolderOptions {
   engine: Engine;

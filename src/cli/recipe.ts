@@ -12,7 +12,7 @@ import { isHelpRequested } from '../grpo/config';
 import { parseRecipe } from '../recipes/recipe-spec';
 import type { AhaPromptSet } from '../tasks/traces';
 import { flagCount, flagCounts, RECIPE, recipeHelp, runCommand, takeCommandFlags } from './_flags';
-import { recipeFolder, readRecipe } from './_recipe';
+import { formatStagePlans, planRecipeStages, recipeFolder, readRecipe } from './_recipe';
 import { compareFindings, renderReport } from './_recipe-compare';
 import {
   FINDINGS_DEFAULTS,
@@ -113,6 +113,12 @@ async function main(argv: string[]) {
   const model = await openModel(flag('model') ?? 'bundled');
   const engine = await openEngine();
   try {
+    if (flag('plan') !== undefined) {
+      const plans = await planRecipeStages({ engine, model, recipe });
+      console.log(formatStagePlans(recipe, plans));
+      if (plans.some((p) => !p.plan.fits)) process.exitCode = 1;
+      return;
+    }
     const { outcome } = await recipeFolder({
       engine,
       model,

@@ -3,9 +3,11 @@
 // input (a missing reward file, a bad config file, too many steps, a size past its limit, prompts
 // over the length limit) exits 1 with a message saying what to change; a resume from an earlier
 // checkpoint logs every step once and recovers a checkpoint whose replacement was interrupted;
-// `aha --help` prints help.
+// `recipe --plan` prints the stages' memory plans and exits 1 when one does not fit; `aha --help`
+// prints help.
 import { execFileSync, spawnSync } from 'node:child_process';
 import {
+  existsSync,
   mkdirSync,
   mkdtempSync,
   readdirSync,
@@ -152,6 +154,42 @@ describe('the command line ends with its status', { timeout: 600_000 }, () => {
     expect(long.status).toBe(1);
     expect(long.err).toMatch(
       /maxPromptLength = 5 tokens: the shortest prompt is \d+ tokens; raise --max-prompt-length/,
+    );
+  });
+
+  it('recipe --plan prints each stage’s memory plan and trains nothing; 1 when one does not fit', () => {
+    const out = join(work, 'planned');
+    const recipe = (grpo: object) =>
+      file(
+        'planned.json',
+        JSON.stringify({
+          name: 'planned',
+          stages: [
+            { kind: 'sft', name: 'cold', data: { coldStart: { count: 4 } } },
+            { kind: 'rejection-sample', name: 'rs', prompts: 2, options: { k: 1 } },
+            { kind: 'sft', name: 'distil', from: 'base', data: { stage: 'rs' } },
+            { kind: 'grpo', name: 'rl', from: 'cold', options: grpo },
+          ],
+        }),
+      );
+    const fits = cli('recipe', [recipe({ steps: 1 }), '--plan', '--model', modelDir, '--out', out]);
+    expect(fits.status).toBe(0);
+    const lines = fits.out.trim().split('\n').slice(1);
+    expect(lines[0]).toMatch(/^memory plans of 'planned' \(budget [\d.]+ GiB\):$/);
+    expect(lines.slice(1).map((l) => l.replace(/[\d.]+ (KiB|MiB)/, 'X'))).toEqual([
+      "  stage 1/4: sft 'cold': X at peak, fits",
+      "  stage 2/4: rejection-sample 'rs': samples, trains nothing",
+      "  stage 3/4: sft 'distil': planned when it starts (its start is not known yet)",
+      "  stage 4/4: grpo 'rl': X at peak, fits",
+    ]);
+    expect(existsSync(out)).toBe(false);
+    const over = cli('recipe', [
+      ...[recipe({ perStepPrompts: 1024, numGenerations: 64 }), '--plan'],
+      ...['--model', modelDir, '--out', out],
+    ]);
+    expect(over.status).toBe(1);
+    expect(over.out).toMatch(
+      / {2}stage 4\/4: grpo 'rl': [\d.]+ GiB at peak, does not fit\n {4}Does not fit: N = 1024×64/,
     );
   });
 
