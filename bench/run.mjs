@@ -27,6 +27,7 @@ await build({
         profile: 'bench/node/profile.ts',
         memory: 'bench/node/memory.ts',
         nf4: 'bench/node/nf4.ts',
+        'recipe-memory': 'bench/node/recipe-memory.ts',
         counters: 'bench/node/counters.ts',
         gpu: 'bench/node/gpu.ts',
       },
@@ -40,6 +41,7 @@ const ENTRIES = {
   '--profile': 'profile.js',
   '--memory': 'memory.js',
   '--nf4': 'nf4.js',
+  '--recipe-memory': 'recipe-memory.js',
   '--gpu': 'gpu.js',
   '--counters': 'counters.js',
 };
