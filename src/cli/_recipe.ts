@@ -27,16 +27,14 @@ import { exportDtypeOf, exportHfFolder } from '../export/hf-export';
 import type { SafetensorsDtype } from '../formats/safetensors';
 import { checkpointFromFiles, checkpointToFiles } from '../train/checkpoint';
 import { isPrequantised, storedValuesOf } from '../model/parameters';
-import { resolveSftConfig } from '../train/sft-config';
-import { RecipeRun, type RecipeHooks, type StagePlan } from '../recipes/recipe';
+import { RecipeRun, stagePlanSummary, type RecipeHooks, type StagePlan } from '../recipes/recipe';
 import {
   builtinRecipe,
   BUILTIN_RECIPES,
   parseRecipe,
   recipeScoringTask,
-  stageConfig,
   stagePlansText,
-  stageUsesLora,
+  stageTrainingOptions,
   startsFromBase,
   type Recipe,
   type RecipeState,
@@ -202,9 +200,8 @@ export function finalModelDtype(recipe: Recipe, baseQuantised = false): Safetens
   while (i >= 0) {
     const stage = recipe.stages[i];
     if (stage.kind !== 'rejection-sample') {
-      if (!stageUsesLora(recipe, i)) return 'F32';
-      const dtype =
-        stage.kind === 'sft' ? resolveSftConfig(stage.options).dtype : stageConfig(recipe, i).dtype;
+      const { usePeft, dtype } = stageTrainingOptions(recipe, i);
+      if (!usePeft) return 'F32';
       return baseQuantised && startsFromBase(recipe, i) ? 'BF16' : exportDtypeOf([dtype]);
     }
     const from = stage.from ?? 'previous';
@@ -360,8 +357,7 @@ export async function recipeFolder(
     hooks: {
       onPlans: (plans) => {
         if (plans.length === 0) return;
-        const summary = plans.map(({ name, plan }) => ({ name, ...plan }));
-        log(stagePlansText(summary, plans[0].plan.limits.totalBudget));
+        log(stagePlansText(plans.map(stagePlanSummary), plans[0].plan.limits.totalBudget));
       },
       onStageStart: ({ index, stage, steps: n, plan }) =>
         log(

@@ -426,13 +426,18 @@ export function startsFromBase(recipe: Recipe, index: number): boolean {
   return recipe.stages[source].kind === 'rejection-sample' && startsFromBase(recipe, source);
 }
 
-/** Whether training stage `index` trains LoRA adapters (usePeft) rather than every weight. */
-export function stageUsesLora(recipe: Recipe, index: number): boolean {
+/** Training stage `index`'s resolved adapter and base-storage options (its SFT or GRPO config). */
+export function stageTrainingOptions(
+  recipe: Recipe,
+  index: number,
+): Pick<SftConfig, 'usePeft' | 'dtype' | 'useBnbNestedQuant'> {
   const stage = recipe.stages[index];
-  return stage.kind === 'sft'
-    ? resolveSftConfig(stage.options).usePeft
-    : stageConfig(recipe, index).usePeft;
+  return stage.kind === 'sft' ? resolveSftConfig(stage.options) : stageConfig(recipe, index);
 }
+
+/** Whether training stage `index` trains LoRA adapters (usePeft) rather than every weight. */
+export const stageUsesLora = (recipe: Recipe, index: number): boolean =>
+  stageTrainingOptions(recipe, index).usePeft;
 
 /** A RecipeState read back from JSON: JSON writes a NaN metric (a rate of an empty group) as
  * null; it is NaN again here, so a resumed timeline equals the one that was stored. */

@@ -23,6 +23,7 @@ import {
   MODEL_PREFIX,
   fullStageOnBase,
   stageConfig,
+  stageTrainingOptions,
   stageRunId,
   stageSeed,
   type GrpoStage,
@@ -82,9 +83,26 @@ export interface RecipeHooks {
 export interface StagePlan {
   index: number;
   name: string;
-  kind: 'sft' | 'grpo';
   plan: MemoryPlan;
 }
+
+/** What the front ends show of a stage's plan (the page's log and Start line, the CLI's). */
+export interface StagePlanSummary {
+  index: number;
+  name: string;
+  peakBytes: number;
+  fits: boolean;
+  /** The plan's message: what to change when it does not fit. */
+  message: string;
+}
+
+export const stagePlanSummary = ({ index, name, plan }: StagePlan): StagePlanSummary => ({
+  index,
+  name,
+  peakBytes: plan.peakBytes,
+  fits: plan.fits,
+  message: plan.message,
+});
 
 /** A model a stage can start from: its architecture, tokenizer and weights' identity. */
 export interface RecipeModel {
@@ -263,9 +281,7 @@ function stageEndWeights(
   trained: TrainedWeights,
 ): Weights {
   if (trained.kind === 'full') return trained.weights;
-  const stage = recipe.stages[index];
-  const { dtype, useBnbNestedQuant } =
-    stage.kind === 'sft' ? resolveSftConfig(stage.options) : stageConfig(recipe, index);
+  const { dtype, useBnbNestedQuant } = stageTrainingOptions(recipe, index);
   const frozen = frozenDtypeOf(dtype, start.config, start.weights);
   const nf4 = { nested: useBnbNestedQuant };
   return mergedLoraWeights(
@@ -452,8 +468,8 @@ export class RecipeRun {
     const tensors = new Map(
       payload.tensors.filter((t) => !t.name.startsWith('optimizer.')).map((t) => [t.name, t.data]),
     );
-    const index = this.recipe.stages.findIndex((s) => s.name === source);
     if (!payload.adapter) return tensors;
+    const index = this.recipe.stages.findIndex((s) => s.name === source);
     const start = await this.startWeights(index);
     return stageEndWeights(this.recipe, index, start, {
       kind: 'lora',
@@ -493,7 +509,7 @@ export class RecipeRun {
         const { examples } = tokenizeSftDataset(this.sftRows(stage), model.tokenizer, config);
         plan = planSftMemory(model.config, config, examples, weights, limits, undefined, kernels);
       }
-      plans.push({ index: i, name: stage.name, kind: stage.kind, plan });
+      plans.push({ index: i, name: stage.name, plan });
     }
     return plans;
   }

@@ -14,7 +14,12 @@ import type { Engine } from '../engine/engine';
 import type { LlamaConfig } from '../core/model-config';
 import type { WeightReader } from '../formats/hf-folder';
 import { parseRecipeState } from '../recipes/recipe-state';
-import { RecipeRun } from '../recipes/recipe';
+import {
+  RecipeRun,
+  stagePlanSummary,
+  type RecipeSetup,
+  type StagePlanSummary,
+} from '../recipes/recipe';
 import { defaultMemoryBudget } from '../train/run';
 import {
   builtinRecipe,
@@ -57,7 +62,7 @@ export type RecipeStatus = 'ready' | 'running' | 'paused' | 'finished' | 'error'
 /** A recipe's training stages planned before it starts (planRecipe): each one's peak, whether it
  * fits and the plan's message (what to change when it does not), against `budgetBytes`. */
 export interface RecipePlans {
-  plans: { index: number; name: string; peakBytes: number; fits: boolean; message: string }[];
+  plans: StagePlanSummary[];
   budgetBytes: number;
 }
 
@@ -69,7 +74,7 @@ export type RecipeEvent =
       runId: string;
       /** Each training stage still to run whose start is known: its planned peak and whether
        * it fits (one that does not stops the recipe before it runs a stage). */
-      plans: { index: number; name: string; peakBytes: number; fits: boolean }[];
+      plans: StagePlanSummary[];
       budgetBytes: number;
     }
   | {
@@ -301,12 +306,7 @@ class RecipeRunner {
         this.emit({
           type: 'recipe-plans',
           runId: a.runId,
-          plans: plans.map(({ index, name, plan }) => ({
-            index,
-            name,
-            peakBytes: plan.peakBytes,
-            fits: plan.fits,
-          })),
+          plans: plans.map(stagePlanSummary),
           budgetBytes: plans[0].plan.limits.totalBudget,
         });
       },
@@ -354,12 +354,25 @@ class RecipeRunner {
 
   /** A RecipeRun on the loaded model whose hooks stream its progress and store it. */
   private async build(a: Active, resume?: RecipeResume): Promise<RecipeRun> {
+    const run: RecipeRun = await this.recipeRun(a.recipe, a.runId, {
+      resume,
+      hooks: this.hooks(a, () => run),
+    });
+    return run;
+  }
+
+  /** A RecipeRun of `recipe` on the loaded model (the worker's engine, reward sandboxes and the
+   * recipes' scoring task), with `extra`'s resume and hooks. */
+  private async recipeRun(
+    recipe: Recipe,
+    runId: string,
+    extra: Pick<RecipeSetup, 'resume' | 'hooks'> = {},
+  ): Promise<RecipeRun> {
     const m = this.requireModel();
-    const engine = await this.ctx.getEngine();
-    const run: RecipeRun = new RecipeRun({
-      engine,
-      recipe: a.recipe,
-      runId: a.runId,
+    return new RecipeRun({
+      engine: await this.ctx.getEngine(),
+      recipe,
+      runId,
       base: {
         config: m.hf.config,
         // The loaded model's reader: each stage that starts from the base streams it into the GPU
@@ -370,10 +383,8 @@ class RecipeRunner {
       },
       sandboxFactory: this.ctx.sandboxFactory(),
       scoringTask: recipeScoringTask(),
-      resume,
-      hooks: this.hooks(a, () => run),
+      ...extra,
     });
-    return run;
   }
 
   /** Reads a stored recipe run back and builds its RecipeRun from the latest checkpoints. */
@@ -435,26 +446,10 @@ class RecipeRunner {
    * 4-bit model).
    */
   async plan(recipe: Recipe | string, seed?: number): Promise<RecipePlans> {
-    const m = this.requireModel();
-    const parsed = checkRecipe(recipe, seed);
+    const run = await this.recipeRun(checkRecipe(recipe, seed), 'plan');
     const engine = await this.ctx.getEngine();
-    const run = new RecipeRun({
-      engine,
-      recipe: parsed,
-      runId: 'plan',
-      base: { config: m.hf.config, weights: m.hf.weights, tokenizer: m.tokenizer },
-      sandboxFactory: this.ctx.sandboxFactory(),
-      scoringTask: recipeScoringTask(),
-    });
-    const plans = await run.planStages();
     return {
-      plans: plans.map(({ index, name, plan }) => ({
-        index,
-        name,
-        peakBytes: plan.peakBytes,
-        fits: plan.fits,
-        message: plan.message,
-      })),
+      plans: (await run.planStages()).map(stagePlanSummary),
       budgetBytes: defaultMemoryBudget(engine.device.limits),
     };
   }
