@@ -3,7 +3,8 @@
 // quant_map, nested statistics and quant_state entries) is picked, loads as a 4-bit base without
 // being widened, trains two LoRA steps, and its merged export is a BF16 folder (dequantised base
 // + B·A, as PEFT's merge); a GPTQ folder is refused with the method's name before any weight is read.
-// In the Recipes view a stage that would fully fine-tune the 4-bit model is refused.
+// In the Recipes view a stage that would fully fine-tune the 4-bit model is refused, and a LoRA
+// stage trains on it as stored (its base stays NF4).
 import { readFileSync } from 'node:fs';
 import { expect, test } from '@playwright/test';
 import { parseSafetensorsHeader } from '../../src/formats/safetensors';
@@ -92,6 +93,26 @@ test('a bitsandbytes 4-bit folder trains two LoRA steps and exports a BF16 merge
   await expect(refused).toContainText('a 4-bit (NF4) quantised checkpoint');
   await expect(refused).toContainText('Turn LoRA (usePeft) on');
   await expect(page.getByTestId('recipe-row')).toHaveCount(0); // nothing trained
+  // A LoRA stage trains on the file's 4-bit codes: the recipe streams the loaded model into the
+  // stage as stored (it used to widen it to f32 first, and the stage stored that copy).
+  const loraStage = {
+    name: 'qlora-sft',
+    stages: [
+      {
+        kind: 'sft',
+        name: 'tune',
+        data: { jsonl: JSON.stringify({ prompt: '1+1=', completion: '2' }) },
+        options: { maxSteps: 1, usePeft: true, loraR: 2, loraAlpha: 4 },
+      },
+    ],
+  };
+  await page.getByTestId('recipe-json').fill(JSON.stringify(loraStage));
+  await expect(page.getByTestId('recipe-plan')).toHaveAttribute('data-fits', 'true');
+  await page.getByTestId('recipe-start').click();
+  await expect(page.getByTestId('recipe-status')).toHaveText('finished', { timeout: STEP_TIMEOUT });
+  await expect(page.getByTestId('recipe-log')).toContainText(
+    /stage 1 'tune' \(sft\) starts after step 0: 1 steps; memory plan [\d.]+ (KiB|MiB) at peak, base stored as nf4/,
+  );
   await page.getByTestId('recipe-choice-sft').check();
   await expect(page.getByTestId('recipe-sft-lora')).toBeChecked();
   await page.getByTestId('recipe-sft-lora').uncheck();
